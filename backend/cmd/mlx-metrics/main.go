@@ -1,0 +1,73 @@
+// Command mlx-metrics is the metrics-and-performance module of an MLX LLM
+// serving host: the backend (serve), the bench-serve runner and planner
+// (bench), the reference engine (engine), and tools around them.
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+// command is one subcommand, in the manner of the go tool.
+type command struct {
+	name  string
+	short string
+	run   func(ctx context.Context, args []string) error
+}
+
+// commands lists the subcommands; the first is the default.
+var commands = []command{
+	{"serve", "run the backend with the panel (the default)", runServe},
+}
+
+// exitError carries an exit code out of a subcommand.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string { return e.err.Error() }
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	os.Exit(run(ctx, os.Args[1:]))
+}
+
+func run(ctx context.Context, args []string) int {
+	name := commands[0].name
+	if len(args) > 0 && (args[0] == "-h" || args[0] == "--help" || args[0] == "help") {
+		usage()
+		return 0
+	}
+	if len(args) > 0 && len(args[0]) > 0 && args[0][0] != '-' {
+		name, args = args[0], args[1:]
+	}
+	for _, c := range commands {
+		if c.name != name {
+			continue
+		}
+		if err := c.run(ctx, args); err != nil {
+			fmt.Fprintf(os.Stderr, "mlx-metrics %s: %v\n", name, err)
+			if ee, ok := err.(*exitError); ok {
+				return ee.code
+			}
+			return 1
+		}
+		return 0
+	}
+	fmt.Fprintf(os.Stderr, "mlx-metrics: unknown command %q\n", name)
+	usage()
+	return 2
+}
+
+func usage() {
+	fmt.Fprintln(os.Stderr, "usage: mlx-metrics <command> [flags]\n\ncommands:")
+	for _, c := range commands {
+		fmt.Fprintf(os.Stderr, "  %-10s %s\n", c.name, c.short)
+	}
+	fmt.Fprintln(os.Stderr, "\nrun 'mlx-metrics <command> -h' for a command's flags")
+}

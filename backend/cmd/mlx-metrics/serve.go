@@ -1,0 +1,54 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/mlx-bun/mlx-metrics/backend/internal/server"
+)
+
+// serveConfig is the backend's configuration; every flag has an env twin.
+type serveConfig struct {
+	addr string
+	home string
+}
+
+func defaultHome() string {
+	if h := os.Getenv("MLX_METRICS_HOME"); h != "" {
+		return h
+	}
+	if h, err := os.UserHomeDir(); err == nil {
+		return filepath.Join(h, ".mlx-metrics")
+	}
+	return ".mlx-metrics"
+}
+
+func envOr(key, def string) string {
+	if v := os.Getenv(key); v != "" {
+		return v
+	}
+	return def
+}
+
+func runServe(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	var cfg serveConfig
+	fs.StringVar(&cfg.addr, "addr", envOr("MLX_METRICS_ADDR", "127.0.0.1:7878"), "listen address (env MLX_METRICS_ADDR)")
+	fs.StringVar(&cfg.home, "home", defaultHome(), "data home; storage lives under <home>/metrics (env MLX_METRICS_HOME)")
+	if err := fs.Parse(args); err != nil {
+		return &exitError{code: 2, err: err}
+	}
+	app := server.New(server.Options{})
+	errc := make(chan error, 1)
+	go func() { errc <- app.Listen(cfg.addr) }()
+	fmt.Fprintf(os.Stderr, "mlx-metrics: serving on http://%s (home %s)\n", cfg.addr, cfg.home)
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+		return app.Shutdown()
+	}
+}

@@ -1,0 +1,40 @@
+package bench
+
+// HistoryEntry is the compact record of one finished run kept in history:
+// per-cell medians, not samples. The full record stays in RunDirectory.
+type HistoryEntry struct {
+	ID           string        `json:"id"`
+	Profile      string        `json:"profile"`
+	Scope        string        `json:"scope"`
+	StartedAt    int64         `json:"startedAt"`
+	FinishedAt   int64         `json:"finishedAt"`
+	DurationMs   int64         `json:"durationMs"`
+	Complete     bool          `json:"complete"`
+	ExitCode     int           `json:"exitCode"`
+	Problems     []string      `json:"problems"`
+	Machine      Machine       `json:"machine"`
+	RunDirectory string        `json:"runDirectory"`
+	Cells        []CompactCell `json:"cells"`
+}
+
+// CompactCell is one cell's medians; a figure that was not measured is null.
+type CompactCell struct {
+	Key                           string   `json:"key"`
+	Model                         string   `json:"model"`
+	Kind                          string   `json:"kind"`
+	Configuration                 string   `json:"configuration"`
+	Status                        string   `json:"status"`
+	Note                          string   `json:"note,omitempty"`
+	DecodeTokensPerSecond         *float64 `json:"decodeTokensPerSecond"`
+	TTFTColdMs                    *float64 `json:"ttftColdMs"`
+	Prefill1kTokensPerSecond      *float64 `json:"prefill1kTokensPerSecond"`
+	ContextPrefillTokensPerSecond *float64 `json:"contextPrefillTokensPerSecond"`
+	AggregateTokensPerSecond      *float64 `json:"aggregateTokensPerSecond"`
+	ColdStartMs                   *float64 `json:"coldStartMs"`
+	PeakRssMB                     *float64 `json:"peakRssMB"`
+}
+
+// HistoryList is GET /history's body, newest first.
+type HistoryList struct {
+	Entries []HistoryEntry `json:"entries"`
+}

@@ -1,0 +1,85 @@
+package bench
+
+// Machine is where a run ran.
+type Machine struct {
+	Chip        string `json:"chip"`
+	MemoryBytes int64  `json:"memoryBytes"`
+	Host        string `json:"host"`
+	OS          string `json:"os"`
+	// GPU is the probe's word on the accelerator ("no GPU found" without one).
+	GPU string `json:"gpu,omitempty"`
+}
+
+// Run phases, as Sample.Phase.
+const (
+	PhaseColdStart   = "cold-start"
+	PhaseDecode      = "decode"
+	PhaseColdTTFT    = "cold-ttft"
+	PhaseWarmTTFT    = "warm-ttft"
+	PhaseLongContext = "long-context"
+	PhaseConcurrent  = "concurrent"
+)
+
+// Cell statuses.
+const (
+	CellMeasured = "measured"
+	CellSkipped  = "skipped"
+	CellFailed   = "failed"
+)
+
+// Sample is one measured request (or one concurrent batch, for the
+// concurrent phase). Token counts come from the server's usage, never from
+// the request.
+type Sample struct {
+	Phase                  string  `json:"phase"`
+	Run                    int     `json:"run"`
+	Attempt                int     `json:"attempt"`
+	Endpoint               string  `json:"endpoint,omitempty"`
+	PromptTokens           int64   `json:"promptTokens"`
+	CompletionTokens       int64   `json:"completionTokens"`
+	TTFTMs                 float64 `json:"ttftMs"`
+	TotalMs                float64 `json:"totalMs"`
+	PrefillTokensPerSecond float64 `json:"prefillTokensPerSecond,omitempty"`
+	DecodeTokensPerSecond  float64 `json:"decodeTokensPerSecond,omitempty"`
+	// AggregateTokensPerSecond is set on concurrent samples: all streams'
+	// completion tokens over the batch's wall time.
+	AggregateTokensPerSecond float64 `json:"aggregateTokensPerSecond,omitempty"`
+	Error                    string  `json:"error,omitempty"`
+}
+
+// CellResult is everything measured for one cell.
+type CellResult struct {
+	Key           string   `json:"key"`
+	Model         string   `json:"model"`
+	Kind          string   `json:"kind"`
+	Configuration string   `json:"configuration"`
+	Status        string   `json:"status"`
+	Note          string   `json:"note,omitempty"`
+	Unstable      bool     `json:"unstable,omitempty"`
+	ColdStartMs   float64  `json:"coldStartMs,omitempty"`
+	Samples       []Sample `json:"samples"`
+	PeakRSSBytes  int64    `json:"peakRssBytes,omitempty"`
+	// PeakGPUMemoryBytes is null where the gpu probes cannot read it;
+	// GPUMemoryNote then says why ("unavailable: no GPU found").
+	PeakGPUMemoryBytes *int64   `json:"peakGpuMemoryBytes"`
+	GPUMemoryNote      string   `json:"gpuMemoryNote,omitempty"`
+	Problems           []string `json:"problems,omitempty"`
+	// StderrTail is the end of the server's stderr when a phase failed.
+	StderrTail string `json:"stderrTail,omitempty"`
+}
+
+// RunRecord is run.json: the plan as run and every sample of every cell.
+type RunRecord struct {
+	ID         string       `json:"id"`
+	Profile    string       `json:"profile"`
+	Plan       Plan         `json:"plan"`
+	Machine    Machine      `json:"machine"`
+	StartedAt  int64        `json:"startedAt"`
+	FinishedAt int64        `json:"finishedAt"`
+	Cells      []CellResult `json:"cells"`
+	Complete   bool         `json:"complete"`
+	ExitCode   int          `json:"exitCode"`
+	Problems   []string     `json:"problems,omitempty"`
+	// Cancelled is set when the run stopped on SIGTERM.
+	Cancelled bool `json:"cancelled,omitempty"`
+}

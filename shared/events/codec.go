@@ -1,0 +1,247 @@
+package events
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math"
+)
+
+// MaxLineBytes bounds one encoded event. Real events are a few hundred
+// bytes; anything near this is a broken or hostile producer.
+const MaxLineBytes = 64 << 10
+
+// envelope is the wire form of an Event.
+type envelope struct {
+	Type Type            `json:"type"`
+	At   *int64          `json:"at"`
+	Data json.RawMessage `json:"data"`
+}
+
+// MarshalJSON writes the wire form {"type","at","data"}.
+func (e Event) MarshalJSON() ([]byte, error) {
+	data := []byte("{}")
+	if e.Payload != nil {
+		var err error
+		if data, err = json.Marshal(e.Payload); err != nil {
+			return nil, err
+		}
+	}
+	at := e.At
+	return json.Marshal(envelope{Type: e.Type, At: &at, Data: data})
+}
+
+// UnmarshalJSON is Parse for encoding/json users.
+func (e *Event) UnmarshalJSON(b []byte) error {
+	ev, err := Parse(b)
+	if err != nil {
+		return err
+	}
+	*e = ev
+	return nil
+}
+
+// Error is why an event was rejected; Field names the offending field when
+// there is one.
+type Error struct {
+	Field  string
+	Reason string
+}
+
+func (e *Error) Error() string {
+	if e.Field == "" {
+		return e.Reason
+	}
+	return e.Field + ": " + e.Reason
+}
+
+func reject(field, format string, args ...any) *Error {
+	return &Error{Field: field, Reason: fmt.Sprintf(format, args...)}
+}
+
+// required lists, per core type, the payload fields that must be present.
+// A field documented as "|null" must be present but may be null.
+var required = map[Type][]string{
+	TypeModelLoad:       {"model", "phase"},
+	TypeModelUnload:     {"model", "reason", "drainMs", "flushed"},
+	TypeModelMemory:     {"model", "weightsBytes", "kvBytes", "prefixCacheBytes"},
+	TypeRequestFinished: {"model", "requestId", "finish", "promptTokens", "cachedPromptTokens", "completionTokens", "queueMs", "ttftMs", "prefillTokensPerSecond", "decodeTokensPerSecond", "totalMs"},
+	TypeSchedulerSample: {"model", "active", "capacity", "queued", "tokensPerSecond"},
+	TypeCacheSample:     {"model", "cache", "bytes", "capacityBytes", "hits", "misses"},
+}
+
+// Parse decodes and validates one event. Unknown types are accepted with a
+// nil Payload; core types must carry every required field with sane values.
+func Parse(line []byte) (Event, error) {
+	if len(line) > MaxLineBytes {
+		return Event{}, reject("", "event is %d bytes, over the %d-byte limit", len(line), MaxLineBytes)
+	}
+	line = bytes.TrimSpace(line)
+	var env envelope
+	if err := json.Unmarshal(line, &env); err != nil {
+		return Event{}, reject("", "not a JSON event object: %v", err)
+	}
+	if env.Type == "" {
+		return Event{}, reject("type", "missing")
+	}
+	if env.At == nil {
+		return Event{}, reject("at", "missing (epoch milliseconds)")
+	}
+	if *env.At <= 0 {
+		return Event{}, reject("at", "must be positive epoch milliseconds, got %d", *env.At)
+	}
+	ev := Event{Type: env.Type, At: *env.At}
+	fields, known := required[env.Type]
+	if !known {
+		return ev, nil // ignored type: valid, nothing to decode
+	}
+	if len(env.Data) == 0 || bytes.Equal(env.Data, []byte("null")) {
+		return Event{}, reject("data", "missing payload for %s", env.Type)
+	}
+	var present map[string]json.RawMessage
+	if err := json.Unmarshal(env.Data, &present); err != nil {
+		return Event{}, reject("data", "not an object: %v", err)
+	}
+	for _, f := range fields {
+		if _, ok := present[f]; !ok {
+			return Event{}, reject(f, "missing")
+		}
+	}
+	payload := newPayload(env.Type)
+	if err := json.Unmarshal(env.Data, payload); err != nil {
+		var te *json.UnmarshalTypeError
+		if ok := asTypeError(err, &te); ok {
+			return Event{}, reject(te.Field, "wrong type: want %s, got JSON %s", te.Type, te.Value)
+		}
+		return Event{}, reject("data", "%v", err)
+	}
+	if err := validate(payload); err != nil {
+		return Event{}, err
+	}
+	ev.Payload = payload
+	return ev, nil
+}
+
+func asTypeError(err error, target **json.UnmarshalTypeError) bool {
+	te, ok := err.(*json.UnmarshalTypeError)
+	if ok {
+		*target = te
+	}
+	return ok
+}
+
+func newPayload(t Type) any {
+	switch t {
+	case TypeModelLoad:
+		return new(ModelLoad)
+	case TypeModelUnload:
+		return new(ModelUnload)
+	case TypeModelMemory:
+		return new(ModelMemory)
+	case TypeRequestFinished:
+		return new(RequestFinished)
+	case TypeSchedulerSample:
+		return new(SchedulerSample)
+	case TypeCacheSample:
+		return new(CacheSample)
+	}
+	return nil
+}
+
+func validate(p any) *Error {
+	switch p := p.(type) {
+	case *ModelLoad:
+		return firstErr(model(p.Model),
+			oneOf("phase", p.Phase, PhaseStarted, PhaseFinished, PhaseFailed),
+			optMs("ms", p.Ms), optBytes("weightsBytes", p.WeightsBytes))
+	case *ModelUnload:
+		return firstErr(model(p.Model),
+			oneOf("reason", p.Reason, ReasonEvicted, ReasonRequested, ReasonIdle, ReasonFailed),
+			ms("drainMs", p.DrainMs), optMs("flushMs", p.FlushMs))
+	case *ModelMemory:
+		return firstErr(model(p.Model), size("weightsBytes", p.WeightsBytes),
+			size("kvBytes", p.KVBytes), size("prefixCacheBytes", p.PrefixCacheBytes))
+	case *RequestFinished:
+		err := firstErr(model(p.Model),
+			oneOf("finish", p.Finish, FinishStop, FinishLength, FinishCancelled, FinishError),
+			size("promptTokens", p.PromptTokens), size("cachedPromptTokens", p.CachedPromptTokens),
+			size("completionTokens", p.CompletionTokens),
+			optMs("queueMs", p.QueueMs), optMs("ttftMs", p.TTFTMs),
+			optMs("prefillTokensPerSecond", p.PrefillTokensPerSecond),
+			optMs("decodeTokensPerSecond", p.DecodeTokensPerSecond), ms("totalMs", p.TotalMs))
+		if err == nil && p.CachedPromptTokens > p.PromptTokens {
+			err = reject("cachedPromptTokens", "%d exceeds promptTokens %d", p.CachedPromptTokens, p.PromptTokens)
+		}
+		return err
+	case *SchedulerSample:
+		return firstErr(model(p.Model), count("active", p.Active), count("capacity", p.Capacity),
+			count("queued", p.Queued), ms("tokensPerSecond", p.TokensPerSecond))
+	case *CacheSample:
+		return firstErr(model(p.Model), oneOf("cache", p.Cache, CacheKV, CachePrefix),
+			size("bytes", p.Bytes), optBytes("capacityBytes", p.CapacityBytes),
+			optBytes("hits", p.Hits), optBytes("misses", p.Misses))
+	}
+	return nil
+}
+
+func firstErr(errs ...*Error) *Error {
+	for _, e := range errs {
+		if e != nil {
+			return e
+		}
+	}
+	return nil
+}
+
+// MaxModelName bounds model names; they are ids, not prose.
+const MaxModelName = 256
+
+func model(m string) *Error {
+	if m == "" {
+		return reject("model", "must not be empty")
+	}
+	if len(m) > MaxModelName {
+		return reject("model", "longer than %d bytes", MaxModelName)
+	}
+	return nil
+}
+
+func oneOf(field, v string, allowed ...string) *Error {
+	for _, a := range allowed {
+		if v == a {
+			return nil
+		}
+	}
+	return reject(field, "%q is not one of %v", v, allowed)
+}
+
+// ms checks a non-negative finite quantity (durations and rates).
+func ms(field string, v float64) *Error {
+	if math.IsNaN(v) || math.IsInf(v, 0) || v < 0 {
+		return reject(field, "must be a finite number >= 0, got %v", v)
+	}
+	return nil
+}
+
+func optMs(field string, v *float64) *Error {
+	if v == nil {
+		return nil
+	}
+	return ms(field, *v)
+}
+
+func size(field string, v int64) *Error {
+	if v < 0 {
+		return reject(field, "must be >= 0, got %d", v)
+	}
+	return nil
+}
+
+func optBytes(field string, v *int64) *Error {
+	if v == nil {
+		return nil
+	}
+	return size(field, *v)
+}
+
+func count(field string, v int) *Error { return size(field, int64(v)) }

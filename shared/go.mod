@@ -1,0 +1,3 @@
+module github.com/mlx-bun/mlx-metrics/shared
+
+go 1.26
