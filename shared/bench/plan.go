@@ -118,3 +118,8 @@ type Profile struct {
 	// Error is set when the plan file exists but does not validate.
 	Error string `json:"error,omitempty"`
 }
+
+// SelfPlaceholder as Server.Argv[0] stands for the runner's own executable,
+// so shipped plans start the reference engine (`{self} engine …`) wherever
+// the binary lives.
+const SelfPlaceholder = "{self}"

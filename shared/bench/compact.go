@@ -1,0 +1,80 @@
+package bench
+
+import (
+	"sort"
+	"time"
+)
+
+// Compact reduces a run record to its history entry: per cell, the median
+// of each figure over the successful samples of its phase.
+func Compact(r RunRecord, runDirectory string) HistoryEntry {
+	e := HistoryEntry{
+		ID:           r.ID,
+		Profile:      r.Profile,
+		Scope:        r.Plan.Scope,
+		StartedAt:    r.StartedAt,
+		FinishedAt:   r.FinishedAt,
+		DurationMs:   r.FinishedAt - r.StartedAt,
+		Complete:     r.Complete,
+		ExitCode:     r.ExitCode,
+		Problems:     append([]string{}, r.Problems...),
+		Machine:      r.Machine,
+		RunDirectory: runDirectory,
+		Cells:        make([]CompactCell, 0, len(r.Cells)),
+	}
+	for _, c := range r.Cells {
+		e.Cells = append(e.Cells, CompactCellOf(c))
+	}
+	return e
+}
+
+// CompactCellOf is one cell's medians.
+func CompactCellOf(c CellResult) CompactCell {
+	cc := CompactCell{
+		Key: c.Key, Model: c.Model, Kind: c.Kind, Configuration: c.Configuration,
+		Status: c.Status, Note: c.Note,
+		DecodeTokensPerSecond:         median(c.Samples, PhaseDecode, func(s Sample) float64 { return s.DecodeTokensPerSecond }),
+		TTFTColdMs:                    median(c.Samples, PhaseColdTTFT, func(s Sample) float64 { return s.TTFTMs }),
+		Prefill1kTokensPerSecond:      median(c.Samples, PhaseColdTTFT, func(s Sample) float64 { return s.PrefillTokensPerSecond }),
+		ContextPrefillTokensPerSecond: median(c.Samples, PhaseLongContext, func(s Sample) float64 { return s.PrefillTokensPerSecond }),
+		AggregateTokensPerSecond:      median(c.Samples, PhaseConcurrent, func(s Sample) float64 { return s.AggregateTokensPerSecond }),
+	}
+	if c.ColdStartMs > 0 {
+		v := c.ColdStartMs
+		cc.ColdStartMs = &v
+	}
+	if c.PeakRSSBytes > 0 {
+		v := float64(c.PeakRSSBytes) / (1 << 20)
+		cc.PeakRssMB = &v
+	}
+	return cc
+}
+
+// median of f over the phase's samples without error and with a positive
+// figure; nil when there are none.
+func median(samples []Sample, phase string, f func(Sample) float64) *float64 {
+	var xs []float64
+	for _, s := range samples {
+		if s.Phase != phase || s.Error != "" {
+			continue
+		}
+		if v := f(s); v > 0 {
+			xs = append(xs, v)
+		}
+	}
+	if len(xs) == 0 {
+		return nil
+	}
+	sort.Float64s(xs)
+	m := xs[len(xs)/2]
+	if len(xs)%2 == 0 {
+		m = (xs[len(xs)/2-1] + xs[len(xs)/2]) / 2
+	}
+	return &m
+}
+
+// NewRunID names a run by its start time so that ids sort by time:
+// 20261202T155633Z-<suffix>. suffix keeps runs started in the same second apart.
+func NewRunID(start time.Time, suffix string) string {
+	return start.UTC().Format("20060102T150405Z") + "-" + suffix
+}
