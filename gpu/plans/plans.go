@@ -1,0 +1,68 @@
+// Package plans holds the bench-serve plans the module ships (smoke and
+// standard, both against the reference engine) and builds plans from the
+// options of `mlx-metrics bench plan`.
+package plans
+
+import (
+	"github.com/mlx-bun/mlx-metrics/shared/bench"
+)
+
+// ReferenceModel is the model name the reference engine serves by default.
+const ReferenceModel = "reference-sim"
+
+// Ready returns the shipped profiles by name. The backend writes each one
+// to <home>/metrics/bench/plans/<name>.json when that file is absent, so a
+// fresh machine can run a benchmark without writing a plan first.
+func Ready() map[string]bench.Plan {
+	return map[string]bench.Plan{
+		"smoke":    Smoke(),
+		"standard": Standard(),
+	}
+}
+
+// Smoke measures one fast reference engine with the standard phases. The
+// engine's rates are set high so the whole run takes a few seconds: it
+// checks the machinery end to end, not a model.
+func Smoke() bench.Plan {
+	return bench.Plan{
+		Scope:       bench.ScopeScoped,
+		Description: "A few seconds: the reference engine (a simulator) with fast rates, every phase once through. Checks the benchmark machinery end to end.",
+		Models:      []string{ReferenceModel},
+		Cells: []bench.Cell{
+			engineCell(bench.KindTree, "fast",
+				"--decode-rate", "2000", "--prefill-rate", "100000", "--load-ms", "50"),
+		},
+	}
+}
+
+// Standard measures the reference engine at rates of a small model on a
+// laptop GPU, with and without its prefix cache, so the report shows the
+// cache's effect on warm TTFT. It takes a minute or two.
+func Standard() bench.Plan {
+	return bench.Plan{
+		Scope:       bench.ScopeScoped,
+		Description: "A minute or two: the reference engine (a simulator) at small-model rates (50 tok/s decode, 4000 tok/s prefill), with its prefix cache (tree) and without (reference).",
+		Models:      []string{ReferenceModel},
+		Cells: []bench.Cell{
+			engineCell(bench.KindTree, "prefix-cache",
+				"--decode-rate", "50", "--prefill-rate", "4000", "--load-ms", "400"),
+			engineCell(bench.KindReference, "no-prefix-cache",
+				"--decode-rate", "50", "--prefill-rate", "4000", "--load-ms", "400", "--prefix-cache-bytes", "0"),
+		},
+	}
+}
+
+// engineCell is a cell that starts `{self} engine` on the runner's port.
+func engineCell(kind, configuration string, flags ...string) bench.Cell {
+	argv := []string{bench.SelfPlaceholder, "engine", "--port", bench.PortPlaceholder, "--model", ReferenceModel}
+	return bench.Cell{
+		Model:         ReferenceModel,
+		Kind:          kind,
+		Configuration: configuration,
+		Server: bench.Server{
+			Argv:     append(argv, flags...),
+			BaseURL:  "http://127.0.0.1:" + bench.PortPlaceholder + "/v1",
+			ReadyURL: "http://127.0.0.1:" + bench.PortPlaceholder + "/health",
+		},
+	}
+}

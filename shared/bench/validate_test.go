@@ -1,0 +1,98 @@
+package bench
+
+import (
+	"strings"
+	"testing"
+)
+
+func validPlan() Plan {
+	return Plan{
+		Scope:  ScopeScoped,
+		Models: []string{"m"},
+		Cells: []Cell{{
+			Model: "m", Kind: KindTree, Configuration: "default",
+			Server: Server{
+				Argv:     []string{SelfPlaceholder, "engine", "--port", PortPlaceholder},
+				BaseURL:  "http://127.0.0.1:{port}/v1",
+				ReadyURL: "http://127.0.0.1:{port}/health",
+			},
+		}},
+	}
+}
+
+func TestPlanValidate(t *testing.T) {
+	tests := []struct {
+		name   string
+		edit   func(p *Plan)
+		errHas []string // empty: valid
+	}{
+		{"valid", func(p *Plan) {}, nil},
+		{"scope all without models", func(p *Plan) { p.Scope = ScopeAll; p.Models = nil }, nil},
+		{"missing scope", func(p *Plan) { p.Scope = "" }, []string{"scope: missing"}},
+		{"unknown scope", func(p *Plan) { p.Scope = "some" }, []string{`scope: "some" is not`}},
+		{"scoped without models", func(p *Plan) { p.Models = nil }, []string{"models: a scoped plan names its models", "not among the plan's models"}},
+		{"duplicate model", func(p *Plan) { p.Models = []string{"m", "m"} }, []string{`models[1]: "m" listed twice`}},
+		{"no cells", func(p *Plan) { p.Cells = nil }, []string{"cells: the plan has no cells"}},
+		{"bad kind", func(p *Plan) { p.Cells[0].Kind = "x" }, []string{`cells[0].kind: "x" is not`}},
+		{"no argv", func(p *Plan) { p.Cells[0].Server.Argv = nil }, []string{"cells[0].server.argv: missing"}},
+		{"blank argv0", func(p *Plan) { p.Cells[0].Server.Argv = []string{" "} }, []string{"cells[0].server.argv"}},
+		{"skipped cell needs no server", func(p *Plan) { p.Cells[0].Skip = "no MLX here"; p.Cells[0].Server = Server{} }, nil},
+		{"bad base url", func(p *Plan) { p.Cells[0].Server.BaseURL = "ftp://x/v1" }, []string{"cells[0].server.baseUrl", "scheme must be http or https"}},
+		{"relative ready url", func(p *Plan) { p.Cells[0].Server.ReadyURL = "/health" }, []string{"cells[0].server.readyUrl"}},
+		{"missing ready url", func(p *Plan) { p.Cells[0].Server.ReadyURL = "" }, []string{"cells[0].server.readyUrl: missing"}},
+		{"no host", func(p *Plan) { p.Cells[0].Server.BaseURL = "http://:{port}/v1" }, []string{"has no host"}},
+		{"port range", func(p *Plan) { p.Cells[0].Server.Port = 70000 }, []string{"cells[0].server.port: 70000 is outside"}},
+		{"negative port", func(p *Plan) { p.Cells[0].Server.Port = -1 }, []string{"cells[0].server.port"}},
+		{"fixed port", func(p *Plan) { p.Cells[0].Server.Port = 8080 }, nil},
+		{"bad env", func(p *Plan) { p.Cells[0].Server.Env = map[string]string{"A=B": "x"} }, []string{"cells[0].server.env"}},
+		{"duplicate keys", func(p *Plan) { p.Cells = append(p.Cells, p.Cells[0]) }, []string{`cells[1].key: "m/tree/default" is also the key of cells[0]`}},
+		{"distinct keys", func(p *Plan) {
+			c := p.Cells[0]
+			c.Kind = KindReference
+			p.Cells = append(p.Cells, c)
+		}, nil},
+		{"newline in key", func(p *Plan) { p.Cells[0].Key = "a\nb" }, []string{"control character"}},
+		{"negative phase", func(p *Plan) { p.Phases.DecodeRuns = -2 }, []string{"phases.decodeRuns"}},
+		{"skip long context", func(p *Plan) { p.Phases.LongContextTokens = -1 }, nil},
+		{"long context below -1", func(p *Plan) { p.Phases.LongContextTokens = -2 }, []string{"phases.longContextTokens"}},
+		{"spread below 1", func(p *Plan) { p.Phases.UnstableSpread = 0.9 }, []string{"phases.unstableSpread"}},
+		{"every problem at once", func(p *Plan) { p.Scope = ""; p.Cells[0].Kind = "" }, []string{"scope: missing", "cells[0].kind"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := validPlan()
+			tt.edit(&p)
+			err := p.Validate()
+			if len(tt.errHas) == 0 {
+				if err != nil {
+					t.Fatalf("Validate() = %v, want nil", err)
+				}
+				return
+			}
+			if err == nil {
+				t.Fatalf("Validate() = nil, want an error containing %q", tt.errHas)
+			}
+			for _, want := range tt.errHas {
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("Validate() = %q, want it to contain %q", err, want)
+				}
+			}
+		})
+	}
+}
+
+func TestKeyOrDefault(t *testing.T) {
+	tests := []struct {
+		cell Cell
+		want string
+	}{
+		{Cell{Key: "k", Model: "m", Kind: KindTree}, "k"},
+		{Cell{Model: "m", Kind: KindTree, Configuration: "c"}, "m/tree/c"},
+		{Cell{Model: "m", Kind: KindReference}, "m/reference"},
+	}
+	for _, tt := range tests {
+		if got := tt.cell.KeyOrDefault(); got != tt.want {
+			t.Errorf("%+v.KeyOrDefault() = %q, want %q", tt.cell, got, tt.want)
+		}
+	}
+}
