@@ -1,0 +1,159 @@
+// Package lease is the exclusive GPU lease. A `gpu: exclusive` job holds it
+// alone; others wait in first-in-first-out order (Acquire) or are refused at
+// once (TryAcquire), by their own choice. State reports it for the API.
+package lease
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/mlx-bun/mlx-metrics/shared/bench"
+)
+
+// ErrHeld is TryAcquire's answer while someone else holds the lease or waits
+// for it (a newcomer never jumps the queue).
+var ErrHeld = errors.New("the GPU is held by another job")
+
+// ErrDuplicate is returned when a holder name already holds or waits.
+var ErrDuplicate = errors.New("already holds or waits for the GPU")
+
+// Lease is the GPU lease. The zero value is not usable; call New.
+type Lease struct {
+	device string
+	now    func() time.Time
+
+	mu      sync.Mutex
+	holder  string
+	since   time.Time
+	waiters []*waiter // FIFO; waiters[0] is next
+}
+
+type waiter struct {
+	name  string
+	ready chan struct{} // closed when the lease passes to this waiter
+}
+
+// New returns a free lease for device (the probe's word: a device name, or
+// "no GPU found"). now stamps Since; nil means time.Now.
+func New(device string, now func() time.Time) *Lease {
+	if now == nil {
+		now = time.Now
+	}
+	return &Lease{device: device, now: now}
+}
+
+// Release gives the lease back; calling it again does nothing.
+type Release func()
+
+// TryAcquire takes the lease for holder if it is free and nobody waits;
+// otherwise it returns ErrHeld without waiting.
+func (l *Lease) TryAcquire(holder string) (Release, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.holder == holder || l.waitingLocked(holder) >= 0 {
+		return nil, ErrDuplicate
+	}
+	if l.holder != "" || len(l.waiters) > 0 {
+		return nil, ErrHeld
+	}
+	l.grantLocked(holder)
+	return l.releaser(holder), nil
+}
+
+// Acquire takes the lease for holder, waiting behind earlier callers until
+// it is free or ctx ends (then it returns ctx's error and leaves the queue).
+func (l *Lease) Acquire(ctx context.Context, holder string) (Release, error) {
+	l.mu.Lock()
+	if l.holder == holder || l.waitingLocked(holder) >= 0 {
+		l.mu.Unlock()
+		return nil, ErrDuplicate
+	}
+	if l.holder == "" && len(l.waiters) == 0 {
+		l.grantLocked(holder)
+		l.mu.Unlock()
+		return l.releaser(holder), nil
+	}
+	w := &waiter{name: holder, ready: make(chan struct{})}
+	l.waiters = append(l.waiters, w)
+	l.mu.Unlock()
+
+	select {
+	case <-w.ready:
+		return l.releaser(holder), nil
+	case <-ctx.Done():
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		select {
+		case <-w.ready:
+			// Granted while giving up: pass it on.
+			l.releaseLocked(holder)
+		default:
+			if i := l.waitingLocked(holder); i >= 0 {
+				l.waiters = append(l.waiters[:i], l.waiters[i+1:]...)
+			}
+		}
+		return nil, ctx.Err()
+	}
+}
+
+// Position is holder's place in the queue: 0 when it holds the lease or is
+// not waiting, 1 when it is next.
+func (l *Lease) Position(holder string) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.waitingLocked(holder) + 1
+}
+
+// State is the lease as the API shows it.
+func (l *Lease) State() bench.Lease {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	s := bench.Lease{Held: l.holder != "", Holder: l.holder, Waiting: len(l.waiters), Device: l.device}
+	if s.Held {
+		s.Since = l.since.UnixMilli()
+	}
+	return s
+}
+
+func (l *Lease) releaser(holder string) Release {
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			l.mu.Lock()
+			defer l.mu.Unlock()
+			l.releaseLocked(holder)
+		})
+	}
+}
+
+// releaseLocked frees the lease if holder has it and hands it to the next
+// waiter.
+func (l *Lease) releaseLocked(holder string) {
+	if l.holder != holder {
+		return
+	}
+	l.holder = ""
+	if len(l.waiters) == 0 {
+		return
+	}
+	next := l.waiters[0]
+	l.waiters = l.waiters[1:]
+	l.grantLocked(next.name)
+	close(next.ready)
+}
+
+func (l *Lease) grantLocked(holder string) {
+	l.holder = holder
+	l.since = l.now()
+}
+
+func (l *Lease) waitingLocked(holder string) int {
+	for i, w := range l.waiters {
+		if w.name == holder {
+			return i
+		}
+	}
+	return -1
+}
