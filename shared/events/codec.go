@@ -179,7 +179,7 @@ func validate(p any) *Error {
 	case *CacheSample:
 		return firstErr(model(p.Model), oneOf("cache", p.Cache, CacheKV, CachePrefix),
 			size("bytes", p.Bytes), optBytes("capacityBytes", p.CapacityBytes),
-			optBytes("hits", p.Hits), optBytes("misses", p.Misses))
+			optBytes("hits", p.Hits), optBytes("misses", p.Misses), ratio("usageRatio", p.UsageRatio))
 	}
 	return nil
 }
@@ -242,6 +242,17 @@ func optBytes(field string, v *int64) *Error {
 		return nil
 	}
 	return size(field, *v)
+}
+
+// ratio checks an optional share in [0, 1].
+func ratio(field string, v *float64) *Error {
+	if v == nil {
+		return nil
+	}
+	if math.IsNaN(*v) || *v < 0 || *v > 1 {
+		return reject(field, "must be a number from 0 to 1, got %v", *v)
+	}
+	return nil
 }
 
 func count(field string, v int) *Error { return size(field, int64(v)) }

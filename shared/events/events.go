@@ -124,4 +124,8 @@ type CacheSample struct {
 	CapacityBytes *int64 `json:"capacityBytes"`
 	Hits          *int64 `json:"hits"`
 	Misses        *int64 `json:"misses"`
+	// UsageRatio is the share of capacity in use, 0 to 1, from engines that
+	// report a ratio rather than bytes (vLLM, SGLang and llama.cpp scraped
+	// over their /metrics); absent when Bytes and CapacityBytes say it.
+	UsageRatio *float64 `json:"usageRatio,omitempty"`
 }
