@@ -59,43 +59,70 @@ func (l *Lease) TryAcquire(holder string) (Release, error) {
 		return nil, ErrHeld
 	}
 	l.grantLocked(holder)
-	return l.releaser(holder), nil
+	t := &Ticket{l: l, w: &waiter{name: holder, ready: make(chan struct{})}}
+	close(t.w.ready)
+	return t.Release, nil
 }
 
 // Acquire takes the lease for holder, waiting behind earlier callers until
 // it is free or ctx ends (then it returns ctx's error and leaves the queue).
 func (l *Lease) Acquire(ctx context.Context, holder string) (Release, error) {
-	l.mu.Lock()
-	if l.holder == holder || l.waitingLocked(holder) >= 0 {
-		l.mu.Unlock()
-		return nil, ErrDuplicate
+	t, err := l.Enqueue(holder)
+	if err != nil {
+		return nil, err
 	}
-	if l.holder == "" && len(l.waiters) == 0 {
-		l.grantLocked(holder)
-		l.mu.Unlock()
-		return l.releaser(holder), nil
-	}
-	w := &waiter{name: holder, ready: make(chan struct{})}
-	l.waiters = append(l.waiters, w)
-	l.mu.Unlock()
-
 	select {
-	case <-w.ready:
-		return l.releaser(holder), nil
+	case <-t.Ready():
+		return t.Release, nil
 	case <-ctx.Done():
-		l.mu.Lock()
-		defer l.mu.Unlock()
-		select {
-		case <-w.ready:
-			// Granted while giving up: pass it on.
-			l.releaseLocked(holder)
-		default:
-			if i := l.waitingLocked(holder); i >= 0 {
-				l.waiters = append(l.waiters[:i], l.waiters[i+1:]...)
-			}
-		}
+		t.Release()
 		return nil, ctx.Err()
 	}
+}
+
+// Ticket is a place in the queue, taken at once so that callers that wait
+// elsewhere (a job service) keep their order and position from the moment
+// they ask.
+type Ticket struct {
+	l    *Lease
+	w    *waiter
+	once sync.Once
+}
+
+// Enqueue joins the queue for holder, or takes the lease at once when it is
+// free and nobody waits. Ready tells when the lease is the ticket's.
+func (l *Lease) Enqueue(holder string) (*Ticket, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.holder == holder || l.waitingLocked(holder) >= 0 {
+		return nil, ErrDuplicate
+	}
+	t := &Ticket{l: l, w: &waiter{name: holder, ready: make(chan struct{})}}
+	if l.holder == "" && len(l.waiters) == 0 {
+		l.grantLocked(holder)
+		close(t.w.ready)
+		return t, nil
+	}
+	l.waiters = append(l.waiters, t.w)
+	return t, nil
+}
+
+// Ready is closed once the ticket holds the lease.
+func (t *Ticket) Ready() <-chan struct{} { return t.w.ready }
+
+// Release leaves the queue, or gives the lease back to the next waiter if
+// the ticket holds it. Calling it again does nothing.
+func (t *Ticket) Release() {
+	t.once.Do(func() {
+		l := t.l
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		if i := l.waitingLocked(t.w.name); i >= 0 && l.waiters[i] == t.w {
+			l.waiters = append(l.waiters[:i], l.waiters[i+1:]...)
+			return
+		}
+		l.releaseLocked(t.w.name)
+	})
 }
 
 // Position is holder's place in the queue: 0 when it holds the lease or is
@@ -115,17 +142,6 @@ func (l *Lease) State() bench.Lease {
 		s.Since = l.since.UnixMilli()
 	}
 	return s
-}
-
-func (l *Lease) releaser(holder string) Release {
-	var once sync.Once
-	return func() {
-		once.Do(func() {
-			l.mu.Lock()
-			defer l.mu.Unlock()
-			l.releaseLocked(holder)
-		})
-	}
 }
 
 // releaseLocked frees the lease if holder has it and hands it to the next

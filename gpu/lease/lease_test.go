@@ -3,7 +3,6 @@ package lease
 import (
 	"context"
 	"errors"
-	"runtime"
 	"testing"
 	"time"
 )
@@ -56,70 +55,99 @@ func mustTry(t *testing.T, l *Lease, holder string) Release {
 	return rel
 }
 
-// acquireAsync starts Acquire and reports its result; it returns once the
-// caller is in the queue, so the order of calls is the FIFO order.
-func acquireAsync(ctx context.Context, l *Lease, holder string, pos int) <-chan Release {
-	got := make(chan Release, 1)
-	go func() {
-		rel, err := l.Acquire(ctx, holder)
-		if err != nil {
-			close(got)
-			return
-		}
-		got <- rel
-	}()
-	for l.Position(holder) != pos {
-		// Yield until the goroutine has joined the queue (no timing
-		// assumption: the loop ends on the lease's own state).
-		runtime.Gosched()
+func mustEnqueue(t *testing.T, l *Lease, holder string) *Ticket {
+	t.Helper()
+	tk, err := l.Enqueue(holder)
+	if err != nil {
+		t.Fatal(err)
 	}
-	return got
+	return tk
 }
 
-func TestAcquireFIFO(t *testing.T) {
+func ready(tk *Ticket) bool {
+	select {
+	case <-tk.Ready():
+		return true
+	default:
+		return false
+	}
+}
+
+func TestEnqueueFIFO(t *testing.T) {
 	l := New("dev", fixed)
-	ctx := context.Background()
-	relA := mustTry(t, l, "a")
-	b := acquireAsync(ctx, l, "b", 1)
-	c := acquireAsync(ctx, l, "c", 2)
-	if s := l.State(); s.Waiting != 2 || s.Holder != "a" {
+	a := mustEnqueue(t, l, "a")
+	b := mustEnqueue(t, l, "b")
+	c := mustEnqueue(t, l, "c")
+	if !ready(a) || ready(b) || ready(c) {
+		t.Fatal("only a should hold")
+	}
+	if _, err := l.Enqueue("b"); !errors.Is(err, ErrDuplicate) {
+		t.Fatalf("duplicate enqueue: %v", err)
+	}
+	if s := l.State(); s.Waiting != 2 || s.Holder != "a" || l.Position("b") != 1 || l.Position("c") != 2 || l.Position("a") != 0 {
 		t.Fatalf("state = %+v", s)
 	}
 	if _, err := l.TryAcquire("d"); !errors.Is(err, ErrHeld) {
 		t.Fatalf("TryAcquire while waiters: %v", err)
 	}
-	relA()
-	relB := <-b
-	if s := l.State(); s.Holder != "b" || l.Position("c") != 1 {
-		t.Fatalf("after a: %+v, c at %d", s, l.Position("c"))
+	a.Release()
+	if !ready(b) || ready(c) || l.State().Holder != "b" || l.Position("c") != 1 {
+		t.Fatalf("after a: %+v", l.State())
 	}
-	relB()
-	relC := <-c
-	if l.State().Holder != "c" {
+	b.Release()
+	b.Release() // twice is harmless: c keeps it
+	if !ready(c) || l.State().Holder != "c" {
 		t.Fatal("c should hold")
 	}
-	relC()
+	c.Release()
 	if s := l.State(); s.Held || s.Waiting != 0 {
 		t.Fatalf("final state %+v", s)
 	}
 }
 
-func TestAcquireCancelLeavesQueue(t *testing.T) {
+func TestReleaseWhileWaitingLeavesQueue(t *testing.T) {
 	l := New("dev", fixed)
-	relA := mustTry(t, l, "a")
-	ctx, cancel := context.WithCancel(context.Background())
-	b := acquireAsync(ctx, l, "b", 1)
-	c := acquireAsync(context.Background(), l, "c", 2)
-	cancel()
-	if _, ok := <-b; ok {
-		t.Fatal("b acquired after cancel")
-	}
+	a := mustEnqueue(t, l, "a")
+	b := mustEnqueue(t, l, "b")
+	c := mustEnqueue(t, l, "c")
+	b.Release()
 	if p := l.Position("c"); p != 1 {
 		t.Fatalf("c position = %d, want 1", p)
 	}
-	relA()
-	(<-c)()
+	a.Release()
+	if !ready(c) || ready(b) {
+		t.Fatal("c should hold, b never")
+	}
+	c.Release()
 	if l.State().Held {
 		t.Fatal("held after all released")
+	}
+}
+
+func TestAcquire(t *testing.T) {
+	l := New("dev", fixed)
+	rel, err := l.Acquire(context.Background(), "a")
+	if err != nil || l.State().Holder != "a" {
+		t.Fatalf("free lease: %v %+v", err, l.State())
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := l.Acquire(ctx, "b"); !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled wait: %v", err)
+	}
+	if s := l.State(); s.Waiting != 0 {
+		t.Fatalf("b still waits: %+v", s)
+	}
+	got := make(chan error, 1)
+	go func() {
+		r, err := l.Acquire(context.Background(), "c")
+		if err == nil {
+			r()
+		}
+		got <- err
+	}()
+	rel()
+	if err := <-got; err != nil {
+		t.Fatal(err)
 	}
 }
