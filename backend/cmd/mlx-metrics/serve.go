@@ -6,7 +6,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"time"
 
+	"github.com/mlx-bun/mlx-metrics/backend/internal/bus"
+	"github.com/mlx-bun/mlx-metrics/backend/internal/health"
 	"github.com/mlx-bun/mlx-metrics/backend/internal/server"
 )
 
@@ -41,7 +44,15 @@ func runServe(ctx context.Context, args []string) error {
 	if err := fs.Parse(args); err != nil {
 		return &exitError{code: 2, err: err}
 	}
-	app := server.New(server.Options{})
+	// Every event source publishes to eventBus; every consumer subscribes.
+	eventBus := bus.New()
+	// Features add their own /healthz sections with healthz.Add.
+	healthz := health.New(time.Now(), nil)
+	healthz.Add("bus", func() any { return eventBus.Stats() })
+	// Features mount in order; append yours here.
+	features := []server.Feature{healthz}
+
+	app := server.New(server.Options{}, features...)
 	errc := make(chan error, 1)
 	go func() { errc <- app.Listen(cfg.addr) }()
 	fmt.Fprintf(os.Stderr, "mlx-metrics: serving on http://%s (home %s)\n", cfg.addr, cfg.home)

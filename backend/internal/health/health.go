@@ -1,0 +1,83 @@
+// Package health serves GET /healthz, at the root for supervisors and load
+// balancers and under /api/metrics for the host's module router. Features
+// add their own sections (the event bus, the GPU lease, …) with Add.
+package health
+
+import (
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+)
+
+// Health is the /healthz feature.
+type Health struct {
+	startedAt time.Time
+	now       func() time.Time
+
+	mu       sync.Mutex
+	sections map[string]func() any
+}
+
+// New returns a Health reporting uptime since startedAt; now is the clock
+// (time.Now when nil).
+func New(startedAt time.Time, now func() time.Time) *Health {
+	if now == nil {
+		now = time.Now
+	}
+	return &Health{startedAt: startedAt, now: now, sections: map[string]func() any{}}
+}
+
+// reserved are the top-level keys Health writes itself.
+var reserved = map[string]bool{"status": true, "startedAt": true, "uptimeMs": true, "at": true}
+
+// Add registers a section: each request calls fn and reports its result under
+// name. fn must be safe to call concurrently and quick. Adding a name twice
+// replaces the earlier section; the names status, at, startedAt and uptimeMs
+// are Health's own and panic, as a programming error.
+func (h *Health) Add(name string, fn func() any) {
+	if reserved[name] {
+		panic("health: section name " + name + " is reserved")
+	}
+	h.mu.Lock()
+	h.sections[name] = fn
+	h.mu.Unlock()
+}
+
+// Report is the body of GET /healthz.
+func (h *Health) Report() map[string]any {
+	h.mu.Lock()
+	names := make([]string, 0, len(h.sections))
+	for n := range h.sections {
+		names = append(names, n)
+	}
+	fns := make([]func() any, len(names))
+	sort.Strings(names)
+	for i, n := range names {
+		fns[i] = h.sections[n]
+	}
+	h.mu.Unlock()
+
+	now := h.now()
+	out := map[string]any{
+		"status":    "ok",
+		"at":        now.UnixMilli(),
+		"startedAt": h.startedAt.UnixMilli(),
+		"uptimeMs":  now.Sub(h.startedAt).Milliseconds(),
+	}
+	for i, n := range names {
+		out[n] = fns[i]()
+	}
+	return out
+}
+
+// Mount serves GET /healthz at the root and under the API group.
+func (h *Health) Mount(root *fiber.App, api fiber.Router) {
+	handler := func(c *fiber.Ctx) error {
+		c.Set(fiber.HeaderCacheControl, "no-store")
+		return c.JSON(h.Report())
+	}
+	root.Get("/healthz", handler)
+	api.Get("/healthz", handler)
+}

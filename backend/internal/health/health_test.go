@@ -1,0 +1,66 @@
+package health
+
+import (
+	"encoding/json"
+	"io"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/mlx-bun/mlx-metrics/backend/internal/server"
+)
+
+func TestHealthz(t *testing.T) {
+	start := time.UnixMilli(1_764_690_000_000)
+	now := start.Add(90 * time.Second)
+	h := New(start, func() time.Time { return now })
+	h.Add("gpu", func() any { return map[string]any{"lease": "free"} })
+	h.Add("bus", func() any { return []int{1} })
+	app := server.New(server.Options{}, h)
+
+	for _, path := range []string{"/healthz", "/api/metrics/healthz"} {
+		t.Run(path, func(t *testing.T) {
+			resp, err := app.Test(httptest.NewRequest("GET", path, nil))
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, _ := io.ReadAll(resp.Body)
+			if resp.StatusCode != 200 {
+				t.Fatalf("status %d: %s", resp.StatusCode, body)
+			}
+			var got map[string]any
+			if err := json.Unmarshal(body, &got); err != nil {
+				t.Fatal(err)
+			}
+			for k, want := range map[string]any{
+				"status":    "ok",
+				"startedAt": float64(start.UnixMilli()),
+				"at":        float64(now.UnixMilli()),
+				"uptimeMs":  float64(90_000),
+			} {
+				if got[k] != want {
+					t.Errorf("%s = %v, want %v", k, got[k], want)
+				}
+			}
+			if gpu, ok := got["gpu"].(map[string]any); !ok || gpu["lease"] != "free" {
+				t.Errorf("gpu section = %v", got["gpu"])
+			}
+			if _, ok := got["bus"].([]any); !ok {
+				t.Errorf("bus section = %v", got["bus"])
+			}
+		})
+	}
+}
+
+func TestAddReservedPanics(t *testing.T) {
+	for _, name := range []string{"status", "uptimeMs", "at", "startedAt"} {
+		t.Run(name, func(t *testing.T) {
+			defer func() {
+				if recover() == nil {
+					t.Fatalf("Add(%q) did not panic", name)
+				}
+			}()
+			New(time.Now(), nil).Add(name, func() any { return nil })
+		})
+	}
+}
