@@ -1,0 +1,124 @@
+package profiles
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/mlx-bun/mlx-metrics/shared/bench"
+)
+
+func validPlan() bench.Plan {
+	return bench.Plan{
+		Scope:  bench.ScopeScoped,
+		Models: []string{"m"},
+		Cells: []bench.Cell{{
+			Model: "m", Kind: bench.KindTree, Configuration: "c",
+			Server: bench.Server{
+				Argv:     []string{"server", "--port", bench.PortPlaceholder},
+				BaseURL:  "http://127.0.0.1:{port}/v1",
+				ReadyURL: "http://127.0.0.1:{port}/v1/models",
+			},
+		}},
+	}
+}
+
+func TestLoad(t *testing.T) {
+	dir := t.TempDir()
+	d := New(filepath.Join(dir, "plans"))
+	if err := d.Seed(map[string]bench.Plan{"good": validPlan()}); err != nil {
+		t.Fatal(err)
+	}
+	write := func(name, body string) {
+		if err := os.WriteFile(d.FileFor(name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("broken", "{not json")
+	write("unknown-field", `{"scope":"all","cells":[],"bogus":1}`)
+	write("invalid", `{"scope":"sideways","cells":[]}`)
+	// A plan outside the directory that a traversal would reach.
+	if err := os.WriteFile(filepath.Join(dir, "outside.json"), []byte("{}"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	tests := []struct {
+		name string
+		want error
+	}{
+		{"good", nil},
+		{"", ErrBadName},
+		{"../outside", ErrBadName},
+		{"..", ErrBadName},
+		{".hidden", ErrBadName},
+		{"a/b", ErrBadName},
+		{`a\b`, ErrBadName},
+		{filepath.Join(dir, "outside"), ErrBadName},
+		{"-flag", ErrBadName},
+		{"has space", ErrBadName},
+		{"missing", ErrNotFound},
+		{"Missing_v1.2-x", ErrNotFound},
+		{"broken", ErrInvalid},
+		{"unknown-field", ErrInvalid},
+		{"invalid", ErrInvalid},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p, err := d.Load(tt.name)
+			if !errors.Is(err, tt.want) {
+				t.Fatalf("Load(%q) err = %v, want %v", tt.name, err, tt.want)
+			}
+			if err == nil && len(p.Cells) != 1 {
+				t.Fatalf("plan = %+v", p)
+			}
+		})
+	}
+}
+
+func TestSeedKeepsExisting(t *testing.T) {
+	d := New(filepath.Join(t.TempDir(), "plans"))
+	edited := validPlan()
+	edited.Description = "edited by hand"
+	if err := d.Seed(map[string]bench.Plan{"smoke": edited}); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Seed(map[string]bench.Plan{"smoke": validPlan(), "other": validPlan()}); err != nil {
+		t.Fatal(err)
+	}
+	p, err := d.Load("smoke")
+	if err != nil || p.Description != "edited by hand" {
+		t.Fatalf("smoke overwritten: %v %+v", err, p)
+	}
+	if _, err := d.Load("other"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestList(t *testing.T) {
+	d := New(filepath.Join(t.TempDir(), "plans"))
+	if got, err := d.List(); err != nil || len(got) != 0 {
+		t.Fatalf("absent dir: %v %v", got, err)
+	}
+	if err := d.Seed(map[string]bench.Plan{"b": validPlan(), "a": validPlan()}); err != nil {
+		t.Fatal(err)
+	}
+	for name, body := range map[string]string{"c.json": "{", "notes.txt": "x", ".x.json": "{}"} {
+		if err := os.WriteFile(filepath.Join(d.Path(), name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := d.List()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 3 || got[0].Name != "a" || got[1].Name != "b" || got[2].Name != "c" {
+		t.Fatalf("list = %+v", got)
+	}
+	if got[0].Cells != 1 || got[0].Scope != bench.ScopeScoped || got[0].Error != "" {
+		t.Fatalf("a = %+v", got[0])
+	}
+	if got[2].Error == "" {
+		t.Fatal("c should carry its error")
+	}
+}
