@@ -1,0 +1,150 @@
+package prom
+
+import (
+	"sync"
+
+	"github.com/gofiber/fiber/v2"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/valyala/fasthttp/fasthttpadaptor"
+
+	"github.com/mlx-bun/mlx-metrics/shared/events"
+)
+
+// Exporter reduces serving events to Prometheus metrics. It is a bus
+// subscriber (Observe) and a server feature (Mount). Its registry is
+// private, so nothing registered elsewhere in the process leaks into it.
+type Exporter struct {
+	reg *prometheus.Registry
+	m   *metrics
+
+	mu sync.Mutex
+	// prefix remembers each model's last prefix-cache totals: cache.sample
+	// carries running totals since the model loaded, and counters need the
+	// increase, including across a reload that restarts the totals at 0.
+	prefix map[string]prefixTotals
+}
+
+type prefixTotals struct{ hits, queries int64 }
+
+// New returns an exporter with every metric registered and no series yet.
+func New() *Exporter {
+	reg := prometheus.NewRegistry()
+	return &Exporter{reg: reg, m: newMetrics(reg), prefix: map[string]prefixTotals{}}
+}
+
+// Registry is the exporter's registry, for tests and for pushing elsewhere.
+func (e *Exporter) Registry() *prometheus.Registry { return e.reg }
+
+// Mount serves GET /api/metrics/prometheus.
+func (e *Exporter) Mount(_ *fiber.App, api fiber.Router) {
+	h := fasthttpadaptor.NewFastHTTPHandler(promhttp.HandlerFor(e.reg, promhttp.HandlerOpts{
+		ErrorHandling:     promhttp.ContinueOnError,
+		EnableOpenMetrics: true, // negotiated: plain text unless the scraper asks
+	}))
+	api.Get("/prometheus", func(c *fiber.Ctx) error {
+		h(c.Context())
+		return nil
+	})
+}
+
+// Observe folds one event into the metrics. Types it does not export are
+// ignored. It is safe for concurrent use.
+func (e *Exporter) Observe(ev events.Event) {
+	switch p := ev.Payload.(type) {
+	case *events.SchedulerSample:
+		e.m.running.WithLabelValues(p.Model).Set(float64(p.Active))
+		e.m.waiting.WithLabelValues(p.Model).Set(float64(p.Queued))
+		e.m.capacity.WithLabelValues(p.Model).Set(float64(p.Capacity))
+		e.m.tokensPerSecond.WithLabelValues(p.Model).Set(p.TokensPerSecond)
+	case *events.CacheSample:
+		e.observeCache(p)
+	case *events.RequestFinished:
+		e.observeRequest(p)
+	case *events.ModelMemory:
+		e.m.weights.WithLabelValues(p.Model).Set(float64(p.WeightsBytes))
+		e.m.kvBytes.WithLabelValues(p.Model).Set(float64(p.KVBytes))
+		e.m.prefixBytes.WithLabelValues(p.Model).Set(float64(p.PrefixCacheBytes))
+	case *events.ModelLoad:
+		e.observeLoad(p)
+	case *events.ModelUnload:
+		e.m.unloads.WithLabelValues(p.Model, p.Reason).Inc()
+		e.m.resident.WithLabelValues(p.Model).Set(0)
+		// An unloaded model has no batch and holds no memory; leaving its
+		// last values would report a ghost.
+		for _, g := range []*prometheus.GaugeVec{e.m.running, e.m.waiting, e.m.capacity,
+			e.m.tokensPerSecond, e.m.kvUsage, e.m.weights, e.m.kvBytes, e.m.prefixBytes} {
+			g.DeleteLabelValues(p.Model)
+		}
+		e.m.cacheBytes.DeletePartialMatch(prometheus.Labels{"model": p.Model})
+		e.m.cacheCapacity.DeletePartialMatch(prometheus.Labels{"model": p.Model})
+	}
+}
+
+func (e *Exporter) observeCache(p *events.CacheSample) {
+	e.m.cacheBytes.WithLabelValues(p.Model, p.Cache).Set(float64(p.Bytes))
+	if p.CapacityBytes != nil {
+		e.m.cacheCapacity.WithLabelValues(p.Model, p.Cache).Set(float64(*p.CapacityBytes))
+	}
+	if p.Cache == events.CacheKV {
+		switch {
+		case p.UsageRatio != nil:
+			e.m.kvUsage.WithLabelValues(p.Model).Set(*p.UsageRatio)
+		case p.CapacityBytes != nil && *p.CapacityBytes > 0:
+			e.m.kvUsage.WithLabelValues(p.Model).Set(float64(p.Bytes) / float64(*p.CapacityBytes))
+		}
+	}
+	if p.Cache != events.CachePrefix || p.Hits == nil || p.Misses == nil {
+		return
+	}
+	now := prefixTotals{hits: *p.Hits, queries: *p.Hits + *p.Misses}
+	e.mu.Lock()
+	last, seen := e.prefix[p.Model]
+	e.prefix[p.Model] = now
+	e.mu.Unlock()
+	if seen && now.hits >= last.hits && now.queries >= last.queries {
+		now.hits -= last.hits
+		now.queries -= last.queries
+	} // else the totals restarted (a reload): all of now is new.
+	e.m.prefixHits.WithLabelValues(p.Model).Add(float64(now.hits))
+	e.m.prefixQueries.WithLabelValues(p.Model).Add(float64(now.queries))
+}
+
+func (e *Exporter) observeRequest(p *events.RequestFinished) {
+	e.m.success.WithLabelValues(p.Model, p.Finish).Inc()
+	e.m.prompt.WithLabelValues(p.Model).Add(float64(p.PromptTokens))
+	e.m.cached.WithLabelValues(p.Model).Add(float64(p.CachedPromptTokens))
+	e.m.gen.WithLabelValues(p.Model).Add(float64(p.CompletionTokens))
+	e.m.e2e.WithLabelValues(p.Model).Observe(p.TotalMs / 1000)
+	// A timing that did not happen (null) is not observed: a zero would
+	// drag the percentiles down.
+	if p.TTFTMs != nil {
+		e.m.ttft.WithLabelValues(p.Model).Observe(*p.TTFTMs / 1000)
+	}
+	if p.QueueMs != nil {
+		e.m.queue.WithLabelValues(p.Model).Observe(*p.QueueMs / 1000)
+	}
+	if p.DecodeTokensPerSecond != nil && *p.DecodeTokensPerSecond > 0 {
+		e.m.tpot.WithLabelValues(p.Model).Observe(1 / *p.DecodeTokensPerSecond)
+	}
+}
+
+func (e *Exporter) observeLoad(p *events.ModelLoad) {
+	switch p.Phase {
+	case events.PhaseFinished:
+		e.m.loads.WithLabelValues(p.Model, p.Phase).Inc()
+		e.m.resident.WithLabelValues(p.Model).Set(1)
+		if p.Ms != nil {
+			e.m.loadSeconds.WithLabelValues(p.Model).Set(*p.Ms / 1000)
+			e.m.loadTime.WithLabelValues(p.Model).Observe(*p.Ms / 1000)
+		}
+		if p.WeightsBytes != nil {
+			e.m.weights.WithLabelValues(p.Model).Set(float64(*p.WeightsBytes))
+		}
+	case events.PhaseFailed:
+		e.m.loads.WithLabelValues(p.Model, p.Phase).Inc()
+		e.m.resident.WithLabelValues(p.Model).Set(0)
+	case events.PhaseStarted:
+		e.m.resident.WithLabelValues(p.Model).Set(0)
+	}
+}

@@ -1,0 +1,215 @@
+package prom
+
+import (
+	"bufio"
+	"io"
+	"net/http/httptest"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/gofiber/fiber/v2"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	dto "github.com/prometheus/client_model/go"
+
+	"github.com/mlx-bun/mlx-metrics/shared/events"
+)
+
+// replay feeds a recorded NDJSON event file to a new exporter.
+func replay(t *testing.T, path string) *Exporter {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	e := New()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		ev, err := events.Parse(sc.Bytes())
+		if err != nil {
+			t.Fatalf("fixture line %q: %v", sc.Text(), err)
+		}
+		e.Observe(ev)
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+func TestExporterFromRecordedEvents(t *testing.T) {
+	e := replay(t, "testdata/events.ndjson")
+
+	// Counters and gauges, in the exposition format. Families listed but
+	// absent from want must have no series (the unload removed them).
+	const want = `
+# HELP mlx_request_success_total Finished requests by finish reason (stop, length, cancelled, error).
+# TYPE mlx_request_success_total counter
+mlx_request_success_total{finished_reason="cancelled",model="qwen3-8b"} 1
+mlx_request_success_total{finished_reason="length",model="qwen3-8b"} 1
+mlx_request_success_total{finished_reason="stop",model="qwen3-8b"} 1
+# HELP mlx_prompt_tokens_total Prompt tokens of finished requests.
+# TYPE mlx_prompt_tokens_total counter
+mlx_prompt_tokens_total{model="qwen3-8b"} 1040
+# HELP mlx_prompt_tokens_cached_total Prompt tokens of finished requests served from the prefix cache.
+# TYPE mlx_prompt_tokens_cached_total counter
+mlx_prompt_tokens_cached_total{model="qwen3-8b"} 256
+# HELP mlx_generation_tokens_total Generated tokens of finished requests.
+# TYPE mlx_generation_tokens_total counter
+mlx_generation_tokens_total{model="qwen3-8b"} 264
+# HELP mlx_prefix_cache_hits_total Prefix cache lookups that hit.
+# TYPE mlx_prefix_cache_hits_total counter
+mlx_prefix_cache_hits_total{model="qwen3-8b"} 55
+# HELP mlx_prefix_cache_queries_total Prefix cache lookups.
+# TYPE mlx_prefix_cache_queries_total counter
+mlx_prefix_cache_queries_total{model="qwen3-8b"} 210
+# HELP mlx_kv_cache_usage_ratio KV cache usage, 0 to 1 (1 means full).
+# TYPE mlx_kv_cache_usage_ratio gauge
+mlx_kv_cache_usage_ratio{model="llama-3b"} 0.25
+# HELP mlx_model_loads_total Model loads by outcome (finished, failed).
+# TYPE mlx_model_loads_total counter
+mlx_model_loads_total{model="qwen3-8b",outcome="finished"} 2
+# HELP mlx_model_unloads_total Model unloads by reason.
+# TYPE mlx_model_unloads_total counter
+mlx_model_unloads_total{model="qwen3-8b",reason="evicted"} 1
+# HELP mlx_model_resident 1 while the model is loaded and serving, else 0.
+# TYPE mlx_model_resident gauge
+mlx_model_resident{model="qwen3-8b"} 1
+# HELP mlx_model_load_seconds Duration of the model's last finished load.
+# TYPE mlx_model_load_seconds gauge
+mlx_model_load_seconds{model="qwen3-8b"} 1.5
+`
+	names := []string{
+		"mlx_request_success_total", "mlx_prompt_tokens_total", "mlx_prompt_tokens_cached_total",
+		"mlx_generation_tokens_total", "mlx_prefix_cache_hits_total", "mlx_prefix_cache_queries_total",
+		"mlx_kv_cache_usage_ratio", "mlx_model_loads_total", "mlx_model_unloads_total",
+		"mlx_model_resident", "mlx_model_load_seconds",
+		// Removed by the unload:
+		"mlx_num_requests_running", "mlx_num_requests_waiting", "mlx_model_weights_bytes",
+	}
+	if err := testutil.GatherAndCompare(e.Registry(), strings.NewReader(want), names...); err != nil {
+		t.Error(err)
+	}
+
+	// Histograms: null timings are not observed.
+	hists := []struct {
+		name       string
+		count      uint64
+		sum        float64
+		firstLE    float64 // a bucket bound to check
+		firstCount uint64  // its cumulative count
+	}{
+		{"mlx_time_to_first_token_seconds", 2, 0.115, 0.04, 1},
+		{"mlx_request_queue_time_seconds", 1, 0.003, 0.005, 1},
+		{"mlx_e2e_request_latency_seconds", 3, 7.01, 0.3, 1},
+		{"mlx_time_per_output_token_seconds", 1, 0.025, 0.025, 1},
+		{"mlx_model_load_time_seconds", 2, 5.7, 2.5, 1},
+	}
+	fams, err := e.Registry().Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range hists {
+		t.Run(tc.name, func(t *testing.T) {
+			h := findHistogram(fams, tc.name)
+			if h == nil {
+				t.Fatalf("no %s series", tc.name)
+			}
+			if h.GetSampleCount() != tc.count {
+				t.Errorf("count = %d, want %d", h.GetSampleCount(), tc.count)
+			}
+			if d := h.GetSampleSum() - tc.sum; d > 1e-9 || d < -1e-9 {
+				t.Errorf("sum = %v, want %v", h.GetSampleSum(), tc.sum)
+			}
+			var got *uint64
+			for _, b := range h.GetBucket() {
+				if b.GetUpperBound() == tc.firstLE {
+					c := b.GetCumulativeCount()
+					got = &c
+				}
+			}
+			if got == nil || *got != tc.firstCount {
+				t.Errorf("bucket le=%v = %v, want %d", tc.firstLE, got, tc.firstCount)
+			}
+		})
+	}
+}
+
+func findHistogram(fams []*dto.MetricFamily, name string) *dto.Histogram {
+	for _, f := range fams {
+		if f.GetName() == name && len(f.GetMetric()) == 1 {
+			return f.GetMetric()[0].GetHistogram()
+		}
+	}
+	return nil
+}
+
+func TestSchedulerAndCacheGauges(t *testing.T) {
+	capacity := int64(1000)
+	e := New()
+	e.Observe(events.Event{Type: events.TypeSchedulerSample, At: 1, Payload: &events.SchedulerSample{
+		Model: "m", Active: 4, Capacity: 16, Queued: 7, TokensPerSecond: 321}})
+	e.Observe(events.Event{Type: events.TypeCacheSample, At: 1, Payload: &events.CacheSample{
+		Model: "m", Cache: events.CacheKV, Bytes: 750, CapacityBytes: &capacity}})
+	tests := []struct {
+		metric string
+		want   float64
+	}{
+		{"mlx_num_requests_running", 4},
+		{"mlx_num_requests_waiting", 7},
+		{"mlx_num_requests_capacity", 16},
+		{"mlx_generation_tokens_per_second", 321},
+		{"mlx_kv_cache_usage_ratio", 0.75},
+	}
+	fams, err := e.Registry().Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range tests {
+		var got *float64
+		for _, f := range fams {
+			if f.GetName() == tc.metric {
+				v := f.GetMetric()[0].GetGauge().GetValue()
+				got = &v
+			}
+		}
+		if got == nil || *got != tc.want {
+			t.Errorf("%s = %v, want %v", tc.metric, got, tc.want)
+		}
+	}
+}
+
+func TestPrometheusRoute(t *testing.T) {
+	e := replay(t, "testdata/events.ndjson")
+	app := fiber.New()
+	e.Mount(app, app.Group("/api/metrics"))
+	tests := []struct {
+		accept      string
+		contentType string
+		contains    string
+	}{
+		{"", "text/plain; version=0.0.4", `mlx_prefix_cache_hits_total{model="qwen3-8b"} 55`},
+		{"application/openmetrics-text; version=1.0.0", "application/openmetrics-text", `mlx_prefix_cache_hits_total{model="qwen3-8b"} 55`},
+	}
+	for _, tc := range tests {
+		req := httptest.NewRequest("GET", "/api/metrics/prometheus", nil)
+		if tc.accept != "" {
+			req.Header.Set("Accept", tc.accept)
+		}
+		resp, err := app.Test(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode != 200 {
+			t.Fatalf("status %d: %s", resp.StatusCode, body)
+		}
+		if ct := resp.Header.Get("Content-Type"); !strings.HasPrefix(ct, tc.contentType) {
+			t.Errorf("Accept %q: Content-Type = %q, want prefix %q", tc.accept, ct, tc.contentType)
+		}
+		if !strings.Contains(string(body), tc.contains) {
+			t.Errorf("Accept %q: body lacks %q:\n%s", tc.accept, tc.contains, body)
+		}
+	}
+}

@@ -1,0 +1,109 @@
+// Package prom exports the live serving metrics in the Prometheus text
+// format at GET /api/metrics/prometheus.
+//
+// Names follow vLLM's (vllm:num_requests_running becomes
+// mlx_num_requests_running, …) so that dashboards and alerts written for
+// vLLM carry over with a prefix change. Every series carries a model label;
+// a fleet of hosts is told apart by the instance label Prometheus adds.
+package prom
+
+import "github.com/prometheus/client_golang/prometheus"
+
+const namespace = "mlx"
+
+// Buckets, in seconds, as vLLM uses them, so histograms from both aggregate.
+var (
+	ttftBuckets = []float64{0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5,
+		0.75, 1, 2.5, 5, 7.5, 10, 20, 40, 80, 160, 640, 2560}
+	tpotBuckets = []float64{0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5,
+		0.75, 1, 2.5, 5, 7.5, 10, 20, 40, 80}
+	latencyBuckets = []float64{0.3, 0.5, 0.8, 1, 1.5, 2, 2.5, 5, 10, 15, 20, 30, 40, 50,
+		60, 120, 240, 480, 960, 1920, 7680}
+	queueBuckets = []float64{0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5,
+		5, 10, 20, 40, 80, 160, 640, 2560}
+	loadBuckets = []float64{0.1, 0.25, 0.5, 1, 2.5, 5, 10, 20, 40, 80, 160, 320, 640}
+)
+
+// metrics holds every collector the exporter maintains.
+type metrics struct {
+	running         *prometheus.GaugeVec
+	waiting         *prometheus.GaugeVec
+	capacity        *prometheus.GaugeVec
+	tokensPerSecond *prometheus.GaugeVec
+
+	kvUsage       *prometheus.GaugeVec
+	cacheBytes    *prometheus.GaugeVec
+	cacheCapacity *prometheus.GaugeVec
+	prefixHits    *prometheus.CounterVec
+	prefixQueries *prometheus.CounterVec
+
+	ttft    *prometheus.HistogramVec
+	queue   *prometheus.HistogramVec
+	e2e     *prometheus.HistogramVec
+	tpot    *prometheus.HistogramVec
+	prompt  *prometheus.CounterVec
+	cached  *prometheus.CounterVec
+	gen     *prometheus.CounterVec
+	success *prometheus.CounterVec
+
+	weights     *prometheus.GaugeVec
+	kvBytes     *prometheus.GaugeVec
+	prefixBytes *prometheus.GaugeVec
+	loadSeconds *prometheus.GaugeVec
+	loadTime    *prometheus.HistogramVec
+	loads       *prometheus.CounterVec
+	unloads     *prometheus.CounterVec
+	resident    *prometheus.GaugeVec
+}
+
+func gauge(name, help string, labels ...string) *prometheus.GaugeVec {
+	return prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: namespace, Name: name, Help: help}, labels)
+}
+
+func counter(name, help string, labels ...string) *prometheus.CounterVec {
+	return prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: namespace, Name: name, Help: help}, labels)
+}
+
+func histogram(name, help string, buckets []float64, labels ...string) *prometheus.HistogramVec {
+	return prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Namespace: namespace, Name: name, Help: help, Buckets: buckets,
+	}, labels)
+}
+
+func newMetrics(reg prometheus.Registerer) *metrics {
+	m := &metrics{
+		running:         gauge("num_requests_running", "Requests decoding in the model's batch now.", "model"),
+		waiting:         gauge("num_requests_waiting", "Requests waiting for a batch slot now.", "model"),
+		capacity:        gauge("num_requests_capacity", "Batch slots of the model's scheduler.", "model"),
+		tokensPerSecond: gauge("generation_tokens_per_second", "Generation rate over the last scheduler sampling interval.", "model"),
+
+		kvUsage:       gauge("kv_cache_usage_ratio", "KV cache usage, 0 to 1 (1 means full).", "model"),
+		cacheBytes:    gauge("cache_bytes", "Bytes a cache holds now.", "model", "cache"),
+		cacheCapacity: gauge("cache_capacity_bytes", "Bytes a cache may hold.", "model", "cache"),
+		prefixHits:    counter("prefix_cache_hits_total", "Prefix cache lookups that hit.", "model"),
+		prefixQueries: counter("prefix_cache_queries_total", "Prefix cache lookups.", "model"),
+
+		ttft:    histogram("time_to_first_token_seconds", "Time to first token.", ttftBuckets, "model"),
+		queue:   histogram("request_queue_time_seconds", "Time a request waited before its prefill started.", queueBuckets, "model"),
+		e2e:     histogram("e2e_request_latency_seconds", "End-to-end request latency.", latencyBuckets, "model"),
+		tpot:    histogram("time_per_output_token_seconds", "Mean time per output token during decode.", tpotBuckets, "model"),
+		prompt:  counter("prompt_tokens_total", "Prompt tokens of finished requests.", "model"),
+		cached:  counter("prompt_tokens_cached_total", "Prompt tokens of finished requests served from the prefix cache.", "model"),
+		gen:     counter("generation_tokens_total", "Generated tokens of finished requests.", "model"),
+		success: counter("request_success_total", "Finished requests by finish reason (stop, length, cancelled, error).", "model", "finished_reason"),
+
+		weights:     gauge("model_weights_bytes", "Bytes of the model's weights in memory.", "model"),
+		kvBytes:     gauge("model_kv_cache_bytes", "Bytes of the model's KV cache in memory.", "model"),
+		prefixBytes: gauge("model_prefix_cache_bytes", "Bytes of the model's prefix cache in memory.", "model"),
+		loadSeconds: gauge("model_load_seconds", "Duration of the model's last finished load.", "model"),
+		loadTime:    histogram("model_load_time_seconds", "Durations of finished model loads.", loadBuckets, "model"),
+		loads:       counter("model_loads_total", "Model loads by outcome (finished, failed).", "model", "outcome"),
+		unloads:     counter("model_unloads_total", "Model unloads by reason.", "model", "reason"),
+		resident:    gauge("model_resident", "1 while the model is loaded and serving, else 0.", "model"),
+	}
+	reg.MustRegister(m.running, m.waiting, m.capacity, m.tokensPerSecond,
+		m.kvUsage, m.cacheBytes, m.cacheCapacity, m.prefixHits, m.prefixQueries,
+		m.ttft, m.queue, m.e2e, m.tpot, m.prompt, m.cached, m.gen, m.success,
+		m.weights, m.kvBytes, m.prefixBytes, m.loadSeconds, m.loadTime, m.loads, m.unloads, m.resident)
+	return m
+}
