@@ -1,0 +1,70 @@
+package history
+
+import (
+	"encoding/csv"
+	"io"
+	"strconv"
+	"time"
+
+	"github.com/mlx-bun/mlx-metrics/shared/bench"
+)
+
+// CSVHeader names the columns of WriteCSV: the run's fields, then the cell's.
+var CSVHeader = []string{
+	"id", "profile", "scope", "startedAt", "durationMs", "complete", "exitCode", "chip",
+	"cellKey", "model", "kind", "configuration", "status", "note",
+	"decodeTokensPerSecond", "ttftColdMs", "prefill1kTokensPerSecond",
+	"contextPrefillTokensPerSecond", "aggregateTokensPerSecond", "coldStartMs", "peakRssMB",
+}
+
+// CSVWriter writes history as CSV, one row per cell (a run without cells
+// gets one row with empty cell columns, so it still shows). A figure that
+// was not measured is an empty field.
+type CSVWriter struct {
+	w *csv.Writer
+}
+
+// NewCSVWriter writes the header to w.
+func NewCSVWriter(w io.Writer) (*CSVWriter, error) {
+	cw := &CSVWriter{w: csv.NewWriter(w)}
+	return cw, cw.w.Write(CSVHeader)
+}
+
+// Write adds e's rows.
+func (cw *CSVWriter) Write(e bench.HistoryEntry) error {
+	run := []string{
+		e.ID, e.Profile, e.Scope,
+		time.UnixMilli(e.StartedAt).UTC().Format(time.RFC3339Nano),
+		strconv.FormatInt(e.DurationMs, 10),
+		strconv.FormatBool(e.Complete),
+		strconv.Itoa(e.ExitCode),
+		e.Machine.Chip,
+	}
+	if len(e.Cells) == 0 {
+		return cw.w.Write(append(run, make([]string, len(CSVHeader)-len(run))...))
+	}
+	for _, c := range e.Cells {
+		row := append(append([]string{}, run...),
+			c.Key, c.Model, c.Kind, c.Configuration, c.Status, c.Note,
+			num(c.DecodeTokensPerSecond), num(c.TTFTColdMs), num(c.Prefill1kTokensPerSecond),
+			num(c.ContextPrefillTokensPerSecond), num(c.AggregateTokensPerSecond),
+			num(c.ColdStartMs), num(c.PeakRssMB))
+		if err := cw.w.Write(row); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Flush flushes the rows and reports any write error.
+func (cw *CSVWriter) Flush() error {
+	cw.w.Flush()
+	return cw.w.Error()
+}
+
+func num(v *float64) string {
+	if v == nil {
+		return ""
+	}
+	return strconv.FormatFloat(*v, 'f', -1, 64)
+}

@@ -1,0 +1,209 @@
+package history
+
+import (
+	"bytes"
+	"encoding/csv"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/mlx-bun/mlx-metrics/shared/bench"
+)
+
+var base = time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)
+
+func entry(i int) bench.HistoryEntry {
+	start := base.Add(time.Duration(i) * time.Minute)
+	v := float64(i)
+	return bench.HistoryEntry{
+		ID:         bench.NewRunID(start, fmt.Sprintf("%06x", i)),
+		Profile:    "smoke",
+		Scope:      bench.ScopeScoped,
+		StartedAt:  start.UnixMilli(),
+		FinishedAt: start.Add(5 * time.Second).UnixMilli(),
+		DurationMs: 5000,
+		Complete:   true,
+		Cells: []bench.CompactCell{
+			{Key: "m/tree/a", Model: "m", Kind: bench.KindTree, Configuration: "a", Status: bench.CellMeasured, DecodeTokensPerSecond: &v},
+			{Key: "m/reference/b", Model: "m", Kind: bench.KindReference, Configuration: "b", Status: bench.CellFailed, Note: "decode: timeout, retried once"},
+		},
+	}
+}
+
+func open(t testing.TB) *Store {
+	t.Helper()
+	s, err := Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+func TestOrderingAndLimits(t *testing.T) {
+	s := open(t)
+	const n = 10000
+	// Insert out of time order: ordering must come from the keys.
+	for i := range n {
+		j := (i * 7919) % n // 7919 is prime to n, so this is a permutation
+		if err := s.Put(entry(j)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tests := []struct {
+		limit, want int
+	}{{1, 1}, {50, 50}, {1000, 1000}, {0, n}, {n + 5, n}}
+	for _, tt := range tests {
+		t.Run(fmt.Sprint(tt.limit), func(t *testing.T) {
+			got, err := s.List(tt.limit)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(got) != tt.want {
+				t.Fatalf("len = %d, want %d", len(got), tt.want)
+			}
+			for k, e := range got {
+				if want := entry(n - 1 - k).ID; e.ID != want {
+					t.Fatalf("entry %d = %s, want %s", k, e.ID, want)
+				}
+			}
+		})
+	}
+}
+
+func TestGetAndReplace(t *testing.T) {
+	s := open(t)
+	e := entry(3)
+	if err := s.Put(e); err != nil {
+		t.Fatal(err)
+	}
+	// Re-putting with another start time must not leave the old key behind.
+	e.StartedAt += 1000
+	e.Complete = false
+	e.Problems = []string{"cell x: failed"}
+	if err := s.Put(e); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.Get(e.ID)
+	if err != nil || got.Complete || len(got.Problems) != 1 || *got.Cells[0].DecodeTokensPerSecond != 3 {
+		t.Fatalf("Get = %+v, %v", got, err)
+	}
+	if all, _ := s.List(0); len(all) != 1 {
+		t.Fatalf("replaced entry listed %d times", len(all))
+	}
+	for _, id := range []string{"nope", "", "../x", "a/b", e.ID + "x"} {
+		if _, err := s.Get(id); !errors.Is(err, ErrNotFound) {
+			t.Errorf("Get(%q) err = %v", id, err)
+		}
+	}
+	if err := s.Put(bench.HistoryEntry{ID: "../evil"}); err == nil {
+		t.Error("Put accepted a malformed id")
+	}
+}
+
+func TestPersists(t *testing.T) {
+	dir := t.TempDir()
+	s, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Put(entry(1)); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	s, err = Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if !s.Has(entry(1).ID) {
+		t.Fatal("entry lost on reopen")
+	}
+}
+
+func TestCSV(t *testing.T) {
+	var buf bytes.Buffer
+	cw, err := NewCSVWriter(&buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	noCells := entry(2)
+	noCells.Cells = nil
+	noCells.Complete = false
+	for _, e := range []bench.HistoryEntry{entry(1), noCells} {
+		if err := cw.Write(e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := cw.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	rows, err := csv.NewReader(&buf).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	col := map[string]int{}
+	for i, h := range CSVHeader {
+		col[h] = i
+	}
+	tests := []struct {
+		row    int
+		column string
+		want   string
+	}{
+		{0, "id", "id"},
+		{1, "id", entry(1).ID},
+		{1, "startedAt", "2026-12-02T12:01:00Z"},
+		{1, "cellKey", "m/tree/a"},
+		{1, "decodeTokensPerSecond", "1"},
+		{1, "complete", "true"},
+		{2, "cellKey", "m/reference/b"},
+		{2, "decodeTokensPerSecond", ""},
+		{2, "note", "decode: timeout, retried once"},
+		{3, "id", noCells.ID},
+		{3, "complete", "false"},
+		{3, "cellKey", ""},
+	}
+	if len(rows) != 4 {
+		t.Fatalf("rows = %d, want 4:\n%v", len(rows), rows)
+	}
+	for _, tt := range tests {
+		if got := rows[tt.row][col[tt.column]]; got != tt.want {
+			t.Errorf("row %d %s = %q, want %q", tt.row, tt.column, got, tt.want)
+		}
+	}
+}
+
+// BenchmarkList50 is GET /history's default page over 10,000 runs: it must
+// not grow with the history's size.
+func BenchmarkList50(b *testing.B) {
+	s := open(b)
+	for i := range 10000 {
+		if err := s.Put(entry(i)); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ResetTimer()
+	for b.Loop() {
+		got, err := s.List(50)
+		if err != nil || len(got) != 50 {
+			b.Fatal(len(got), err)
+		}
+	}
+}
+
+func BenchmarkGet(b *testing.B) {
+	s := open(b)
+	for i := range 10000 {
+		if err := s.Put(entry(i)); err != nil {
+			b.Fatal(err)
+		}
+	}
+	id := entry(5000).ID
+	for b.Loop() {
+		if _, err := s.Get(id); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
