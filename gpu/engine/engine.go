@@ -1,0 +1,168 @@
+// Package engine is the reference engine: a simulator of an LLM serving
+// engine, not a model. It serves the OpenAI streaming API (completions and
+// chat completions) from a continuous-batching scheduler with chunked
+// prefill, a paged KV cache with a byte budget and a prefix cache, and its
+// step times follow a stated cost model (see Config). It publishes the core
+// serving events, so benchmarks and the live panel have something real to
+// measure on a machine with no accelerator and no weights.
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/mlx-bun/mlx-metrics/shared/events"
+)
+
+// Engine is one simulated model behind a batch scheduler.
+type Engine struct {
+	cfg   Config
+	clock Clock
+	sink  func(events.Event)
+
+	ready atomic.Bool
+	seq   atomic.Uint64
+
+	mu       sync.Mutex
+	incoming []*request
+	wake     chan struct{} // cap 1: something arrived or was cancelled
+
+	// Owned by the scheduler goroutine.
+	waiting []*request
+	running []*request
+	kv      kvCache
+	prefix  *prefixCache
+	stats   sampleStats
+}
+
+// sampleStats accumulates what the periodic samples report.
+type sampleStats struct {
+	busy       bool
+	lastSample time.Time
+	tokens     int64 // generated since lastSample
+}
+
+// Option configures an Engine.
+type Option func(*Engine)
+
+// WithClock replaces wall time (tests).
+func WithClock(c Clock) Option { return func(e *Engine) { e.clock = c } }
+
+// WithSink receives every event the engine publishes. It is called from the
+// scheduler goroutine and must not block.
+func WithSink(f func(events.Event)) Option { return func(e *Engine) { e.sink = f } }
+
+// New builds an engine; Run loads the model and schedules.
+func New(cfg Config, opts ...Option) (*Engine, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	e := &Engine{
+		cfg:    cfg,
+		clock:  RealClock{},
+		sink:   func(events.Event) {},
+		wake:   make(chan struct{}, 1),
+		kv:     kvCache{total: cfg.totalPages()},
+		prefix: newPrefixCache(cfg.pageBytes(), cfg.PrefixCacheBytes),
+	}
+	for _, o := range opts {
+		o(e)
+	}
+	return e, nil
+}
+
+// Config is the engine's configuration.
+func (e *Engine) Config() Config { return e.cfg }
+
+// Ready reports whether the model has loaded.
+func (e *Engine) Ready() bool { return e.ready.Load() }
+
+func (e *Engine) emit(t events.Type, at time.Time, payload any) {
+	e.sink(events.Event{Type: t, At: at.UnixMilli(), Payload: payload})
+}
+
+// Run simulates the model load (LoadTime), then schedules until ctx ends.
+// Requests submitted before the load finishes wait in the queue.
+func (e *Engine) Run(ctx context.Context) error {
+	start := e.clock.Now()
+	e.emit(events.TypeModelLoad, start, &events.ModelLoad{Model: e.cfg.Model, Phase: events.PhaseStarted})
+	if err := e.clock.SleepUntil(ctx, start.Add(e.cfg.LoadTime)); err != nil {
+		msg := "load interrupted: " + err.Error()
+		e.emit(events.TypeModelLoad, e.clock.Now(), &events.ModelLoad{Model: e.cfg.Model, Phase: events.PhaseFailed, Error: msg})
+		e.failAll(errors.New("engine stopped"))
+		return nil
+	}
+	loaded := e.clock.Now()
+	ms := float64(loaded.Sub(start)) / float64(time.Millisecond)
+	wb := e.cfg.WeightsBytes
+	e.emit(events.TypeModelLoad, loaded, &events.ModelLoad{Model: e.cfg.Model, Phase: events.PhaseFinished, Ms: &ms, WeightsBytes: &wb})
+	e.emitMemory(loaded)
+	e.ready.Store(true)
+	err := e.schedule(ctx)
+	e.failAll(errors.New("engine stopped"))
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return nil
+	}
+	return err
+}
+
+// ErrRejected wraps why a request can never be served (it is the client's
+// fault: a 400).
+var ErrRejected = errors.New("request rejected")
+
+// Submit queues a generation of maxTokens tokens after prompt. The stream
+// ends when all are generated, or when ctx ends (the request is cancelled).
+func (e *Engine) Submit(ctx context.Context, prompt []uint64, maxTokens int) (*Stream, error) {
+	if len(prompt) == 0 {
+		return nil, fmt.Errorf("%w: the prompt is empty", ErrRejected)
+	}
+	if maxTokens < 1 {
+		return nil, fmt.Errorf("%w: max_tokens must be >= 1, got %d", ErrRejected, maxTokens)
+	}
+	if n := len(prompt) + maxTokens; n > e.cfg.MaxContext {
+		return nil, fmt.Errorf("%w: this model's maximum context length is %d tokens, but the request needs %d (%d in the prompt, %d to generate)",
+			ErrRejected, e.cfg.MaxContext, n, len(prompt), maxTokens)
+	}
+	if need := e.cfg.pagesFor(len(prompt) + maxTokens); need > e.kv.total {
+		return nil, fmt.Errorf("%w: the request needs %d KV pages and the KV budget holds %d", ErrRejected, need, e.kv.total)
+	}
+	n := e.seq.Add(1)
+	r := &request{
+		id: n, prompt: prompt, maxTokens: maxTokens,
+		arrived: e.clock.Now(),
+		out:     newStream(n),
+	}
+	// Cancellation flags the request; the scheduler drops it at its next step.
+	stop := context.AfterFunc(ctx, func() {
+		r.cancelled.Store(true)
+		e.signal()
+	})
+	r.out.release = func() { stop() }
+	e.mu.Lock()
+	e.incoming = append(e.incoming, r)
+	e.mu.Unlock()
+	e.signal()
+	return r.out, nil
+}
+
+func (e *Engine) signal() {
+	select {
+	case e.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (e *Engine) failAll(err error) {
+	e.mu.Lock()
+	in := e.incoming
+	e.incoming = nil
+	e.mu.Unlock()
+	for _, r := range append(append(in, e.waiting...), e.running...) {
+		r.out.finish(Result{Finish: events.FinishError, Err: err})
+	}
+	e.waiting, e.running = nil, nil
+}

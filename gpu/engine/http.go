@@ -1,0 +1,343 @@
+package engine
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/mlx-bun/mlx-metrics/shared/events"
+)
+
+// Handler serves the OpenAI-compatible API: POST /v1/completions, POST
+// /v1/chat/completions (streaming or not), GET /v1/models and GET /health
+// (503 until the model has loaded).
+func (e *Engine) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /health", e.health)
+	mux.HandleFunc("GET /v1/models", e.models)
+	mux.HandleFunc("POST /v1/completions", e.completions)
+	mux.HandleFunc("POST /v1/chat/completions", e.chatCompletions)
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, http.StatusNotFound, "no route "+r.Method+" "+r.URL.Path)
+	})
+	return mux
+}
+
+// maxBody bounds request bodies: a 32k-token prompt is well under this.
+const maxBody = 8 << 20
+
+func (e *Engine) health(w http.ResponseWriter, r *http.Request) {
+	if !e.Ready() {
+		writeError(w, http.StatusServiceUnavailable, "the model is loading")
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"status": "ok", "model": e.cfg.Model, "simulator": true})
+}
+
+func (e *Engine) models(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, map[string]any{
+		"object": "list",
+		"data": []map[string]any{{
+			"id": e.cfg.Model, "object": "model", "created": 0, "owned_by": "mlx-metrics-reference-engine",
+			"max_model_len": e.cfg.MaxContext,
+		}},
+	})
+}
+
+type streamOptions struct {
+	IncludeUsage bool `json:"include_usage"`
+}
+
+// commonRequest is what both endpoints share. Sampling parameters are
+// accepted and ignored: the simulator's text is filler.
+type commonRequest struct {
+	Model               string         `json:"model"`
+	MaxTokens           *int           `json:"max_tokens"`
+	MaxCompletionTokens *int           `json:"max_completion_tokens"`
+	Stream              bool           `json:"stream"`
+	StreamOptions       *streamOptions `json:"stream_options"`
+	N                   *int           `json:"n"`
+}
+
+type completionRequest struct {
+	commonRequest
+	Prompt json.RawMessage `json:"prompt"`
+}
+
+type chatMessage struct {
+	Role    string          `json:"role"`
+	Content json.RawMessage `json:"content"`
+}
+
+// text is the message's content: a string, or the text parts of an array.
+func (m chatMessage) text() string {
+	var s string
+	if json.Unmarshal(m.Content, &s) == nil {
+		return s
+	}
+	var parts []struct {
+		Type string `json:"type"`
+		Text string `json:"text"`
+	}
+	_ = json.Unmarshal(m.Content, &parts)
+	var b strings.Builder
+	for _, p := range parts {
+		if p.Type == "text" {
+			b.WriteString(p.Text)
+			b.WriteByte(' ')
+		}
+	}
+	return b.String()
+}
+
+type chatRequest struct {
+	commonRequest
+	Messages []chatMessage `json:"messages"`
+}
+
+// Default completion lengths: OpenAI's 16 for completions; for chat, a
+// reply of a typical length.
+const (
+	defaultCompletionTokens = 16
+	defaultChatTokens       = 256
+)
+
+func decode(w http.ResponseWriter, r *http.Request, v any) bool {
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxBody))
+	if err := dec.Decode(v); err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			writeError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("request body over %d bytes", maxBody))
+			return false
+		}
+		writeError(w, http.StatusBadRequest, "invalid JSON body: "+err.Error())
+		return false
+	}
+	return true
+}
+
+func (e *Engine) checkCommon(w http.ResponseWriter, c commonRequest, def int) (int, bool) {
+	if c.Model != e.cfg.Model {
+		if c.Model == "" {
+			writeError(w, http.StatusBadRequest, "model: missing")
+		} else {
+			writeError(w, http.StatusNotFound, fmt.Sprintf("the model %q does not exist; this engine serves %q", c.Model, e.cfg.Model))
+		}
+		return 0, false
+	}
+	if c.N != nil && *c.N != 1 {
+		writeError(w, http.StatusBadRequest, "n: the reference engine generates one choice per request")
+		return 0, false
+	}
+	max := def
+	if c.MaxCompletionTokens != nil {
+		max = *c.MaxCompletionTokens
+	}
+	if c.MaxTokens != nil {
+		max = *c.MaxTokens
+	}
+	if max < 1 {
+		writeError(w, http.StatusBadRequest, fmt.Sprintf("max_tokens: must be >= 1, got %d", max))
+		return 0, false
+	}
+	return max, true
+}
+
+func (e *Engine) completions(w http.ResponseWriter, r *http.Request) {
+	var req completionRequest
+	if !decode(w, r, &req) {
+		return
+	}
+	max, ok := e.checkCommon(w, req.commonRequest, defaultCompletionTokens)
+	if !ok {
+		return
+	}
+	var prompt string
+	if err := json.Unmarshal(req.Prompt, &prompt); err != nil {
+		var list []string
+		if json.Unmarshal(req.Prompt, &list) != nil || len(list) != 1 {
+			writeError(w, http.StatusBadRequest, "prompt: must be a string (or an array of one string)")
+			return
+		}
+		prompt = list[0]
+	}
+	e.serve(w, r, tokenize(prompt), max, req.commonRequest, false)
+}
+
+func (e *Engine) chatCompletions(w http.ResponseWriter, r *http.Request) {
+	var req chatRequest
+	if !decode(w, r, &req) {
+		return
+	}
+	max, ok := e.checkCommon(w, req.commonRequest, defaultChatTokens)
+	if !ok {
+		return
+	}
+	if len(req.Messages) == 0 {
+		writeError(w, http.StatusBadRequest, "messages: must hold at least one message")
+		return
+	}
+	for i, m := range req.Messages {
+		if m.Role == "" {
+			writeError(w, http.StatusBadRequest, fmt.Sprintf("messages[%d].role: missing", i))
+			return
+		}
+	}
+	e.serve(w, r, chatTokens(req.Messages), max, req.commonRequest, true)
+}
+
+type usage struct {
+	PromptTokens        int `json:"prompt_tokens"`
+	CompletionTokens    int `json:"completion_tokens"`
+	TotalTokens         int `json:"total_tokens"`
+	PromptTokensDetails struct {
+		CachedTokens int `json:"cached_tokens"`
+	} `json:"prompt_tokens_details"`
+}
+
+func usageOf(res *Result) *usage {
+	u := &usage{PromptTokens: res.PromptTokens, CompletionTokens: res.CompletionTokens,
+		TotalTokens: res.PromptTokens + res.CompletionTokens}
+	u.PromptTokensDetails.CachedTokens = res.CachedPromptTokens
+	return u
+}
+
+// serve runs one request and writes its answer: an SSE stream ending with a
+// usage chunk (always, include_usage or not: benchmarks need it) and
+// [DONE], or one JSON body.
+func (e *Engine) serve(w http.ResponseWriter, r *http.Request, prompt []uint64, max int, req commonRequest, chat bool) {
+	ctx := r.Context()
+	s, err := e.Submit(ctx, prompt, max)
+	if err != nil {
+		status := http.StatusInternalServerError
+		if errors.Is(err, ErrRejected) {
+			status = http.StatusBadRequest
+		}
+		writeError(w, status, err.Error())
+		return
+	}
+	id, object := "cmpl-"+RequestID(s.ID), "text_completion"
+	if chat {
+		id, object = "chatcmpl-"+RequestID(s.ID), "chat.completion"
+	}
+	created := time.Now().Unix()
+	if !req.Stream {
+		var text strings.Builder
+		for {
+			toks, res, err := s.Next(ctx)
+			if err != nil {
+				return // client gone
+			}
+			for _, t := range toks {
+				text.WriteString(t.Text)
+			}
+			if res != nil {
+				if res.Err != nil {
+					writeError(w, http.StatusInternalServerError, res.Err.Error())
+					return
+				}
+				choice := map[string]any{"index": 0, "finish_reason": finishReason(res.Finish)}
+				if chat {
+					choice["message"] = map[string]any{"role": "assistant", "content": text.String()}
+				} else {
+					choice["text"] = text.String()
+					choice["logprobs"] = nil
+				}
+				writeJSON(w, http.StatusOK, map[string]any{
+					"id": id, "object": object, "created": created, "model": e.cfg.Model,
+					"choices": []any{choice}, "usage": usageOf(res),
+				})
+				return
+			}
+		}
+	}
+
+	flusher, _ := w.(http.Flusher)
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	object += ".chunk"
+	if !chat {
+		object = "text_completion"
+	}
+	var buf []byte
+	send := func(v any) {
+		b, _ := json.Marshal(v)
+		buf = append(buf, "data: "...)
+		buf = append(buf, b...)
+		buf = append(buf, "\n\n"...)
+	}
+	flush := func() bool {
+		_, err := w.Write(buf)
+		buf = buf[:0]
+		if flusher != nil {
+			flusher.Flush()
+		}
+		return err == nil
+	}
+	chunk := func(choice map[string]any) map[string]any {
+		return map[string]any{"id": id, "object": object, "created": created, "model": e.cfg.Model, "choices": []any{choice}}
+	}
+	if chat {
+		send(chunk(map[string]any{"index": 0, "delta": map[string]any{"role": "assistant", "content": ""}, "finish_reason": nil}))
+	}
+	for {
+		toks, res, err := s.Next(ctx)
+		if err != nil {
+			return // client gone; Submit's context cancels the request
+		}
+		for _, t := range toks {
+			if chat {
+				send(chunk(map[string]any{"index": 0, "delta": map[string]any{"content": t.Text}, "finish_reason": nil}))
+			} else {
+				send(chunk(map[string]any{"index": 0, "text": t.Text, "logprobs": nil, "finish_reason": nil}))
+			}
+		}
+		if res != nil {
+			if res.Err != nil {
+				send(map[string]any{"error": map[string]any{"message": res.Err.Error(), "type": "server_error"}})
+			} else {
+				if chat {
+					send(chunk(map[string]any{"index": 0, "delta": map[string]any{}, "finish_reason": finishReason(res.Finish)}))
+				} else {
+					send(chunk(map[string]any{"index": 0, "text": "", "logprobs": nil, "finish_reason": finishReason(res.Finish)}))
+				}
+				send(map[string]any{"id": id, "object": object, "created": created, "model": e.cfg.Model,
+					"choices": []any{}, "usage": usageOf(res)})
+			}
+			buf = append(buf, "data: [DONE]\n\n"...)
+			flush()
+			return
+		}
+		if !flush() {
+			return
+		}
+	}
+}
+
+func finishReason(f string) string {
+	if f == events.FinishLength {
+		return "length"
+	}
+	return f
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+// writeError answers in the OpenAI error format.
+func writeError(w http.ResponseWriter, status int, message string) {
+	t := "invalid_request_error"
+	if status >= 500 {
+		t = "server_error"
+	}
+	writeJSON(w, status, map[string]any{"error": map[string]any{"message": message, "type": t, "param": nil, "code": nil}})
+}

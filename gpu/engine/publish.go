@@ -1,0 +1,136 @@
+package engine
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/mlx-bun/mlx-metrics/shared/events"
+)
+
+// Publisher POSTs events as NDJSON to a backend's /api/metrics/events. It
+// batches (every FlushInterval or MaxBatch events) and never blocks the
+// engine: when the backend is slow or down, events beyond the buffer are
+// dropped and counted, as a metrics producer should.
+type Publisher struct {
+	url      string
+	client   *http.Client
+	ch       chan events.Event
+	dropped  atomic.Int64
+	failures atomic.Int64
+	logf     func(format string, args ...any)
+}
+
+// EventsPath is where a backend takes events.
+const EventsPath = "/api/metrics/events"
+
+// Publisher tuning.
+const (
+	publishBuffer = 8192
+	maxBatch      = 512
+	flushInterval = 250 * time.Millisecond
+)
+
+// NewPublisher checks target: a backend's base URL (http://host:port) or the
+// full events URL.
+func NewPublisher(target string) (*Publisher, error) {
+	u, err := url.Parse(target)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("publish: %q is not an http(s) URL", target)
+	}
+	if p := strings.TrimRight(u.Path, "/"); p == "" {
+		u.Path = EventsPath
+	}
+	return &Publisher{
+		url:    u.String(),
+		client: &http.Client{Timeout: 10 * time.Second},
+		ch:     make(chan events.Event, publishBuffer),
+		logf:   log.Printf,
+	}, nil
+}
+
+// URL is where events go.
+func (p *Publisher) URL() string { return p.url }
+
+// Send queues ev; it is an engine sink.
+func (p *Publisher) Send(ev events.Event) {
+	select {
+	case p.ch <- ev:
+	default:
+		p.dropped.Add(1)
+	}
+}
+
+// Dropped counts events lost to a full buffer or a failed POST.
+func (p *Publisher) Dropped() int64 { return p.dropped.Load() }
+
+// Run posts batches until ctx ends, then flushes what is queued.
+func (p *Publisher) Run(ctx context.Context) {
+	tick := time.NewTicker(flushInterval)
+	defer tick.Stop()
+	var batch []events.Event
+	post := func() {
+		if len(batch) == 0 {
+			return
+		}
+		if err := p.post(batch); err != nil {
+			p.dropped.Add(int64(len(batch)))
+			// Log the first failure of a streak, not every one.
+			if p.failures.Add(1) == 1 {
+				p.logf("engine: publishing events to %s failed (dropping them until it works): %v", p.url, err)
+			}
+		} else if p.failures.Swap(0) > 0 {
+			p.logf("engine: publishing events to %s works again", p.url)
+		}
+		batch = batch[:0]
+	}
+	for {
+		select {
+		case ev := <-p.ch:
+			batch = append(batch, ev)
+			if len(batch) >= maxBatch {
+				post()
+			}
+		case <-tick.C:
+			post()
+		case <-ctx.Done():
+			for {
+				select {
+				case ev := <-p.ch:
+					batch = append(batch, ev)
+				default:
+					post()
+					return
+				}
+			}
+		}
+	}
+}
+
+func (p *Publisher) post(batch []events.Event) error {
+	var body bytes.Buffer
+	enc := json.NewEncoder(&body)
+	for _, ev := range batch {
+		if err := enc.Encode(ev); err != nil {
+			return err
+		}
+	}
+	resp, err := p.client.Post(p.url, "application/x-ndjson", &body)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	msg, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+	if resp.StatusCode/100 != 2 {
+		return fmt.Errorf("%s: %s", resp.Status, bytes.TrimSpace(msg))
+	}
+	return nil
+}
