@@ -38,6 +38,8 @@ const (
 	EventStage   = "stage"
 	EventDone    = "done"
 	EventFailed  = "failed"
+	// EventCancelled ends the log of a job stopped by DELETE /bench/:id.
+	EventCancelled = "cancelled"
 )
 
 // JobEvent is one entry of a job's replayable event log.
