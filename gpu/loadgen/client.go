@@ -1,0 +1,283 @@
+// Package loadgen is a streaming OpenAI-compatible client that measures
+// what a serving benchmark needs from the chunks as they arrive: time to
+// first token, decode rate between the first and the last token, and the
+// token counts from the server's usage (never from the request).
+package loadgen
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+)
+
+// Endpoints.
+const (
+	Completions     = "completions"      // POST {base}/completions
+	ChatCompletions = "chat/completions" // POST {base}/chat/completions
+)
+
+// Client streams requests to one OpenAI-compatible server.
+type Client struct {
+	// BaseURL is the API root, e.g. http://127.0.0.1:8080/v1.
+	BaseURL string
+	// APIKey, when set, is sent as a bearer token.
+	APIKey string
+	HTTP   *http.Client
+	// Now is the clock the timings are read from (tests inject one).
+	Now func() time.Time
+}
+
+// NewClient returns a client with a transport sized for many concurrent
+// streams and no response compression (which would buffer chunks).
+func NewClient(baseURL string) *Client {
+	tr := &http.Transport{
+		DialContext:         (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+		MaxIdleConns:        1024,
+		MaxIdleConnsPerHost: 1024,
+		IdleConnTimeout:     90 * time.Second,
+		DisableCompression:  true,
+	}
+	return &Client{BaseURL: strings.TrimRight(baseURL, "/"), HTTP: &http.Client{Transport: tr}, Now: time.Now}
+}
+
+// Close drops idle connections.
+func (c *Client) Close() { c.HTTP.CloseIdleConnections() }
+
+// Request is one streaming generation.
+type Request struct {
+	Endpoint  string // Completions or ChatCompletions
+	Model     string
+	Prompt    string
+	MaxTokens int
+	// Timeout bounds the whole request; 0 means none beyond ctx.
+	Timeout time.Duration
+}
+
+// Result is one measured stream.
+type Result struct {
+	Endpoint string
+	ID       string
+	Finish   string
+	// From usage; HasUsage is false when the server sent none.
+	HasUsage         bool
+	PromptTokens     int64
+	CompletionTokens int64
+	CachedTokens     int64
+
+	Start      time.Time // request sent
+	FirstToken time.Time // first chunk with generated text
+	LastToken  time.Time // last chunk with generated text
+	End        time.Time // stream ended
+	// ContentChunks counts chunks with generated text.
+	ContentChunks int
+}
+
+// TTFT is the time from sending the request to the first generated text.
+func (r Result) TTFT() time.Duration { return r.FirstToken.Sub(r.Start) }
+
+// Total is the request's whole duration.
+func (r Result) Total() time.Duration { return r.End.Sub(r.Start) }
+
+// DecodeTokensPerSecond is completion tokens after the first over the time
+// from the first to the last token; 0 when it cannot be told (one token, or
+// everything in one chunk).
+func (r Result) DecodeTokensPerSecond() float64 {
+	d := r.LastToken.Sub(r.FirstToken)
+	if r.CompletionTokens < 2 || d <= 0 {
+		return 0
+	}
+	return float64(r.CompletionTokens-1) / d.Seconds()
+}
+
+// PrefillTokensPerSecond is prompt tokens over TTFT: the prefill rate as a
+// client sees it (queueing and the first decode step included).
+func (r Result) PrefillTokensPerSecond() float64 {
+	d := r.TTFT()
+	if r.PromptTokens <= 0 || d <= 0 {
+		return 0
+	}
+	return float64(r.PromptTokens) / d.Seconds()
+}
+
+// Do sends req with stream: true and reads the stream to its end.
+func (c *Client) Do(ctx context.Context, req Request) (Result, error) {
+	res := Result{Endpoint: req.Endpoint}
+	if req.Timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, req.Timeout)
+		defer cancel()
+	}
+	body, err := requestBody(req)
+	if err != nil {
+		return res, err
+	}
+	hr, err := http.NewRequestWithContext(ctx, http.MethodPost, c.BaseURL+"/"+req.Endpoint, bytes.NewReader(body))
+	if err != nil {
+		return res, err
+	}
+	hr.Header.Set("Content-Type", "application/json")
+	hr.Header.Set("Accept", "text/event-stream")
+	if c.APIKey != "" {
+		hr.Header.Set("Authorization", "Bearer "+c.APIKey)
+	}
+	res.Start = c.Now()
+	resp, err := c.HTTP.Do(hr)
+	if err != nil {
+		return res, timeoutErr(ctx, req.Timeout, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode/100 != 2 {
+		return res, statusError(resp)
+	}
+	if err := c.read(resp.Body, &res); err != nil {
+		return res, timeoutErr(ctx, req.Timeout, err)
+	}
+	res.End = c.Now()
+	if res.ContentChunks == 0 {
+		return res, errors.New("the stream ended without generated text")
+	}
+	return res, nil
+}
+
+func timeoutErr(ctx context.Context, timeout time.Duration, err error) error {
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) && timeout > 0 {
+		return fmt.Errorf("timed out after %v: %w", timeout, err)
+	}
+	return err
+}
+
+func requestBody(req Request) ([]byte, error) {
+	m := map[string]any{
+		"model":          req.Model,
+		"max_tokens":     req.MaxTokens,
+		"stream":         true,
+		"stream_options": map[string]any{"include_usage": true},
+		// Generate exactly max_tokens where the server supports it (vLLM,
+		// SGLang); others ignore the field.
+		"ignore_eos":  true,
+		"temperature": 0,
+	}
+	switch req.Endpoint {
+	case Completions:
+		m["prompt"] = req.Prompt
+	case ChatCompletions:
+		m["messages"] = []map[string]string{{"role": "user", "content": req.Prompt}}
+	default:
+		return nil, fmt.Errorf("unknown endpoint %q (want %q or %q)", req.Endpoint, Completions, ChatCompletions)
+	}
+	return json.Marshal(m)
+}
+
+// statusError reads an OpenAI-style error body into the error.
+func statusError(resp *http.Response) error {
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+	var e struct {
+		Error struct {
+			Message string `json:"message"`
+		} `json:"error"`
+	}
+	msg := strings.TrimSpace(string(b))
+	if json.Unmarshal(b, &e) == nil && e.Error.Message != "" {
+		msg = e.Error.Message
+	}
+	return fmt.Errorf("HTTP %s: %s", resp.Status, msg)
+}
+
+// chunk is the part of a streamed chunk the client reads, for both
+// endpoints.
+type chunk struct {
+	ID      string `json:"id"`
+	Choices []struct {
+		Text  string `json:"text"`
+		Delta struct {
+			Content          string `json:"content"`
+			ReasoningContent string `json:"reasoning_content"`
+		} `json:"delta"`
+		FinishReason *string `json:"finish_reason"`
+	} `json:"choices"`
+	Usage *struct {
+		PromptTokens        int64 `json:"prompt_tokens"`
+		CompletionTokens    int64 `json:"completion_tokens"`
+		PromptTokensDetails *struct {
+			CachedTokens int64 `json:"cached_tokens"`
+		} `json:"prompt_tokens_details"`
+	} `json:"usage"`
+	Error *struct {
+		Message string `json:"message"`
+	} `json:"error"`
+}
+
+// read parses server-sent events until [DONE] or the end of the body,
+// stamping each chunk as it arrives.
+func (c *Client) read(body io.Reader, res *Result) error {
+	br := bufio.NewReaderSize(body, 64<<10)
+	for {
+		line, err := br.ReadSlice('\n')
+		if errors.Is(err, bufio.ErrBufferFull) {
+			// A chunk longer than the buffer: gather it whole.
+			rest, err2 := br.ReadBytes('\n')
+			line, err = append(append([]byte{}, line...), rest...), err2
+		}
+		if err == io.EOF && len(line) == 0 {
+			return nil
+		}
+		if err != nil && err != io.EOF {
+			return err
+		}
+		at := c.Now()
+		data, ok := bytes.CutPrefix(bytes.TrimRight(line, "\r\n"), []byte("data:"))
+		if ok {
+			data = bytes.TrimSpace(data)
+			if bytes.Equal(data, []byte("[DONE]")) {
+				return nil
+			}
+			if err := res.add(data, at); err != nil {
+				return err
+			}
+		}
+		if err == io.EOF {
+			return nil
+		}
+	}
+}
+
+func (r *Result) add(data []byte, at time.Time) error {
+	var ch chunk
+	if err := json.Unmarshal(data, &ch); err != nil {
+		return fmt.Errorf("unreadable stream chunk %.200q: %v", data, err)
+	}
+	if ch.Error != nil {
+		return fmt.Errorf("the server reported an error mid-stream: %s", ch.Error.Message)
+	}
+	if r.ID == "" {
+		r.ID = ch.ID
+	}
+	for _, choice := range ch.Choices {
+		if choice.Text != "" || choice.Delta.Content != "" || choice.Delta.ReasoningContent != "" {
+			if r.ContentChunks == 0 {
+				r.FirstToken = at
+			}
+			r.LastToken = at
+			r.ContentChunks++
+		}
+		if choice.FinishReason != nil && *choice.FinishReason != "" {
+			r.Finish = *choice.FinishReason
+		}
+	}
+	if u := ch.Usage; u != nil {
+		r.HasUsage = true
+		r.PromptTokens, r.CompletionTokens = u.PromptTokens, u.CompletionTokens
+		if u.PromptTokensDetails != nil {
+			r.CachedTokens = u.PromptTokensDetails.CachedTokens
+		}
+	}
+	return nil
+}

@@ -1,0 +1,147 @@
+package loadgen
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mlx-bun/mlx-metrics/gpu/engine"
+)
+
+// startEngine serves a real-clock reference engine on loopback.
+func startEngine(tb testing.TB, edit func(*engine.Config), opts ...engine.Option) *httptest.Server {
+	tb.Helper()
+	cfg := engine.DefaultConfig()
+	cfg.LoadTime = 0
+	cfg.DecodeRate, cfg.PrefillRate = 2000, 200000
+	if edit != nil {
+		edit(&cfg)
+	}
+	e, err := engine.New(cfg, opts...)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { e.Run(ctx); close(done) }()
+	srv := httptest.NewServer(e.Handler())
+	tb.Cleanup(func() { srv.Close(); cancel(); <-done })
+	return srv
+}
+
+func TestDoAgainstEngine(t *testing.T) {
+	srv := startEngine(t, nil)
+	c := NewClient(srv.URL + "/v1")
+	defer c.Close()
+	tests := []struct {
+		name       string
+		req        Request
+		wantPrompt int64
+		wantErr    string
+	}{
+		{"completions", Request{Endpoint: Completions, Model: "reference-sim", Prompt: Prompt(100, ""), MaxTokens: 20}, 100, ""},
+		// chat template: role and end markers plus the assistant marker
+		{"chat", Request{Endpoint: ChatCompletions, Model: "reference-sim", Prompt: Prompt(100, "n1"), MaxTokens: 20}, 103, ""},
+		{"unknown model", Request{Endpoint: Completions, Model: "nope", Prompt: "hi", MaxTokens: 2}, 0, "404"},
+		{"unknown endpoint", Request{Endpoint: "embeddings", Model: "reference-sim", Prompt: "hi", MaxTokens: 2}, 0, "unknown endpoint"},
+		{"over the context", Request{Endpoint: Completions, Model: "reference-sim", Prompt: "hi", MaxTokens: 1 << 20}, 0, "maximum context length"},
+		{"timeout", Request{Endpoint: Completions, Model: "reference-sim", Prompt: "hi", MaxTokens: 30000, Timeout: 50 * time.Millisecond}, 0, "timed out after 50ms"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			res, err := c.Do(context.Background(), tt.req)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("err = %v, want one containing %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !res.HasUsage || res.PromptTokens != tt.wantPrompt || res.CompletionTokens != 20 || res.ContentChunks != 20 {
+				t.Errorf("usage %v prompt %d completion %d chunks %d", res.HasUsage, res.PromptTokens, res.CompletionTokens, res.ContentChunks)
+			}
+			if res.Finish != "length" || res.TTFT() <= 0 || res.DecodeTokensPerSecond() <= 0 {
+				t.Errorf("finish %q ttft %v decode %v", res.Finish, res.TTFT(), res.DecodeTokensPerSecond())
+			}
+		})
+	}
+}
+
+// fixedStream serves a canned SSE body, to check the parser on what real
+// servers send.
+func fixedStream(body string, status int) *httptest.Server {
+	return httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.WriteHeader(status)
+		w.Write([]byte(body))
+	}))
+}
+
+func TestReadStream(t *testing.T) {
+	tests := []struct {
+		name       string
+		body       string
+		status     int
+		wantErr    string
+		wantUsage  bool
+		wantChunks int
+		wantCached int64
+	}{
+		{"chat with role chunk and usage", `data: {"id":"a","choices":[{"delta":{"role":"assistant","content":""}}]}
+
+data: {"id":"a","choices":[{"delta":{"content":"Hi"}}]}
+
+data: {"id":"a","choices":[{"delta":{"content":" there"},"finish_reason":"stop"}]}
+
+data: {"id":"a","choices":[],"usage":{"prompt_tokens":5,"completion_tokens":2,"prompt_tokens_details":{"cached_tokens":3}}}
+
+data: [DONE]
+
+`, 200, "", true, 2, 3},
+		{"no usage", "data: {\"choices\":[{\"text\":\"x\"}]}\n\ndata: [DONE]\n\n", 200, "", false, 1, 0},
+		{"CRLF and comments", ": ping\r\ndata: {\"choices\":[{\"text\":\"x\"}]}\r\n\r\ndata: [DONE]\r\n", 200, "", false, 1, 0},
+		{"error mid-stream", "data: {\"choices\":[{\"text\":\"x\"}]}\n\ndata: {\"error\":{\"message\":\"boom\"}}\n\n", 200, "mid-stream: boom", false, 0, 0},
+		{"garbage", "data: {nope\n\n", 200, "unreadable stream chunk", false, 0, 0},
+		{"no text", "data: [DONE]\n\n", 200, "without generated text", false, 0, 0},
+		{"http error", `{"error":{"message":"bad things"}}`, 400, "bad things", false, 0, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := fixedStream(tt.body, tt.status)
+			defer srv.Close()
+			c := NewClient(srv.URL)
+			res, err := c.Do(context.Background(), Request{Endpoint: ChatCompletions, Model: "m", Prompt: "p", MaxTokens: 2})
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("err = %v, want %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.HasUsage != tt.wantUsage || res.ContentChunks != tt.wantChunks || res.CachedTokens != tt.wantCached {
+				t.Errorf("got %+v", res)
+			}
+		})
+	}
+}
+
+func TestPrompt(t *testing.T) {
+	for _, n := range []int{1, 10, 1024} {
+		if got := len(strings.Fields(Prompt(n, ""))); got != n {
+			t.Errorf("Prompt(%d) has %d words", n, got)
+		}
+		if got := len(strings.Fields(Prompt(n, "nonce-1"))); got != n {
+			t.Errorf("Prompt(%d, nonce) has %d words", n, got)
+		}
+	}
+	if Prompt(50, "a") == Prompt(50, "b") || Prompt(50, "a") != Prompt(50, "a") {
+		t.Error("nonces must set prompts apart, and only nonces")
+	}
+}
