@@ -1,0 +1,118 @@
+package jobs
+
+import (
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/mlx-bun/mlx-metrics/shared/bench"
+)
+
+// fakeRunnerEnv makes the test binary act as the runner: the standard
+// re-exec trick, so the job service runs a real child process whose
+// behaviour the test scripts through the plan's description.
+const fakeRunnerEnv = "MLX_METRICS_FAKE_RUNNER"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(fakeRunnerEnv) == "1" {
+		os.Exit(fakeRunner(os.Args[1:]))
+	}
+	os.Exit(m.Run())
+}
+
+// fakeRunner follows `bench run`'s contract: --plan/--out/--id/--profile,
+// `=== cell ===` and `  problem:` lines on stdout, run.json in --out, exit 0
+// complete, 1 incomplete, 2 plan error, 143 after SIGTERM.
+func fakeRunner(args []string) int {
+	if len(args) < 2 || args[0] != "bench" || args[1] != "run" {
+		fmt.Fprintln(os.Stderr, "fake runner: want `bench run`, got", args)
+		return 2
+	}
+	fs := flag.NewFlagSet("run", flag.ContinueOnError)
+	planPath := fs.String("plan", "", "")
+	out := fs.String("out", "", "")
+	id := fs.String("id", "", "")
+	profile := fs.String("profile", "", "")
+	if err := fs.Parse(args[2:]); err != nil {
+		return 2
+	}
+	var plan bench.Plan
+	data, err := os.ReadFile(*planPath)
+	if err == nil {
+		err = json.Unmarshal(data, &plan)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "plan:", err)
+		return 2
+	}
+	start := time.Now()
+	rec := bench.RunRecord{ID: *id, Profile: *profile, Plan: plan, StartedAt: start.UnixMilli(),
+		Machine: bench.Machine{Chip: "fake", Host: "test", OS: "linux"}}
+	cell := func(key, status string, tps float64) bench.CellResult {
+		c := bench.CellResult{Key: key, Model: "m", Kind: bench.KindTree, Configuration: key, Status: status}
+		if tps > 0 {
+			c.Samples = []bench.Sample{{Phase: bench.PhaseDecode, DecodeTokensPerSecond: tps, CompletionTokens: 192}}
+		}
+		return c
+	}
+	save := func(code int) int {
+		rec.FinishedAt = time.Now().UnixMilli()
+		rec.ExitCode = code
+		data, _ := json.MarshalIndent(rec, "", "  ")
+		os.WriteFile(filepath.Join(*out, "run.json"), data, 0o644)
+		os.WriteFile(filepath.Join(*out, "report.md"), []byte("# bench-serve "+*id+"\n"), 0o644)
+		return code
+	}
+	switch plan.Description {
+	case "ok":
+		fmt.Println("=== m/tree/a ===")
+		fmt.Println("cold start 12 ms")
+		fmt.Fprintln(os.Stderr, "server: ready")
+		fmt.Println("=== m/tree/b ===")
+		fmt.Print("last line without newline")
+		rec.Cells = []bench.CellResult{cell("m/tree/a", bench.CellMeasured, 100), cell("m/tree/b", bench.CellMeasured, 50)}
+		rec.Complete = true
+		return save(0)
+	case "incomplete":
+		fmt.Println("=== m/tree/a ===")
+		fmt.Println("  problem: m/tree/a: decode: connection refused (retried once)")
+		fmt.Println("=== m/tree/b ===")
+		rec.Cells = []bench.CellResult{cell("m/tree/a", bench.CellFailed, 0), cell("m/tree/b", bench.CellMeasured, 50)}
+		rec.Problems = []string{"m/tree/a: decode: connection refused (retried once)"}
+		return save(1)
+	case "crash":
+		fmt.Println("=== m/tree/a ===")
+		fmt.Fprintln(os.Stderr, "panic: boom")
+		return 3
+	case "refuse":
+		fmt.Fprintln(os.Stderr, "plan: cells[0].server.argv: empty")
+		return 2
+	case "block":
+		// Handle SIGTERM before announcing the cell: the test cancels
+		// only after it saw the cell start.
+		term := make(chan os.Signal, 1)
+		signal.Notify(term, syscall.SIGTERM)
+		fmt.Println("=== m/tree/a ===")
+		<-term
+		fmt.Println("SIGTERM: stopping the server")
+		rec.Cells = []bench.CellResult{cell("m/tree/a", bench.CellFailed, 0)}
+		rec.Cells[0].Note = "cancelled"
+		rec.Cancelled = true
+		rec.Problems = []string{"cancelled by SIGTERM"}
+		return save(143)
+	case "stubborn":
+		signal.Ignore(syscall.SIGTERM)
+		fmt.Println("=== m/tree/a ===")
+		for {
+			time.Sleep(time.Hour) // until SIGKILL
+		}
+	}
+	fmt.Fprintln(os.Stderr, "fake runner: unknown script", plan.Description)
+	return 2
+}

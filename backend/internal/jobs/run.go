@@ -1,0 +1,257 @@
+package jobs
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"runtime"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/mlx-bun/mlx-metrics/shared/bench"
+)
+
+// pipeDrain bounds how long the backend keeps reading the runner's output
+// after it exited, in case a server it started still holds the pipes.
+const pipeDrain = 5 * time.Second
+
+// run waits for the job's turn on the GPU, runs the runner and settles the
+// job from its exit and its record.
+func (s *Service) run(j *job) {
+	defer s.wg.Done()
+	select {
+	case <-j.ticket.Ready():
+	case <-j.done: // cancelled while queued
+		return
+	}
+	defer j.ticket.Release()
+
+	s.mu.Lock()
+	if isFinal(j.Status) { // cancelled as the lease came
+		s.mu.Unlock()
+		return
+	}
+	if j.Status == bench.StatusQueued {
+		s.startLocked(j)
+	}
+	if j.cancelled {
+		j.ticket.Release()
+		s.finishLocked(j, bench.StatusCancelled, "cancelled before the runner started")
+		s.mu.Unlock()
+		return
+	}
+	s.mu.Unlock()
+
+	if lockThreadForChild {
+		// The parent-death signal is tied to the thread that forks; keep it
+		// alive until the runner has exited. The thread ends with us.
+		runtime.LockOSThread()
+	}
+	code, waitErr := s.runProcess(j)
+	rec, recErr := readRecord(j.dir)
+	if recErr == nil {
+		if rec.ID == "" {
+			rec.ID = j.ID
+		}
+		s.keepRecord(j, rec)
+	}
+	// Free the GPU before the final status, so whoever sees the job end
+	// finds the lease passed on.
+	j.ticket.Release()
+
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c := code
+	j.ExitCode = &c
+	if recErr == nil {
+		for _, p := range rec.Problems {
+			addProblem(&j.Job, p)
+		}
+	}
+	switch {
+	case j.cancelled:
+		msg := "cancelled"
+		if j.killed {
+			msg = fmt.Sprintf("cancelled; the runner did not stop within %s of SIGTERM and was killed", s.opts.Grace)
+		}
+		if recErr != nil {
+			msg += "; it wrote no run.json"
+		}
+		s.finishLocked(j, bench.StatusCancelled, msg)
+	case waitErr != nil && code < 0:
+		s.finishLocked(j, bench.StatusFailed, "could not run the runner: "+waitErr.Error())
+	case code == 2 && recErr != nil:
+		s.finishLocked(j, bench.StatusFailed, withLast("the runner refused the plan (exit 2)", j.lastErr))
+	case recErr != nil:
+		s.finishLocked(j, bench.StatusFailed, withLast(fmt.Sprintf("the runner exited with code %d and wrote no readable run.json (%v)", code, shortErr(recErr)), j.lastErr))
+	case code == 0 && rec.Complete:
+		s.finishLocked(j, bench.StatusDone, fmt.Sprintf("complete: %s", cellSummary(rec)))
+	default:
+		msg := fmt.Sprintf("the run is incomplete (exit %d): %s", code, cellSummary(rec))
+		if len(j.Problems) > 0 {
+			msg += "; first problem: " + j.Problems[0]
+		}
+		s.finishLocked(j, bench.StatusFailed, msg)
+	}
+}
+
+// runProcess starts the runner, streams its output into the job log and
+// waits for it. code is its exit status (128+signal when a signal ended it;
+// -1 when it did not start).
+func (s *Service) runProcess(j *job) (code int, err error) {
+	argv := append(append([]string{}, s.opts.Runner...),
+		"--plan", j.dir+string(os.PathSeparator)+planFile, "--out", j.dir, "--id", j.ID, "--profile", j.Profile)
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Dir = j.dir
+	cmd.Env = append(os.Environ(), s.opts.Env...)
+	isolate(cmd)
+	stdout := &lineWriter{f: func(l string) { s.line(j, l, true) }, max: 64 << 10}
+	stderr := &lineWriter{f: func(l string) { s.line(j, l, false) }, max: 64 << 10}
+	cmd.Stdout, cmd.Stderr = stdout, stderr
+	cmd.WaitDelay = pipeDrain
+
+	s.mu.Lock()
+	if err := cmd.Start(); err != nil {
+		s.eventLocked(j, bench.EventLog, "could not start the runner: "+err.Error(), nil)
+		close(j.exited)
+		s.mu.Unlock()
+		return -1, err
+	}
+	j.proc = cmd.Process
+	j.Stage = "running"
+	j.Message = fmt.Sprintf("runner pid %d", cmd.Process.Pid)
+	s.saveLocked(j)
+	if j.cancelled {
+		s.terminateLocked(j)
+	}
+	s.mu.Unlock()
+
+	err = cmd.Wait()
+	stdout.flush()
+	stderr.flush()
+	s.mu.Lock()
+	close(j.exited)
+	s.mu.Unlock()
+	st := cmd.ProcessState
+	if st == nil {
+		return -1, err
+	}
+	if ws, ok := st.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return 128 + int(ws.Signal()), nil
+	}
+	if errors.Is(err, exec.ErrWaitDelay) {
+		err = nil
+	}
+	return st.ExitCode(), nil
+}
+
+// terminateLocked sends SIGTERM and arms SIGKILL for the whole process group
+// after the grace period.
+func (s *Service) terminateLocked(j *job) {
+	if err := j.proc.Signal(syscall.SIGTERM); err != nil {
+		s.eventLocked(j, bench.EventLog, "SIGTERM: "+err.Error(), nil)
+	}
+	timer, exited, proc := s.opts.Clock.After(s.opts.Grace), j.exited, j.proc
+	go func() {
+		select {
+		case <-exited:
+		case <-timer:
+			s.mu.Lock()
+			select {
+			case <-exited:
+				s.mu.Unlock()
+				return
+			default:
+			}
+			j.killed = true
+			s.eventLocked(j, bench.EventLog, fmt.Sprintf("the runner ignored SIGTERM for %s: SIGKILL to its process group", s.opts.Grace), nil)
+			s.mu.Unlock()
+			if err := killGroup(proc); err != nil {
+				proc.Kill()
+			}
+		}
+	}()
+}
+
+// line takes one line of the runner's output: stdout's cell markers become
+// stages with progress, problem lines become the job's problems, the rest
+// (and all of stderr) is log.
+func (s *Service) line(j *job, text string, stdout bool) {
+	kind, val := lineLog, text
+	if stdout {
+		kind, val = parseLine(text)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch kind {
+	case lineCell:
+		j.cell++
+		n, total := j.cell, max(j.cells, j.cell)
+		p := float64(n-1) / float64(total)
+		j.Progress = p
+		j.Stage = fmt.Sprintf("cell %d/%d", n, total)
+		j.Message = val
+		s.eventLocked(j, bench.EventStage, j.Stage+": "+val, &p)
+		s.saveLocked(j)
+	case lineProblem:
+		addProblem(&j.Job, val)
+		s.eventLocked(j, bench.EventLog, "problem: "+val, nil)
+	default:
+		if !stdout && strings.TrimSpace(text) != "" {
+			j.lastErr = text
+		}
+		j.LogTail = append(j.LogTail, text)
+		if len(j.LogTail) > logTailLines {
+			j.LogTail = j.LogTail[len(j.LogTail)-logTailLines:]
+		}
+		s.eventLocked(j, bench.EventLog, text, nil)
+	}
+}
+
+// keepRecord hands a run's record to history; a failure to keep it is a
+// problem of the job (the record itself stays in the run directory).
+func (s *Service) keepRecord(j *job, rec bench.RunRecord) {
+	if s.opts.Finished == nil {
+		return
+	}
+	if err := s.opts.Finished(rec, j.dir); err != nil {
+		s.mu.Lock()
+		addProblem(&j.Job, "history: "+err.Error())
+		s.eventLocked(j, bench.EventLog, "problem: history: "+err.Error(), nil)
+		s.mu.Unlock()
+	}
+}
+
+func addProblem(j *bench.Job, p string) {
+	for _, q := range j.Problems {
+		if q == p {
+			return
+		}
+	}
+	j.Problems = append(j.Problems, p)
+}
+
+func cellSummary(rec bench.RunRecord) string {
+	n := map[string]int{}
+	for _, c := range rec.Cells {
+		n[c.Status]++
+	}
+	return fmt.Sprintf("%d measured, %d skipped, %d failed of %d cells",
+		n[bench.CellMeasured], n[bench.CellSkipped], n[bench.CellFailed], len(rec.Cells))
+}
+
+func withLast(msg, last string) string {
+	if last == "" {
+		return msg
+	}
+	return msg + ": " + last
+}
+
+func shortErr(err error) string {
+	if errors.Is(err, os.ErrNotExist) {
+		return "missing"
+	}
+	return err.Error()
+}

@@ -1,0 +1,473 @@
+// Package jobs runs bench-serve jobs: each takes the GPU lease exclusively
+// (queueing behind the holder, first in first out), runs the runner as its
+// own process (isolation: task), streams its output into a per-job event log
+// kept on disk, and cancels with SIGTERM, then SIGKILL after a grace period.
+//
+// Every job has a directory <runs>/<id>/ holding job.json (its state),
+// events.ndjson (its replayable log), plan.json (the plan as submitted) and
+// what the runner writes there (run.json, report.md, logs/). Recovery after
+// a restart of the backend is a scan of those directories.
+package jobs
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log"
+	"os"
+	"path/filepath"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/mlx-bun/mlx-metrics/gpu/lease"
+	"github.com/mlx-bun/mlx-metrics/shared/bench"
+)
+
+// Errors of the service, for the API to map to statuses.
+var (
+	ErrNotFound  = errors.New("no such job")
+	ErrQueueFull = errors.New("the bench queue is full")
+	ErrFinished  = errors.New("the job has already finished")
+)
+
+// Messages a person reads on jobs the backend could not see through.
+const (
+	MsgStoppedDuringRun = "the backend stopped during the run"
+	MsgStoppedQueued    = "the backend stopped before the run started"
+)
+
+// Defaults of Options.
+const (
+	DefaultGrace     = 70 * time.Second
+	DefaultMaxQueued = 8
+	logTailLines     = 40
+)
+
+// Options configure a Service.
+type Options struct {
+	// RunsDir holds one directory per job (<home>/metrics/bench/runs).
+	RunsDir string
+	// Lease is the GPU lease every bench-serve job holds while it runs.
+	Lease *lease.Lease
+	// Runner is the argv that starts the runner, before its flags
+	// (--plan, --out, --id, --profile); default: this executable with
+	// `bench run`.
+	Runner []string
+	// Env is added to the runner's environment.
+	Env []string
+	// Grace is how long a cancelled runner has between SIGTERM and SIGKILL.
+	Grace time.Duration
+	// MaxQueued bounds the jobs waiting for the GPU; Submit answers
+	// ErrQueueFull beyond it.
+	MaxQueued int
+	Clock     Clock
+	// Finished receives the record of every run that wrote one (complete,
+	// incomplete or cancelled), to keep in history. An error fails the job.
+	Finished func(rec bench.RunRecord, runDir string) error
+	// Logf reports what no job owns (a corrupt job.json); default log.Printf.
+	Logf func(format string, args ...any)
+}
+
+// Service is the bench-serve job service.
+type Service struct {
+	opts Options
+	wg   sync.WaitGroup
+
+	mu      sync.Mutex
+	jobs    map[string]*job
+	closing bool
+}
+
+// job is a bench.Job and what running it needs; all fields are guarded by
+// Service.mu.
+type job struct {
+	bench.Job
+	dir       string
+	cells     int // the plan's cell count, for "cell n/N"
+	cell      int // cells started so far
+	ticket    *lease.Ticket
+	proc      *os.Process
+	cancelled bool // cancel requested
+	killed    bool // SIGKILL sent after the grace period
+	lastErr   string
+	events    *os.File
+	seq       int
+	exited    chan struct{} // closed when the runner process has exited
+	done      chan struct{} // closed at the final status
+	changed   chan struct{} // closed and replaced on every event
+}
+
+// New opens the service over opts.RunsDir and recovers the jobs there: a job
+// found queued or running becomes failed, since no process of this backend
+// runs it.
+func New(opts Options) (*Service, error) {
+	if opts.Lease == nil {
+		return nil, errors.New("jobs: no GPU lease")
+	}
+	if len(opts.Runner) == 0 {
+		exe, err := os.Executable()
+		if err != nil {
+			return nil, fmt.Errorf("jobs: find own executable for the runner: %w", err)
+		}
+		opts.Runner = []string{exe, "bench", "run"}
+	}
+	if opts.Grace <= 0 {
+		opts.Grace = DefaultGrace
+	}
+	if opts.MaxQueued <= 0 {
+		opts.MaxQueued = DefaultMaxQueued
+	}
+	if opts.Clock == nil {
+		opts.Clock = realClock{}
+	}
+	if opts.Logf == nil {
+		opts.Logf = log.Printf
+	}
+	if err := os.MkdirAll(opts.RunsDir, 0o755); err != nil {
+		return nil, err
+	}
+	s := &Service{opts: opts, jobs: map[string]*job{}}
+	if err := s.recover(); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+func (s *Service) recover() error {
+	entries, err := os.ReadDir(s.opts.RunsDir)
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		if !e.IsDir() {
+			continue
+		}
+		dir := filepath.Join(s.opts.RunsDir, e.Name())
+		var bj bench.Job
+		if err := readJSON(filepath.Join(dir, jobFile), &bj); err != nil {
+			if !errors.Is(err, os.ErrNotExist) {
+				s.opts.Logf("jobs: skip %s: %v", dir, err)
+			}
+			continue // a run made outside the backend, or not a job
+		}
+		j := &job{Job: bj, dir: dir, seq: lastSeq(dir),
+			exited: make(chan struct{}), done: make(chan struct{}), changed: make(chan struct{})}
+		close(j.exited)
+		s.jobs[j.ID] = j
+		if isFinal(j.Status) {
+			close(j.done)
+			continue
+		}
+		msg := MsgStoppedDuringRun
+		if j.Status == bench.StatusQueued {
+			msg = MsgStoppedQueued
+		}
+		if err := s.openEvents(j); err != nil {
+			return err
+		}
+		// The runner may have finished its record before the backend went
+		// away; keep it in history rather than lose it.
+		if rec, err := readRecord(dir); err == nil && rec.FinishedAt > 0 {
+			if rec.ID == "" {
+				rec.ID = j.ID
+			}
+			s.keepRecord(j, rec)
+		}
+		s.mu.Lock()
+		s.finishLocked(j, bench.StatusFailed, msg)
+		s.mu.Unlock()
+	}
+	return nil
+}
+
+// Submit queues a job for profile's plan and returns it: running when the
+// GPU was free, else queued with its position.
+func (s *Service) Submit(profile string, plan bench.Plan) (bench.Job, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closing {
+		return bench.Job{}, errors.New("the backend is shutting down")
+	}
+	queued := 0
+	for _, j := range s.jobs {
+		if j.Status == bench.StatusQueued {
+			queued++
+		}
+	}
+	if queued >= s.opts.MaxQueued {
+		return bench.Job{}, fmt.Errorf("%w: %d jobs wait for the GPU already; cancel one or try again when one ends", ErrQueueFull, queued)
+	}
+	now := s.opts.Clock.Now()
+	id := bench.NewRunID(now, suffix())
+	dir := filepath.Join(s.opts.RunsDir, id)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return bench.Job{}, err
+	}
+	if err := writeJSON(filepath.Join(dir, planFile), plan); err != nil {
+		return bench.Job{}, err
+	}
+	ticket, err := s.opts.Lease.Enqueue(id)
+	if err != nil {
+		return bench.Job{}, err
+	}
+	j := &job{
+		Job: bench.Job{ID: id, Kind: bench.JobKind, Profile: profile, Status: bench.StatusQueued,
+			CreatedAt: now.UnixMilli(), RunID: id, Stage: "queued"},
+		dir: dir, cells: len(plan.Cells), ticket: ticket,
+		exited: make(chan struct{}), done: make(chan struct{}), changed: make(chan struct{}),
+	}
+	if err := s.openEvents(j); err != nil {
+		ticket.Release()
+		return bench.Job{}, err
+	}
+	s.jobs[id] = j
+	select {
+	case <-ticket.Ready():
+		s.startLocked(j)
+	default:
+		s.eventLocked(j, bench.EventLog, fmt.Sprintf("queued for the GPU behind %s (position %d)",
+			s.opts.Lease.State().Holder, s.opts.Lease.Position(id)), nil)
+		s.saveLocked(j)
+	}
+	s.wg.Add(1)
+	go s.run(j)
+	return s.viewLocked(j), nil
+}
+
+func suffix() string {
+	b := make([]byte, 3)
+	rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// Get returns one job.
+func (s *Service) Get(id string) (bench.Job, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	j, ok := s.jobs[id]
+	if !ok {
+		return bench.Job{}, ErrNotFound
+	}
+	return s.viewLocked(j), nil
+}
+
+// Filter selects jobs for List; empty fields match anything.
+type Filter struct {
+	Kind   string
+	Status string
+	// Limit bounds the answer (0: all).
+	Limit int
+}
+
+// List returns the jobs that match f, newest first.
+func (s *Service) List(f Filter) []bench.Job {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := []bench.Job{}
+	for _, j := range s.jobs {
+		if (f.Kind == "" || j.Kind == f.Kind) && (f.Status == "" || j.Status == f.Status) {
+			out = append(out, s.viewLocked(j))
+		}
+	}
+	sort.Slice(out, func(a, b int) bool {
+		if out[a].CreatedAt != out[b].CreatedAt {
+			return out[a].CreatedAt > out[b].CreatedAt
+		}
+		return out[a].ID > out[b].ID
+	})
+	if f.Limit > 0 && len(out) > f.Limit {
+		out = out[:f.Limit]
+	}
+	return out
+}
+
+// Dir is the job's directory (its run directory).
+func (s *Service) Dir(id string) (string, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	j, ok := s.jobs[id]
+	if !ok {
+		return "", ErrNotFound
+	}
+	return j.dir, nil
+}
+
+// Done is closed once the job has its final status.
+func (s *Service) Done(id string) (<-chan struct{}, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	j, ok := s.jobs[id]
+	if !ok {
+		return nil, ErrNotFound
+	}
+	return j.done, nil
+}
+
+// Events returns the job's events after seq (0: from the start), a channel
+// closed at the next event, and whether the log is complete (the job has
+// ended, so no event will follow).
+func (s *Service) Events(id string, after int) (evs []bench.JobEvent, changed <-chan struct{}, ended bool, err error) {
+	s.mu.Lock()
+	j, ok := s.jobs[id]
+	if !ok {
+		s.mu.Unlock()
+		return nil, nil, false, ErrNotFound
+	}
+	changed, ended, dir := j.changed, isFinal(j.Status), j.dir
+	s.mu.Unlock()
+	// Read after taking changed: an event written meanwhile closes it.
+	evs, err = readEvents(dir, after)
+	return evs, changed, ended, err
+}
+
+// Cancel stops a job: a queued one leaves the queue at once; a running one
+// gets SIGTERM (its runner stops its servers and writes its record), then
+// SIGKILL after the grace period. It returns the job as it stands.
+func (s *Service) Cancel(id string) (bench.Job, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	j, ok := s.jobs[id]
+	if !ok {
+		return bench.Job{}, ErrNotFound
+	}
+	switch {
+	case isFinal(j.Status):
+		return s.viewLocked(j), fmt.Errorf("%w (%s)", ErrFinished, j.Status)
+	case j.Status == bench.StatusQueued:
+		j.cancelled = true
+		j.ticket.Release()
+		s.finishLocked(j, bench.StatusCancelled, "cancelled while queued")
+	case !j.cancelled:
+		j.cancelled = true
+		j.Stage = "cancelling"
+		s.eventLocked(j, bench.EventStage, fmt.Sprintf("cancelling: SIGTERM to the runner, SIGKILL after %s", s.opts.Grace), nil)
+		if j.proc != nil {
+			s.terminateLocked(j)
+		}
+		s.saveLocked(j)
+	}
+	return s.viewLocked(j), nil
+}
+
+// Close cancels every job and waits until their runners have exited or ctx
+// ends. Jobs still running then are left to recovery.
+func (s *Service) Close(ctx context.Context) error {
+	s.mu.Lock()
+	s.closing = true
+	var ids []string
+	for id, j := range s.jobs {
+		if !isFinal(j.Status) {
+			ids = append(ids, id)
+		}
+	}
+	s.mu.Unlock()
+	for _, id := range ids {
+		s.Cancel(id)
+	}
+	done := make(chan struct{})
+	go func() { s.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// viewLocked is the job as the API shows it, with its queue position.
+func (s *Service) viewLocked(j *job) bench.Job {
+	v := j.Job
+	v.Problems = append([]string(nil), j.Problems...)
+	v.LogTail = append([]string(nil), j.LogTail...)
+	if v.ExitCode != nil {
+		c := *v.ExitCode
+		v.ExitCode = &c
+	}
+	if v.Status == bench.StatusQueued {
+		v.Position = s.opts.Lease.Position(j.ID)
+	}
+	return v
+}
+
+func isFinal(status string) bool {
+	switch status {
+	case bench.StatusDone, bench.StatusFailed, bench.StatusCancelled:
+		return true
+	}
+	return false
+}
+
+func (s *Service) openEvents(j *job) error {
+	f, err := os.OpenFile(filepath.Join(j.dir, eventsFile), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+	if err != nil {
+		return err
+	}
+	j.events = f
+	return nil
+}
+
+// eventLocked appends one event to the job's log (one write, so a reader
+// sees whole lines) and wakes the job's watchers.
+func (s *Service) eventLocked(j *job, typ, msg string, progress *float64) {
+	j.seq++
+	ev := bench.JobEvent{Seq: j.seq, At: s.opts.Clock.Now().UnixMilli(), Type: typ, Message: msg, Progress: progress}
+	data, _ := json.Marshal(ev)
+	if j.events != nil {
+		if _, err := j.events.Write(append(data, '\n')); err != nil {
+			s.opts.Logf("jobs: %s: event log: %v", j.ID, err)
+		}
+	}
+	close(j.changed)
+	j.changed = make(chan struct{})
+}
+
+// saveLocked writes job.json.
+func (s *Service) saveLocked(j *job) {
+	v := j.Job
+	v.Position = 0
+	if err := writeJSON(filepath.Join(j.dir, jobFile), v); err != nil {
+		s.opts.Logf("jobs: %s: save: %v", j.ID, err)
+	}
+}
+
+// startLocked marks the job running once it holds the lease.
+func (s *Service) startLocked(j *job) {
+	j.Status = bench.StatusRunning
+	j.StartedAt = s.opts.Clock.Now().UnixMilli()
+	j.Stage = "starting"
+	j.Message = fmt.Sprintf("holds the GPU (%s); starting the runner", s.opts.Lease.State().Device)
+	zero := 0.0
+	s.eventLocked(j, bench.EventStarted, j.Message, &zero)
+	s.saveLocked(j)
+}
+
+// finishLocked gives the job its final status and closes its log.
+func (s *Service) finishLocked(j *job, status, msg string) {
+	j.Status = status
+	j.FinishedAt = s.opts.Clock.Now().UnixMilli()
+	j.Stage = status
+	typ := bench.EventFailed
+	switch status {
+	case bench.StatusDone:
+		typ = bench.EventDone
+		j.Progress = 1
+		j.Message = msg
+	case bench.StatusCancelled:
+		typ = bench.EventCancelled
+		j.Error = msg
+	default:
+		j.Error = msg
+	}
+	p := j.Progress
+	s.eventLocked(j, typ, msg, &p)
+	s.saveLocked(j)
+	if j.events != nil {
+		j.events.Close()
+		j.events = nil
+	}
+	close(j.done)
+}

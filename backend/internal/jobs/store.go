@@ -1,0 +1,99 @@
+package jobs
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	"github.com/mlx-bun/mlx-metrics/shared/bench"
+)
+
+// Files of a job's directory, next to the runner's run.json, report.md and
+// logs/.
+const (
+	jobFile    = "job.json"
+	eventsFile = "events.ndjson"
+	planFile   = "plan.json"
+	recordFile = "run.json"
+	ReportFile = "report.md"
+)
+
+// writeJSON writes v to path atomically (temp file + rename), so a crash
+// never leaves half a file for recovery to trip on.
+func writeJSON(path string, v any) error {
+	data, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
+	if err != nil {
+		return err
+	}
+	_, werr := tmp.Write(append(data, '\n'))
+	if cerr := tmp.Close(); werr == nil {
+		werr = cerr
+	}
+	if werr != nil {
+		os.Remove(tmp.Name())
+		return werr
+	}
+	return os.Rename(tmp.Name(), path)
+}
+
+func readJSON(path string, v any) error {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	return json.Unmarshal(data, v)
+}
+
+// readRecord reads the runner's run.json.
+func readRecord(dir string) (bench.RunRecord, error) {
+	var r bench.RunRecord
+	err := readJSON(filepath.Join(dir, recordFile), &r)
+	return r, err
+}
+
+// readEvents reads the events after seq from a job's log. A last line
+// without its newline is being written and is left for the next read.
+func readEvents(dir string, after int) ([]bench.JobEvent, error) {
+	data, err := os.ReadFile(filepath.Join(dir, eventsFile))
+	if errors.Is(err, fs.ErrNotExist) {
+		return []bench.JobEvent{}, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	if i := bytes.LastIndexByte(data, '\n'); i >= 0 {
+		data = data[:i+1]
+	} else {
+		data = nil
+	}
+	out := []bench.JobEvent{}
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	sc.Buffer(make([]byte, 0, 64<<10), 16<<20)
+	for sc.Scan() {
+		var e bench.JobEvent
+		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
+			continue // a torn line from a crash; the rest still replays
+		}
+		if e.Seq > after {
+			out = append(out, e)
+		}
+	}
+	return out, sc.Err()
+}
+
+// lastSeq is the highest seq in a job's log (0 when empty).
+func lastSeq(dir string) int {
+	evs, _ := readEvents(dir, 0)
+	if len(evs) == 0 {
+		return 0
+	}
+	return evs[len(evs)-1].Seq
+}
