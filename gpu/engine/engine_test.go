@@ -136,11 +136,11 @@ func near(got, want float64) bool { return math.Abs(got-want) <= 1e-6*math.Max(1
 
 func TestCostModelLoneRequest(t *testing.T) {
 	tests := []struct {
-		name                   string
-		edit                   func(*Config)
+		name                    string
+		edit                    func(*Config)
 		promptTokens, maxTokens int
-		ttftMs, decodeTPS      float64
-		totalMs                float64
+		ttftMs, decodeTPS       float64
+		totalMs                 float64
 	}{
 		{"1k prompt, 192 tokens", func(*Config) {}, 1024, 192, 256, 50, 256 + 191*20},
 		{"16k prompt chunked", func(*Config) {}, 16384, 64, 4096, 50, 4096 + 63*20},

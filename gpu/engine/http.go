@@ -283,8 +283,19 @@ func (e *Engine) serve(w http.ResponseWriter, r *http.Request, prompt []uint64, 
 	chunk := func(choice map[string]any) map[string]any {
 		return map[string]any{"id": id, "object": object, "created": created, "model": e.cfg.Model, "choices": []any{choice}}
 	}
+	// Token chunks are the hot path (one per token per stream): they are
+	// built from a prefix made once per request rather than marshalled.
+	head, _ := json.Marshal(map[string]any{"id": id, "object": object, "created": created, "model": e.cfg.Model})
+	tokenPrefix := append(append([]byte("data: "), head[:len(head)-1]...), `,"choices":[{"index":0,`...)
+	tokenSuffix := `,"logprobs":null,"finish_reason":null}]}` + "\n\n"
 	if chat {
-		send(chunk(map[string]any{"index": 0, "delta": map[string]any{"role": "assistant", "content": ""}, "finish_reason": nil}))
+		tokenSuffix = `},"finish_reason":null}]}` + "\n\n"
+		tokenPrefix = append(tokenPrefix, `"delta":{`...)
+		buf = append(buf, tokenPrefix...)
+		buf = append(buf, `"role":"assistant","content":""},"finish_reason":null}]}`+"\n\n"...)
+		tokenPrefix = append(tokenPrefix, `"content":`...)
+	} else {
+		tokenPrefix = append(tokenPrefix, `"text":`...)
 	}
 	for {
 		toks, res, err := s.Next(ctx)
@@ -292,11 +303,10 @@ func (e *Engine) serve(w http.ResponseWriter, r *http.Request, prompt []uint64, 
 			return // client gone; Submit's context cancels the request
 		}
 		for _, t := range toks {
-			if chat {
-				send(chunk(map[string]any{"index": 0, "delta": map[string]any{"content": t.Text}, "finish_reason": nil}))
-			} else {
-				send(chunk(map[string]any{"index": 0, "text": t.Text, "logprobs": nil, "finish_reason": nil}))
-			}
+			text, _ := json.Marshal(t.Text)
+			buf = append(buf, tokenPrefix...)
+			buf = append(buf, text...)
+			buf = append(buf, tokenSuffix...)
 		}
 		if res != nil {
 			if res.Err != nil {

@@ -19,10 +19,10 @@ type request struct {
 	out       *Stream
 
 	arrived, admitted, firstToken, lastToken time.Time
-	cached    int // prompt tokens served by the prefix cache
-	prefilled int // prompt tokens processed, cached ones included
-	generated int
-	pages     int
+	cached                                   int // prompt tokens served by the prefix cache
+	prefilled                                int // prompt tokens processed, cached ones included
+	generated                                int
+	pages                                    int
 }
 
 func (r *request) prefilling() bool { return r.prefilled < len(r.prompt) }
