@@ -1,0 +1,232 @@
+package proxy
+
+import (
+	"bytes"
+	"encoding/json"
+	"time"
+
+	"github.com/mlx-bun/mlx-metrics/shared/events"
+)
+
+// maxJSONBody bounds how much of a non-streamed answer the meter keeps to
+// read its usage; the client still gets every byte.
+const maxJSONBody = 8 << 20
+
+// maxSSELine bounds one buffered SSE line; longer lines are passed through
+// but not measured.
+const maxSSELine = 1 << 20
+
+// meter measures one generation request from the bytes passing through.
+// It never changes them.
+type meter struct {
+	start     time.Time
+	model     string
+	stream    bool
+	requestID string
+
+	firstToken time.Time // zero until a chunk carried content
+	usage      *usage
+	finish     string // the upstream's last finish_reason
+	failed     bool   // the upstream reported an error
+	sse        bool   // the answer is an event stream
+
+	line    []byte // SSE: the incomplete line so far
+	skip    bool   // SSE: the current line overflowed maxSSELine
+	body    []byte // JSON: the answer so far
+	tooLong bool   // JSON: over maxJSONBody
+}
+
+// request is the part of a completions request the meter reads.
+type request struct {
+	Model  string `json:"model"`
+	Stream bool   `json:"stream"`
+}
+
+type usage struct {
+	PromptTokens        int64 `json:"prompt_tokens"`
+	CompletionTokens    int64 `json:"completion_tokens"`
+	PromptTokensDetails *struct {
+		CachedTokens int64 `json:"cached_tokens"`
+	} `json:"prompt_tokens_details"`
+}
+
+// chunk is the part of an answer (a whole JSON response or one SSE chunk)
+// the meter reads; chat and text completions share it.
+type chunk struct {
+	ID      string          `json:"id"`
+	Model   string          `json:"model"`
+	Usage   *usage          `json:"usage"`
+	Error   json.RawMessage `json:"error"`
+	Choices []struct {
+		Text  string `json:"text"`
+		Delta *struct {
+			Content          string          `json:"content"`
+			ReasoningContent string          `json:"reasoning_content"`
+			Reasoning        string          `json:"reasoning"`
+			ToolCalls        json.RawMessage `json:"tool_calls"`
+		} `json:"delta"`
+		Message *struct {
+			Content string `json:"content"`
+		} `json:"message"`
+		FinishReason *string `json:"finish_reason"`
+	} `json:"choices"`
+}
+
+func newMeter(start time.Time, body []byte) *meter {
+	var r request
+	_ = json.Unmarshal(body, &r) // a malformed body is the upstream's to reject
+	return &meter{start: start, model: r.Model, stream: r.Stream}
+}
+
+// write takes bytes of the answer as they arrive at time at.
+func (m *meter) write(p []byte, at time.Time) {
+	if !m.sse {
+		if !m.tooLong && len(m.body)+len(p) <= maxJSONBody {
+			m.body = append(m.body, p...)
+		} else {
+			m.tooLong, m.body = true, nil
+		}
+		return
+	}
+	for len(p) > 0 {
+		i := bytes.IndexByte(p, '\n')
+		if i < 0 {
+			m.buffer(p)
+			return
+		}
+		m.buffer(p[:i])
+		if !m.skip {
+			m.sseLine(m.line, at)
+		}
+		m.line, m.skip = m.line[:0], false
+		p = p[i+1:]
+	}
+}
+
+func (m *meter) buffer(p []byte) {
+	if m.skip {
+		return
+	}
+	if len(m.line)+len(p) > maxSSELine {
+		m.skip, m.line = true, m.line[:0]
+		return
+	}
+	m.line = append(m.line, p...)
+}
+
+func (m *meter) sseLine(line []byte, at time.Time) {
+	line = bytes.TrimRight(line, "\r")
+	data, ok := bytes.CutPrefix(line, []byte("data:"))
+	if !ok {
+		return // event:, id:, comments, blank separators
+	}
+	data = bytes.TrimSpace(data)
+	if len(data) == 0 || bytes.Equal(data, []byte("[DONE]")) {
+		return
+	}
+	var c chunk
+	if json.Unmarshal(data, &c) != nil {
+		return
+	}
+	m.take(c)
+	if m.firstToken.IsZero() && carriesToken(c) {
+		m.firstToken = at
+	}
+}
+
+func carriesToken(c chunk) bool {
+	for _, ch := range c.Choices {
+		if ch.Text != "" {
+			return true
+		}
+		if d := ch.Delta; d != nil && (d.Content != "" || d.ReasoningContent != "" || d.Reasoning != "" ||
+			(len(d.ToolCalls) > 0 && string(d.ToolCalls) != "null")) {
+			return true
+		}
+	}
+	return false
+}
+
+// take records what one chunk (or the whole answer) says.
+func (m *meter) take(c chunk) {
+	if m.requestID == "" && c.ID != "" {
+		m.requestID = c.ID
+	}
+	if m.model == "" && c.Model != "" {
+		m.model = c.Model
+	}
+	if c.Usage != nil {
+		m.usage = c.Usage // the last one is the total (continuous usage too)
+	}
+	if len(c.Error) > 0 && string(c.Error) != "null" {
+		m.failed = true
+	}
+	for _, ch := range c.Choices {
+		if ch.FinishReason != nil && *ch.FinishReason != "" {
+			m.finish = *ch.FinishReason
+		}
+	}
+}
+
+// outcome is how the exchange ended, as the proxy saw it.
+type outcome struct {
+	end       time.Time
+	status    int  // the upstream's status; 0 when it never answered
+	cancelled bool // the client went away
+	broken    bool // the upstream failed mid-answer
+}
+
+// event builds the request.finished event. Queue time is unknown from
+// outside the engine, so it is null; so is prefill rate, which without the
+// queue time would understate the engine.
+func (m *meter) event(o outcome, fallbackID string) events.Event {
+	if !m.sse && !m.tooLong && len(m.body) > 0 {
+		var c chunk
+		if json.Unmarshal(m.body, &c) == nil {
+			m.take(c)
+		}
+	}
+	p := &events.RequestFinished{
+		Model:     m.model,
+		RequestID: m.requestID,
+		Finish:    events.FinishStop,
+		TotalMs:   ms(o.end.Sub(m.start)),
+	}
+	if p.Model == "" {
+		p.Model = "unknown"
+	}
+	if len(p.Model) > events.MaxModelName {
+		p.Model = p.Model[:events.MaxModelName]
+	}
+	if p.RequestID == "" {
+		p.RequestID = fallbackID
+	}
+	switch {
+	case o.cancelled:
+		p.Finish = events.FinishCancelled
+	case o.status == 0 || o.status >= 400 || o.broken || m.failed:
+		p.Finish = events.FinishError
+	case m.finish == "length":
+		p.Finish = events.FinishLength
+	}
+	if u := m.usage; u != nil {
+		p.PromptTokens = max(u.PromptTokens, 0)
+		p.CompletionTokens = max(u.CompletionTokens, 0)
+		if d := u.PromptTokensDetails; d != nil {
+			p.CachedPromptTokens = min(max(d.CachedTokens, 0), p.PromptTokens)
+		}
+	}
+	if !m.firstToken.IsZero() {
+		ttft := ms(m.firstToken.Sub(m.start))
+		p.TTFTMs = &ttft
+		// Decode rate as vllm bench serve has it: tokens after the first
+		// over the time after the first; needs usage's token count.
+		if decode := o.end.Sub(m.firstToken).Seconds(); m.usage != nil && p.CompletionTokens > 1 && decode > 0 {
+			r := float64(p.CompletionTokens-1) / decode
+			p.DecodeTokensPerSecond = &r
+		}
+	}
+	return events.Event{Type: events.TypeRequestFinished, At: o.end.UnixMilli(), Payload: p}
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }

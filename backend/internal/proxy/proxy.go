@@ -1,0 +1,227 @@
+// Package proxy fronts an OpenAI-compatible server (--proxy-to URL) and
+// measures each generation request from outside, for engines that publish
+// no mlx events of their own.
+//
+// Requests under /v1/ go to the upstream unchanged, and answers come back
+// unchanged: status, headers, body, and event streams chunk by chunk as the
+// upstream writes them. Completions and chat completions are measured on
+// the way through (time to first token, total time, token counts from the
+// answer's usage, decode rate) and published as request.finished events.
+package proxy
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"mime"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/mlx-bun/mlx-metrics/backend/internal/server"
+	"github.com/mlx-bun/mlx-metrics/shared/events"
+)
+
+// measuredPaths are the generation endpoints measured on POST.
+var measuredPaths = map[string]bool{
+	"/v1/chat/completions": true,
+	"/v1/completions":      true,
+}
+
+// hopByHop are connection-level headers a proxy must not forward (RFC 9110
+// section 7.6.1).
+var hopByHop = map[string]bool{
+	"Connection": true, "Keep-Alive": true, "Proxy-Authenticate": true,
+	"Proxy-Authorization": true, "Proxy-Connection": true, "Te": true,
+	"Trailer": true, "Transfer-Encoding": true, "Upgrade": true,
+}
+
+// Proxy forwards /v1/* to one upstream.
+type Proxy struct {
+	base    string // scheme://host[/prefix], without /v1
+	client  *http.Client
+	publish func(events.Event)
+	now     func() time.Time
+	seq     atomic.Uint64
+}
+
+// Option adjusts a Proxy.
+type Option func(*Proxy)
+
+// WithClock replaces time.Now, for tests.
+func WithClock(now func() time.Time) Option { return func(p *Proxy) { p.now = now } }
+
+// New returns a proxy to upstream, the server's root or its /v1 root
+// (http://127.0.0.1:8000 and http://127.0.0.1:8000/v1 are the same).
+func New(upstream string, publish func(events.Event), opts ...Option) (*Proxy, error) {
+	u, err := url.Parse(upstream)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("proxy upstream %q: want an http(s) URL", upstream)
+	}
+	if u.RawQuery != "" || u.Fragment != "" {
+		return nil, fmt.Errorf("proxy upstream %q: want no query or fragment", upstream)
+	}
+	path := strings.TrimSuffix(strings.TrimSuffix(u.EscapedPath(), "/"), "/v1")
+	p := &Proxy{
+		base: u.Scheme + "://" + u.Host + path,
+		client: &http.Client{
+			Transport: &http.Transport{
+				Proxy:       http.ProxyFromEnvironment,
+				DialContext: (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+				// Bodies pass through as the upstream encoded them.
+				DisableCompression:  true,
+				MaxIdleConns:        512,
+				MaxIdleConnsPerHost: 512,
+				IdleConnTimeout:     90 * time.Second,
+			},
+			// Redirects are the client's to follow.
+			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+		},
+		publish: publish,
+		now:     time.Now,
+	}
+	for _, o := range opts {
+		o(p)
+	}
+	return p, nil
+}
+
+// Upstream is the URL requests go to, without /v1.
+func (p *Proxy) Upstream() string { return p.base }
+
+// Mount serves /v1/* on the app's root.
+func (p *Proxy) Mount(root *fiber.App, _ fiber.Router) {
+	root.All("/v1/*", p.handle)
+}
+
+func (p *Proxy) handle(c *fiber.Ctx) error {
+	start := p.now()
+	uri := c.Request().URI()
+	path := string(uri.PathOriginal())
+	target := p.base + path
+	if q := uri.QueryString(); len(q) > 0 {
+		target += "?" + string(q)
+	}
+	// The request's buffers are reused once the handler returns, and a
+	// streamed answer outlives it.
+	body := bytes.Clone(c.Body())
+	var m *meter
+	if c.Method() == fiber.MethodPost && measuredPaths[string(uri.Path())] {
+		m = newMeter(start, body)
+	}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	req, err := http.NewRequestWithContext(ctx, c.Method(), target, bytes.NewReader(body))
+	if err != nil {
+		cancel()
+		return server.Error(c, fiber.StatusBadRequest, err.Error())
+	}
+	c.Request().Header.VisitAll(func(k, v []byte) {
+		key := http.CanonicalHeaderKey(string(k))
+		if hopByHop[key] || key == "Host" || key == "Content-Length" {
+			return
+		}
+		// A measured answer must be readable; identity is always acceptable.
+		if m != nil && key == "Accept-Encoding" {
+			return
+		}
+		req.Header.Add(key, string(v))
+	})
+	if prior := req.Header.Get("X-Forwarded-For"); prior != "" {
+		req.Header.Set("X-Forwarded-For", prior+", "+c.IP())
+	} else {
+		req.Header.Set("X-Forwarded-For", c.IP())
+	}
+
+	resp, err := p.client.Do(req)
+	if err != nil {
+		cancel()
+		p.finish(m, outcome{end: p.now()})
+		return server.Error(c, fiber.StatusBadGateway, "upstream "+p.base+": "+err.Error())
+	}
+
+	res := &c.Response().Header
+	res.SetNoDefaultContentType(true)
+	for k, vs := range resp.Header {
+		if hopByHop[k] || k == "Content-Length" {
+			continue
+		}
+		for _, v := range vs {
+			res.Add(k, v)
+		}
+	}
+	c.Status(resp.StatusCode)
+
+	mediaType, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+	if mediaType != "text/event-stream" {
+		defer cancel()
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		end := p.now()
+		if m != nil {
+			m.write(b, end)
+		}
+		if err != nil {
+			p.finish(m, outcome{end: end, status: resp.StatusCode, broken: true})
+			c.Response().Header.Reset()
+			return server.Error(c, fiber.StatusBadGateway, "upstream "+p.base+": "+err.Error())
+		}
+		p.finish(m, outcome{end: end, status: resp.StatusCode})
+		return c.Send(b)
+	}
+
+	if m != nil {
+		m.sse = true
+	}
+	c.Context().SetBodyStreamWriter(func(w *bufio.Writer) {
+		defer cancel()
+		defer resp.Body.Close()
+		o := p.stream(w, resp.Body, m)
+		o.status = resp.StatusCode
+		p.finish(m, o)
+	})
+	return nil
+}
+
+// stream copies the upstream's event stream to the client, flushing each
+// read as it arrives, until either side ends.
+func (p *Proxy) stream(w *bufio.Writer, upstream io.Reader, m *meter) outcome {
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := upstream.Read(buf)
+		if n > 0 {
+			at := p.now()
+			if m != nil {
+				m.write(buf[:n], at)
+			}
+			if _, werr := w.Write(buf[:n]); werr != nil {
+				return outcome{end: p.now(), cancelled: true}
+			}
+			// A failed flush is the client gone; returning cancels the
+			// upstream request, which stops the generation there.
+			if werr := w.Flush(); werr != nil {
+				return outcome{end: p.now(), cancelled: true}
+			}
+		}
+		if err == io.EOF {
+			return outcome{end: p.now()}
+		}
+		if err != nil {
+			return outcome{end: p.now(), broken: true}
+		}
+	}
+}
+
+func (p *Proxy) finish(m *meter, o outcome) {
+	if m == nil {
+		return
+	}
+	p.publish(m.event(o, fmt.Sprintf("proxy-%d", p.seq.Add(1))))
+}

@@ -1,0 +1,371 @@
+package proxy
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/mlx-bun/mlx-metrics/backend/internal/server"
+	"github.com/mlx-bun/mlx-metrics/shared/events"
+)
+
+// clock is a test clock the fake upstream moves.
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
+func (c *clock) Set(ms int) {
+	c.mu.Lock()
+	c.t = t0.Add(time.Duration(ms) * time.Millisecond)
+	c.mu.Unlock()
+}
+func (c *clock) reset()        { c.Set(0) }
+func newClock() *clock         { c := &clock{}; c.reset(); return c }
+func f64(v float64) *float64   { return &v }
+func str(v float64) string     { b, _ := json.Marshal(v); return string(b) }
+func ptrEq(a, b *float64) bool { return (a == nil && b == nil) || (a != nil && b != nil && *a == *b) }
+func fmtp(p *float64) string {
+	if p == nil {
+		return "null"
+	}
+	return str(*p)
+}
+
+var t0 = time.UnixMilli(1764690000000)
+
+// start serves the proxy to upstream on 127.0.0.1 and returns its URL and
+// the events it publishes.
+func start(t *testing.T, upstream string, clk *clock) (string, chan events.Event) {
+	t.Helper()
+	evs := make(chan events.Event, 16)
+	opts := []Option{}
+	if clk != nil {
+		opts = append(opts, WithClock(clk.Now))
+	}
+	p, err := New(upstream, func(ev events.Event) { evs <- ev }, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	app := server.New(server.Options{}, p)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go app.Listener(ln)
+	t.Cleanup(func() { app.Shutdown() })
+	return "http://" + ln.Addr().String(), evs
+}
+
+func next(t *testing.T, evs chan events.Event) *events.RequestFinished {
+	t.Helper()
+	select {
+	case ev := <-evs:
+		return ev.Payload.(*events.RequestFinished)
+	case <-time.After(5 * time.Second):
+		t.Fatal("no request.finished event")
+		return nil
+	}
+}
+
+// sseChunks is what a vLLM-style upstream streams, with the clock reading
+// (ms after the request) at which each chunk is written.
+var sseChunks = []struct {
+	atMs int
+	data string
+}{
+	{10, `{"id":"chatcmpl-7","object":"chat.completion.chunk","model":"llama-8b","choices":[{"index":0,"delta":{"role":"assistant","content":""},"finish_reason":null}]}`},
+	{50, `{"id":"chatcmpl-7","object":"chat.completion.chunk","model":"llama-8b","choices":[{"index":0,"delta":{"content":"Hello"},"finish_reason":null}]}`},
+	{70, `{"id":"chatcmpl-7","object":"chat.completion.chunk","model":"llama-8b","choices":[{"index":0,"delta":{"content":" world"},"finish_reason":null}]}`},
+	{90, `{"id":"chatcmpl-7","object":"chat.completion.chunk","model":"llama-8b","choices":[{"index":0,"delta":{},"finish_reason":"length"}]}`},
+	{95, `{"id":"chatcmpl-7","object":"chat.completion.chunk","model":"llama-8b","choices":[],"usage":{"prompt_tokens":12,"completion_tokens":3,"total_tokens":15,"prompt_tokens_details":{"cached_tokens":4}}}`},
+	{100, `[DONE]`},
+}
+
+func TestStreamPassthroughFlushesEachChunk(t *testing.T) {
+	clk := newClock()
+	release := make(chan struct{})
+	var gotReq *http.Request
+	var gotBody []byte
+	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		gotReq = r
+		gotBody, _ = io.ReadAll(r.Body)
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.Header().Set("Cache-Control", "no-cache")
+		w.Header().Set("X-Request-Id", "upstream-id-1")
+		w.WriteHeader(http.StatusOK)
+		for i, c := range sseChunks {
+			clk.Set(c.atMs)
+			io.WriteString(w, "data: "+c.data+"\n\n")
+			w.(http.Flusher).Flush()
+			if i < len(sseChunks)-1 {
+				<-release // the client must see this chunk before the next exists
+			}
+		}
+	}))
+	defer upstream.Close()
+	base, evs := start(t, upstream.URL+"/v1", clk)
+
+	reqBody := `{"model":"llama-8b","stream":true,"stream_options":{"include_usage":true},"messages":[{"role":"user","content":"hi"}]}`
+	req, _ := http.NewRequest("POST", base+"/v1/chat/completions?trace=1", strings.NewReader(reqBody))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer sk-test")
+	req.Header.Set("Accept-Encoding", "gzip")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+
+	if resp.StatusCode != 200 {
+		t.Fatalf("status %d", resp.StatusCode)
+	}
+	for k, want := range map[string]string{
+		"Content-Type": "text/event-stream", "Cache-Control": "no-cache", "X-Request-Id": "upstream-id-1",
+	} {
+		if got := resp.Header.Get(k); got != want {
+			t.Errorf("response header %s = %q, want %q", k, got, want)
+		}
+	}
+	rd := bufio.NewReader(resp.Body)
+	for i, c := range sseChunks {
+		var event strings.Builder
+		for {
+			line, err := rd.ReadString('\n')
+			if err != nil {
+				t.Fatalf("chunk %d: %v", i, err)
+			}
+			event.WriteString(line)
+			if line == "\n" {
+				break
+			}
+		}
+		if want := "data: " + c.data + "\n\n"; event.String() != want {
+			t.Fatalf("chunk %d = %q, want %q", i, event.String(), want)
+		}
+		if i < len(sseChunks)-1 {
+			release <- struct{}{}
+		}
+	}
+	if rest, _ := io.ReadAll(rd); len(rest) != 0 {
+		t.Errorf("bytes after [DONE]: %q", rest)
+	}
+
+	// The upstream got the request as sent.
+	if gotReq.URL.RequestURI() != "/v1/chat/completions?trace=1" {
+		t.Errorf("upstream path %q", gotReq.URL.RequestURI())
+	}
+	if string(gotBody) != reqBody {
+		t.Errorf("upstream body %q", gotBody)
+	}
+	if gotReq.Header.Get("Authorization") != "Bearer sk-test" {
+		t.Errorf("Authorization not forwarded: %v", gotReq.Header)
+	}
+	if gotReq.Header.Get("X-Forwarded-For") != "127.0.0.1" {
+		t.Errorf("X-Forwarded-For = %q", gotReq.Header.Get("X-Forwarded-For"))
+	}
+
+	got := next(t, evs)
+	want := &events.RequestFinished{
+		Model: "llama-8b", RequestID: "chatcmpl-7", Finish: events.FinishLength,
+		PromptTokens: 12, CachedPromptTokens: 4, CompletionTokens: 3,
+		TTFTMs: f64(50), DecodeTokensPerSecond: f64(2 / 0.050), TotalMs: 100,
+	}
+	checkEvent(t, got, want)
+}
+
+func checkEvent(t *testing.T, got, want *events.RequestFinished) {
+	t.Helper()
+	if got.Model != want.Model || got.RequestID != want.RequestID || got.Finish != want.Finish ||
+		got.PromptTokens != want.PromptTokens || got.CachedPromptTokens != want.CachedPromptTokens ||
+		got.CompletionTokens != want.CompletionTokens || got.TotalMs != want.TotalMs ||
+		!ptrEq(got.TTFTMs, want.TTFTMs) || !ptrEq(got.DecodeTokensPerSecond, want.DecodeTokensPerSecond) ||
+		got.QueueMs != nil || got.PrefillTokensPerSecond != nil {
+		gb, _ := json.Marshal(got)
+		wb, _ := json.Marshal(want)
+		t.Errorf("event\n got %s\nwant %s", gb, wb)
+	}
+	// What the proxy publishes must pass the wire validation.
+	b, _ := json.Marshal(events.Event{Type: events.TypeRequestFinished, At: 1, Payload: got})
+	if _, err := events.Parse(b); err != nil {
+		t.Errorf("event does not validate: %v", err)
+	}
+}
+
+func TestNonStreamedAnswers(t *testing.T) {
+	tests := []struct {
+		name        string
+		method      string
+		path        string
+		reqBody     string
+		status      int
+		contentType string
+		body        string
+		want        *events.RequestFinished // nil: no event
+	}{
+		{
+			name: "chat completion with usage", method: "POST", path: "/v1/chat/completions",
+			reqBody: `{"model":"qwen","messages":[]}`, status: 200, contentType: "application/json",
+			body: `{"id":"chatcmpl-9","model":"qwen","choices":[{"index":0,"message":{"role":"assistant","content":"ok"},"finish_reason":"stop"}],"usage":{"prompt_tokens":7,"completion_tokens":2,"total_tokens":9}}`,
+			want: &events.RequestFinished{Model: "qwen", RequestID: "chatcmpl-9", Finish: "stop",
+				PromptTokens: 7, CompletionTokens: 2, TotalMs: 40},
+		},
+		{
+			name: "error status and body pass through", method: "POST", path: "/v1/completions",
+			reqBody: `{"model":"qwen","prompt":"x","max_tokens":-1}`, status: 400, contentType: "application/json",
+			body: `{"object":"error","message":"max_tokens must be at least 1, got -1.","type":"BadRequestError","param":null,"code":400}`,
+			want: &events.RequestFinished{Model: "qwen", RequestID: "proxy-1", Finish: "error", TotalMs: 40},
+		},
+		{
+			name: "model list is not measured", method: "GET", path: "/v1/models", status: 200,
+			contentType: "application/json", body: `{"object":"list","data":[{"id":"qwen","object":"model"}]}`,
+		},
+		{
+			name: "no content type, 404", method: "DELETE", path: "/v1/files/abc", status: 404, body: "no such file",
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			clk := newClock()
+			upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if r.Method != tc.method || r.URL.Path != tc.path {
+					t.Errorf("upstream got %s %s", r.Method, r.URL.Path)
+				}
+				clk.Set(40)
+				if tc.contentType != "" {
+					w.Header().Set("Content-Type", tc.contentType)
+				} else {
+					w.Header()["Content-Type"] = nil // no sniffing: send none
+				}
+				w.Header().Add("Set-Cookie", "a=1")
+				w.Header().Add("Set-Cookie", "b=2")
+				w.WriteHeader(tc.status)
+				io.WriteString(w, tc.body)
+			}))
+			defer upstream.Close()
+			base, evs := start(t, upstream.URL, clk)
+			req, _ := http.NewRequest(tc.method, base+tc.path, strings.NewReader(tc.reqBody))
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != tc.status || string(body) != tc.body {
+				t.Errorf("got %d %q, want %d %q", resp.StatusCode, body, tc.status, tc.body)
+			}
+			if got := resp.Header.Get("Content-Type"); got != tc.contentType {
+				t.Errorf("Content-Type = %q, want %q", got, tc.contentType)
+			}
+			if got := resp.Header.Values("Set-Cookie"); len(got) != 2 {
+				t.Errorf("Set-Cookie = %q, want both", got)
+			}
+			if tc.want == nil {
+				select {
+				case ev := <-evs:
+					t.Errorf("unexpected event %+v", ev.Payload)
+				default:
+				}
+				return
+			}
+			checkEvent(t, next(t, evs), tc.want)
+		})
+	}
+}
+
+func TestUpstreamDown(t *testing.T) {
+	ln, _ := net.Listen("tcp", "127.0.0.1:0")
+	dead := "http://" + ln.Addr().String()
+	ln.Close()
+	base, evs := start(t, dead, nil)
+	resp, err := http.Post(base+"/v1/completions", "application/json", strings.NewReader(`{"model":"m","prompt":"x"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var body struct {
+		Error struct{ Message, Type string }
+	}
+	json.NewDecoder(resp.Body).Decode(&body)
+	if resp.StatusCode != http.StatusBadGateway || body.Error.Type != "server_error" || body.Error.Message == "" {
+		t.Errorf("got %d %+v, want 502 with a server_error body", resp.StatusCode, body)
+	}
+	if ev := next(t, evs); ev.Finish != events.FinishError || ev.Model != "m" {
+		t.Errorf("event %+v, want an error for model m", ev)
+	}
+}
+
+func TestClientCancellationReachesUpstream(t *testing.T) {
+	upstreamGone := make(chan struct{})
+	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.WriteHeader(http.StatusOK)
+		// Stream tokens until the request is cancelled, bounded at 10 s.
+		for i := 0; i < 10000; i++ {
+			select {
+			case <-r.Context().Done():
+				close(upstreamGone)
+				return
+			case <-time.After(time.Millisecond):
+			}
+			io.WriteString(w, `data: {"id":"c1","model":"m","choices":[{"index":0,"delta":{"content":"tok"}}]}`+"\n\n")
+			w.(http.Flusher).Flush()
+		}
+	}))
+	defer upstream.Close()
+	base, evs := start(t, upstream.URL, nil)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	req, _ := http.NewRequestWithContext(ctx, "POST", base+"/v1/chat/completions",
+		strings.NewReader(`{"model":"m","stream":true}`))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := bufio.NewReader(resp.Body).ReadString('\n'); err != nil {
+		t.Fatal(err)
+	}
+	cancel() // the client goes
+	resp.Body.Close()
+
+	select {
+	case <-upstreamGone:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the upstream request was not cancelled")
+	}
+	if ev := next(t, evs); ev.Finish != events.FinishCancelled || ev.TTFTMs == nil {
+		t.Errorf("event %+v, want cancelled with a TTFT", ev)
+	}
+}
+
+func TestNewRejectsBadUpstream(t *testing.T) {
+	tests := []struct {
+		in, base string
+		ok       bool
+	}{
+		{"http://127.0.0.1:8000", "http://127.0.0.1:8000", true},
+		{"http://127.0.0.1:8000/v1/", "http://127.0.0.1:8000", true},
+		{"https://gw.example/vllm/v1", "https://gw.example/vllm", true},
+		{"127.0.0.1:8000", "", false},
+		{"http://h:1/?x=1", "", false},
+	}
+	for _, tc := range tests {
+		p, err := New(tc.in, func(events.Event) {})
+		if (err == nil) != tc.ok {
+			t.Errorf("New(%q) err = %v", tc.in, err)
+			continue
+		}
+		if tc.ok && p.Upstream() != tc.base {
+			t.Errorf("New(%q).Upstream() = %q, want %q", tc.in, p.Upstream(), tc.base)
+		}
+	}
+}
