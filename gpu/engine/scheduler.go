@@ -160,7 +160,6 @@ func (e *Engine) finish(r *request, finish string, t time.Time) {
 	if finish == events.FinishCancelled {
 		res.Err = errors.New("request cancelled")
 	}
-	r.out.finish(res)
 
 	ms := func(d time.Duration) *float64 { v := float64(d) / float64(time.Millisecond); return &v }
 	ev := &events.RequestFinished{
@@ -183,7 +182,10 @@ func (e *Engine) finish(r *request, finish string, t time.Time) {
 			ev.DecodeTokensPerSecond = &v
 		}
 	}
+	// The event goes out before the stream ends, so whoever waited on the
+	// stream finds it published.
 	e.emit(events.TypeRequestFinished, t, ev)
+	r.out.finish(res)
 }
 
 // RequestID is the id a request's responses carry and request.finished reports.
