@@ -1,0 +1,223 @@
+package store
+
+import (
+	"github.com/mlx-bun/mlx-metrics/shared/events"
+	"github.com/mlx-bun/mlx-metrics/shared/snapshot"
+)
+
+// model is one model's lifecycle state: the view it reports plus what the
+// reducer needs to compute it.
+type model struct {
+	view          snapshot.Model
+	loadStartedAt int64 // at of the pending model.load started, 0 when none
+	unloadedAt    int64 // at of the last unload or failure; older samples are stale
+	window        *requestWindow
+}
+
+// lookup returns the model named name, creating it in state when it is new
+// and the MaxModels bound allows; nil otherwise.
+func (s *Store) lookup(name, state string, at int64) *model {
+	if m, ok := s.models[name]; ok {
+		return m
+	}
+	if len(s.models) >= s.opts.MaxModels {
+		return nil
+	}
+	m := &model{view: snapshot.Model{Model: name, State: state, UpdatedAt: at}}
+	if !s.opts.NoPerModelWindows {
+		m.window = newRequestWindow(s.opts.Window)
+	}
+	s.models[name] = m
+	return m
+}
+
+func ptr(v float64) *float64 { return &v }
+
+func (s *Store) applyLoad(at int64, p *events.ModelLoad) bool {
+	m := s.lookup(p.Model, snapshot.StateLoading, at)
+	if m == nil {
+		return false
+	}
+	v := &m.view
+	v.UpdatedAt = at
+	switch p.Phase {
+	case events.PhaseStarted:
+		v.State = snapshot.StateLoading
+		m.loadStartedAt = at
+	case events.PhaseFinished:
+		v.State = snapshot.StateResident
+		v.Loads++
+		var loadMs *float64
+		switch {
+		case p.Ms != nil:
+			loadMs = ptr(*p.Ms)
+		case m.loadStartedAt > 0 && at >= m.loadStartedAt:
+			loadMs = ptr(float64(at - m.loadStartedAt))
+		}
+		if loadMs != nil {
+			v.LastLoadMs = loadMs
+		}
+		m.loadStartedAt = 0
+		if p.WeightsBytes != nil {
+			v.WeightsBytes = *p.WeightsBytes
+		}
+		s.creditSwap(m, at, loadMs)
+	case events.PhaseFailed:
+		v.State = snapshot.StateFailed
+		v.LastError = p.Error
+		if v.LastError == "" {
+			v.LastError = "load failed"
+		}
+		m.loadStartedAt = 0
+		s.clearResidency(m, at)
+	}
+	return true
+}
+
+// creditSwap counts a swap for a model that finished loading within the
+// swap window of evicted unloads of other models: the time spent making
+// room plus the load itself. Every eviction is credited at most once.
+func (s *Store) creditSwap(m *model, at int64, loadMs *float64) {
+	var unloadMs float64
+	credited := false
+	kept := s.evictions[:0]
+	for _, e := range s.evictions {
+		switch {
+		case at-e.at > s.opts.SwapWindowMs:
+			// Too old to have made room for this load: forget it.
+		case e.model == m.view.Model || e.at > at:
+			kept = append(kept, e)
+		default:
+			unloadMs += e.ms
+			credited = true
+		}
+	}
+	s.evictions = kept
+	if !credited {
+		return
+	}
+	m.view.Swaps++
+	if loadMs != nil {
+		m.view.LastSwapMs = ptr(unloadMs + *loadMs)
+	} else {
+		m.view.LastSwapMs = nil // the load time is unknown, so is the swap's
+	}
+}
+
+// maxEvictions bounds pending evictions; more than this within the swap
+// window is not a real host.
+const maxEvictions = 64
+
+func (s *Store) applyUnload(at int64, p *events.ModelUnload) bool {
+	m := s.lookup(p.Model, snapshot.StateUnloaded, at)
+	if m == nil {
+		return false
+	}
+	v := &m.view
+	v.UpdatedAt = at
+	v.State = snapshot.StateUnloaded
+	if p.Reason == events.ReasonFailed {
+		v.State = snapshot.StateFailed
+	}
+	v.Unloads++
+	ms := p.DrainMs
+	if p.FlushMs != nil {
+		ms += *p.FlushMs
+	}
+	v.LastUnloadMs = ptr(ms)
+	v.LastUnloadReason = p.Reason
+	m.loadStartedAt = 0
+	s.clearResidency(m, at)
+	if p.Reason == events.ReasonEvicted {
+		if len(s.evictions) == maxEvictions {
+			s.evictions = append(s.evictions[:0], s.evictions[1:]...)
+		}
+		s.evictions = append(s.evictions, eviction{model: p.Model, at: at, ms: ms})
+	}
+	return true
+}
+
+// clearResidency drops what a model held in memory once it is gone: its KV
+// and prefix bytes and its scheduler and cache entries. The weights size is
+// kept as the model's last known size.
+func (s *Store) clearResidency(m *model, at int64) {
+	m.view.KVBytes = 0
+	m.view.PrefixCacheBytes = 0
+	m.unloadedAt = at
+	delete(s.schedulers, m.view.Model)
+	delete(s.caches, cacheKey{m.view.Model, events.CacheKV})
+	delete(s.caches, cacheKey{m.view.Model, events.CachePrefix})
+}
+
+// resident returns the model a sample describes, or nil when the sample
+// must be ignored: the model is not in memory (unloaded or failed), the
+// sample predates its last unload, or the model bound is reached. A model
+// first seen through a sample was already resident when this store started
+// listening.
+func (s *Store) resident(name string, at int64) *model {
+	m := s.lookup(name, snapshot.StateResident, at)
+	if m == nil {
+		return nil
+	}
+	switch m.view.State {
+	case snapshot.StateUnloaded, snapshot.StateFailed:
+		return nil
+	}
+	if at <= m.unloadedAt {
+		return nil
+	}
+	return m
+}
+
+func (s *Store) applyMemory(at int64, p *events.ModelMemory) bool {
+	m := s.resident(p.Model, at)
+	if m == nil || at < m.view.UpdatedAt {
+		return false
+	}
+	v := &m.view
+	if v.WeightsBytes == p.WeightsBytes && v.KVBytes == p.KVBytes &&
+		v.PrefixCacheBytes == p.PrefixCacheBytes && v.UpdatedAt == at {
+		return false
+	}
+	v.WeightsBytes, v.KVBytes, v.PrefixCacheBytes = p.WeightsBytes, p.KVBytes, p.PrefixCacheBytes
+	v.UpdatedAt = at
+	return true
+}
+
+func (s *Store) applyScheduler(at int64, p *events.SchedulerSample) bool {
+	if s.resident(p.Model, at) == nil {
+		return false
+	}
+	sc := s.schedulers[p.Model]
+	if sc == nil {
+		sc = &snapshot.Scheduler{}
+		s.schedulers[p.Model] = sc
+	} else if at < sc.At {
+		return false // out of order: the newer sample stands
+	}
+	sc.SchedulerSample = *p
+	sc.At = at
+	s.series.add(at, p)
+	return true
+}
+
+func (s *Store) applyCache(at int64, p *events.CacheSample) bool {
+	if s.resident(p.Model, at) == nil {
+		return false
+	}
+	key := cacheKey{p.Model, p.Cache}
+	c := s.caches[key]
+	if c == nil {
+		c = &snapshot.Cache{}
+		s.caches[key] = c
+	} else if at < c.At {
+		return false
+	}
+	c.CacheSample = *p
+	c.At = at
+	c.HitRate = nil
+	if p.Hits != nil && p.Misses != nil && *p.Hits+*p.Misses > 0 {
+		c.HitRate = ptr(float64(*p.Hits) / float64(*p.Hits+*p.Misses))
+	}
+	return true
+}

@@ -1,0 +1,206 @@
+// Package store reduces serving events to the live metrics snapshot.
+//
+// The Store is a pure reducer: its only clocks are the events' own at and
+// the now passed to Snapshot, so one recorded stream always renders the same
+// snapshot. It is not safe for concurrent use; the live feature guards it.
+//
+// Apply is the hot path (every event of every source): it keeps raw values
+// in fixed rings and does no per-event allocation in the steady state;
+// distributions are computed when a snapshot is built.
+package store
+
+import (
+	"sort"
+
+	"github.com/mlx-bun/mlx-metrics/shared/events"
+	"github.com/mlx-bun/mlx-metrics/shared/snapshot"
+)
+
+// Options size the store's windows. Zero fields take the defaults.
+type Options struct {
+	// Window is how many finished requests the distributions cover (200).
+	Window int
+	// Recent is how many finished requests are listed as they were (20).
+	Recent int
+	// Series is how many scheduler points the throughput series keeps (120).
+	Series int
+	// SwapWindowMs is how soon after an evicted unload a finished load
+	// counts as a swap (120 000 ms).
+	SwapWindowMs int64
+	// MaxModels bounds the models tracked, so a producer inventing model
+	// names cannot grow memory without bound (1024). Events naming a model
+	// beyond it still count in the global request totals and window.
+	MaxModels int
+	// PerModelWindows adds a request window per model (on by default;
+	// set NoPerModelWindows to turn it off).
+	NoPerModelWindows bool
+}
+
+// Defaults for Options.
+const (
+	DefaultWindow       = 200
+	DefaultRecent       = 20
+	DefaultSeries       = 120
+	DefaultSwapWindowMs = 120_000
+	DefaultMaxModels    = 1024
+)
+
+func (o Options) withDefaults() Options {
+	if o.Window <= 0 {
+		o.Window = DefaultWindow
+	}
+	if o.Recent <= 0 {
+		o.Recent = DefaultRecent
+	}
+	if o.Series <= 0 {
+		o.Series = DefaultSeries
+	}
+	if o.SwapWindowMs <= 0 {
+		o.SwapWindowMs = DefaultSwapWindowMs
+	}
+	if o.MaxModels <= 0 {
+		o.MaxModels = DefaultMaxModels
+	}
+	return o
+}
+
+// Store holds the reduced state.
+type Store struct {
+	opts      Options
+	startedAt int64
+	version   uint64
+
+	models     map[string]*model
+	schedulers map[string]*snapshot.Scheduler
+	caches     map[cacheKey]*snapshot.Cache
+	evictions  []eviction // evicted unloads not yet credited to a swap
+
+	finished int64
+	byFinish [len(finishNames)]int64
+	window   *requestWindow
+	recent   ring[snapshot.Recent]
+	series   series
+}
+
+type cacheKey struct{ model, cache string }
+
+// eviction is an evicted unload waiting for the load it made room for.
+type eviction struct {
+	model string
+	at    int64
+	ms    float64
+}
+
+var finishNames = [...]string{events.FinishStop, events.FinishLength, events.FinishCancelled, events.FinishError}
+
+func finishIndex(f string) int {
+	for i, n := range finishNames {
+		if n == f {
+			return i
+		}
+	}
+	return -1
+}
+
+// New returns an empty store; startedAt (epoch ms) is reported as the
+// snapshot's startedAt.
+func New(opts Options, startedAt int64) *Store {
+	opts = opts.withDefaults()
+	return &Store{
+		opts:       opts,
+		startedAt:  startedAt,
+		models:     map[string]*model{},
+		schedulers: map[string]*snapshot.Scheduler{},
+		caches:     map[cacheKey]*snapshot.Cache{},
+		window:     newRequestWindow(opts.Window),
+		recent:     newRing[snapshot.Recent](opts.Recent),
+		series:     newSeries(opts.Series),
+	}
+}
+
+// Options reports the options in effect, defaults filled in.
+func (s *Store) Options() Options { return s.opts }
+
+// Version moves each time Apply changes the snapshot, and only then.
+func (s *Store) Version() uint64 { return s.version }
+
+// Apply reduces one event and reports whether it changed the snapshot.
+// Events of ignored types, and samples older than what the store already
+// holds for the same thing, change nothing.
+func (s *Store) Apply(ev events.Event) bool {
+	var changed bool
+	switch p := ev.Payload.(type) {
+	case *events.ModelLoad:
+		changed = s.applyLoad(ev.At, p)
+	case *events.ModelUnload:
+		changed = s.applyUnload(ev.At, p)
+	case *events.ModelMemory:
+		changed = s.applyMemory(ev.At, p)
+	case *events.RequestFinished:
+		changed = s.applyRequest(ev.At, p)
+	case *events.SchedulerSample:
+		changed = s.applyScheduler(ev.At, p)
+	case *events.CacheSample:
+		changed = s.applyCache(ev.At, p)
+	}
+	if changed {
+		s.version++
+	}
+	return changed
+}
+
+// Snapshot builds the snapshot as of now (epoch ms). The result shares
+// nothing mutable with the store.
+func (s *Store) Snapshot(now int64) snapshot.Snapshot {
+	snap := snapshot.Snapshot{
+		At:         now,
+		StartedAt:  s.startedAt,
+		Version:    s.version,
+		Models:     make([]snapshot.Model, 0, len(s.models)),
+		Schedulers: make([]snapshot.Scheduler, 0, len(s.schedulers)),
+		Caches:     make([]snapshot.Cache, 0, len(s.caches)),
+	}
+	for _, m := range s.models {
+		snap.Models = append(snap.Models, m.view)
+	}
+	sort.Slice(snap.Models, func(i, j int) bool { return snap.Models[i].Model < snap.Models[j].Model })
+	for _, sc := range s.schedulers {
+		snap.Schedulers = append(snap.Schedulers, *sc)
+	}
+	sort.Slice(snap.Schedulers, func(i, j int) bool { return snap.Schedulers[i].Model < snap.Schedulers[j].Model })
+	for _, c := range s.caches {
+		snap.Caches = append(snap.Caches, *c)
+	}
+	sort.Slice(snap.Caches, func(i, j int) bool {
+		a, b := snap.Caches[i], snap.Caches[j]
+		if a.Model != b.Model {
+			return a.Model < b.Model
+		}
+		return a.Cache < b.Cache
+	})
+
+	byFinish := make(map[string]int64, len(finishNames))
+	for i, n := range finishNames {
+		byFinish[n] = s.byFinish[i]
+	}
+	snap.Requests = snapshot.Requests{
+		Finished: s.finished,
+		ByFinish: byFinish,
+		Window:   s.window.summary(),
+		Recent:   s.recent.slice(),
+	}
+	if !s.opts.NoPerModelWindows {
+		per := map[string]*snapshot.Window{}
+		for name, m := range s.models {
+			if m.window != nil && m.window.n > 0 {
+				w := m.window.summary()
+				per[name] = &w
+			}
+		}
+		if len(per) > 0 {
+			snap.Requests.Window.PerModel = per
+		}
+	}
+	snap.Series = s.series.slice()
+	return snap
+}

@@ -1,0 +1,677 @@
+package store
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"testing"
+
+	"github.com/mlx-bun/mlx-metrics/shared/events"
+	"github.com/mlx-bun/mlx-metrics/shared/snapshot"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files")
+
+const t0 = int64(1_764_690_000_000)
+
+// readEvents parses an NDJSON recording.
+func readEvents(t testing.TB, path string) []events.Event {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var evs []events.Event
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	for n := 1; sc.Scan(); n++ {
+		ev, err := events.Parse(sc.Bytes())
+		if err != nil {
+			t.Fatalf("%s:%d: %v", path, n, err)
+		}
+		evs = append(evs, ev)
+	}
+	return evs
+}
+
+// The recorded session renders, byte for byte, the golden snapshot, every
+// time: the store has no clock of its own.
+func TestGoldenRecording(t *testing.T) {
+	evs := readEvents(t, filepath.Join("testdata", "recorded.ndjson"))
+	render := func() []byte {
+		s := New(Options{}, t0)
+		for _, ev := range evs {
+			s.Apply(ev)
+		}
+		out, err := json.MarshalIndent(s.Snapshot(t0+200_000), "", "  ")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return append(out, '\n')
+	}
+	got := render()
+	if again := render(); !bytes.Equal(got, again) {
+		t.Fatal("two reductions of the same recording differ")
+	}
+	golden := filepath.Join("testdata", "recorded.golden.json")
+	if *update {
+		if err := os.WriteFile(golden, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatalf("%v (run go test -update to create it)", err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("snapshot differs from %s (go test -update rewrites it):\n%s", golden, firstDiff(got, want))
+	}
+
+	// Spot-check the golden against the recording's story, so -update
+	// cannot bless a wrong reduction unnoticed.
+	var snap snapshot.Snapshot
+	if err := json.Unmarshal(got, &snap); err != nil {
+		t.Fatal(err)
+	}
+	models := map[string]snapshot.Model{}
+	for _, m := range snap.Models {
+		models[m.Model] = m
+	}
+	llama, qwen := models["llama-3.2-3b"], models["qwen2.5-7b"]
+	checks := []struct {
+		name      string
+		got, want any
+	}{
+		{"models", len(snap.Models), 2},
+		{"llama state", llama.State, snapshot.StateUnloaded},
+		{"llama loads", llama.Loads, int64(2)},
+		{"llama unloads", llama.Unloads, int64(2)},
+		{"llama last unload reason", llama.LastUnloadReason, events.ReasonIdle},
+		{"llama last unload ms", *llama.LastUnloadMs, 0.0},
+		{"llama last load ms (from started)", *llama.LastLoadMs, 2500.0},
+		{"llama last error", llama.LastError, "out of memory"},
+		{"llama kv cleared", llama.KVBytes, int64(0)},
+		{"qwen state", qwen.State, snapshot.StateResident},
+		{"qwen swaps", qwen.Swaps, int64(1)},
+		{"qwen swap ms", *qwen.LastSwapMs, 350.0 + 120 + 5000},
+		{"qwen weights", qwen.WeightsBytes, int64(7_600_000_000)},
+		{"schedulers (only resident models)", len(snap.Schedulers), 1},
+		{"caches (only resident models)", len(snap.Caches), 2},
+		{"finished", snap.Requests.Finished, int64(260)},
+		{"window count", snap.Requests.Window.Count, 200},
+		{"recent", len(snap.Requests.Recent), 20},
+		{"newest recent last", snap.Requests.Recent[19].RequestID, "req-00260"},
+		{"series bound", len(snap.Series), 120},
+	}
+	for _, c := range checks {
+		if !reflect.DeepEqual(c.got, c.want) {
+			t.Errorf("%s = %v, want %v", c.name, c.got, c.want)
+		}
+	}
+	var byFinish int64
+	for _, n := range snap.Requests.ByFinish {
+		byFinish += n
+	}
+	if byFinish != snap.Requests.Finished {
+		t.Errorf("byFinish sums to %d, finished is %d", byFinish, snap.Requests.Finished)
+	}
+}
+
+func firstDiff(a, b []byte) string {
+	al, bl := bytes.Split(a, []byte("\n")), bytes.Split(b, []byte("\n"))
+	for i := 0; i < len(al) && i < len(bl); i++ {
+		if !bytes.Equal(al[i], bl[i]) {
+			return fmt.Sprintf("line %d:\n got: %s\nwant: %s", i+1, al[i], bl[i])
+		}
+	}
+	return fmt.Sprintf("lengths differ: %d vs %d lines", len(al), len(bl))
+}
+
+// builders for hand-written events
+
+func f(v float64) *float64 { return &v }
+func i64(v int64) *int64   { return &v }
+
+func load(at int64, model, phase string, ms *float64) events.Event {
+	return events.Event{Type: events.TypeModelLoad, At: at, Payload: &events.ModelLoad{Model: model, Phase: phase, Ms: ms}}
+}
+
+func unload(at int64, model, reason string, drain float64, flush *float64) events.Event {
+	return events.Event{Type: events.TypeModelUnload, At: at, Payload: &events.ModelUnload{Model: model, Reason: reason, DrainMs: drain, Flushed: flush != nil, FlushMs: flush}}
+}
+
+func memory(at int64, model string, w, kv, prefix int64) events.Event {
+	return events.Event{Type: events.TypeModelMemory, At: at, Payload: &events.ModelMemory{Model: model, WeightsBytes: w, KVBytes: kv, PrefixCacheBytes: prefix}}
+}
+
+func sched(at int64, model string, active, queued int, tps float64) events.Event {
+	return events.Event{Type: events.TypeSchedulerSample, At: at, Payload: &events.SchedulerSample{Model: model, Active: active, Capacity: 8, Queued: queued, TokensPerSecond: tps}}
+}
+
+func cache(at int64, model, kind string, bytes int64, hits, misses *int64) events.Event {
+	return events.Event{Type: events.TypeCacheSample, At: at, Payload: &events.CacheSample{Model: model, Cache: kind, Bytes: bytes, Hits: hits, Misses: misses}}
+}
+
+func request(at int64, model, finish string, total float64, ttft *float64) events.Event {
+	return events.Event{Type: events.TypeRequestFinished, At: at, Payload: &events.RequestFinished{
+		Model: model, RequestID: fmt.Sprintf("r%d", at), Finish: finish, PromptTokens: 100, CachedPromptTokens: 25,
+		CompletionTokens: 10, TTFTMs: ttft, TotalMs: total}}
+}
+
+func modelOf(t *testing.T, s snapshot.Snapshot, name string) snapshot.Model {
+	t.Helper()
+	for _, m := range s.Models {
+		if m.Model == name {
+			return m
+		}
+	}
+	t.Fatalf("no model %q in %+v", name, s.Models)
+	return snapshot.Model{}
+}
+
+func TestSwaps(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		evs       []events.Event
+		model     string
+		swaps     int64
+		lastSwap  *float64
+		evictions int
+	}{
+		{
+			name: "evicted then load within window",
+			evs: []events.Event{
+				unload(t0, "a", events.ReasonEvicted, 300, f(200)),
+				load(t0+10, "b", events.PhaseStarted, nil),
+				load(t0+4010, "b", events.PhaseFinished, f(4000)),
+			},
+			model: "b", swaps: 1, lastSwap: f(4500),
+		},
+		{
+			name: "two evictions made room for one load",
+			evs: []events.Event{
+				unload(t0, "a", events.ReasonEvicted, 100, nil),
+				unload(t0+100, "c", events.ReasonEvicted, 50, f(50)),
+				load(t0+1200, "b", events.PhaseFinished, f(1000)),
+			},
+			model: "b", swaps: 1, lastSwap: f(1200),
+		},
+		{
+			name: "load after the window is no swap",
+			evs: []events.Event{
+				unload(t0, "a", events.ReasonEvicted, 300, nil),
+				load(t0+120_001, "b", events.PhaseFinished, f(1000)),
+			},
+			model: "b", swaps: 0,
+		},
+		{
+			name: "exactly at the window edge is a swap",
+			evs: []events.Event{
+				unload(t0, "a", events.ReasonEvicted, 300, nil),
+				load(t0+120_000, "b", events.PhaseFinished, f(1000)),
+			},
+			model: "b", swaps: 1, lastSwap: f(1300),
+		},
+		{
+			name: "requested unload is no swap",
+			evs: []events.Event{
+				unload(t0, "a", events.ReasonRequested, 300, nil),
+				load(t0+1000, "b", events.PhaseFinished, f(1000)),
+			},
+			model: "b", swaps: 0,
+		},
+		{
+			name: "reloading the evicted model itself is no swap",
+			evs: []events.Event{
+				unload(t0, "a", events.ReasonEvicted, 300, nil),
+				load(t0+1000, "a", events.PhaseFinished, f(1000)),
+			},
+			model: "a", swaps: 0, evictions: 1,
+		},
+		{
+			name: "an eviction is credited once",
+			evs: []events.Event{
+				unload(t0, "a", events.ReasonEvicted, 300, nil),
+				load(t0+1000, "b", events.PhaseFinished, f(1000)),
+				load(t0+2000, "c", events.PhaseFinished, f(1000)),
+			},
+			model: "c", swaps: 0,
+		},
+		{
+			name: "load time from started when ms is absent",
+			evs: []events.Event{
+				unload(t0, "a", events.ReasonEvicted, 300, nil),
+				load(t0+500, "b", events.PhaseStarted, nil),
+				load(t0+2500, "b", events.PhaseFinished, nil),
+			},
+			model: "b", swaps: 1, lastSwap: f(2300),
+		},
+		{
+			name: "unknown load time leaves the swap time unknown",
+			evs: []events.Event{
+				unload(t0, "a", events.ReasonEvicted, 300, nil),
+				load(t0+2500, "b", events.PhaseFinished, nil),
+			},
+			model: "b", swaps: 1, lastSwap: nil,
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := New(Options{}, t0)
+			for _, ev := range tc.evs {
+				s.Apply(ev)
+			}
+			m := modelOf(t, s.Snapshot(t0), tc.model)
+			if m.Swaps != tc.swaps || !reflect.DeepEqual(m.LastSwapMs, tc.lastSwap) {
+				t.Fatalf("swaps %d lastSwapMs %v, want %d %v", m.Swaps, deref(m.LastSwapMs), tc.swaps, deref(tc.lastSwap))
+			}
+			if len(s.evictions) != tc.evictions {
+				t.Fatalf("%d evictions pending, want %d", len(s.evictions), tc.evictions)
+			}
+		})
+	}
+}
+
+func deref(p *float64) any {
+	if p == nil {
+		return nil
+	}
+	return *p
+}
+
+func TestLifecycle(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		evs   []events.Event
+		check func(t *testing.T, s snapshot.Snapshot)
+	}{
+		{
+			name: "unload clears kv, prefix, scheduler and caches but keeps weights",
+			evs: []events.Event{
+				load(t0, "a", events.PhaseFinished, f(100)),
+				memory(t0+1, "a", 1000, 200, 30),
+				sched(t0+2, "a", 3, 1, 90),
+				cache(t0+3, "a", events.CacheKV, 200, nil, nil),
+				cache(t0+3, "a", events.CachePrefix, 30, i64(3), i64(1)),
+				load(t0+4, "b", events.PhaseFinished, f(100)),
+				sched(t0+5, "b", 1, 0, 10),
+				unload(t0+10, "a", events.ReasonRequested, 40, f(2)),
+			},
+			check: func(t *testing.T, s snapshot.Snapshot) {
+				a := modelOf(t, s, "a")
+				if a.State != snapshot.StateUnloaded || a.KVBytes != 0 || a.PrefixCacheBytes != 0 || a.WeightsBytes != 1000 {
+					t.Errorf("model a %+v", a)
+				}
+				if *a.LastUnloadMs != 42 || a.LastUnloadReason != events.ReasonRequested || a.Unloads != 1 {
+					t.Errorf("unload figures %+v", a)
+				}
+				if len(s.Schedulers) != 1 || s.Schedulers[0].Model != "b" {
+					t.Errorf("schedulers %+v", s.Schedulers)
+				}
+				if len(s.Caches) != 0 {
+					t.Errorf("caches %+v", s.Caches)
+				}
+			},
+		},
+		{
+			name: "samples after unload are stale and ignored",
+			evs: []events.Event{
+				load(t0, "a", events.PhaseFinished, f(100)),
+				unload(t0+10, "a", events.ReasonIdle, 0, nil),
+				sched(t0+11, "a", 3, 1, 90),
+				cache(t0+11, "a", events.CacheKV, 1, nil, nil),
+				memory(t0+12, "a", 1, 2, 3),
+			},
+			check: func(t *testing.T, s snapshot.Snapshot) {
+				if len(s.Schedulers)+len(s.Caches) != 0 || modelOf(t, s, "a").KVBytes != 0 {
+					t.Errorf("stale samples applied: %+v %+v", s.Schedulers, s.Caches)
+				}
+				if s.Version != 2 {
+					t.Errorf("version %d, want 2: ignored samples moved it", s.Version)
+				}
+			},
+		},
+		{
+			name: "load failure",
+			evs: []events.Event{
+				load(t0, "a", events.PhaseStarted, nil),
+				{Type: events.TypeModelLoad, At: t0 + 5, Payload: &events.ModelLoad{Model: "a", Phase: events.PhaseFailed, Error: "no memory"}},
+			},
+			check: func(t *testing.T, s snapshot.Snapshot) {
+				a := modelOf(t, s, "a")
+				if a.State != snapshot.StateFailed || a.LastError != "no memory" || a.Loads != 0 {
+					t.Errorf("model %+v", a)
+				}
+			},
+		},
+		{
+			name: "loading while started, resident when finished",
+			evs: []events.Event{
+				load(t0, "a", events.PhaseStarted, nil),
+			},
+			check: func(t *testing.T, s snapshot.Snapshot) {
+				if a := modelOf(t, s, "a"); a.State != snapshot.StateLoading || a.LastLoadMs != nil {
+					t.Errorf("model %+v", a)
+				}
+			},
+		},
+		{
+			name: "a model first seen in a sample is resident",
+			evs:  []events.Event{sched(t0, "a", 1, 0, 5)},
+			check: func(t *testing.T, s snapshot.Snapshot) {
+				if a := modelOf(t, s, "a"); a.State != snapshot.StateResident {
+					t.Errorf("model %+v", a)
+				}
+			},
+		},
+		{
+			name: "a failed unload leaves the model failed",
+			evs: []events.Event{
+				load(t0, "a", events.PhaseFinished, f(1)),
+				unload(t0+1, "a", events.ReasonFailed, 0, nil),
+			},
+			check: func(t *testing.T, s snapshot.Snapshot) {
+				if a := modelOf(t, s, "a"); a.State != snapshot.StateFailed || a.LastUnloadReason != events.ReasonFailed {
+					t.Errorf("model %+v", a)
+				}
+			},
+		},
+		{
+			name: "prefix hit rate, null before any lookup",
+			evs: []events.Event{
+				cache(t0, "a", events.CachePrefix, 10, i64(0), i64(0)),
+				cache(t0, "b", events.CachePrefix, 10, i64(3), i64(1)),
+				cache(t0, "c", events.CacheKV, 10, nil, nil),
+			},
+			check: func(t *testing.T, s snapshot.Snapshot) {
+				want := map[string]any{"a": nil, "b": 0.75, "c": nil}
+				for _, c := range s.Caches {
+					if got := deref(c.HitRate); got != want[c.Model] {
+						t.Errorf("%s hitRate %v, want %v", c.Model, got, want[c.Model])
+					}
+				}
+			},
+		},
+		{
+			name: "an out-of-order sample does not replace a newer one",
+			evs: []events.Event{
+				sched(t0+10, "a", 5, 0, 50),
+				sched(t0+5, "a", 1, 0, 10),
+			},
+			check: func(t *testing.T, s snapshot.Snapshot) {
+				if s.Schedulers[0].Active != 5 || s.Schedulers[0].At != t0+10 {
+					t.Errorf("scheduler %+v", s.Schedulers[0])
+				}
+			},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := New(Options{}, t0)
+			for _, ev := range tc.evs {
+				s.Apply(ev)
+			}
+			tc.check(t, s.Snapshot(t0))
+		})
+	}
+}
+
+func TestIgnoredTypesDoNotChangeVersion(t *testing.T) {
+	s := New(Options{}, t0)
+	for _, typ := range []events.Type{"catalog.changed", "job.state", "metrics.custom", "bench.progress"} {
+		if s.Apply(events.Event{Type: typ, At: t0}) {
+			t.Errorf("%s changed the store", typ)
+		}
+	}
+	if s.Version() != 0 {
+		t.Fatalf("version %d", s.Version())
+	}
+	if s.Apply(memory(t0, "a", 1, 2, 3)); s.Version() != 1 {
+		t.Fatalf("version %d after a change", s.Version())
+	}
+	if s.Apply(memory(t0, "a", 1, 2, 3)) || s.Version() != 1 {
+		t.Fatalf("a repeated identical sample moved the version to %d", s.Version())
+	}
+}
+
+func TestRequestWindowBounds(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		window   int
+		recent   int
+		requests int
+	}{
+		{"empty", 5, 3, 0},
+		{"under", 5, 3, 2},
+		{"exactly full", 5, 3, 5},
+		{"overflowing", 5, 3, 12},
+		{"defaults", 0, 0, 250},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := New(Options{Window: tc.window, Recent: tc.recent}, t0)
+			for i := 1; i <= tc.requests; i++ {
+				// totalMs = i, so the window holds the last Window values.
+				s.Apply(request(t0+int64(i), "a", events.FinishStop, float64(i), nil))
+			}
+			o := s.Options()
+			snap := s.Snapshot(t0)
+			w := snap.Requests.Window
+			wantCount := min(tc.requests, o.Window)
+			if w.Size != o.Window || w.Count != wantCount {
+				t.Fatalf("window size %d count %d, want %d %d", w.Size, w.Count, o.Window, wantCount)
+			}
+			if len(snap.Requests.Recent) != min(tc.requests, o.Recent) {
+				t.Fatalf("%d recent", len(snap.Requests.Recent))
+			}
+			if tc.requests == 0 {
+				if w.TotalMs != nil || w.CachedPromptShare != nil || w.PerModel != nil {
+					t.Fatalf("empty window reports %+v", w)
+				}
+				return
+			}
+			if got := snap.Requests.Recent[len(snap.Requests.Recent)-1].At; got != t0+int64(tc.requests) {
+				t.Fatalf("newest recent at %d is not last", got)
+			}
+			first := tc.requests - wantCount + 1
+			if w.TotalMs.Count != wantCount || w.TotalMs.Max != float64(tc.requests) {
+				t.Fatalf("totalMs %+v", w.TotalMs)
+			}
+			if want := float64(first+tc.requests) / 2; w.TotalMs.Mean != want {
+				t.Fatalf("mean %v, want %v", w.TotalMs.Mean, want)
+			}
+			if w.TTFTMs != nil {
+				t.Fatalf("all-null ttft reported as %+v", w.TTFTMs)
+			}
+			if *w.CachedPromptShare != 0.25 {
+				t.Fatalf("cached share %v", *w.CachedPromptShare)
+			}
+			if pm := w.PerModel["a"]; pm == nil || pm.Count != wantCount {
+				t.Fatalf("per-model window %+v", pm)
+			}
+			if snap.Requests.Finished != int64(tc.requests) || snap.Requests.ByFinish[events.FinishStop] != int64(tc.requests) {
+				t.Fatalf("finished %d byFinish %v", snap.Requests.Finished, snap.Requests.ByFinish)
+			}
+		})
+	}
+}
+
+func TestDistribution(t *testing.T) {
+	seq := func(n int) []float64 {
+		v := make([]float64, n)
+		for i := range v {
+			v[i] = float64(n - i) // reversed: distribution must sort
+		}
+		return v
+	}
+	for _, tc := range []struct {
+		name string
+		vals []float64
+		want *snapshot.Distribution
+	}{
+		{"none", nil, nil},
+		{"one", []float64{7}, &snapshot.Distribution{Count: 1, Mean: 7, P50: 7, P95: 7, P99: 7, Max: 7}},
+		{"two", []float64{10, 20}, &snapshot.Distribution{Count: 2, Mean: 15, P50: 10, P95: 20, P99: 20, Max: 20}},
+		{"1..100", seq(100), &snapshot.Distribution{Count: 100, Mean: 50.5, P50: 50, P95: 95, P99: 99, Max: 100}},
+		{"1..200", seq(200), &snapshot.Distribution{Count: 200, Mean: 100.5, P50: 100, P95: 190, P99: 198, Max: 200}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := distribution(tc.vals); !reflect.DeepEqual(got, tc.want) {
+				t.Fatalf("got %+v, want %+v", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestSeries(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		max  int
+		evs  []events.Event
+		want []snapshot.SeriesPoint
+	}{
+		{
+			name: "models at the same instant are summed",
+			max:  10,
+			evs:  []events.Event{sched(t0, "a", 1, 2, 10), sched(t0, "b", 3, 4, 30), sched(t0+1, "a", 1, 0, 5)},
+			want: []snapshot.SeriesPoint{{At: t0, TokensPerSecond: 40, Active: 4, Capacity: 16, Queued: 6}, {At: t0 + 1, TokensPerSecond: 5, Active: 1, Capacity: 8}},
+		},
+		{
+			name: "a repeated sample replaces the model's share",
+			max:  10,
+			evs:  []events.Event{sched(t0, "a", 1, 0, 10), sched(t0, "a", 2, 0, 20)},
+			want: []snapshot.SeriesPoint{{At: t0, TokensPerSecond: 20, Active: 2, Capacity: 8}},
+		},
+		{
+			name: "bounded, oldest dropped",
+			max:  3,
+			evs:  []events.Event{sched(t0+1, "a", 1, 0, 1), sched(t0+2, "a", 1, 0, 2), sched(t0+3, "a", 1, 0, 3), sched(t0+4, "a", 1, 0, 4)},
+			want: []snapshot.SeriesPoint{{At: t0 + 2, TokensPerSecond: 2, Active: 1, Capacity: 8}, {At: t0 + 3, TokensPerSecond: 3, Active: 1, Capacity: 8}, {At: t0 + 4, TokensPerSecond: 4, Active: 1, Capacity: 8}},
+		},
+		{
+			name: "a late sample of another model lands in time order",
+			max:  3,
+			evs:  []events.Event{sched(t0+1, "a", 1, 0, 1), sched(t0+3, "a", 1, 0, 3), sched(t0+1, "b", 1, 0, 10), sched(t0+2, "b", 1, 0, 2), sched(t0, "c", 1, 0, 99)},
+			want: []snapshot.SeriesPoint{{At: t0 + 1, TokensPerSecond: 11, Active: 2, Capacity: 16}, {At: t0 + 2, TokensPerSecond: 2, Active: 1, Capacity: 8}, {At: t0 + 3, TokensPerSecond: 3, Active: 1, Capacity: 8}},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := New(Options{Series: tc.max}, t0)
+			for _, ev := range tc.evs {
+				s.Apply(ev)
+			}
+			if got := s.Snapshot(t0).Series; !reflect.DeepEqual(got, tc.want) {
+				t.Fatalf("got %+v\nwant %+v", got, tc.want)
+			}
+		})
+	}
+}
+
+// A long run keeps the series bounded and ordered across the compactions.
+func TestSeriesLongRun(t *testing.T) {
+	s := New(Options{Series: 7}, t0)
+	for i := int64(1); i <= 1000; i++ {
+		s.Apply(sched(t0+i, "a", 1, 0, float64(i)))
+	}
+	got := s.Snapshot(t0).Series
+	if len(got) != 7 {
+		t.Fatalf("%d points", len(got))
+	}
+	for k, p := range got {
+		if want := t0 + 994 + int64(k); p.At != want {
+			t.Fatalf("point %d at %d, want %d", k, p.At, want)
+		}
+	}
+}
+
+func TestMaxModels(t *testing.T) {
+	s := New(Options{MaxModels: 2}, t0)
+	for i := 0; i < 5; i++ {
+		s.Apply(memory(t0, fmt.Sprintf("m%d", i), 1, 1, 1))
+		s.Apply(request(t0, fmt.Sprintf("m%d", i), events.FinishStop, 1, nil))
+	}
+	snap := s.Snapshot(t0)
+	if len(snap.Models) != 2 || len(snap.Requests.Window.PerModel) != 2 {
+		t.Fatalf("%d models, %d per-model windows", len(snap.Models), len(snap.Requests.Window.PerModel))
+	}
+	if snap.Requests.Finished != 5 {
+		t.Fatalf("requests of untracked models not counted: %d", snap.Requests.Finished)
+	}
+}
+
+// A snapshot is a copy: later events do not change it.
+func TestSnapshotIsACopy(t *testing.T) {
+	s := New(Options{}, t0)
+	s.Apply(sched(t0, "a", 1, 0, 10))
+	s.Apply(request(t0, "a", events.FinishStop, 5, f(1)))
+	before, _ := json.Marshal(s.Snapshot(t0))
+	snap := s.Snapshot(t0)
+	s.Apply(sched(t0+1, "a", 2, 0, 20))
+	s.Apply(request(t0+1, "a", events.FinishLength, 6, f(2)))
+	after, _ := json.Marshal(snap)
+	if !bytes.Equal(before, after) {
+		t.Fatalf("snapshot changed under later events:\n%s\n%s", before, after)
+	}
+}
+
+// mixedEvents is a realistic blend: mostly requests and scheduler samples.
+func mixedEvents(n int) []events.Event {
+	models := []string{"llama-3.2-3b", "qwen2.5-7b", "mistral-7b"}
+	evs := make([]events.Event, 0, n)
+	for i := 0; len(evs) < n; i++ {
+		m := models[i%len(models)]
+		at := t0 + int64(i)
+		switch i % 8 {
+		case 0, 1, 2, 3:
+			evs = append(evs, request(at, m, events.FinishStop, float64(i%997), f(float64(i%89))))
+		case 4, 5:
+			evs = append(evs, sched(at, m, i%8, i%3, float64(i%500)))
+		case 6:
+			evs = append(evs, cache(at, m, events.CachePrefix, int64(i), i64(int64(i)), i64(int64(i/2))))
+		case 7:
+			evs = append(evs, memory(at, m, 1<<30, int64(i), int64(i/2)))
+		}
+	}
+	return evs
+}
+
+func BenchmarkApply(b *testing.B) {
+	evs := mixedEvents(1 << 16)
+	s := New(Options{}, t0)
+	for _, ev := range evs {
+		s.Apply(ev)
+	}
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		s.Apply(evs[i&(len(evs)-1)])
+		i++
+	}
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "events/s")
+}
+
+func BenchmarkSnapshot(b *testing.B) {
+	s := New(Options{}, t0)
+	for _, ev := range mixedEvents(10_000) {
+		s.Apply(ev)
+	}
+	b.Run("build", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			_ = s.Snapshot(t0)
+		}
+	})
+	b.Run("build+encode", func(b *testing.B) {
+		b.ReportAllocs()
+		var size int
+		for b.Loop() {
+			out, err := json.Marshal(s.Snapshot(t0))
+			if err != nil {
+				b.Fatal(err)
+			}
+			size = len(out)
+		}
+		b.ReportMetric(float64(size), "bytes")
+	})
+}
