@@ -10,9 +10,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mlx-bun/mlx-metrics/backend/internal/jobs/jobstest"
 	"github.com/mlx-bun/mlx-metrics/gpu/lease"
 	"github.com/mlx-bun/mlx-metrics/shared/bench"
 )
+
+func TestMain(m *testing.M) {
+	jobstest.Main()
+	os.Exit(m.Run())
+}
 
 // fakeClock's timers fire only when the test says so.
 type fakeClock struct {
@@ -43,11 +49,12 @@ type harness struct {
 func newHarness(t *testing.T, dir string, maxQueued int) *harness {
 	t.Helper()
 	h := &harness{t: t, lease: lease.New("no GPU found", nil), clock: newFakeClock(), dir: dir}
+	argv, env := jobstest.RunnerArgv()
 	svc, err := New(Options{
 		RunsDir:   dir,
 		Lease:     h.lease,
-		Runner:    []string{os.Args[0], "bench", "run"},
-		Env:       []string{fakeRunnerEnv + "=1"},
+		Runner:    argv,
+		Env:       env,
 		Clock:     h.clock,
 		MaxQueued: maxQueued,
 		Finished: func(rec bench.RunRecord, runDir string) error {
@@ -81,13 +88,7 @@ func newHarness(t *testing.T, dir string, maxQueued int) *harness {
 	return h
 }
 
-func plan(script string, cells int) bench.Plan {
-	p := bench.Plan{Scope: bench.ScopeAll, Description: script}
-	for range cells {
-		p.Cells = append(p.Cells, bench.Cell{Model: "m", Kind: bench.KindTree})
-	}
-	return p
-}
+func plan(script string, cells int) bench.Plan { return jobstest.Plan(script, cells) }
 
 func (h *harness) submit(script string) bench.Job {
 	h.t.Helper()

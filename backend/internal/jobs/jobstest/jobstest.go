@@ -1,4 +1,8 @@
-package jobs
+// Package jobstest is a scripted bench-serve runner for tests of the job
+// service and the API: the test binary re-executes itself as the runner
+// (the standard os/exec test trick), so jobs run real child processes whose
+// behaviour the test chooses through the plan's description.
+package jobstest
 
 import (
 	"encoding/json"
@@ -8,28 +12,48 @@ import (
 	"os/signal"
 	"path/filepath"
 	"syscall"
-	"testing"
 	"time"
 
 	"github.com/mlx-bun/mlx-metrics/shared/bench"
 )
 
-// fakeRunnerEnv makes the test binary act as the runner: the standard
-// re-exec trick, so the job service runs a real child process whose
-// behaviour the test scripts through the plan's description.
-const fakeRunnerEnv = "MLX_METRICS_FAKE_RUNNER"
+// Env makes the test binary act as the runner when set to 1.
+const Env = "MLX_METRICS_FAKE_RUNNER"
 
-func TestMain(m *testing.M) {
-	if os.Getenv(fakeRunnerEnv) == "1" {
-		os.Exit(fakeRunner(os.Args[1:]))
+// Main runs the fake runner and exits when the environment asks for it;
+// call it first in TestMain.
+func Main() {
+	if os.Getenv(Env) == "1" {
+		os.Exit(Runner(os.Args[1:]))
 	}
-	os.Exit(m.Run())
 }
 
-// fakeRunner follows `bench run`'s contract: --plan/--out/--id/--profile,
-// `=== cell ===` and `  problem:` lines on stdout, run.json in --out, exit 0
+// RunnerArgv returns the argv prefix and environment that start this test
+// binary as the runner.
+func RunnerArgv() (argv, env []string) {
+	return []string{os.Args[0], "bench", "run"}, []string{Env + "=1"}
+}
+
+// Plan is a plan of n cells that the fake runner plays as script:
+//   - ok: two cells measured, exit 0
+//   - incomplete: one cell failed with a problem line, exit 1
+//   - crash: exit 3 without run.json
+//   - refuse: exit 2 (a plan error)
+//   - block: starts a cell and waits for SIGTERM, then saves a cancelled
+//     record and exits 143
+//   - stubborn: starts a cell and ignores SIGTERM until SIGKILL
+func Plan(script string, n int) bench.Plan {
+	p := bench.Plan{Scope: bench.ScopeAll, Description: script}
+	for range n {
+		p.Cells = append(p.Cells, bench.Cell{Model: "m", Kind: bench.KindTree})
+	}
+	return p
+}
+
+// Runner is the fake runner. It follows `bench run`'s contract:
+// --plan/--out/--id/--profile, `=== cell ===` and `  problem:` lines on stdout, run.json in --out, exit 0
 // complete, 1 incomplete, 2 plan error, 143 after SIGTERM.
-func fakeRunner(args []string) int {
+func Runner(args []string) int {
 	if len(args) < 2 || args[0] != "bench" || args[1] != "run" {
 		fmt.Fprintln(os.Stderr, "fake runner: want `bench run`, got", args)
 		return 2
