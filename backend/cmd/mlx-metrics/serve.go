@@ -6,17 +6,22 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/mlx-bun/mlx-metrics/backend/internal/bus"
 	"github.com/mlx-bun/mlx-metrics/backend/internal/health"
 	"github.com/mlx-bun/mlx-metrics/backend/internal/server"
+	"github.com/mlx-bun/mlx-metrics/backend/internal/webui"
 )
 
 // serveConfig is the backend's configuration; every flag has an env twin.
 type serveConfig struct {
 	addr string
 	home string
+	// corsOrigins are the host origins allowed to embed the panel and call
+	// the API from their pages (comma-separated); none by default.
+	corsOrigins string
 }
 
 func defaultHome() string {
@@ -41,6 +46,7 @@ func runServe(ctx context.Context, args []string) error {
 	var cfg serveConfig
 	fs.StringVar(&cfg.addr, "addr", envOr("MLX_METRICS_ADDR", "127.0.0.1:7878"), "listen address (env MLX_METRICS_ADDR)")
 	fs.StringVar(&cfg.home, "home", defaultHome(), "data home; storage lives under <home>/metrics (env MLX_METRICS_HOME)")
+	fs.StringVar(&cfg.corsOrigins, "cors-origins", os.Getenv("MLX_METRICS_CORS_ORIGINS"), "comma-separated host origins (scheme://host[:port]) allowed to embed the panel and call the API; none by default (env MLX_METRICS_CORS_ORIGINS)")
 	if err := fs.Parse(args); err != nil {
 		return &exitError{code: 2, err: err}
 	}
@@ -51,6 +57,15 @@ func runServe(ctx context.Context, args []string) error {
 	healthz.Add("bus", func() any { return eventBus.Stats() })
 	// Features mount in order; append yours here.
 	features := []server.Feature{healthz}
+	// The panel mounts first: its CORS middleware must wrap every route.
+	panelUI, err := webui.New(webui.Options{CORSOrigins: strings.Split(cfg.corsOrigins, ",")})
+	if err != nil {
+		return &exitError{code: 2, err: err}
+	}
+	if !panelUI.Built() {
+		fmt.Fprintln(os.Stderr, "mlx-metrics: panel not built (run scripts/build-panel); serving the API only")
+	}
+	features = append([]server.Feature{panelUI}, features...)
 
 	app := server.New(server.Options{}, features...)
 	errc := make(chan error, 1)

@@ -1,0 +1,170 @@
+package webui
+
+import (
+	"bytes"
+	"compress/gzip"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"testing/fstest"
+
+	"github.com/mlx-bun/mlx-metrics/backend/internal/server"
+)
+
+func gz(s string) []byte {
+	var b bytes.Buffer
+	w := gzip.NewWriter(&b)
+	w.Write([]byte(s))
+	w.Close()
+	return b.Bytes()
+}
+
+var built = fstest.MapFS{
+	"index.html":                  {Data: []byte("<!doctype html>standalone")},
+	"panel.js":                    {Data: []byte("export class MlxMetricsPanel {}")},
+	"frame/index.html":            {Data: []byte("<!doctype html>frame")},
+	"frame/web/app.wasm.gz":       {Data: gz("\x00asm wasm bytes")},
+	"frame/web/panel.css":         {Data: []byte(":root{}")},
+	"frame/app.js":                {Data: []byte("var goapp;")},
+	"frame/web/echarts.min.js.gz": {Data: gz("echarts")},
+}
+
+func TestRoutes(t *testing.T) {
+	tests := []struct {
+		name       string
+		assets     fstest.MapFS
+		origins    []string
+		method     string
+		path       string
+		header     map[string]string
+		wantStatus int
+		wantBody   string
+		wantHeader map[string]string
+	}{
+		{name: "standalone", assets: built, path: "/", wantStatus: 200, wantBody: "standalone",
+			wantHeader: map[string]string{"Content-Type": "text/html; charset=utf-8", "Cache-Control": "no-cache"}},
+		{name: "standalone at /metrics", assets: built, path: "/metrics", wantStatus: 200, wantBody: "standalone"},
+		{name: "not built", assets: fstest.MapFS{"README.txt": {}}, path: "/", wantStatus: 503, wantBody: "panel not built: run scripts/build-panel"},
+		{name: "not built frame", assets: fstest.MapFS{"README.txt": {}}, path: "/api/metrics/panel/", wantStatus: 503, wantBody: `"type":"server_error"`},
+		{name: "loader", assets: built, path: "/api/metrics/panel.js", wantStatus: 200, wantBody: "MlxMetricsPanel",
+			wantHeader: map[string]string{"Content-Type": "text/javascript; charset=utf-8"}},
+		{name: "frame index", assets: built, path: "/api/metrics/panel/", wantStatus: 200, wantBody: "frame",
+			wantHeader: map[string]string{"Content-Security-Policy": "frame-ancestors 'self'"}},
+		{name: "frame redirect", assets: built, path: "/api/metrics/panel", wantStatus: 301,
+			wantHeader: map[string]string{"Location": "/api/metrics/panel/"}},
+		{name: "wasm gzip", assets: built, path: "/api/metrics/panel/web/app.wasm", header: map[string]string{"Accept-Encoding": "gzip, br"},
+			wantStatus: 200, wantBody: string(gz("\x00asm wasm bytes")),
+			wantHeader: map[string]string{"Content-Encoding": "gzip", "Content-Type": "application/wasm", "Vary": "Accept-Encoding"}},
+		{name: "wasm inflated for identity", assets: built, path: "/api/metrics/panel/web/app.wasm", header: map[string]string{"Accept-Encoding": "identity"},
+			wantStatus: 200, wantBody: "\x00asm wasm bytes", wantHeader: map[string]string{"Content-Encoding": ""}},
+		{name: "missing asset", assets: built, path: "/api/metrics/panel/web/nope.js", wantStatus: 404, wantBody: `"type":"invalid_request_error"`},
+		{name: "traversal stays inside", assets: built, path: "/api/metrics/panel/../../panel.js", wantStatus: 404, wantBody: "no panel asset frame/panel.js"},
+		{name: "no CORS by default", assets: built, path: "/api/metrics/panel.js", header: map[string]string{"Origin": "http://evil.test"},
+			wantStatus: 200, wantHeader: map[string]string{"Access-Control-Allow-Origin": ""}},
+		{name: "CORS for a configured origin", assets: built, origins: []string{"http://host.test:3000"}, path: "/api/metrics/panel.js",
+			header: map[string]string{"Origin": "http://host.test:3000"}, wantStatus: 200,
+			wantHeader: map[string]string{"Access-Control-Allow-Origin": "http://host.test:3000"}},
+		{name: "CORS refuses others", assets: built, origins: []string{"http://host.test:3000"}, path: "/api/metrics/panel.js",
+			header: map[string]string{"Origin": "http://evil.test"}, wantStatus: 200,
+			wantHeader: map[string]string{"Access-Control-Allow-Origin": ""}},
+		{name: "CORS preflight", assets: built, origins: []string{"http://host.test:3000"}, method: "OPTIONS", path: "/api/metrics/bench",
+			header: map[string]string{"Origin": "http://host.test:3000", "Access-Control-Request-Method": "POST"}, wantStatus: 204,
+			wantHeader: map[string]string{"Access-Control-Allow-Origin": "http://host.test:3000"}},
+		{name: "frame-ancestors lists origins", assets: built, origins: []string{"http://host.test:3000"}, path: "/api/metrics/panel/",
+			wantStatus: 200, wantHeader: map[string]string{"Content-Security-Policy": "frame-ancestors 'self' http://host.test:3000"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			u, err := New(Options{Assets: tt.assets, CORSOrigins: tt.origins})
+			if err != nil {
+				t.Fatal(err)
+			}
+			app := server.New(server.Options{}, u)
+			method := tt.method
+			if method == "" {
+				method = http.MethodGet
+			}
+			req := httptest.NewRequest(method, tt.path, nil)
+			for k, v := range tt.header {
+				req.Header.Set(k, v)
+			}
+			res, err := app.Test(req, -1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, _ := io.ReadAll(res.Body)
+			if res.StatusCode != tt.wantStatus {
+				t.Fatalf("status %d, want %d (body %q)", res.StatusCode, tt.wantStatus, body)
+			}
+			if !strings.Contains(string(body), tt.wantBody) {
+				t.Errorf("body %q, want it to contain %q", body, tt.wantBody)
+			}
+			for k, v := range tt.wantHeader {
+				if got := res.Header.Get(k); got != v {
+					t.Errorf("header %s = %q, want %q", k, got, v)
+				}
+			}
+		})
+	}
+}
+
+func TestETagRevalidation(t *testing.T) {
+	u, _ := New(Options{Assets: built})
+	app := server.New(server.Options{}, u)
+	res, _ := app.Test(httptest.NewRequest("GET", "/api/metrics/panel.js", nil), -1)
+	etag := res.Header.Get("ETag")
+	if etag == "" {
+		t.Fatal("no ETag")
+	}
+	req := httptest.NewRequest("GET", "/api/metrics/panel.js", nil)
+	req.Header.Set("If-None-Match", etag)
+	res, _ = app.Test(req, -1)
+	if res.StatusCode != http.StatusNotModified {
+		t.Fatalf("status %d, want 304", res.StatusCode)
+	}
+}
+
+func TestParseOrigins(t *testing.T) {
+	tests := []struct {
+		in      []string
+		want    string
+		wantErr bool
+	}{
+		{in: nil, want: ""},
+		{in: []string{"http://localhost:3000/", " HTTPS://Host.Example "}, wantErr: true},
+		{in: []string{"http://localhost:3000/", "https://Host.Example"}, want: "http://localhost:3000,https://host.example"},
+		{in: []string{"*"}, want: "*"},
+		{in: []string{"localhost:3000"}, wantErr: true},
+		{in: []string{"http://host/path"}, wantErr: true},
+		{in: []string{"ftp://host"}, wantErr: true},
+	}
+	for _, tt := range tests {
+		got, err := ParseOrigins(tt.in)
+		if (err != nil) != tt.wantErr {
+			t.Errorf("%v: err = %v", tt.in, err)
+			continue
+		}
+		if !tt.wantErr && strings.Join(got, ",") != tt.want {
+			t.Errorf("%v: got %v, want %s", tt.in, got, tt.want)
+		}
+	}
+}
+
+func TestEmbeddedPlaceholderBuilds(t *testing.T) {
+	u, err := New(Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Either the placeholder alone (not built) or a full build: both serve.
+	app := server.New(server.Options{}, u)
+	res, _ := app.Test(httptest.NewRequest("GET", "/", nil), -1)
+	want := http.StatusServiceUnavailable
+	if u.Built() {
+		want = http.StatusOK
+	}
+	if res.StatusCode != want {
+		t.Fatalf("status %d, want %d", res.StatusCode, want)
+	}
+}

@@ -1,0 +1,256 @@
+// Package charts builds the panel's ECharts options with go-echarts from
+// the shared types. Each builder returns the option as JSON, ready for
+// echarts.setOption; nothing here touches the browser, so the options are
+// tested natively.
+package charts
+
+import (
+	"encoding/json"
+	"fmt"
+	"sort"
+
+	"github.com/go-echarts/go-echarts/v2/charts"
+	"github.com/go-echarts/go-echarts/v2/opts"
+
+	"github.com/mlx-bun/mlx-metrics/shared/bench"
+	"github.com/mlx-bun/mlx-metrics/shared/snapshot"
+)
+
+// Palette carries the theme's colours into the options: ECharts draws on a
+// canvas, so CSS custom properties do not reach it by themselves.
+type Palette struct {
+	Text   string // labels and legends
+	Muted  string // axis lines and split lines
+	Series []string
+}
+
+// Light and Dark are the defaults when the host sets no custom properties.
+var (
+	Light = Palette{Text: "#1f2328", Muted: "#d0d7de", Series: []string{"#2f6fdb", "#e07b00", "#1a7f37", "#a040c0", "#cf222e", "#0a8a8a"}}
+	Dark  = Palette{Text: "#e6edf3", Muted: "#30363d", Series: []string{"#6ea8fe", "#ffa657", "#56d364", "#d2a8ff", "#ff7b72", "#39c5cf"}}
+)
+
+type jsonOption interface {
+	Validate()
+	JSON() map[string]any
+}
+
+// encode validates the chart, applies the palette's text and background, and
+// marshals it. go-echarts has no field for a few ECharts options
+// (backgroundColor, textStyle, splitLine colours); they are set on the map.
+func encode(c jsonOption, p Palette) []byte {
+	c.Validate()
+	m := c.JSON()
+	m["backgroundColor"] = "transparent"
+	m["textStyle"] = map[string]any{"color": p.Text}
+	m["animation"] = false
+	if len(p.Series) > 0 {
+		m["color"] = p.Series
+	}
+	for _, key := range []string{"xAxis", "yAxis"} {
+		axes, ok := m[key].([]opts.XAxis)
+		if ok {
+			out := make([]map[string]any, len(axes))
+			for i, a := range axes {
+				out[i] = axisMap(a, p)
+			}
+			m[key] = out
+		}
+		yaxes, ok := m[key].([]opts.YAxis)
+		if ok {
+			out := make([]map[string]any, len(yaxes))
+			for i, a := range yaxes {
+				out[i] = axisMap(a, p)
+			}
+			m[key] = out
+		}
+	}
+	b, err := json.Marshal(m)
+	if err != nil {
+		// The options are built from plain numbers and strings; a failure is
+		// a programming error.
+		panic(fmt.Sprintf("charts: marshal option: %v", err))
+	}
+	return b
+}
+
+// axisMap re-marshals an axis and adds the palette's line colours.
+func axisMap(a any, p Palette) map[string]any {
+	b, _ := json.Marshal(a)
+	var m map[string]any
+	_ = json.Unmarshal(b, &m)
+	m["axisLine"] = map[string]any{"lineStyle": map[string]any{"color": p.Muted}}
+	m["splitLine"] = map[string]any{"lineStyle": map[string]any{"color": p.Muted, "opacity": 0.6}}
+	m["nameTextStyle"] = map[string]any{"color": p.Text}
+	m["axisLabel"] = mergeLabel(m["axisLabel"], p)
+	return m
+}
+
+func mergeLabel(v any, p Palette) map[string]any {
+	m, _ := v.(map[string]any)
+	if m == nil {
+		m = map[string]any{}
+	}
+	m["color"] = p.Text
+	return m
+}
+
+func legend() opts.Legend {
+	return opts.Legend{Show: opts.Bool(true), Top: "0"}
+}
+
+// Throughput is the serving chart: tokens per second on the left axis,
+// active rows, capacity and queue depth on the right, over the series window.
+func Throughput(series []snapshot.SeriesPoint, p Palette) []byte {
+	c := charts.NewLine()
+	c.SetGlobalOptions(
+		charts.WithLegendOpts(legend()),
+		charts.WithTooltipOpts(opts.Tooltip{Show: opts.Bool(true), Trigger: "axis"}),
+		charts.WithGridOpts(opts.Grid{Left: "56", Right: "48", Top: "36", Bottom: "28"}),
+		charts.WithXAxisOpts(opts.XAxis{Type: "time"}),
+		charts.WithYAxisOpts(opts.YAxis{Name: "tok/s", Type: "value", Min: 0}),
+	)
+	c.ExtendYAxis(opts.YAxis{Name: "rows", Type: "value", Min: 0, MinInterval: 1})
+	tps := make([]opts.LineData, len(series))
+	active := make([]opts.LineData, len(series))
+	capacity := make([]opts.LineData, len(series))
+	queued := make([]opts.LineData, len(series))
+	for i, pt := range series {
+		tps[i] = opts.LineData{Value: []any{pt.At, pt.TokensPerSecond}}
+		active[i] = opts.LineData{Value: []any{pt.At, pt.Active}}
+		capacity[i] = opts.LineData{Value: []any{pt.At, pt.Capacity}}
+		queued[i] = opts.LineData{Value: []any{pt.At, pt.Queued}}
+	}
+	noSymbol := charts.WithLineChartOpts(opts.LineChart{ShowSymbol: opts.Bool(false)})
+	right := charts.WithLineChartOpts(opts.LineChart{ShowSymbol: opts.Bool(false), YAxisIndex: 1, Step: "end"})
+	c.AddSeries("tokens/s", tps, noSymbol, charts.WithAreaStyleOpts(opts.AreaStyle{Opacity: opts.Float(0.15)}))
+	c.AddSeries("active rows", active, right)
+	c.AddSeries("capacity", capacity, right, charts.WithLineStyleOpts(opts.LineStyle{Type: "dashed"}))
+	c.AddSeries("queued", queued, right)
+	return encode(c, p)
+}
+
+// MiB is the unit of the memory chart.
+const MiB = 1 << 20
+
+// Memory is a stacked bar per model: weights, KV cache and prefix cache.
+func Memory(models []snapshot.Model, p Palette) []byte {
+	c := charts.NewBar()
+	c.SetGlobalOptions(
+		charts.WithLegendOpts(legend()),
+		charts.WithTooltipOpts(opts.Tooltip{Show: opts.Bool(true), Trigger: "axis"}),
+		charts.WithGridOpts(opts.Grid{Left: "64", Right: "24", Top: "36", Bottom: "28", ContainLabel: opts.Bool(true)}),
+		charts.WithXAxisOpts(opts.XAxis{Type: "value", Name: "MiB"}),
+		charts.WithYAxisOpts(opts.YAxis{Type: "category"}),
+	)
+	names := make([]string, len(models))
+	weights := make([]opts.BarData, len(models))
+	kv := make([]opts.BarData, len(models))
+	prefix := make([]opts.BarData, len(models))
+	for i, m := range models {
+		names[i] = m.Model
+		weights[i] = opts.BarData{Value: mib(m.WeightsBytes)}
+		kv[i] = opts.BarData{Value: mib(m.KVBytes)}
+		prefix[i] = opts.BarData{Value: mib(m.PrefixCacheBytes)}
+	}
+	c.SetXAxis(names) // category data; moved to the y axis below
+	stack := charts.WithBarChartOpts(opts.BarChart{Stack: "memory"})
+	c.AddSeries("weights", weights, stack)
+	c.AddSeries("KV cache", kv, stack)
+	c.AddSeries("prefix cache", prefix, stack)
+	c.XYReversal()
+	return encode(c, p)
+}
+
+func mib(b int64) float64 {
+	return float64(int64(float64(b)/MiB*10)) / 10
+}
+
+// Gauge is one cache's fill as a percentage of its capacity.
+func Gauge(name string, percent float64, p Palette) []byte {
+	if percent < 0 {
+		percent = 0
+	}
+	c := charts.NewGauge()
+	c.AddSeries(name, []opts.GaugeData{{Name: name, Value: float64(int(percent*10)) / 10}})
+	b := encode(c, p)
+	// Gauge styling go-echarts does not model: progress arc, value label.
+	var m map[string]any
+	_ = json.Unmarshal(b, &m)
+	if s, ok := m["series"].([]any); ok && len(s) == 1 {
+		g := s[0].(map[string]any)
+		g["min"], g["max"] = 0, 100
+		g["progress"] = map[string]any{"show": true, "width": 10}
+		g["axisLine"] = map[string]any{"lineStyle": map[string]any{"width": 10}}
+		g["axisTick"] = map[string]any{"show": false}
+		g["splitLine"] = map[string]any{"show": false}
+		g["axisLabel"] = map[string]any{"show": false}
+		g["pointer"] = map[string]any{"show": false}
+		g["title"] = map[string]any{"show": false}
+		g["detail"] = map[string]any{"formatter": "{value}%", "fontSize": 18, "offsetCenter": []any{0, 0}, "color": p.Text}
+		g["radius"] = "95%"
+	}
+	out, _ := json.Marshal(m)
+	return out
+}
+
+// Figure picks one compact-cell figure for a trend chart.
+type Figure struct {
+	Name string
+	Unit string
+	Get  func(bench.CompactCell) *float64
+}
+
+// Figures are the per-cell medians a trend chart can follow.
+var Figures = []Figure{
+	{"decode", "tok/s", func(c bench.CompactCell) *float64 { return c.DecodeTokensPerSecond }},
+	{"cold TTFT", "ms", func(c bench.CompactCell) *float64 { return c.TTFTColdMs }},
+	{"prefill 1k", "tok/s", func(c bench.CompactCell) *float64 { return c.Prefill1kTokensPerSecond }},
+	{"aggregate", "tok/s", func(c bench.CompactCell) *float64 { return c.AggregateTokensPerSecond }},
+}
+
+// Trend follows one figure of each of a profile's cells across runs (oldest
+// left), one line per cell key; a cell not measured in a run leaves a gap.
+func Trend(entries []bench.HistoryEntry, profile string, f Figure, p Palette) []byte {
+	var runs []bench.HistoryEntry
+	for _, e := range entries {
+		if e.Profile == profile {
+			runs = append(runs, e)
+		}
+	}
+	sort.Slice(runs, func(i, j int) bool { return runs[i].StartedAt < runs[j].StartedAt })
+	var keys []string
+	seen := map[string]bool{}
+	for _, r := range runs {
+		for _, c := range r.Cells {
+			if !seen[c.Key] {
+				seen[c.Key] = true
+				keys = append(keys, c.Key)
+			}
+		}
+	}
+	c := charts.NewLine()
+	c.SetGlobalOptions(
+		charts.WithLegendOpts(legend()),
+		charts.WithTooltipOpts(opts.Tooltip{Show: opts.Bool(true), Trigger: "axis"}),
+		charts.WithGridOpts(opts.Grid{Left: "56", Right: "24", Top: "48", Bottom: "28"}),
+		charts.WithXAxisOpts(opts.XAxis{Type: "time"}),
+		charts.WithYAxisOpts(opts.YAxis{Name: f.Name + " (" + f.Unit + ")", Type: "value", Scale: opts.Bool(true)}),
+	)
+	for _, k := range keys {
+		data := make([]opts.LineData, 0, len(runs))
+		for _, r := range runs {
+			var v any // null: not measured in this run
+			for _, cell := range r.Cells {
+				if cell.Key == k {
+					if x := f.Get(cell); x != nil {
+						v = *x
+					}
+				}
+			}
+			data = append(data, opts.LineData{Value: []any{r.StartedAt, v}})
+		}
+		c.AddSeries(k, data, charts.WithLineChartOpts(opts.LineChart{ShowSymbol: opts.Bool(true)}))
+	}
+	return encode(c, p)
+}

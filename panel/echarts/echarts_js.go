@@ -1,0 +1,57 @@
+//go:build js && wasm
+
+package echarts
+
+import "syscall/js"
+
+// Set draws option (ECharts option JSON) into the element with id,
+// creating the chart on first use and resizing it with its element. It
+// reports whether ECharts was there to draw.
+func Set(id string, option []byte) bool {
+	lib := js.Global().Get("echarts")
+	el := js.Global().Get("document").Call("getElementById", id)
+	if lib.IsUndefined() || el.IsNull() || el.IsUndefined() {
+		return false
+	}
+	chart := lib.Call("getInstanceByDom", el)
+	if chart.IsUndefined() || chart.IsNull() {
+		chart = lib.Call("init", el, js.Null(), map[string]any{"renderer": "canvas"})
+		// ECharts sizes its canvas once; follow the element from then on.
+		observe(el, chart)
+	}
+	opt := js.Global().Get("JSON").Call("parse", string(option))
+	// replaceMerge drops series that left (a model unloaded) instead of
+	// keeping their last values on screen.
+	chart.Call("setOption", opt, map[string]any{"replaceMerge": []any{"series", "xAxis", "yAxis"}})
+	return true
+}
+
+// Dispose releases the chart drawn into the element with id, if any.
+func Dispose(id string) {
+	lib := js.Global().Get("echarts")
+	el := js.Global().Get("document").Call("getElementById", id)
+	if lib.IsUndefined() || el.IsNull() || el.IsUndefined() {
+		return
+	}
+	if chart := lib.Call("getInstanceByDom", el); !chart.IsUndefined() && !chart.IsNull() {
+		chart.Call("dispose")
+	}
+}
+
+func observe(el, chart js.Value) {
+	ro := js.Global().Get("ResizeObserver")
+	if ro.IsUndefined() {
+		return
+	}
+	var cb js.Func
+	cb = js.FuncOf(func(this js.Value, args []js.Value) any {
+		if chart.Call("isDisposed").Bool() {
+			this.Call("disconnect")
+			cb.Release()
+			return nil
+		}
+		chart.Call("resize")
+		return nil
+	})
+	ro.New(cb).Call("observe", el)
+}

@@ -1,0 +1,35 @@
+package format
+
+import "testing"
+
+func TestFormat(t *testing.T) {
+	f := func(v float64) *float64 { return &v }
+	tests := []struct {
+		name, got, want string
+	}{
+		{"bytes small", Bytes(512), "512 B"},
+		{"bytes KiB", Bytes(1536), "1.5 KiB"},
+		{"bytes GiB", Bytes(3 << 30), "3.0 GiB"},
+		{"rate high", Rate(1234.4), "1234 tok/s"},
+		{"rate mid", Rate(42.25), "42.2 tok/s"},
+		{"rate low", Rate(3.14159), "3.14 tok/s"},
+		{"ms small", Ms(12.34), "12.3 ms"},
+		{"ms mid", Ms(450.6), "451 ms"},
+		{"ms seconds", Ms(12500), "12.5 s"},
+		{"ms nil", MsPtr(nil), Dash},
+		{"ms ptr", MsPtr(f(5)), "5.0 ms"},
+		{"rate nil", RatePtr(nil), Dash},
+		{"percent", Percent(0.4567), "45.7%"},
+		{"clock zero", Clock(0), Dash},
+		{"clock", Clock(1764690000000), "15:40:00"},
+		{"when", When(1764690000000), "2025-12-02 15:40 UTC"},
+		{"count", Count(1234567), "1,234,567"},
+		{"count small", Count(12), "12"},
+		{"count negative", Count(-1234), "-1,234"},
+	}
+	for _, tt := range tests {
+		if tt.got != tt.want {
+			t.Errorf("%s: got %q, want %q", tt.name, tt.got, tt.want)
+		}
+	}
+}

@@ -1,0 +1,454 @@
+package ui
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/maxence-charriere/go-app/v10/pkg/app"
+
+	"github.com/mlx-bun/mlx-metrics/panel/api"
+	"github.com/mlx-bun/mlx-metrics/panel/charts"
+	"github.com/mlx-bun/mlx-metrics/panel/format"
+	"github.com/mlx-bun/mlx-metrics/shared/bench"
+)
+
+// HistoryLimit is how many finished runs the view lists and trends.
+const HistoryLimit = 50
+
+// BenchView runs bench-serve and shows its history. It talks to the bench
+// routes itself, so their failure shows here and nowhere else.
+type BenchView struct {
+	app.Compo
+
+	// API is the API root the routes hang off (connection.apiBase).
+	API     string
+	Palette charts.Palette
+	// Poll is how often jobs are refreshed while the view is open; zero
+	// refreshes only on mount and after an action (tests).
+	Poll time.Duration
+
+	profiles    []bench.Profile
+	profilesErr string
+	jobs        bench.JobList
+	jobsErr     string
+	history     []bench.HistoryEntry
+	historyErr  string
+	// finished counts jobs no longer running at the last refresh; when it
+	// moves, history is fetched again.
+	finished int
+
+	detail    *bench.HistoryEntry
+	detailErr string
+
+	trendProfile string
+	figure       int
+	actionErr    string
+	busy         bool
+	mounted      bool
+}
+
+func (v *BenchView) client() *api.Client { return &api.Client{Base: v.API} }
+
+func (v *BenchView) OnMount(ctx app.Context) {
+	v.mounted = true
+	v.refresh(ctx, true)
+	v.schedule(ctx)
+}
+
+func (v *BenchView) OnDismount() { v.mounted = false }
+
+// OnUpdate refetches everything when the connection changed.
+func (v *BenchView) OnUpdate(ctx app.Context) { v.refresh(ctx, true) }
+
+func (v *BenchView) schedule(ctx app.Context) {
+	if v.Poll <= 0 {
+		return
+	}
+	ctx.After(v.Poll, func(ctx app.Context) {
+		if !v.mounted {
+			return
+		}
+		v.refresh(ctx, false)
+		v.schedule(ctx)
+	})
+}
+
+// refresh fetches jobs, and profiles and history when all is set or a job
+// finished since the last look.
+func (v *BenchView) refresh(ctx app.Context, all bool) {
+	c := v.client()
+	knownFinished := v.finished
+	ctx.Async(func() {
+		cctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		jobs, jobsErr := c.Jobs(cctx)
+		finished := 0
+		for _, j := range jobs.Jobs {
+			if j.Status != bench.StatusRunning && j.Status != bench.StatusQueued {
+				finished++
+			}
+		}
+		var (
+			profiles               []bench.Profile
+			history                []bench.HistoryEntry
+			profilesErr, histErr   error
+			fetchedProfiles, fetch bool
+		)
+		if all || finished != knownFinished {
+			fetch, fetchedProfiles = true, true
+			profiles, profilesErr = c.Profiles(cctx)
+			history, histErr = c.History(cctx, HistoryLimit)
+		}
+		ctx.Dispatch(func(ctx app.Context) {
+			v.jobs, v.jobsErr = jobs, errText(jobsErr)
+			if jobsErr == nil {
+				v.finished = finished
+			}
+			if fetchedProfiles {
+				v.profiles, v.profilesErr = profiles, errText(profilesErr)
+			}
+			if fetch {
+				v.history, v.historyErr = history, errText(histErr)
+				if v.trendProfile == "" && len(history) > 0 {
+					v.trendProfile = history[0].Profile
+				}
+			}
+		})
+	})
+}
+
+func errText(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}
+
+func (v *BenchView) run(ctx app.Context, profile string) {
+	v.busy, v.actionErr = true, ""
+	c := v.client()
+	ctx.Async(func() {
+		cctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_, err := c.Start(cctx, profile)
+		ctx.Dispatch(func(ctx app.Context) {
+			v.busy, v.actionErr = false, errText(err)
+			v.refresh(ctx, false)
+		})
+	})
+}
+
+func (v *BenchView) cancel(ctx app.Context, id string) {
+	v.busy, v.actionErr = true, ""
+	c := v.client()
+	ctx.Async(func() {
+		cctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_, err := c.Cancel(cctx, id)
+		ctx.Dispatch(func(ctx app.Context) {
+			v.busy, v.actionErr = false, errText(err)
+			v.refresh(ctx, false)
+		})
+	})
+}
+
+func (v *BenchView) open(ctx app.Context, id string) {
+	c := v.client()
+	ctx.Async(func() {
+		cctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		e, err := c.Entry(cctx, id)
+		ctx.Dispatch(func(ctx app.Context) {
+			v.detailErr = errText(err)
+			if err == nil {
+				v.detail = &e
+			}
+		})
+	})
+}
+
+// activeJob is the job holding or waiting for the GPU, if any.
+func (v *BenchView) activeJob() *bench.Job {
+	for i := range v.jobs.Jobs {
+		if j := &v.jobs.Jobs[i]; j.Status == bench.StatusRunning {
+			return j
+		}
+	}
+	for i := range v.jobs.Jobs {
+		if j := &v.jobs.Jobs[i]; j.Status == bench.StatusQueued {
+			return j
+		}
+	}
+	return nil
+}
+
+// runBlocked says why Run is disabled, or "" when it is not.
+func (v *BenchView) runBlocked(p bench.Profile) string {
+	switch {
+	case p.Error != "":
+		return "plan does not validate: " + p.Error
+	case v.jobsErr != "":
+		return "job state unknown: " + v.jobsErr
+	case v.jobs.Lease.Held:
+		why := "the GPU is held by job " + v.jobs.Lease.Holder
+		if v.jobs.Lease.Since != 0 {
+			why += " since " + format.Clock(v.jobs.Lease.Since)
+		}
+		if v.jobs.Lease.Waiting > 0 {
+			why += fmt.Sprintf(" (%d waiting)", v.jobs.Lease.Waiting)
+		}
+		return why
+	case v.busy:
+		return "working…"
+	}
+	return ""
+}
+
+func (v *BenchView) Render() app.UI {
+	return app.Div().Class("view").ID("view-bench").Body(
+		app.If(v.actionErr != "", func() app.UI {
+			return app.P().Class("alert").DataSet("error", "action").Text(v.actionErr)
+		}),
+		v.renderProfiles(),
+		v.renderActive(),
+		v.renderHistory(),
+		v.renderDetail(),
+		v.renderTrend(),
+	)
+}
+
+func (v *BenchView) renderProfiles() app.UI {
+	var body app.UI
+	switch {
+	case v.profilesErr != "":
+		body = app.P().Class("alert").DataSet("error", "profiles").Text("Profiles unavailable: " + v.profilesErr)
+	case len(v.profiles) == 0:
+		body = empty("No bench-serve profiles. Write one with `mlx-metrics bench plan`.")
+	default:
+		ps := v.profiles
+		body = app.Div().Class("table-wrap").Body(app.Table().Class("table profiles").Body(
+			app.THead().Body(app.Tr().Body(th("Profile"), th("Scope"), th("Models"), th("Cells"), th(""))),
+			app.TBody().Body(app.Range(ps).Slice(func(i int) app.UI {
+				p := ps[i]
+				blocked := v.runBlocked(p)
+				models := "all served"
+				if len(p.Models) > 0 {
+					models = fmt.Sprint(p.Models)
+				}
+				return app.Tr().DataSet("profile", p.Name).Body(
+					app.Td().Body(app.Strong().Text(p.Name), app.If(p.Description != "", func() app.UI {
+						return app.Div().Class("muted").Text(p.Description)
+					})),
+					app.Td().Text(p.Scope),
+					app.Td().Class("model-name").Text(models),
+					tdNum(itoa(p.Cells)),
+					app.Td().Class("actions").Body(
+						app.Button().Class("btn btn-primary").DataSet("action", "run").
+							Disabled(blocked != "").Title(blocked).Text("Run").
+							OnClick(func(ctx app.Context, e app.Event) { v.run(ctx, p.Name) }),
+						app.If(blocked != "" && blocked != "working…", func() app.UI {
+							return app.Div().Class("reason").Text(blocked)
+						}),
+					),
+				)
+			})),
+		))
+	}
+	gpu := v.jobs.Lease.Device
+	if gpu == "" {
+		gpu = format.Dash
+	}
+	return section("Profiles", app.P().Class("note").Text("Device: "+gpu), body)
+}
+
+func (v *BenchView) renderActive() app.UI {
+	if v.jobsErr != "" {
+		return section("Running", app.P().Class("alert").DataSet("error", "jobs").Text("Jobs unavailable: "+v.jobsErr))
+	}
+	j := v.activeJob()
+	if j == nil {
+		return section("Running", empty("No run in progress."))
+	}
+	pct := math.Max(0, math.Min(1, j.Progress)) * 100
+	status := j.Status
+	if j.Status == bench.StatusQueued && j.Position > 0 {
+		status = fmt.Sprintf("queued (position %d)", j.Position)
+	}
+	return section("Running",
+		app.Div().Class("job").DataSet("job", j.ID).DataSet("status", j.Status).Body(
+			app.Div().Class("job-head").Body(
+				app.Strong().Text(j.Profile),
+				app.Span().Class("muted").Text(" "+j.ID+" · "+status),
+				app.Button().Class("btn btn-danger").DataSet("action", "cancel").Disabled(v.busy).Text("Cancel").
+					OnClick(func(ctx app.Context, e app.Event) { v.cancel(ctx, j.ID) }),
+			),
+			app.Div().Class("progress").Attr("role", "progressbar").
+				Aria("valuemin", "0").Aria("valuemax", "100").Aria("valuenow", fmt.Sprintf("%.0f", pct)).Body(
+				app.Div().Class("progress-fill").Style("width", fmt.Sprintf("%.1f%%", pct)),
+			),
+			app.P().Class("job-stage").Text(fmt.Sprintf("%.0f%% · %s %s", pct, j.Stage, j.Message)),
+			app.If(len(j.LogTail) > 0, func() app.UI {
+				return app.Pre().Class("log").Text(joinLines(j.LogTail))
+			}),
+		),
+	)
+}
+
+func joinLines(ls []string) string {
+	s := ""
+	for i, l := range ls {
+		if i > 0 {
+			s += "\n"
+		}
+		s += l
+	}
+	return s
+}
+
+// bestDecode is a run's highest decode median over its cells.
+func bestDecode(e bench.HistoryEntry) *float64 {
+	var best *float64
+	for _, c := range e.Cells {
+		if c.DecodeTokensPerSecond != nil && (best == nil || *c.DecodeTokensPerSecond > *best) {
+			v := *c.DecodeTokensPerSecond
+			best = &v
+		}
+	}
+	return best
+}
+
+func measured(e bench.HistoryEntry) int {
+	n := 0
+	for _, c := range e.Cells {
+		if c.Status == bench.CellMeasured {
+			n++
+		}
+	}
+	return n
+}
+
+func (v *BenchView) renderHistory() app.UI {
+	if v.historyErr != "" {
+		return section("History", app.P().Class("alert").DataSet("error", "history").Text("History unavailable: "+v.historyErr))
+	}
+	if len(v.history) == 0 {
+		return section("History", empty("No finished runs yet."))
+	}
+	hs := v.history
+	return section("History", app.Div().Class("table-wrap").Body(app.Table().Class("table history").Body(
+		app.THead().Body(app.Tr().Body(th("Profile"), th("When"), th("Duration"), th("Complete"), th("Cells measured"), th("Best decode"), th(""))),
+		app.TBody().Body(app.Range(hs).Slice(func(i int) app.UI {
+			e := hs[i]
+			complete := "yes"
+			if !e.Complete {
+				complete = fmt.Sprintf("no (exit %d)", e.ExitCode)
+			}
+			return app.Tr().DataSet("run", e.ID).Body(
+				app.Td().Text(e.Profile),
+				app.Td().Text(format.When(e.StartedAt)),
+				tdNum(format.Ms(float64(e.DurationMs))),
+				app.Td().Class(map[bool]string{true: "ok", false: "bad"}[e.Complete]).Text(complete),
+				tdNum(fmt.Sprintf("%d / %d", measured(e), len(e.Cells))),
+				tdNum(format.RatePtr(bestDecode(e))),
+				app.Td().Body(app.Button().Class("btn").DataSet("action", "open").Text("Details").
+					OnClick(func(ctx app.Context, ev app.Event) { v.open(ctx, e.ID) })),
+			)
+		})),
+	)))
+}
+
+func (v *BenchView) renderDetail() app.UI {
+	if v.detailErr != "" {
+		return section("Run", app.P().Class("alert").DataSet("error", "detail").Text("Run unavailable: "+v.detailErr))
+	}
+	e := v.detail
+	if e == nil {
+		return app.Text("")
+	}
+	cells := e.Cells
+	return section("Run "+e.ID,
+		app.Div().Class("detail").DataSet("detail", e.ID).Body(
+			app.P().Class("note").Text(fmt.Sprintf("%s · %s · %s · scope %s · %s", e.Profile, format.When(e.StartedAt), format.Ms(float64(e.DurationMs)), e.Scope, machine(e.Machine))),
+			app.P().Body(
+				app.A().Href(v.client().ReportURL(e.ID)).Target("_blank").Rel("noopener").Text("report.md"),
+				app.Text(" · "),
+				app.Button().Class("btn").DataSet("action", "close").Text("Close").
+					OnClick(func(ctx app.Context, ev app.Event) { v.detail = nil }),
+			),
+			app.Div().Class("table-wrap").Body(app.Table().Class("table cells").Body(
+				app.THead().Body(app.Tr().Body(th("Cell"), th("Status"), th("Decode"), th("Cold TTFT"), th("Prefill 1k"), th("Long-context prefill"), th("Aggregate"), th("Cold start"), th("Peak RSS"))),
+				app.TBody().Body(app.Range(cells).Slice(func(i int) app.UI {
+					c := cells[i]
+					rss := format.Dash
+					if c.PeakRssMB != nil {
+						rss = fmt.Sprintf("%.0f MiB", *c.PeakRssMB)
+					}
+					return app.Tr().Body(
+						app.Td().Body(app.Span().Class("model-name").Text(c.Key), app.If(c.Note != "", func() app.UI {
+							return app.Div().Class("muted").Text(c.Note)
+						})),
+						app.Td().Text(c.Status),
+						tdNum(format.RatePtr(c.DecodeTokensPerSecond)),
+						tdNum(format.MsPtr(c.TTFTColdMs)),
+						tdNum(format.RatePtr(c.Prefill1kTokensPerSecond)),
+						tdNum(format.RatePtr(c.ContextPrefillTokensPerSecond)),
+						tdNum(format.RatePtr(c.AggregateTokensPerSecond)),
+						tdNum(format.MsPtr(c.ColdStartMs)),
+						tdNum(rss),
+					)
+				})),
+			)),
+			app.If(len(e.Problems) > 0, func() app.UI {
+				ps := e.Problems
+				return app.Ul().Class("problems").Body(app.Range(ps).Slice(func(i int) app.UI {
+					return app.Li().Class("error-text").Text(ps[i])
+				}))
+			}),
+		),
+	)
+}
+
+func machine(m bench.Machine) string {
+	s := m.Chip
+	if m.GPU != "" {
+		s += " / " + m.GPU
+	}
+	if m.Host != "" {
+		s += " on " + m.Host
+	}
+	return s
+}
+
+func (v *BenchView) renderTrend() app.UI {
+	if len(v.history) == 0 {
+		return app.Text("")
+	}
+	var names []string
+	seen := map[string]bool{}
+	for _, e := range v.history {
+		if !seen[e.Profile] {
+			seen[e.Profile] = true
+			names = append(names, e.Profile)
+		}
+	}
+	f := charts.Figures[v.figure]
+	return section("Trend across runs",
+		app.Div().Class("trend-controls").Body(
+			app.Label().Text("Profile "),
+			app.Select().DataSet("control", "trend-profile").OnChange(func(ctx app.Context, e app.Event) {
+				v.trendProfile = ctx.JSSrc().Get("value").String()
+			}).Body(app.Range(names).Slice(func(i int) app.UI {
+				return app.Option().Value(names[i]).Selected(names[i] == v.trendProfile).Text(names[i])
+			})),
+			app.Label().Text(" Figure "),
+			app.Select().DataSet("control", "trend-figure").OnChange(func(ctx app.Context, e app.Event) {
+				fmt.Sscan(ctx.JSSrc().Get("value").String(), &v.figure)
+			}).Body(app.Range(charts.Figures).Slice(func(i int) app.UI {
+				return app.Option().Value(itoa(i)).Selected(i == v.figure).Text(charts.Figures[i].Name)
+			})),
+		),
+		&Chart{ID: "chart-trend", Label: "trend of " + f.Name, Option: charts.Trend(v.history, v.trendProfile, f, v.Palette)},
+	)
+}

@@ -1,0 +1,72 @@
+package ui
+
+import (
+	"github.com/maxence-charriere/go-app/v10/pkg/app"
+
+	"github.com/mlx-bun/mlx-metrics/panel/charts"
+	"github.com/mlx-bun/mlx-metrics/panel/format"
+	"github.com/mlx-bun/mlx-metrics/shared/snapshot"
+)
+
+// ModelsView shows each model's lifecycle and memory.
+type ModelsView struct {
+	app.Compo
+
+	Snap    *snapshot.Snapshot
+	Palette charts.Palette
+}
+
+func (v *ModelsView) Render() app.UI {
+	if v.Snap == nil || len(v.Snap.Models) == 0 {
+		return app.Div().Class("view").ID("view-models").Body(empty("No model has reported yet."))
+	}
+	ms := v.Snap.Models
+	return app.Div().Class("view").ID("view-models").Body(
+		section("Models",
+			app.Div().Class("table-wrap").Body(
+				app.Table().Class("table").Body(
+					app.THead().Body(app.Tr().Body(
+						th("Model"), th("State"), th("Loads"), th("Last load"), th("Unloads"), th("Last unload"),
+						th("Swaps"), th("Last swap"), th("Weights"), th("KV"), th("Prefix cache"), th("Last error"),
+					)),
+					app.TBody().Body(app.Range(ms).Slice(func(i int) app.UI {
+						m := ms[i]
+						unload := format.MsPtr(m.LastUnloadMs)
+						if m.LastUnloadReason != "" && m.LastUnloadMs != nil {
+							unload += " (" + m.LastUnloadReason + ")"
+						}
+						return app.Tr().DataSet("model", m.Model).Body(
+							app.Td().Class("model-name").Text(m.Model),
+							app.Td().Body(app.Span().Class("state "+stateClass(m.State)).Text(m.State)),
+							tdNum(format.Count(m.Loads)),
+							tdNum(format.MsPtr(m.LastLoadMs)),
+							tdNum(format.Count(m.Unloads)),
+							tdNum(unload),
+							tdNum(format.Count(m.Swaps)),
+							tdNum(format.MsPtr(m.LastSwapMs)),
+							tdNum(format.Bytes(m.WeightsBytes)),
+							tdNum(format.Bytes(m.KVBytes)),
+							tdNum(format.Bytes(m.PrefixCacheBytes)),
+							app.Td().Class("error-text").Text(m.LastError),
+						)
+					})),
+				),
+			),
+		),
+		section("Memory per model",
+			&Chart{ID: "chart-memory", Label: "memory per model", Class: "chart chart-bars", Option: charts.Memory(ms, v.Palette)},
+		),
+	)
+}
+
+func th(s string) app.UI    { return app.Th().Text(s) }
+func tdNum(s string) app.UI { return app.Td().Class("num").Text(s) }
+
+// stateClass styles the known model states.
+func stateClass(s string) string {
+	switch s {
+	case snapshot.StateLoading, snapshot.StateResident, snapshot.StateUnloaded, snapshot.StateFailed:
+		return "state-" + s
+	}
+	return "state-other"
+}

@@ -1,0 +1,293 @@
+// Package ui holds the panel's go-app components: the root Panel (the
+// connection, its state and the tabs) and one view per subject.
+package ui
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/maxence-charriere/go-app/v10/pkg/app"
+
+	"github.com/mlx-bun/mlx-metrics/panel/charts"
+	"github.com/mlx-bun/mlx-metrics/panel/format"
+	"github.com/mlx-bun/mlx-metrics/shared/snapshot"
+)
+
+// Connection is the element's `connection` property: where the API and the
+// snapshot stream are. The loader resolves both against the host page.
+type Connection struct {
+	APIBase   string `json:"apiBase"`
+	EventsURL string `json:"eventsUrl"`
+}
+
+// DefaultConnection is the backend's own API, for a frame opened directly.
+var DefaultConnection = Connection{APIBase: "/api/metrics", EventsURL: "/api/metrics/stream"}
+
+// Connection states.
+const (
+	StateWaiting     = "waiting"     // connecting, no snapshot yet
+	StateLive        = "live"        // snapshots arriving
+	StateInterrupted = "interrupted" // the stream failed; a retry is scheduled
+	StateRetrying    = "retrying"    // reconnecting after an interruption
+)
+
+// Tabs, in order.
+var Tabs = []struct{ Key, Label string }{
+	{"serving", "Serving"},
+	{"models", "Models"},
+	{"caches", "Caches"},
+	{"requests", "Requests"},
+	{"bench", "Benchmarks"},
+}
+
+// Retry backoff after an interruption: doubling from the first, capped.
+const (
+	firstRetry = 500 * time.Millisecond
+	maxRetry   = 5 * time.Second
+)
+
+// Panel is the root component.
+type Panel struct {
+	app.Compo
+
+	conn     Connection
+	snap     *snapshot.Snapshot
+	state    string
+	since    time.Time
+	failures int
+	retryIn  time.Duration
+	lastErr  string
+	tab      string
+	palette  charts.Palette
+	dark     bool
+
+	s        *stream
+	gen      int // connection generation; stale callbacks compare it
+	unlisten []func()
+}
+
+// NewPanel is the panel on conn, showing tab (the first when empty).
+func NewPanel(conn Connection, tab string) *Panel {
+	if tab == "" {
+		tab = Tabs[0].Key
+	}
+	return &Panel{conn: conn, tab: tab, state: StateWaiting, palette: charts.Light}
+}
+
+func (p *Panel) OnMount(ctx app.Context) {
+	if p.tab == "" {
+		p.tab = Tabs[0].Key
+	}
+	if p.state == "" {
+		p.state = StateWaiting
+	}
+	if !app.IsClient {
+		return
+	}
+	w := app.Window()
+	if c, ok := readConnection(w.Get("mlxMetricsConnection")); ok {
+		p.conn = c
+	} else if p.conn.APIBase == "" {
+		p.conn = DefaultConnection
+	}
+	p.readTheme()
+	// frame.js turns the host's messages into these window events.
+	p.listen(ctx, "mlx-metrics-connection", func(ctx app.Context, detail app.Value) {
+		if c, ok := readConnection(detail); ok && c != p.conn {
+			p.conn = c
+			p.snap = nil
+			p.failures = 0
+			p.state = StateWaiting
+			p.connect(ctx)
+		}
+	})
+	p.listen(ctx, "mlx-metrics-theme", func(ctx app.Context, detail app.Value) { p.readTheme() })
+	p.connect(ctx)
+}
+
+func (p *Panel) OnDismount() {
+	p.gen++
+	p.s.close()
+	for _, f := range p.unlisten {
+		f()
+	}
+}
+
+// listen handles a window event on the UI goroutine.
+func (p *Panel) listen(ctx app.Context, event string, h func(app.Context, app.Value)) {
+	w := app.Window()
+	f := app.FuncOf(func(this app.Value, args []app.Value) any {
+		var detail app.Value
+		if len(args) > 0 {
+			detail = args[0].Get("detail")
+		}
+		ctx.Dispatch(func(ctx app.Context) { h(ctx, detail) })
+		return nil
+	})
+	w.Call("addEventListener", event, f)
+	p.unlisten = append(p.unlisten, func() {
+		w.Call("removeEventListener", event, f)
+		f.Release()
+	})
+}
+
+func readConnection(v app.Value) (Connection, bool) {
+	if v == nil || !v.Truthy() {
+		return Connection{}, false
+	}
+	c := Connection{APIBase: v.Get("apiBase").String(), EventsURL: v.Get("eventsUrl").String()}
+	if c.APIBase == "" {
+		return Connection{}, false
+	}
+	if c.EventsURL == "" {
+		c.EventsURL = strings.TrimRight(c.APIBase, "/") + "/stream"
+	}
+	return c, true
+}
+
+// readTheme takes the chart palette from the frame's resolved theme and CSS
+// custom properties, so charts follow the host's theming too.
+func (p *Panel) readTheme() {
+	doc := app.Window().Get("document").Get("documentElement")
+	p.dark = doc.Get("dataset").Get("theme").String() == "dark"
+	pal := charts.Light
+	if p.dark {
+		pal = charts.Dark
+	}
+	style := app.Window().Call("getComputedStyle", doc)
+	if v := strings.TrimSpace(style.Call("getPropertyValue", "--mm-fg").String()); v != "" {
+		pal.Text = v
+	}
+	if v := strings.TrimSpace(style.Call("getPropertyValue", "--mm-border").String()); v != "" {
+		pal.Muted = v
+	}
+	p.palette = pal
+}
+
+// connect (re)opens the stream; callbacks of an older connection are
+// ignored through gen.
+func (p *Panel) connect(ctx app.Context) {
+	p.s.close()
+	p.gen++
+	gen := p.gen
+	if p.state != StateRetrying {
+		p.state = StateWaiting
+		p.since = time.Now()
+	}
+	p.s = openStream(p.conn.EventsURL,
+		func(data string) {
+			var s snapshot.Snapshot
+			err := json.Unmarshal([]byte(data), &s)
+			ctx.Dispatch(func(ctx app.Context) {
+				if gen != p.gen {
+					return
+				}
+				if err != nil {
+					p.lastErr = "bad snapshot: " + err.Error()
+					return
+				}
+				p.Apply(&s, time.Now())
+			})
+		},
+		func() {
+			ctx.Dispatch(func(ctx app.Context) {
+				if gen != p.gen {
+					return
+				}
+				p.interrupted(ctx, time.Now())
+			})
+		},
+	)
+}
+
+// Apply shows a snapshot and marks the stream live.
+func (p *Panel) Apply(s *snapshot.Snapshot, now time.Time) {
+	p.snap = s
+	if p.state != StateLive {
+		p.state, p.since = StateLive, now
+	}
+	p.failures, p.lastErr = 0, ""
+}
+
+// interrupted closes the failed stream and schedules a retry.
+func (p *Panel) interrupted(ctx app.Context, now time.Time) {
+	p.s.close()
+	p.state, p.since = StateInterrupted, now
+	p.retryIn = backoff(p.failures)
+	p.failures++
+	p.lastErr = "stream lost at " + now.UTC().Format("15:04:05")
+	ctx.After(p.retryIn, func(ctx app.Context) {
+		if p.state != StateInterrupted {
+			return
+		}
+		p.state = StateRetrying
+		p.connect(ctx)
+	})
+}
+
+func backoff(failures int) time.Duration {
+	d := firstRetry << min(failures, 10)
+	return min(d, maxRetry)
+}
+
+// SetTab switches the view.
+func (p *Panel) SetTab(tab string) { p.tab = tab }
+
+func (p *Panel) Render() app.UI {
+	return app.Div().ID("panel").Class("panel").DataSet("state", p.state).Body(
+		app.Header().Class("head").Body(
+			app.H1().Text("Metrics"),
+			p.renderState(),
+			app.Nav().Class("tabs").Aria("label", "views").Body(app.Range(Tabs).Slice(func(i int) app.UI {
+				t := Tabs[i]
+				return app.Button().Class("tab").DataSet("tab", t.Key).
+					Aria("selected", fmt.Sprint(t.Key == p.tab)).Attr("role", "tab").
+					Text(t.Label).
+					OnClick(func(ctx app.Context, e app.Event) { p.tab = t.Key })
+			})),
+		),
+		app.Main().Class("body").Body(p.renderView()),
+	)
+}
+
+func (p *Panel) renderState() app.UI {
+	label := map[string]string{
+		StateWaiting:     "waiting for data",
+		StateLive:        "live",
+		StateInterrupted: "interrupted",
+		StateRetrying:    "retrying",
+	}[p.state]
+	detail := ""
+	switch p.state {
+	case StateInterrupted:
+		detail = fmt.Sprintf("%s; retrying in %s (attempt %d)", p.lastErr, p.retryIn, p.failures)
+	case StateRetrying:
+		detail = fmt.Sprintf("%s; reconnecting (attempt %d)", p.lastErr, p.failures)
+	case StateLive:
+		if p.snap != nil {
+			detail = "updated " + format.Clock(p.snap.At)
+		}
+	}
+	return app.Div().Class("conn").ID("conn").DataSet("state", p.state).Attr("role", "status").Body(
+		app.Span().Class("dot"),
+		app.Span().Class("conn-label").Text(label),
+		app.If(detail != "", func() app.UI { return app.Span().Class("conn-detail").Text(detail) }),
+	)
+}
+
+func (p *Panel) renderView() app.UI {
+	switch p.tab {
+	case "models":
+		return &ModelsView{Snap: p.snap, Palette: p.palette}
+	case "caches":
+		return &CachesView{Snap: p.snap, Palette: p.palette}
+	case "requests":
+		return &RequestsView{Snap: p.snap}
+	case "bench":
+		return &BenchView{API: p.conn.APIBase, Palette: p.palette, Poll: time.Second}
+	default:
+		return &ServingView{Snap: p.snap, Palette: p.palette}
+	}
+}

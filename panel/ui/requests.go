@@ -1,0 +1,140 @@
+package ui
+
+import (
+	"fmt"
+	"sort"
+
+	"github.com/maxence-charriere/go-app/v10/pkg/app"
+
+	"github.com/mlx-bun/mlx-metrics/panel/format"
+	"github.com/mlx-bun/mlx-metrics/shared/snapshot"
+)
+
+// RequestsView shows request timings over the window (p50/p95/p99/max),
+// finish reasons since start, and the most recent requests.
+type RequestsView struct {
+	app.Compo
+
+	Snap *snapshot.Snapshot
+}
+
+type timingRow struct {
+	key, label string
+	d          *snapshot.Distribution
+	f          func(float64) string
+}
+
+func (v *RequestsView) Render() app.UI {
+	if v.Snap == nil {
+		return app.Div().Class("view").ID("view-requests").Body(empty("Waiting for the first snapshot…"))
+	}
+	r := v.Snap.Requests
+	w := r.Window
+	rows := []timingRow{
+		{"queue", "Queue wait", w.QueueMs, format.Ms},
+		{"ttft", "Time to first token", w.TTFTMs, format.Ms},
+		{"prefill", "Prefill rate", w.PrefillTokensPerSecond, format.Rate},
+		{"decode", "Decode rate", w.DecodeTokensPerSecond, format.Rate},
+		{"total", "Total time", w.TotalMs, format.Ms},
+	}
+	windowNote := fmt.Sprintf("over the last %d of %d finished requests (window %d)", w.Count, r.Finished, w.Size)
+	if w.CachedPromptShare != nil {
+		windowNote += "; " + format.Percent(*w.CachedPromptShare) + " of prompt tokens cached"
+	}
+	return app.Div().Class("view").ID("view-requests").Body(
+		section("Request timings",
+			app.P().Class("note").Text(windowNote),
+			app.Div().Class("table-wrap").Body(app.Table().Class("table timings").Body(
+				app.THead().Body(app.Tr().Body(th(""), th("n"), th("p50"), th("p95"), th("p99"), th("max"), th("mean"))),
+				app.TBody().Body(app.Range(rows).Slice(func(i int) app.UI {
+					row := rows[i]
+					if row.d == nil {
+						return app.Tr().DataSet("timing", row.key).Body(
+							app.Td().Text(row.label), tdNum("0"),
+							app.Td().ColSpan(5).Class("num muted").Text("not measured in this window"),
+						)
+					}
+					d := row.d
+					return app.Tr().DataSet("timing", row.key).Body(
+						app.Td().Text(row.label), tdNum(itoa(d.Count)),
+						tdNum(row.f(d.P50)), tdNum(row.f(d.P95)), tdNum(row.f(d.P99)), tdNum(row.f(d.Max)), tdNum(row.f(d.Mean)),
+					)
+				})),
+			)),
+		),
+		section("Finish reasons", finishReasons(r)),
+		section("Recent requests", recentTable(r.Recent)),
+	)
+}
+
+func finishReasons(r snapshot.Requests) app.UI {
+	if len(r.ByFinish) == 0 {
+		return empty("No finished requests yet.")
+	}
+	type kv struct {
+		k string
+		n int64
+	}
+	var all []kv
+	var total int64
+	for k, n := range r.ByFinish {
+		all = append(all, kv{k, n})
+		total += n
+	}
+	sort.Slice(all, func(i, j int) bool {
+		if all[i].n != all[j].n {
+			return all[i].n > all[j].n
+		}
+		return all[i].k < all[j].k
+	})
+	return app.Ul().Class("finish").Body(app.Range(all).Slice(func(i int) app.UI {
+		share := float64(all[i].n) / float64(total)
+		return app.Li().DataSet("finish", all[i].k).Body(
+			app.Span().Class("finish-name").Text(all[i].k),
+			app.Span().Class("bar").Body(app.Span().Class("bar-fill "+finishClass(all[i].k)).Style("width", fmt.Sprintf("%.1f%%", share*100))),
+			app.Span().Class("num").Text(format.Count(all[i].n)+" · "+format.Percent(share)),
+		)
+	}))
+}
+
+func recentTable(recent []snapshot.Recent) app.UI {
+	if len(recent) == 0 {
+		return empty("No finished requests yet.")
+	}
+	// Newest first reads best; the snapshot keeps them newest last.
+	rs := make([]snapshot.Recent, len(recent))
+	for i := range recent {
+		rs[i] = recent[len(recent)-1-i]
+	}
+	return app.Div().Class("table-wrap").Body(app.Table().Class("table recent").Body(
+		app.THead().Body(app.Tr().Body(
+			th("At"), th("Model"), th("Request"), th("Finish"), th("Prompt (cached)"), th("Completion"),
+			th("Queue"), th("TTFT"), th("Decode"), th("Total"),
+		)),
+		app.TBody().Body(app.Range(rs).Slice(func(i int) app.UI {
+			q := rs[i]
+			return app.Tr().Body(
+				app.Td().Text(format.Clock(q.At)),
+				app.Td().Class("model-name").Text(q.Model),
+				app.Td().Class("mono").Text(q.RequestID),
+				app.Td().Body(app.Span().Class("finish-tag "+finishClass(q.Finish)).Text(q.Finish)),
+				tdNum(fmt.Sprintf("%s (%s)", format.Count(q.PromptTokens), format.Count(q.CachedPromptTokens))),
+				tdNum(format.Count(q.CompletionTokens)),
+				tdNum(format.MsPtr(q.QueueMs)),
+				tdNum(format.MsPtr(q.TTFTMs)),
+				tdNum(format.RatePtr(q.DecodeTokensPerSecond)),
+				tdNum(format.Ms(q.TotalMs)),
+			)
+		})),
+	))
+}
+
+// finishClass styles the known finish reasons; anything else a host sends
+// stays text and gets the neutral style.
+func finishClass(f string) string {
+	switch f {
+	case "stop", "length", "cancelled", "error":
+		return "finish-" + f
+	}
+	return "finish-other"
+}
