@@ -1,0 +1,231 @@
+package benchapi
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/mlx-bun/mlx-metrics/backend/internal/jobs"
+	"github.com/mlx-bun/mlx-metrics/backend/internal/profiles"
+	"github.com/mlx-bun/mlx-metrics/backend/internal/server"
+	"github.com/mlx-bun/mlx-metrics/shared/bench"
+)
+
+func (a *API) listProfiles(c *fiber.Ctx) error {
+	ps, err := a.Profiles.List()
+	if err != nil {
+		return err
+	}
+	return c.JSON(ps)
+}
+
+// startRequest is POST /bench's body. It names a profile and nothing else:
+// a plan holds commands, so the API never takes one.
+type startRequest struct {
+	Profile *string `json:"profile"`
+}
+
+func (a *API) start(c *fiber.Ctx) error {
+	var req startRequest
+	dec := json.NewDecoder(bytes.NewReader(c.Body()))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&req); err != nil {
+		return server.Error(c, fiber.StatusBadRequest,
+			fmt.Sprintf(`POST /bench takes a JSON body {"profile": "<name>"} and nothing else: %v`, err))
+	}
+	if dec.More() {
+		return server.Error(c, fiber.StatusBadRequest, `POST /bench takes one JSON object {"profile": "<name>"}`)
+	}
+	if req.Profile == nil || *req.Profile == "" {
+		return server.Error(c, fiber.StatusBadRequest,
+			`missing profile: POST /bench takes {"profile": "<name>"} naming a plan in `+a.Profiles.Path()+
+				" (GET /api/metrics/bench/profiles lists them); "+a.Profiles.HowToCreate(""))
+	}
+	name := *req.Profile
+	plan, err := a.Profiles.Load(name)
+	switch {
+	case errors.Is(err, profiles.ErrBadName):
+		return server.Error(c, fiber.StatusBadRequest,
+			err.Error()+"; it resolves to "+a.Profiles.FileFor("<name>")+" and nothing else; "+a.Profiles.HowToCreate(""))
+	case errors.Is(err, profiles.ErrNotFound):
+		return server.Error(c, fiber.StatusBadRequest, err.Error()+"; "+a.Profiles.HowToCreate(name))
+	case errors.Is(err, profiles.ErrInvalid):
+		return server.Error(c, fiber.StatusBadRequest,
+			err.Error()+"; fix "+a.Profiles.FileFor(name)+" or write it again with `mlx-metrics bench plan --out "+a.Profiles.FileFor(name)+"`")
+	case err != nil:
+		return err
+	}
+	j, err := a.Jobs.Submit(name, plan)
+	if errors.Is(err, jobs.ErrQueueFull) {
+		return server.Error(c, fiber.StatusConflict, err.Error())
+	}
+	if err != nil {
+		return err
+	}
+	c.Location(c.BaseURL() + c.Path() + "/" + j.ID)
+	return c.Status(fiber.StatusAccepted).JSON(j)
+}
+
+var statuses = map[string]bool{
+	bench.StatusQueued: true, bench.StatusRunning: true, bench.StatusDone: true,
+	bench.StatusFailed: true, bench.StatusCancelled: true,
+}
+
+func (a *API) listJobs(c *fiber.Ctx) error {
+	status := c.Query("status")
+	if status != "" && !statuses[status] {
+		return server.Error(c, fiber.StatusBadRequest,
+			fmt.Sprintf("status %q is not one of queued, running, done, failed, cancelled", status))
+	}
+	limit, err := parseLimit(c.Query("limit"), DefaultJobLimit, MaxJobLimit)
+	if err != nil {
+		return server.Error(c, fiber.StatusBadRequest, err.Error())
+	}
+	return c.JSON(bench.JobList{
+		Jobs:  a.Jobs.List(jobs.Filter{Kind: bench.JobKind, Status: status, Limit: limit}),
+		Lease: a.Lease.State(),
+	})
+}
+
+func (a *API) getJob(c *fiber.Ctx) error {
+	j, err := a.Jobs.Get(c.Params("id"))
+	if err != nil {
+		return jobError(c, err)
+	}
+	return c.JSON(j)
+}
+
+// cancelJob answers 200 when the job is cancelled already (it was queued)
+// and 202 while its runner is still stopping.
+func (a *API) cancelJob(c *fiber.Ctx) error {
+	j, err := a.Jobs.Cancel(c.Params("id"))
+	if errors.Is(err, jobs.ErrFinished) {
+		return server.Error(c, fiber.StatusConflict, fmt.Sprintf("job %s has already ended (%s); nothing to cancel", j.ID, j.Status))
+	}
+	if err != nil {
+		return jobError(c, err)
+	}
+	if j.Status == bench.StatusCancelled {
+		return c.JSON(j)
+	}
+	return c.Status(fiber.StatusAccepted).JSON(j)
+}
+
+// EventList is GET /bench/:id/events' JSON body.
+type EventList struct {
+	Events []bench.JobEvent `json:"events"`
+	// Ended is true once the job has its final status: no event follows.
+	Ended bool `json:"ended"`
+}
+
+// jobEvents replays the job's log after ?after=<seq> (or Last-Event-ID).
+// With Accept: text/event-stream it is a server-sent stream that follows the
+// log until the job ends; otherwise one JSON answer.
+func (a *API) jobEvents(c *fiber.Ctx) error {
+	// Cloned: Fiber reuses the request's memory once the handler returns,
+	// and the stream outlives it.
+	id := strings.Clone(c.Params("id"))
+	afterText := c.Query("after", c.Get("Last-Event-ID"))
+	after := 0
+	if afterText != "" {
+		n, err := strconv.Atoi(afterText)
+		if err != nil || n < 0 {
+			return server.Error(c, fiber.StatusBadRequest, fmt.Sprintf("after %q is not an event sequence number (0 or more)", afterText))
+		}
+		after = n
+	}
+	evs, _, ended, err := a.Jobs.Events(id, after)
+	if err != nil {
+		return jobError(c, err)
+	}
+	if !acceptsEventStream(c) {
+		return c.JSON(EventList{Events: evs, Ended: ended})
+	}
+	c.Set(fiber.HeaderContentType, "text/event-stream")
+	c.Set(fiber.HeaderCacheControl, "no-cache")
+	c.Set("X-Accel-Buffering", "no")
+	svc := a.Jobs
+	c.Context().SetBodyStreamWriter(func(w *bufio.Writer) {
+		keepalive := time.NewTicker(15 * time.Second)
+		defer keepalive.Stop()
+		for {
+			evs, changed, ended, err := svc.Events(id, after)
+			if err != nil {
+				return
+			}
+			for _, e := range evs {
+				data, _ := json.Marshal(e)
+				fmt.Fprintf(w, "id: %d\nevent: %s\ndata: %s\n\n", e.Seq, e.Type, data)
+				after = e.Seq
+			}
+			if ended {
+				w.Flush()
+				return
+			}
+			if err := w.Flush(); err != nil {
+				return // the client went away
+			}
+			select {
+			case <-changed:
+			case <-keepalive.C:
+				if _, err := w.WriteString(": keepalive\n\n"); err != nil {
+					return
+				}
+			}
+		}
+	})
+	return nil
+}
+
+func acceptsEventStream(c *fiber.Ctx) bool {
+	return c.Accepts(fiber.MIMEApplicationJSON, "text/event-stream") == "text/event-stream"
+}
+
+func (a *API) jobReport(c *fiber.Ctx) error {
+	id := c.Params("id")
+	dir, err := a.Jobs.Dir(id)
+	if err != nil {
+		return jobError(c, err)
+	}
+	data, err := os.ReadFile(filepath.Join(dir, jobs.ReportFile))
+	if errors.Is(err, os.ErrNotExist) {
+		j, _ := a.Jobs.Get(id)
+		return server.Error(c, fiber.StatusNotFound, fmt.Sprintf("job %s (%s) has no report.md yet", id, j.Status))
+	}
+	if err != nil {
+		return err
+	}
+	c.Set(fiber.HeaderContentType, "text/markdown; charset=utf-8")
+	return c.Send(data)
+}
+
+func jobError(c *fiber.Ctx, err error) error {
+	if errors.Is(err, jobs.ErrNotFound) {
+		return server.Error(c, fiber.StatusNotFound, fmt.Sprintf("no bench-serve job %q", c.Params("id")))
+	}
+	return err
+}
+
+// parseLimit reads a limit query: def when absent, else 1..max.
+func parseLimit(s string, def, max int) (int, error) {
+	if s == "" {
+		return def, nil
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 1 || (max > 0 && n > max) {
+		if max > 0 {
+			return 0, fmt.Errorf("limit %q is not a whole number from 1 to %d", s, max)
+		}
+		return 0, fmt.Errorf("limit %q is not a whole number from 1", s)
+	}
+	return n, nil
+}
