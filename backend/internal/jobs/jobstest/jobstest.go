@@ -34,7 +34,7 @@ func RunnerArgv() (argv, env []string) {
 	return []string{os.Args[0], "bench", "run"}, []string{Env + "=1"}
 }
 
-// Plan is a plan of n cells that the fake runner plays as script:
+// Plan is a valid plan of n cells that the fake runner plays as script:
 //   - ok: two cells measured, exit 0
 //   - incomplete: one cell failed with a problem line, exit 1
 //   - crash: exit 3 without run.json
@@ -44,8 +44,16 @@ func RunnerArgv() (argv, env []string) {
 //   - stubborn: starts a cell and ignores SIGTERM until SIGKILL
 func Plan(script string, n int) bench.Plan {
 	p := bench.Plan{Scope: bench.ScopeAll, Description: script}
-	for range n {
-		p.Cells = append(p.Cells, bench.Cell{Model: "m", Kind: bench.KindTree})
+	for i := range n {
+		p.Cells = append(p.Cells, bench.Cell{
+			Model: "m", Kind: bench.KindTree, Configuration: fmt.Sprint("c", i),
+			// Never started: the fake runner only pretends.
+			Server: bench.Server{
+				Argv:     []string{"fake-server", "--port", bench.PortPlaceholder},
+				BaseURL:  "http://127.0.0.1:{port}/v1",
+				ReadyURL: "http://127.0.0.1:{port}/v1/models",
+			},
+		})
 	}
 	return p
 }
