@@ -124,6 +124,12 @@ func (m *meter) sseLine(line []byte, at time.Time) {
 	if len(data) == 0 || bytes.Equal(data, []byte("[DONE]")) {
 		return
 	}
+	// Past the first token, most chunks are one more token and say nothing
+	// the meter needs; skipping their decoding keeps the proxy cheap.
+	if !m.firstToken.IsZero() && !nonNull(data, `"usage"`) && !nonNull(data, `"finish_reason"`) &&
+		!bytes.Contains(data, []byte(`"error"`)) {
+		return
+	}
 	var c chunk
 	if json.Unmarshal(data, &c) != nil {
 		return
@@ -131,6 +137,26 @@ func (m *meter) sseLine(line []byte, at time.Time) {
 	m.take(c)
 	if m.firstToken.IsZero() && carriesToken(c) {
 		m.firstToken = at
+	}
+}
+
+// nonNull reports whether some occurrence of the quoted key in data is
+// followed by a value other than null. It may say true for a key inside a
+// string; that only costs a decode.
+func nonNull(data []byte, key string) bool {
+	for {
+		i := bytes.Index(data, []byte(key))
+		if i < 0 {
+			return false
+		}
+		data = bytes.TrimLeft(data[i+len(key):], " \t\r\n")
+		if len(data) == 0 || data[0] != ':' {
+			continue
+		}
+		data = bytes.TrimLeft(data[1:], " \t\r\n")
+		if !bytes.HasPrefix(data, []byte("null")) {
+			return true
+		}
 	}
 }
 

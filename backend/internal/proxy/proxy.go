@@ -20,6 +20,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -42,6 +43,10 @@ var hopByHop = map[string]bool{
 	"Proxy-Authorization": true, "Proxy-Connection": true, "Te": true,
 	"Trailer": true, "Transfer-Encoding": true, "Upgrade": true,
 }
+
+// bufPool holds stream copy buffers: SSE chunks are small, and 64
+// concurrent streams should not cost 64 fresh allocations each time.
+var bufPool = sync.Pool{New: func() any { b := make([]byte, 16<<10); return &b }}
 
 // Proxy forwards /v1/* to one upstream.
 type Proxy struct {
@@ -193,20 +198,24 @@ func (p *Proxy) handle(c *fiber.Ctx) error {
 // stream copies the upstream's event stream to the client, flushing each
 // read as it arrives, until either side ends.
 func (p *Proxy) stream(w *bufio.Writer, upstream io.Reader, m *meter) outcome {
-	buf := make([]byte, 32<<10)
+	bp := bufPool.Get().(*[]byte)
+	defer bufPool.Put(bp)
+	buf := *bp
 	for {
 		n, err := upstream.Read(buf)
 		if n > 0 {
 			at := p.now()
+			// The client gets the bytes first; measuring waits for them.
+			_, werr := w.Write(buf[:n])
+			if werr == nil {
+				werr = w.Flush()
+			}
 			if m != nil {
 				m.write(buf[:n], at)
 			}
-			if _, werr := w.Write(buf[:n]); werr != nil {
-				return outcome{end: p.now(), cancelled: true}
-			}
 			// A failed flush is the client gone; returning cancels the
 			// upstream request, which stops the generation there.
-			if werr := w.Flush(); werr != nil {
+			if werr != nil {
 				return outcome{end: p.now(), cancelled: true}
 			}
 		}

@@ -369,3 +369,16 @@ func TestNewRejectsBadUpstream(t *testing.T) {
 		}
 	}
 }
+
+// serveForBench serves p on 127.0.0.1 for a benchmark.
+func serveForBench(b *testing.B, p *Proxy) string {
+	b.Helper()
+	app := server.New(server.Options{}, p)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	go app.Listener(ln)
+	b.Cleanup(func() { app.Shutdown() })
+	return "http://" + ln.Addr().String()
+}
