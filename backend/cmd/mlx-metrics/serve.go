@@ -47,6 +47,7 @@ func runServe(ctx context.Context, args []string) error {
 	fs.StringVar(&cfg.addr, "addr", envOr("MLX_METRICS_ADDR", "127.0.0.1:7878"), "listen address (env MLX_METRICS_ADDR)")
 	fs.StringVar(&cfg.home, "home", defaultHome(), "data home; storage lives under <home>/metrics (env MLX_METRICS_HOME)")
 	fs.StringVar(&cfg.corsOrigins, "cors-origins", os.Getenv("MLX_METRICS_CORS_ORIGINS"), "comma-separated host origins (scheme://host[:port]) allowed to embed the panel and call the API; none by default (env MLX_METRICS_CORS_ORIGINS)")
+	benchCfg := addBenchFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return &exitError{code: 2, err: err}
 	}
@@ -57,6 +58,14 @@ func runServe(ctx context.Context, args []string) error {
 	healthz.Add("bus", func() any { return eventBus.Stats() })
 	// Features mount in order; append yours here.
 	features := []server.Feature{healthz}
+	// bench-serve: plans, history, the GPU lease and the job service.
+	benchSrv, err := openBench(cfg.home, gpuDevice(), benchCfg)
+	if err != nil {
+		return err
+	}
+	defer benchSrv.close()
+	healthz.Add("gpu", func() any { return benchSrv.lease.State() })
+	features = append(features, benchSrv.api)
 	// The panel mounts first: its CORS middleware must wrap every route.
 	panelUI, err := webui.New(webui.Options{CORSOrigins: strings.Split(cfg.corsOrigins, ",")})
 	if err != nil {

@@ -450,12 +450,12 @@ func (s *Service) finishLocked(j *job, status, msg string) {
 	j.Status = status
 	j.FinishedAt = s.opts.Clock.Now().UnixMilli()
 	j.Stage = status
+	j.Message = msg
 	typ := bench.EventFailed
 	switch status {
 	case bench.StatusDone:
 		typ = bench.EventDone
 		j.Progress = 1
-		j.Message = msg
 	case bench.StatusCancelled:
 		typ = bench.EventCancelled
 		j.Error = msg

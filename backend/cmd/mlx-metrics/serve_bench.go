@@ -1,0 +1,97 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"path/filepath"
+	"time"
+
+	"github.com/mlx-bun/mlx-metrics/backend/internal/benchapi"
+	"github.com/mlx-bun/mlx-metrics/backend/internal/history"
+	"github.com/mlx-bun/mlx-metrics/backend/internal/jobs"
+	"github.com/mlx-bun/mlx-metrics/backend/internal/profiles"
+	"github.com/mlx-bun/mlx-metrics/gpu/lease"
+	"github.com/mlx-bun/mlx-metrics/gpu/plans"
+	"github.com/mlx-bun/mlx-metrics/shared/bench"
+)
+
+// benchConfig is serve's bench-serve configuration.
+type benchConfig struct {
+	grace     time.Duration
+	maxQueued int
+}
+
+func addBenchFlags(fs *flag.FlagSet) *benchConfig {
+	c := &benchConfig{}
+	fs.DurationVar(&c.grace, "bench-grace", envDuration("MLX_METRICS_BENCH_GRACE", jobs.DefaultGrace),
+		"how long a cancelled bench run has between SIGTERM and SIGKILL (env MLX_METRICS_BENCH_GRACE)")
+	fs.IntVar(&c.maxQueued, "bench-queue", jobs.DefaultMaxQueued,
+		"how many bench runs may wait for the GPU; POST /bench answers 409 beyond it")
+	return c
+}
+
+func envDuration(key string, def time.Duration) time.Duration {
+	if d, err := time.ParseDuration(envOr(key, "")); err == nil {
+		return d
+	}
+	return def
+}
+
+// benchServe is bench-serve in the backend: the plans directory (seeded with
+// the ready profiles), the history, the GPU lease and the job service, and
+// the routes over them. Storage lives under <home>/metrics (the manifest's
+// history and bench keys).
+type benchServe struct {
+	api   *benchapi.API
+	hist  *history.Store
+	jobs  *jobs.Service
+	lease *lease.Lease
+	grace time.Duration
+}
+
+func openBench(home, device string, cfg *benchConfig) (*benchServe, error) {
+	root := filepath.Join(home, "metrics")
+	dir := profiles.New(filepath.Join(root, "bench", "plans"))
+	if err := dir.Seed(plans.Ready()); err != nil {
+		return nil, fmt.Errorf("seed the ready bench profiles: %w", err)
+	}
+	hist, err := history.Open(filepath.Join(root, "history"))
+	if err != nil {
+		return nil, err
+	}
+	l := lease.New(device, nil)
+	svc, err := jobs.New(jobs.Options{
+		RunsDir:   filepath.Join(root, "bench", "runs"),
+		Lease:     l,
+		Grace:     cfg.grace,
+		MaxQueued: cfg.maxQueued,
+		Finished: func(rec bench.RunRecord, runDir string) error {
+			return hist.Put(bench.Compact(rec, runDir))
+		},
+	})
+	if err != nil {
+		hist.Close()
+		return nil, err
+	}
+	return &benchServe{
+		api:  &benchapi.API{Jobs: svc, History: hist, Profiles: dir, Lease: l},
+		hist: hist, jobs: svc, lease: l, grace: cfg.grace,
+	}, nil
+}
+
+// close cancels the runs in progress, giving each runner its grace period
+// to stop its servers and write its record, then closes the history.
+func (b *benchServe) close() error {
+	ctx, cancel := context.WithTimeout(context.Background(), b.grace+10*time.Second)
+	defer cancel()
+	err := b.jobs.Close(ctx)
+	if herr := b.hist.Close(); err == nil {
+		err = herr
+	}
+	return err
+}
+
+// gpuDevice is the lease's device word. TODO(bench-api): take it from
+// gpu/probe once that lands; until then the lease says it does not know.
+func gpuDevice() string { return "unknown (no GPU probe)" }
