@@ -48,6 +48,7 @@ func runServe(ctx context.Context, args []string) error {
 	fs.StringVar(&cfg.home, "home", defaultHome(), "data home; storage lives under <home>/metrics (env MLX_METRICS_HOME)")
 	fs.StringVar(&cfg.corsOrigins, "cors-origins", os.Getenv("MLX_METRICS_CORS_ORIGINS"), "comma-separated host origins (scheme://host[:port]) allowed to embed the panel and call the API; none by default (env MLX_METRICS_CORS_ORIGINS)")
 	benchCfg := addBenchFlags(fs)
+	liveCfg := addLiveFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return &exitError{code: 2, err: err}
 	}
@@ -58,6 +59,14 @@ func runServe(ctx context.Context, args []string) error {
 	healthz.Add("bus", func() any { return eventBus.Stats() })
 	// Features mount in order; append yours here.
 	features := []server.Feature{healthz}
+	// The live half: the store on the bus, GET /snapshot and /stream,
+	// POST /events, and the --events-url and --replay sources.
+	liveSrv, err := startLive(ctx, liveCfg, eventBus, healthz)
+	if err != nil {
+		return &exitError{code: 2, err: err}
+	}
+	defer liveSrv.close()
+	features = append(features, liveSrv.features...)
 	// bench-serve: plans, history, the GPU lease and the job service.
 	benchSrv, err := openBench(cfg.home, gpuDevice(), benchCfg)
 	if err != nil {
@@ -84,6 +93,7 @@ func runServe(ctx context.Context, args []string) error {
 	case err := <-errc:
 		return err
 	case <-ctx.Done():
+		liveSrv.close() // ends the streams, which would hold Shutdown open
 		return app.Shutdown()
 	}
 }

@@ -1,0 +1,150 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"strconv"
+	"sync"
+
+	"github.com/mlx-bun/mlx-metrics/backend/internal/bus"
+	"github.com/mlx-bun/mlx-metrics/backend/internal/health"
+	"github.com/mlx-bun/mlx-metrics/backend/internal/ingest"
+	"github.com/mlx-bun/mlx-metrics/backend/internal/live"
+	"github.com/mlx-bun/mlx-metrics/backend/internal/server"
+	"github.com/mlx-bun/mlx-metrics/backend/internal/store"
+)
+
+// liveConfig is the live half's configuration: event sources and windows.
+type liveConfig struct {
+	eventsURL      string
+	eventsURLToken string
+	eventsToken    string
+	replay         string
+	replaySpeed    float64
+	window         int
+	recent         int
+	series         int
+}
+
+func envInt(key string, def int) int {
+	if v, err := strconv.Atoi(os.Getenv(key)); err == nil {
+		return v
+	}
+	return def
+}
+
+func envFloat(key string, def float64) float64 {
+	if v, err := strconv.ParseFloat(os.Getenv(key), 64); err == nil {
+		return v
+	}
+	return def
+}
+
+func addLiveFlags(fs *flag.FlagSet) *liveConfig {
+	c := &liveConfig{}
+	fs.StringVar(&c.eventsURL, "events-url", os.Getenv("MLX_METRICS_EVENTS_URL"), "follow a host's event stream at this URL (SSE or NDJSON), reconnecting with backoff (env MLX_METRICS_EVENTS_URL)")
+	fs.StringVar(&c.eventsURLToken, "events-url-token", os.Getenv("MLX_METRICS_EVENTS_URL_TOKEN"), "bearer token sent to --events-url (env MLX_METRICS_EVENTS_URL_TOKEN)")
+	fs.StringVar(&c.eventsToken, "events-token", os.Getenv("MLX_METRICS_EVENTS_TOKEN"), "bearer token POST /api/metrics/events requires; none when empty (env MLX_METRICS_EVENTS_TOKEN)")
+	fs.StringVar(&c.replay, "replay", os.Getenv("MLX_METRICS_REPLAY"), "replay the events recorded in this NDJSON file at start (env MLX_METRICS_REPLAY)")
+	fs.Float64Var(&c.replaySpeed, "replay-speed", envFloat("MLX_METRICS_REPLAY_SPEED", 0), "replay pace: 0 as fast as possible, 1 real time, 10 ten times faster (env MLX_METRICS_REPLAY_SPEED)")
+	fs.IntVar(&c.window, "window", envInt("MLX_METRICS_WINDOW", store.DefaultWindow), "finished requests the timing distributions cover (env MLX_METRICS_WINDOW)")
+	fs.IntVar(&c.recent, "recent", envInt("MLX_METRICS_RECENT", store.DefaultRecent), "finished requests listed in the snapshot's recent (env MLX_METRICS_RECENT)")
+	fs.IntVar(&c.series, "series", envInt("MLX_METRICS_SERIES", store.DefaultSeries), "scheduler samples the throughput series keeps (env MLX_METRICS_SERIES)")
+	return c
+}
+
+// liveService is the live half running: the store and stream, and the
+// event sources feeding the bus.
+type liveService struct {
+	live     *live.Live
+	features []server.Feature
+	cancel   context.CancelFunc
+	sources  sync.WaitGroup
+}
+
+// startLive subscribes the store to b, starts the follower and the replay
+// the flags ask for, and adds their /healthz sections.
+func startLive(ctx context.Context, cfg *liveConfig, b *bus.Bus, healthz *health.Health) (*liveService, error) {
+	for _, v := range []struct {
+		name string
+		n    int
+	}{{"window", cfg.window}, {"recent", cfg.recent}, {"series", cfg.series}} {
+		if v.n < 1 || v.n > 100_000 {
+			return nil, fmt.Errorf("-%s %d: must be from 1 to 100000", v.name, v.n)
+		}
+	}
+	if cfg.replaySpeed < 0 {
+		return nil, fmt.Errorf("-replay-speed %v: must be >= 0", cfg.replaySpeed)
+	}
+	if cfg.replay != "" {
+		if _, err := os.Stat(cfg.replay); err != nil {
+			return nil, fmt.Errorf("-replay: %w", err)
+		}
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	s := &liveService{cancel: cancel}
+	s.live = live.New(b, live.Options{Store: store.Options{Window: cfg.window, Recent: cfg.recent, Series: cfg.series}})
+	posted := ingest.NewHTTP(b, cfg.eventsToken)
+	s.features = []server.Feature{s.live, posted}
+
+	var follower *ingest.Follower
+	if cfg.eventsURL != "" {
+		f := ingest.NewFollower(b, cfg.eventsURL)
+		f.Token = cfg.eventsURLToken
+		follower = f
+		s.sources.Add(1)
+		go func() {
+			defer s.sources.Done()
+			f.Run(ctx)
+		}()
+	}
+	if cfg.replay != "" {
+		var (
+			counter     ingest.Counter
+			mu          sync.Mutex // guards replayState
+			replayState = map[string]any{"file": cfg.replay, "done": false}
+		)
+		s.sources.Add(1)
+		go func() {
+			defer s.sources.Done()
+			err := ingest.Replay(ctx, cfg.replay, b, cfg.replaySpeed, nil, &counter)
+			st := counter.Stats()
+			mu.Lock()
+			replayState["done"] = true
+			if err != nil && ctx.Err() == nil {
+				replayState["error"] = err.Error()
+				fmt.Fprintf(os.Stderr, "mlx-metrics: replay: %v\n", err)
+			}
+			mu.Unlock()
+			fmt.Fprintf(os.Stderr, "mlx-metrics: replayed %s: %d events accepted, %d rejected\n", cfg.replay, st.Accepted, st.Rejected)
+		}()
+		healthz.Add("replay", func() any {
+			mu.Lock()
+			defer mu.Unlock()
+			out := map[string]any{"events": counter.Stats()}
+			for k, v := range replayState {
+				out[k] = v
+			}
+			return out
+		})
+	}
+	healthz.Add("ingest", func() any {
+		out := map[string]any{"http": posted.Stats()}
+		if follower != nil {
+			out["follow"] = follower.Status()
+		}
+		return out
+	})
+	healthz.Add("stream", func() any { return s.live.StreamStats() })
+	return s, nil
+}
+
+// close stops the sources and ends every stream, so the server can shut
+// down without waiting on them.
+func (s *liveService) close() {
+	s.cancel()
+	s.sources.Wait()
+	s.live.Close()
+}

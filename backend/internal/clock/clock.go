@@ -1,0 +1,187 @@
+// Package clock abstracts time for code whose timing tests must control:
+// the stream's throttle and keep-alive, the follower's backoff. Real is the
+// system clock; Fake moves only when told to.
+package clock
+
+import (
+	"context"
+	"sync"
+	"time"
+)
+
+// Clock tells the time and makes tickers and waits.
+type Clock interface {
+	Now() time.Time
+	NewTicker(d time.Duration) Ticker
+	// Sleep waits d or until ctx ends, returning ctx.Err() in that case.
+	Sleep(ctx context.Context, d time.Duration) error
+}
+
+// Ticker delivers ticks on C until stopped.
+type Ticker interface {
+	C() <-chan time.Time
+	Stop()
+}
+
+// Real is the system clock.
+type Real struct{}
+
+func (Real) Now() time.Time { return time.Now() }
+
+func (Real) NewTicker(d time.Duration) Ticker { return realTicker{time.NewTicker(d)} }
+
+func (Real) Sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+type realTicker struct{ t *time.Ticker }
+
+func (r realTicker) C() <-chan time.Time { return r.t.C }
+func (r realTicker) Stop()               { r.t.Stop() }
+
+// Fake is a manual clock for tests. Its tickers deliver on an unbuffered
+// channel and Advance waits for each tick to be received, so when Advance
+// returns, the receiver has finished with every earlier tick. Like a real
+// ticker, a fake one that falls more than a period behind skips the ticks
+// it missed.
+type Fake struct {
+	mu      sync.Mutex
+	now     time.Time
+	tickers []*fakeTicker
+	sleeps  []*fakeSleep
+	changed chan struct{} // closed and replaced when a ticker or sleep is added
+}
+
+// NewFake returns a fake clock reading now.
+func NewFake(now time.Time) *Fake { return &Fake{now: now, changed: make(chan struct{})} }
+
+func (f *Fake) Now() time.Time {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.now
+}
+
+type fakeTicker struct {
+	c      chan time.Time
+	period time.Duration
+	next   time.Time
+	stop   chan struct{}
+	once   sync.Once
+}
+
+func (t *fakeTicker) C() <-chan time.Time { return t.c }
+func (t *fakeTicker) Stop()               { t.once.Do(func() { close(t.stop) }) }
+
+func (f *Fake) NewTicker(d time.Duration) Ticker {
+	if d <= 0 {
+		panic("clock: non-positive ticker period")
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	t := &fakeTicker{c: make(chan time.Time), period: d, next: f.now.Add(d), stop: make(chan struct{})}
+	f.tickers = append(f.tickers, t)
+	f.notify()
+	return t
+}
+
+type fakeSleep struct {
+	until time.Time
+	done  chan struct{}
+}
+
+// Sleep returns once Advance has moved the clock d on, or ctx ends.
+func (f *Fake) Sleep(ctx context.Context, d time.Duration) error {
+	f.mu.Lock()
+	s := &fakeSleep{until: f.now.Add(d), done: make(chan struct{})}
+	if d <= 0 {
+		f.mu.Unlock()
+		return ctx.Err()
+	}
+	f.sleeps = append(f.sleeps, s)
+	f.notify()
+	f.mu.Unlock()
+	select {
+	case <-s.done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (f *Fake) notify() {
+	close(f.changed)
+	f.changed = make(chan struct{})
+}
+
+// Sleepers reports how many Sleep calls are waiting.
+func (f *Fake) Sleepers() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return len(f.sleeps)
+}
+
+// WaitForSleepers blocks until at least n Sleep calls are waiting or ctx
+// ends, so a test can Advance knowing the sleeper is in place.
+func (f *Fake) WaitForSleepers(ctx context.Context, n int) error {
+	for {
+		f.mu.Lock()
+		k, ch := len(f.sleeps), f.changed
+		f.mu.Unlock()
+		if k >= n {
+			return nil
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// Advance moves the clock d on, delivering each due tick (waiting for it to
+// be received) and ending each due Sleep.
+func (f *Fake) Advance(d time.Duration) {
+	f.mu.Lock()
+	f.now = f.now.Add(d)
+	now := f.now
+	var due []*fakeTicker
+	live := f.tickers[:0]
+	for _, t := range f.tickers {
+		select {
+		case <-t.stop:
+			continue // stopped: forget it
+		default:
+		}
+		live = append(live, t)
+		if !t.next.After(now) {
+			due = append(due, t)
+			for !t.next.After(now) {
+				t.next = t.next.Add(t.period)
+			}
+		}
+	}
+	f.tickers = live
+	sleeps := f.sleeps[:0]
+	for _, s := range f.sleeps {
+		if !s.until.After(now) {
+			close(s.done)
+		} else {
+			sleeps = append(sleeps, s)
+		}
+	}
+	f.sleeps = sleeps
+	f.mu.Unlock()
+	for _, t := range due {
+		select {
+		case t.c <- now:
+		case <-t.stop:
+		}
+	}
+}

@@ -1,0 +1,208 @@
+package ingest
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/mlx-bun/mlx-metrics/backend/internal/bus"
+	"github.com/mlx-bun/mlx-metrics/backend/internal/clock"
+	"github.com/mlx-bun/mlx-metrics/shared/events"
+)
+
+// Follower follows a host's event stream at URL, server-sent events or
+// NDJSON (by the response's Content-Type), and publishes what it reads.
+// When the stream ends or fails it reconnects, waiting MinBackoff at first
+// and doubling up to MaxBackoff while attempts keep failing; a connection
+// that delivered events resets the wait. A bad line is counted, never fatal.
+type Follower struct {
+	URL        string
+	Token      string        // sent as a bearer token when set
+	MinBackoff time.Duration // 500 ms
+	MaxBackoff time.Duration // 30 s
+	Client     *http.Client  // one without a timeout when nil: the stream is long-lived
+	Clock      clock.Clock   // clock.Real{} when nil
+
+	bus *bus.Bus
+	Counter
+
+	mu     sync.Mutex
+	status FollowStatus
+}
+
+// FollowStatus is the follower's state, for /healthz.
+type FollowStatus struct {
+	URL         string       `json:"url"`
+	Connected   bool         `json:"connected"`
+	Connects    uint64       `json:"connects"`
+	Failures    uint64       `json:"failures"`
+	LastError   string       `json:"lastError,omitempty"`
+	NextRetryMs int64        `json:"nextRetryMs,omitempty"`
+	Events      CounterStats `json:"events"`
+}
+
+// NewFollower returns a follower of url publishing to b; Run starts it.
+func NewFollower(b *bus.Bus, url string) *Follower {
+	return &Follower{URL: url, bus: b}
+}
+
+// Status reports the follower's state.
+func (f *Follower) Status() FollowStatus {
+	f.mu.Lock()
+	st := f.status
+	f.mu.Unlock()
+	st.URL = f.URL
+	st.Events = f.Stats()
+	return st
+}
+
+func (f *Follower) update(fn func(*FollowStatus)) {
+	f.mu.Lock()
+	fn(&f.status)
+	f.mu.Unlock()
+}
+
+// Run follows the stream until ctx ends.
+func (f *Follower) Run(ctx context.Context) {
+	minB, maxB := f.MinBackoff, f.MaxBackoff
+	if minB <= 0 {
+		minB = 500 * time.Millisecond
+	}
+	if maxB < minB {
+		maxB = max(30*time.Second, minB)
+	}
+	clk := f.Clock
+	if clk == nil {
+		clk = clock.Real{}
+	}
+	wait := minB
+	for ctx.Err() == nil {
+		got, retry, err := f.once(ctx)
+		if ctx.Err() != nil {
+			return
+		}
+		if retry > 0 {
+			minB = min(retry, maxB) // the server's advice, as an EventSource takes it
+		}
+		if got > 0 {
+			wait = minB
+		}
+		f.update(func(s *FollowStatus) {
+			s.Connected = false
+			s.Failures++
+			if err != nil {
+				s.LastError = err.Error()
+			} else {
+				s.LastError = "stream ended"
+			}
+			s.NextRetryMs = wait.Milliseconds()
+		})
+		if clk.Sleep(ctx, wait) != nil {
+			return
+		}
+		wait = min(wait*2, maxB)
+	}
+}
+
+// once makes one connection and reads it to its end. It reports how many
+// events it accepted and any retry the server advised.
+func (f *Follower) once(ctx context.Context) (accepted int, retry time.Duration, err error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, f.URL, nil)
+	if err != nil {
+		return 0, 0, err
+	}
+	req.Header.Set("Accept", "text/event-stream, application/x-ndjson;q=0.9")
+	if f.Token != "" {
+		req.Header.Set("Authorization", "Bearer "+f.Token)
+	}
+	client := f.Client
+	if client == nil {
+		client = http.DefaultClient
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode/100 != 2 {
+		return 0, 0, fmt.Errorf("GET %s: %s", f.URL, resp.Status)
+	}
+	f.update(func(s *FollowStatus) { s.Connected, s.Connects, s.NextRetryMs = true, s.Connects+1, 0 })
+	accept := func(ev events.Event) {
+		accepted++
+		f.accept()
+		f.bus.Publish(ev)
+	}
+	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+	if mt == "text/event-stream" {
+		retry, err = decodeSSE(resp.Body, accept, f.Counter.reject)
+	} else {
+		err = Decode(resp.Body, accept, f.Counter.reject)
+	}
+	return accepted, retry, err
+}
+
+// decodeSSE reads server-sent events whose data is one event object (or
+// an array of them). Comments and event names are ignored; an event's
+// number is its position in the stream, for rejections.
+func decodeSSE(r io.Reader, accept func(events.Event), reject func(Rejection)) (retry time.Duration, err error) {
+	var data bytes.Buffer
+	dispatched := 0
+	dispatch := func() {
+		if data.Len() == 0 {
+			return
+		}
+		dispatched++
+		n := dispatched
+		_ = Decode(bytes.NewReader(data.Bytes()), accept, func(rj Rejection) {
+			rj.Line = n
+			reject(rj)
+		})
+		data.Reset()
+	}
+	tooLong := false
+	err = eachLine(bufio.NewReaderSize(r, 64<<10), func(_ int, line []byte, skipped int) {
+		if skipped > 0 {
+			tooLong = true
+			return
+		}
+		line = bytes.TrimSuffix(line, []byte("\r"))
+		if len(line) == 0 {
+			if tooLong {
+				dispatched++
+				reject(Rejection{Line: dispatched, Reason: fmt.Sprintf("event is over %d bytes", events.MaxLineBytes)})
+				tooLong = false
+				data.Reset()
+				return
+			}
+			dispatch()
+			return
+		}
+		field, value, _ := bytes.Cut(line, []byte(":"))
+		value = bytes.TrimPrefix(value, []byte(" "))
+		switch string(field) {
+		case "data":
+			if data.Len()+len(value) > events.MaxLineBytes {
+				tooLong = true
+				return
+			}
+			if data.Len() > 0 {
+				data.WriteByte('\n')
+			}
+			data.Write(value)
+		case "retry":
+			if ms, err := strconv.ParseInt(string(value), 10, 64); err == nil && ms > 0 {
+				retry = time.Duration(ms) * time.Millisecond
+			}
+		}
+	})
+	dispatch() // a final event without its blank line still counts
+	return retry, err
+}

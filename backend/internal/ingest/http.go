@@ -1,0 +1,95 @@
+package ingest
+
+import (
+	"bytes"
+	"crypto/subtle"
+	"fmt"
+	"strings"
+
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/mlx-bun/mlx-metrics/backend/internal/bus"
+	"github.com/mlx-bun/mlx-metrics/shared/apierror"
+	"github.com/mlx-bun/mlx-metrics/shared/events"
+)
+
+// MaxListedRejections bounds the rejections a reply lists; the count is
+// always exact.
+const MaxListedRejections = 100
+
+// HTTP is the feature serving POST /events.
+type HTTP struct {
+	bus   *bus.Bus
+	token string
+	Counter
+}
+
+// NewHTTP publishes posted events to b. A non-empty token is required as
+// "Authorization: Bearer <token>".
+func NewHTTP(b *bus.Bus, token string) *HTTP { return &HTTP{bus: b, token: token} }
+
+// Mount serves POST /events under the API group.
+func (h *HTTP) Mount(_ *fiber.App, api fiber.Router) {
+	api.Post("/events", h.handle)
+}
+
+// Reply is the answer to POST /events. When nothing was accepted the
+// status is 400 and Error says why, in the API's error format.
+type Reply struct {
+	Error     *apierror.Detail `json:"error,omitempty"`
+	Accepted  int              `json:"accepted"`
+	Ignored   int              `json:"ignored"` // accepted, but of a type the metrics do not use
+	Rejected  int              `json:"rejected"`
+	Errors    []Rejection      `json:"errors"`
+	Truncated bool             `json:"errorsTruncated,omitempty"`
+}
+
+func (h *HTTP) authorized(c *fiber.Ctx) bool {
+	if h.token == "" {
+		return true
+	}
+	got, ok := strings.CutPrefix(c.Get(fiber.HeaderAuthorization), "Bearer ")
+	return ok && subtle.ConstantTimeCompare([]byte(got), []byte(h.token)) == 1
+}
+
+func (h *HTTP) handle(c *fiber.Ctx) error {
+	if !h.authorized(c) {
+		c.Set(fiber.HeaderWWWAuthenticate, `Bearer realm="mlx-metrics"`)
+		return fiber.NewError(fiber.StatusUnauthorized, "missing or wrong bearer token for POST /events")
+	}
+	body := c.Body()
+	if len(bytes.TrimSpace(body)) == 0 {
+		return fiber.NewError(fiber.StatusBadRequest, "empty body: send events as NDJSON (one JSON object a line) or a JSON array")
+	}
+	reply := Reply{Errors: []Rejection{}}
+	err := Decode(bytes.NewReader(body), func(ev events.Event) {
+		reply.Accepted++
+		if ev.Payload == nil {
+			reply.Ignored++
+		}
+		h.accept()
+		h.bus.Publish(ev)
+	}, func(r Rejection) {
+		reply.Rejected++
+		h.Counter.reject(r)
+		if len(reply.Errors) < MaxListedRejections {
+			reply.Errors = append(reply.Errors, r)
+		} else {
+			reply.Truncated = true
+		}
+	})
+	if err != nil {
+		// The array broke off: what came before it stands, the rest is one
+		// rejection.
+		r := Rejection{Reason: err.Error()}
+		reply.Rejected++
+		h.Counter.reject(r)
+		reply.Errors = append(reply.Errors, r)
+	}
+	if reply.Accepted == 0 {
+		d := apierror.New(fiber.StatusBadRequest, fmt.Sprintf("no event accepted: %d rejected", reply.Rejected)).Error
+		reply.Error = &d
+		return c.Status(fiber.StatusBadRequest).JSON(reply)
+	}
+	return c.JSON(reply)
+}

@@ -1,0 +1,66 @@
+package ingest
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/mlx-bun/mlx-metrics/backend/internal/bus"
+	"github.com/mlx-bun/mlx-metrics/backend/internal/clock"
+	"github.com/mlx-bun/mlx-metrics/shared/events"
+)
+
+// replayBatch is how many events Replay publishes before waiting for the
+// subscribers to catch up: a file is a bulk source and must not overrun
+// the bus's bounded queues.
+const replayBatch = 1024
+
+// Replay publishes the events recorded in the NDJSON (or JSON array) file
+// at path to b. With speed 0 it goes as fast as the subscribers take them;
+// with speed s > 0 it keeps the recorded gaps between events' at, divided
+// by s (1 is real time). Events keep their recorded at. Bad lines are
+// counted in c and skipped.
+func Replay(ctx context.Context, path string, b *bus.Bus, speed float64, clk clock.Clock, c *Counter) error {
+	if clk == nil {
+		clk = clock.Real{}
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	var (
+		n      int
+		prevAt int64
+		stop   error
+	)
+	err = Decode(f, func(ev events.Event) {
+		if stop != nil {
+			return
+		}
+		if speed > 0 && prevAt > 0 && ev.At > prevAt {
+			b.Flush() // what came before is shown before the pause
+			gap := time.Duration(float64(ev.At-prevAt) / speed * float64(time.Millisecond))
+			if stop = clk.Sleep(ctx, gap); stop != nil {
+				return
+			}
+		}
+		if ev.At > prevAt {
+			prevAt = ev.At
+		}
+		c.accept()
+		b.Publish(ev)
+		if n++; n%replayBatch == 0 {
+			b.Flush()
+		}
+	}, c.reject)
+	b.Flush()
+	if stop != nil {
+		return stop
+	}
+	if err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	return nil
+}

@@ -1,0 +1,110 @@
+// Package live is the feature that serves the live metrics: it feeds the
+// bus's events to the store and mounts GET /snapshot and GET /stream.
+package live
+
+import (
+	"encoding/json"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/mlx-bun/mlx-metrics/backend/internal/bus"
+	"github.com/mlx-bun/mlx-metrics/backend/internal/clock"
+	"github.com/mlx-bun/mlx-metrics/backend/internal/store"
+	"github.com/mlx-bun/mlx-metrics/backend/internal/stream"
+	"github.com/mlx-bun/mlx-metrics/shared/events"
+	"github.com/mlx-bun/mlx-metrics/shared/snapshot"
+)
+
+// Options configure the feature.
+type Options struct {
+	Store  store.Options
+	Stream stream.Options
+	// Queue bounds the store's bus queue. Reducing is far faster than any
+	// source parses, so it only fills when the process is starved of CPU.
+	Queue int
+	Clock clock.Clock // clock.Real{} when nil; also the stream's
+}
+
+// DefaultQueue is the store's bus queue when Options.Queue is zero.
+const DefaultQueue = 1 << 16
+
+// Live holds the store behind a lock and serves it.
+type Live struct {
+	clock clock.Clock
+
+	mu      sync.Mutex
+	store   *store.Store
+	version atomic.Uint64 // the store's version, readable without the lock
+
+	hub         *stream.Hub
+	unsubscribe func()
+}
+
+// New subscribes a fresh store to b and starts the stream hub.
+func New(b *bus.Bus, opts Options) *Live {
+	if opts.Clock == nil {
+		opts.Clock = clock.Real{}
+	}
+	if opts.Stream.Clock == nil {
+		opts.Stream.Clock = opts.Clock
+	}
+	if opts.Queue <= 0 {
+		opts.Queue = DefaultQueue
+	}
+	l := &Live{
+		clock: opts.Clock,
+		store: store.New(opts.Store, opts.Clock.Now().UnixMilli()),
+	}
+	l.hub = stream.New(l, opts.Stream)
+	l.unsubscribe = b.Subscribe("live-store", opts.Queue, l.Apply)
+	return l
+}
+
+// Apply reduces one event into the store.
+func (l *Live) Apply(ev events.Event) {
+	l.mu.Lock()
+	if l.store.Apply(ev) {
+		l.version.Store(l.store.Version())
+	}
+	l.mu.Unlock()
+}
+
+// Version is the store's version.
+func (l *Live) Version() uint64 { return l.version.Load() }
+
+// Snapshot builds the snapshot stamped at now.
+func (l *Live) Snapshot(now time.Time) snapshot.Snapshot {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.store.Snapshot(now.UnixMilli())
+}
+
+// Encode is the snapshot as JSON, for the stream.
+func (l *Live) Encode(now time.Time) (uint64, []byte, error) {
+	snap := l.Snapshot(now)
+	data, err := json.Marshal(snap)
+	return snap.Version, data, err
+}
+
+// StreamStats reports the stream hub's counters (for /healthz).
+func (l *Live) StreamStats() stream.Stats { return l.hub.Stats() }
+
+// Close stops consuming events and ends every stream.
+func (l *Live) Close() {
+	l.unsubscribe()
+	l.hub.Close()
+}
+
+// Mount serves GET /snapshot and GET /stream under the API group.
+func (l *Live) Mount(_ *fiber.App, api fiber.Router) {
+	api.Get("/snapshot", l.handleSnapshot)
+	api.Get("/stream", l.hub.Handler)
+}
+
+func (l *Live) handleSnapshot(c *fiber.Ctx) error {
+	c.Set(fiber.HeaderCacheControl, "no-store")
+	return c.JSON(l.Snapshot(l.clock.Now()))
+}
