@@ -75,47 +75,57 @@ func (v *BenchView) schedule(ctx app.Context) {
 	})
 }
 
-// refresh fetches jobs, and profiles and history when all is set or a job
-// finished since the last look.
+// benchData is one refresh's answers.
+type benchData struct {
+	jobs                    bench.JobList
+	jobsErr                 error
+	finished                int
+	fetched                 bool // profiles and history were fetched
+	profiles                []bench.Profile
+	history                 []bench.HistoryEntry
+	profilesErr, historyErr error
+}
+
+// fetchBench fetches jobs, and profiles and history when all is set or a
+// job finished since the last look (knownFinished).
+func fetchBench(c *api.Client, all bool, knownFinished int) benchData {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var d benchData
+	d.jobs, d.jobsErr = c.Jobs(ctx)
+	for _, j := range d.jobs.Jobs {
+		if j.Status != bench.StatusRunning && j.Status != bench.StatusQueued {
+			d.finished++
+		}
+	}
+	if all || d.finished != knownFinished {
+		d.fetched = true
+		d.profiles, d.profilesErr = c.Profiles(ctx)
+		d.history, d.historyErr = c.History(ctx, HistoryLimit)
+	}
+	return d
+}
+
+// apply shows a refresh's answers.
+func (v *BenchView) apply(d benchData) {
+	v.jobs, v.jobsErr = d.jobs, errText(d.jobsErr)
+	if d.jobsErr == nil {
+		v.finished = d.finished
+	}
+	if d.fetched {
+		v.profiles, v.profilesErr = d.profiles, errText(d.profilesErr)
+		v.history, v.historyErr = d.history, errText(d.historyErr)
+		if v.trendProfile == "" && len(d.history) > 0 {
+			v.trendProfile = d.history[0].Profile
+		}
+	}
+}
+
 func (v *BenchView) refresh(ctx app.Context, all bool) {
-	c := v.client()
-	knownFinished := v.finished
+	c, known := v.client(), v.finished
 	ctx.Async(func() {
-		cctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		jobs, jobsErr := c.Jobs(cctx)
-		finished := 0
-		for _, j := range jobs.Jobs {
-			if j.Status != bench.StatusRunning && j.Status != bench.StatusQueued {
-				finished++
-			}
-		}
-		var (
-			profiles               []bench.Profile
-			history                []bench.HistoryEntry
-			profilesErr, histErr   error
-			fetchedProfiles, fetch bool
-		)
-		if all || finished != knownFinished {
-			fetch, fetchedProfiles = true, true
-			profiles, profilesErr = c.Profiles(cctx)
-			history, histErr = c.History(cctx, HistoryLimit)
-		}
-		ctx.Dispatch(func(ctx app.Context) {
-			v.jobs, v.jobsErr = jobs, errText(jobsErr)
-			if jobsErr == nil {
-				v.finished = finished
-			}
-			if fetchedProfiles {
-				v.profiles, v.profilesErr = profiles, errText(profilesErr)
-			}
-			if fetch {
-				v.history, v.historyErr = history, errText(histErr)
-				if v.trendProfile == "" && len(history) > 0 {
-					v.trendProfile = history[0].Profile
-				}
-			}
-		})
+		d := fetchBench(c, all, known)
+		ctx.Dispatch(func(ctx app.Context) { v.apply(d) })
 	})
 }
 

@@ -35,7 +35,7 @@ func (v *ModelsView) Render() app.UI {
 						if m.LastUnloadReason != "" && m.LastUnloadMs != nil {
 							unload += " (" + m.LastUnloadReason + ")"
 						}
-						return app.Tr().DataSet("model", m.Model).Body(
+						return app.Tr().Body(
 							app.Td().Class("model-name").Text(m.Model),
 							app.Td().Body(app.Span().Class("state "+stateClass(m.State)).Text(m.State)),
 							tdNum(format.Count(m.Loads)),

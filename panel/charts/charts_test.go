@@ -1,0 +1,159 @@
+package charts
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/mlx-bun/mlx-metrics/shared/bench"
+	"github.com/mlx-bun/mlx-metrics/shared/snapshot"
+)
+
+func decode(t *testing.T, b []byte) map[string]any {
+	t.Helper()
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatalf("option is not JSON: %v\n%s", err, b)
+	}
+	return m
+}
+
+func series(m map[string]any) []map[string]any {
+	var out []map[string]any
+	for _, s := range m["series"].([]any) {
+		out = append(out, s.(map[string]any))
+	}
+	return out
+}
+
+func f(v float64) *float64 { return &v }
+
+func TestThroughput(t *testing.T) {
+	pts := []snapshot.SeriesPoint{
+		{At: 1000, TokensPerSecond: 120.5, Active: 3, Capacity: 8, Queued: 0},
+		{At: 2000, TokensPerSecond: 240, Active: 6, Capacity: 8, Queued: 2},
+	}
+	m := decode(t, Throughput(pts, Dark))
+	ss := series(m)
+	tests := []struct {
+		name  string
+		axis  float64 // yAxisIndex
+		value []any   // second point
+	}{
+		{"tokens/s", 0, []any{2000.0, 240.0}},
+		{"active rows", 1, []any{2000.0, 6.0}},
+		{"capacity", 1, []any{2000.0, 8.0}},
+		{"queued", 1, []any{2000.0, 2.0}},
+	}
+	if len(ss) != len(tests) {
+		t.Fatalf("%d series, want %d", len(ss), len(tests))
+	}
+	for i, tt := range tests {
+		s := ss[i]
+		if s["name"] != tt.name || s["type"] != "line" {
+			t.Errorf("series %d = %v %v, want line %s", i, s["name"], s["type"], tt.name)
+		}
+		idx, _ := s["yAxisIndex"].(float64)
+		if idx != tt.axis {
+			t.Errorf("%s on y axis %v, want %v", tt.name, idx, tt.axis)
+		}
+		data := s["data"].([]any)
+		got := data[1].(map[string]any)["value"].([]any)
+		if got[0] != tt.value[0] || got[1] != tt.value[1] {
+			t.Errorf("%s second point = %v, want %v", tt.name, got, tt.value)
+		}
+	}
+	if ys := m["yAxis"].([]any); len(ys) != 2 {
+		t.Errorf("%d y axes, want 2", len(ys))
+	}
+	if m["backgroundColor"] != "transparent" || m["textStyle"].(map[string]any)["color"] != Dark.Text {
+		t.Errorf("palette not applied: %v %v", m["backgroundColor"], m["textStyle"])
+	}
+	if x := m["xAxis"].([]any)[0].(map[string]any); x["type"] != "time" {
+		t.Errorf("x axis type %v, want time", x["type"])
+	}
+}
+
+func TestMemoryStacksPerModel(t *testing.T) {
+	ms := []snapshot.Model{
+		{Model: "a", WeightsBytes: 2 << 30, KVBytes: 512 << 20, PrefixCacheBytes: 0},
+		{Model: "<b>b</b>", WeightsBytes: 1 << 30},
+	}
+	m := decode(t, Memory(ms, Light))
+	ss := series(m)
+	want := []struct {
+		name string
+		a    float64
+	}{{"weights", 2048}, {"KV cache", 512}, {"prefix cache", 0}}
+	if len(ss) != 3 {
+		t.Fatalf("%d series, want 3", len(ss))
+	}
+	for i, w := range want {
+		if ss[i]["name"] != w.name || ss[i]["stack"] != "memory" || ss[i]["type"] != "bar" {
+			t.Errorf("series %d = %v", i, ss[i])
+		}
+		v, _ := ss[i]["data"].([]any)[0].(map[string]any)["value"].(float64)
+		if v != w.a {
+			t.Errorf("%s of a = %v MiB, want %v", w.name, v, w.a)
+		}
+	}
+	// Models are categories on the y axis (horizontal bars).
+	y := m["yAxis"].([]any)[0].(map[string]any)
+	cats := y["data"].([]any)
+	if y["type"] != "category" || len(cats) != 2 || cats[1] != "<b>b</b>" {
+		t.Errorf("y axis = %v", y)
+	}
+}
+
+func TestGauge(t *testing.T) {
+	tests := []struct {
+		in, want float64
+	}{{42.25, 42.2}, {-3, 0}, {100, 100}}
+	for _, tt := range tests {
+		m := decode(t, Gauge("KV cache", tt.in, Light))
+		s := series(m)[0]
+		v := s["data"].([]any)[0].(map[string]any)["value"]
+		if v != tt.want && !(tt.want == 0 && v == nil) {
+			t.Errorf("Gauge(%v) value = %v, want %v", tt.in, v, tt.want)
+		}
+		if s["type"] != "gauge" || s["max"] != 100.0 {
+			t.Errorf("Gauge series = %v", s)
+		}
+	}
+}
+
+func TestTrend(t *testing.T) {
+	entries := []bench.HistoryEntry{
+		{ID: "r3", Profile: "smoke", StartedAt: 3000, Cells: []bench.CompactCell{{Key: "m/tree/a", DecodeTokensPerSecond: f(30)}}},
+		{ID: "other", Profile: "standard", StartedAt: 2500, Cells: []bench.CompactCell{{Key: "x", DecodeTokensPerSecond: f(1)}}},
+		{ID: "r1", Profile: "smoke", StartedAt: 1000, Cells: []bench.CompactCell{
+			{Key: "m/tree/a", DecodeTokensPerSecond: f(40)}, {Key: "m/reference/b", DecodeTokensPerSecond: f(35)},
+		}},
+	}
+	m := decode(t, Trend(entries, "smoke", Figures[0], Light))
+	ss := series(m)
+	if len(ss) != 2 {
+		t.Fatalf("%d series, want 2 (one per cell key of the profile)", len(ss))
+	}
+	tests := []struct {
+		key  string
+		want []any // values oldest first; nil where the cell was not measured
+	}{
+		{"m/tree/a", []any{40.0, 30.0}},
+		{"m/reference/b", []any{35.0, nil}},
+	}
+	for i, tt := range tests {
+		if ss[i]["name"] != tt.key {
+			t.Errorf("series %d = %v, want %s", i, ss[i]["name"], tt.key)
+		}
+		data := ss[i]["data"].([]any)
+		for j, w := range tt.want {
+			got := data[j].(map[string]any)["value"].([]any)[1]
+			if got != w {
+				t.Errorf("%s run %d = %v, want %v", tt.key, j, got, w)
+			}
+		}
+	}
+	if y := m["yAxis"].([]any)[0].(map[string]any); y["name"] != "decode (tok/s)" {
+		t.Errorf("y axis name %v", y["name"])
+	}
+}

@@ -1,0 +1,141 @@
+package ui
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/mlx-bun/mlx-metrics/panel/charts"
+	"github.com/mlx-bun/mlx-metrics/shared/bench"
+)
+
+// benchAPI fakes the bench routes; a nil field answers 500.
+type benchAPI struct {
+	profiles []bench.Profile
+	jobs     *bench.JobList
+	history  *bench.HistoryList
+}
+
+func (b benchAPI) server(t *testing.T) *httptest.Server {
+	mux := http.NewServeMux()
+	reply := func(w http.ResponseWriter, v any, ok bool) {
+		if !ok {
+			w.WriteHeader(http.StatusInternalServerError)
+			w.Write([]byte(`{"error":{"message":"store offline","type":"server_error"}}`))
+			return
+		}
+		json.NewEncoder(w).Encode(v)
+	}
+	mux.HandleFunc("GET /api/metrics/bench/profiles", func(w http.ResponseWriter, r *http.Request) { reply(w, b.profiles, b.profiles != nil) })
+	mux.HandleFunc("GET /api/metrics/bench", func(w http.ResponseWriter, r *http.Request) { reply(w, b.jobs, b.jobs != nil) })
+	mux.HandleFunc("GET /api/metrics/history", func(w http.ResponseWriter, r *http.Request) { reply(w, b.history, b.history != nil) })
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+func TestBenchView(t *testing.T) {
+	profiles := []bench.Profile{
+		{Name: "smoke", Scope: "all", Description: "quick check", Cells: 2},
+		{Name: "broken", Scope: "scoped", Models: []string{"m"}, Cells: 1, Error: "cells[0]: argv is empty"},
+	}
+	running := &bench.JobList{
+		Jobs: []bench.Job{
+			{ID: "20261202T160000Z-ab", Profile: "smoke", Status: bench.StatusRunning, Progress: 0.42, Stage: "decode", Message: "cell 1/2",
+				LogTail: []string{"cell m/tree/default: decode run 3/5", "<script>alert(1)</script>"}},
+			{ID: "20261202T150000Z-aa", Profile: "smoke", Status: bench.StatusDone, Progress: 1},
+		},
+		Lease: bench.Lease{Held: true, Holder: "20261202T160000Z-ab", Since: 1764691200000, Waiting: 1, Device: "no GPU found"},
+	}
+	idle := &bench.JobList{Lease: bench.Lease{Device: "no GPU found"}}
+	history := &bench.HistoryList{Entries: []bench.HistoryEntry{
+		{ID: "20261202T150000Z-aa", Profile: "smoke", StartedAt: 1764687600000, DurationMs: 61000, Complete: true, Cells: []bench.CompactCell{
+			{Key: "m/tree/default", Status: bench.CellMeasured, DecodeTokensPerSecond: f(41.5)},
+			{Key: "m/reference/default", Status: bench.CellMeasured, DecodeTokensPerSecond: f(38.2)},
+			{Key: "m/reference/big", Status: bench.CellSkipped},
+		}},
+		{ID: "20261202T140000Z-a9", Profile: "smoke", StartedAt: 1764684000000, DurationMs: 12000, Complete: false, ExitCode: 3},
+	}}
+
+	tests := []struct {
+		name          string
+		api           benchAPI
+		want, notWant []string
+		disabledRuns  int
+	}{
+		{
+			name: "a run holds the GPU",
+			api:  benchAPI{profiles: profiles, jobs: running, history: history},
+			want: []string{
+				"Device: no GPU found",
+				"the GPU is held by job 20261202T160000Z-ab since 16:00:00 (1 waiting)",
+				"plan does not validate: cells[0]: argv is empty",
+				`data-job="20261202T160000Z-ab"`, `data-status="running"`, "width:42.0%", "42% · decode cell 1/2",
+				"cell m/tree/default: decode run 3/5", "&lt;script&gt;alert(1)&lt;/script&gt;",
+				`data-action="cancel"`,
+			},
+			notWant:      []string{"<script>alert(1)</script>"},
+			disabledRuns: 2,
+		},
+		{
+			name: "idle with history",
+			api:  benchAPI{profiles: profiles, jobs: idle, history: history},
+			want: []string{
+				"No run in progress.",
+				`data-run="20261202T150000Z-aa"`, "2025-12-02 15:00 UTC", "61.0 s", "2 / 3", "41.5 tok/s",
+				"no (exit 3)", "0 / 0",
+				"Trend across runs", `id="chart-trend"`, `value="smoke"`,
+			},
+			notWant:      []string{`data-action="cancel"`},
+			disabledRuns: 1, // only the plan that does not validate
+		},
+		{
+			name: "bench routes fail, the view still renders",
+			api:  benchAPI{},
+			want: []string{
+				`data-error="profiles"`, "Profiles unavailable: 500: store offline",
+				`data-error="jobs"`, "Jobs unavailable: 500: store offline",
+				`data-error="history"`, "History unavailable: 500: store offline",
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := tt.api.server(t)
+			v := &BenchView{API: srv.URL + "/api/metrics", Palette: charts.Light}
+			v.apply(fetchBench(v.client(), true, 0))
+			html := render(t, v)
+			for _, w := range tt.want {
+				if !strings.Contains(html, w) {
+					t.Errorf("missing %q in\n%s", w, html)
+				}
+			}
+			for _, w := range tt.notWant {
+				if strings.Contains(html, w) {
+					t.Errorf("unexpected %q", w)
+				}
+			}
+			if got := disabledRunButtons(html); got != tt.disabledRuns {
+				t.Errorf("%d disabled Run buttons, want %d", got, tt.disabledRuns)
+			}
+		})
+	}
+}
+
+func f(v float64) *float64 { return &v }
+
+var disabledAttr = regexp.MustCompile(`\sdisabled[\s>]`)
+
+// disabledRunButtons counts Run buttons rendered with the disabled attribute.
+func disabledRunButtons(html string) int {
+	n := 0
+	for _, line := range strings.Split(html, "\n") {
+		if strings.Contains(line, `data-action="run"`) && disabledAttr.MatchString(line) {
+			n++
+		}
+	}
+	return n
+}

@@ -1,0 +1,198 @@
+package ui
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/maxence-charriere/go-app/v10/pkg/app"
+
+	"github.com/mlx-bun/mlx-metrics/panel/charts"
+	"github.com/mlx-bun/mlx-metrics/shared/snapshot"
+)
+
+// recorded loads testdata/<name>.json, a snapshot as the stream sends it.
+func recorded(t *testing.T, name string) *snapshot.Snapshot {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("testdata", name+".json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var s snapshot.Snapshot
+	if err := json.Unmarshal(b, &s); err != nil {
+		t.Fatal(err)
+	}
+	return &s
+}
+
+// render mounts c in a test engine and returns its HTML.
+func render(t *testing.T, c app.Composer) string {
+	t.Helper()
+	e := app.NewTestEngine()
+	if err := e.Load(c); err != nil {
+		t.Fatal(err)
+	}
+	e.ConsumeAll()
+	return app.HTMLString(c)
+}
+
+const xss = "<img src=x onerror=alert(1)>"
+
+func TestViews(t *testing.T) {
+	busy := recorded(t, "busy")
+	empty := recorded(t, "empty")
+	tests := []struct {
+		name    string
+		compo   app.Composer
+		want    []string
+		notWant []string
+	}{
+		{
+			name:  "serving busy",
+			compo: &ServingView{Snap: busy, Palette: charts.Light},
+			want: []string{
+				`data-tile="throughput"`, "327 tok/s",
+				`data-tile="rows"`, "8 / 8", "100.0% occupied",
+				`data-tile="queued"`, ">7<",
+				`data-tile="finished"`, "1,234",
+				`data-tile="models"`, "of 3 known",
+				`id="chart-throughput"`,
+			},
+		},
+		{
+			name:  "serving empty",
+			compo: &ServingView{Snap: empty},
+			want:  []string{"0.00 tok/s", "0 / 0", "No scheduler samples yet."},
+			notWant: []string{`id="chart-throughput"`},
+		},
+		{
+			name:  "serving before the first snapshot",
+			compo: &ServingView{},
+			want:  []string{"Waiting for the first snapshot"},
+		},
+		{
+			name:  "models",
+			compo: &ModelsView{Snap: busy, Palette: charts.Light},
+			want: []string{
+				"mlx-community/Qwen3-4B-4bit", "state-resident", "1843 ms", "212 ms (evicted)", "2056 ms",
+				"2.1 GiB", "512.0 MiB", "128.0 MiB", "state-failed",
+				"&lt;b&gt;load failed&lt;/b&gt;: weights not found",
+				"&lt;img src=x onerror=alert(1)&gt;",
+				`id="chart-memory"`,
+			},
+			notWant: []string{xss, "<b>load failed</b>"},
+		},
+		{
+			name:  "models empty",
+			compo: &ModelsView{Snap: empty},
+			want:  []string{"No model has reported yet."},
+		},
+		{
+			name:  "caches",
+			compo: &CachesView{Snap: busy, Palette: charts.Light},
+			want: []string{
+				`data-cache="kv"`, "512.0 MiB of 1.0 GiB", `id="gauge-kv-0"`,
+				`data-cache="prefix"`, "128.0 MiB of 512.0 MiB", "hit rate 78.0% (312 hits, 88 misses)", `id="gauge-prefix-1"`,
+			},
+		},
+		{
+			name:  "caches empty",
+			compo: &CachesView{Snap: empty},
+			want:  []string{"No cache has reported yet."},
+		},
+		{
+			name:  "requests",
+			compo: &RequestsView{Snap: busy},
+			want: []string{
+				"over the last 256 of 1234 finished requests (window 256); 34.0% of prompt tokens cached",
+				`data-timing="queue"`, "12.5 ms", "180 ms", "403 ms", "611 ms",
+				`data-timing="ttft"`, "150 ms", "521 ms", "880 ms", "1320 ms",
+				`data-timing="decode"`, "42.1 tok/s", "58.8 tok/s",
+				`data-timing="total"`, "15.0 s",
+				`data-finish="stop"`, "1,100 · 89.1%", `data-finish="error"`,
+				"req-1234", "1,024 (0)", "&lt;img src=x onerror=alert(1)&gt;",
+			},
+			notWant: []string{xss},
+		},
+		{
+			name:  "requests empty window",
+			compo: &RequestsView{Snap: empty},
+			want:  []string{"not measured in this window", "No finished requests yet."},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			html := render(t, tt.compo)
+			for _, w := range tt.want {
+				if !strings.Contains(html, w) {
+					t.Errorf("missing %q in\n%s", w, html)
+				}
+			}
+			for _, w := range tt.notWant {
+				if strings.Contains(html, w) {
+					t.Errorf("unexpected %q in\n%s", w, html)
+				}
+			}
+		})
+	}
+}
+
+func TestRecentNewestFirst(t *testing.T) {
+	html := render(t, &RequestsView{Snap: recorded(t, "busy")})
+	a, b := strings.Index(html, "req-1234"), strings.Index(html, "req-1232")
+	if a < 0 || b < 0 || a > b {
+		t.Fatalf("req-1234 (newest) at %d, req-1232 at %d: want newest first", a, b)
+	}
+}
+
+func TestPanelStates(t *testing.T) {
+	now := time.UnixMilli(1764690060000)
+	busy := recorded(t, "busy")
+	tests := []struct {
+		name  string
+		setup func(p *Panel)
+		want  []string
+	}{
+		{"waiting", func(p *Panel) {}, []string{`data-state="waiting"`, "waiting for data", "Waiting for the first snapshot"}},
+		{"live", func(p *Panel) { p.Apply(busy, now) }, []string{`data-state="live"`, ">live<", "updated 15:40:59", "327 tok/s"}},
+		{"interrupted keeps the last snapshot", func(p *Panel) {
+			p.Apply(busy, now)
+			p.state, p.failures, p.retryIn, p.lastErr = StateInterrupted, 1, 500*time.Millisecond, "stream lost at 15:41:00"
+		}, []string{`data-state="interrupted"`, "stream lost at 15:41:00; retrying in 500ms (attempt 1)", "327 tok/s"}},
+		{"retrying", func(p *Panel) {
+			p.state, p.failures, p.lastErr = StateRetrying, 2, "stream lost at 15:41:00"
+		}, []string{`data-state="retrying"`, "reconnecting (attempt 2)"}},
+		{"models tab", func(p *Panel) { p.Apply(busy, now); p.SetTab("models") }, []string{`id="view-models"`, "Memory per model"}},
+		{"caches tab", func(p *Panel) { p.Apply(busy, now); p.SetTab("caches") }, []string{`id="view-caches"`}},
+		{"requests tab", func(p *Panel) { p.Apply(busy, now); p.SetTab("requests") }, []string{`id="view-requests"`}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := NewPanel(DefaultConnection, "")
+			tt.setup(p)
+			html := render(t, p)
+			for _, w := range tt.want {
+				if !strings.Contains(html, w) {
+					t.Errorf("missing %q in\n%s", w, html)
+				}
+			}
+		})
+	}
+}
+
+func TestBackoff(t *testing.T) {
+	tests := []struct {
+		failures int
+		want     time.Duration
+	}{
+		{0, 500 * time.Millisecond}, {1, time.Second}, {2, 2 * time.Second}, {3, 4 * time.Second}, {4, 5 * time.Second}, {40, 5 * time.Second},
+	}
+	for _, tt := range tests {
+		if got := backoff(tt.failures); got != tt.want {
+			t.Errorf("backoff(%d) = %v, want %v", tt.failures, got, tt.want)
+		}
+	}
+}
