@@ -157,11 +157,13 @@ func (a *API) jobEvents(c *fiber.Ctx) error {
 	c.Context().SetBodyStreamWriter(func(w *bufio.Writer) {
 		keepalive := time.NewTicker(15 * time.Second)
 		defer keepalive.Stop()
+		var off int64
 		for {
-			evs, changed, ended, err := svc.Events(id, after)
+			evs, next, changed, ended, err := svc.EventsAt(id, after, off)
 			if err != nil {
 				return
 			}
+			off = next
 			for _, e := range evs {
 				data, _ := json.Marshal(e)
 				fmt.Fprintf(w, "id: %d\nevent: %s\ndata: %s\n\n", e.Seq, e.Type, data)

@@ -311,17 +311,25 @@ func (s *Service) Done(id string) (<-chan struct{}, error) {
 // closed at the next event, and whether the log is complete (the job has
 // ended, so no event will follow).
 func (s *Service) Events(id string, after int) (evs []bench.JobEvent, changed <-chan struct{}, ended bool, err error) {
+	evs, _, changed, ended, err = s.EventsAt(id, after, 0)
+	return evs, changed, ended, err
+}
+
+// EventsAt is Events for a follower: it reads the log from byte offset off
+// (0, or the next offset of its previous call), so following a long job
+// reads each event once.
+func (s *Service) EventsAt(id string, after int, off int64) (evs []bench.JobEvent, next int64, changed <-chan struct{}, ended bool, err error) {
 	s.mu.Lock()
 	j, ok := s.jobs[id]
 	if !ok {
 		s.mu.Unlock()
-		return nil, nil, false, ErrNotFound
+		return nil, off, nil, false, ErrNotFound
 	}
 	changed, ended, dir := j.changed, isFinal(j.Status), j.dir
 	s.mu.Unlock()
 	// Read after taking changed: an event written meanwhile closes it.
-	evs, err = readEvents(dir, after)
-	return evs, changed, ended, err
+	evs, next, err = readEvents(dir, after, off)
+	return evs, next, changed, ended, err
 }
 
 // Cancel stops a job: a queued one leaves the queue at once; a running one

@@ -237,7 +237,7 @@ func TestRunOutcomes(t *testing.T) {
 				}
 			}
 			// The file is the same log, so a restart replays it unchanged.
-			again, _ := readEvents(filepath.Join(h.dir, j.ID), 0)
+			again, _, _ := readEvents(filepath.Join(h.dir, j.ID), 0, 0)
 			if len(again) != len(evs) {
 				t.Fatalf("disk has %d events, service %d", len(again), len(evs))
 			}
