@@ -21,6 +21,8 @@ type command struct {
 // commands lists the subcommands; the first is the default.
 var commands = []command{
 	{"serve", "run the backend with the panel (the default)", runServe},
+	{"snapshot", "print a running backend's live metrics as tables", runSnapshot},
+	{"events", "replay a recorded NDJSON event file into a running backend", runEvents},
 }
 
 // exitError carries an exit code out of a subcommand.

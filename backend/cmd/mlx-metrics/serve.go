@@ -49,6 +49,7 @@ func runServe(ctx context.Context, args []string) error {
 	fs.StringVar(&cfg.corsOrigins, "cors-origins", os.Getenv("MLX_METRICS_CORS_ORIGINS"), "comma-separated host origins (scheme://host[:port]) allowed to embed the panel and call the API; none by default (env MLX_METRICS_CORS_ORIGINS)")
 	benchCfg := addBenchFlags(fs)
 	liveCfg := addLiveFlags(fs)
+	exportCfg := addExportFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return &exitError{code: 2, err: err}
 	}
@@ -75,6 +76,13 @@ func runServe(ctx context.Context, args []string) error {
 	defer benchSrv.close()
 	healthz.Add("gpu", func() any { return benchSrv.lease.State() })
 	features = append(features, benchSrv.api)
+	// Export: GET /prometheus, the --proxy-to proxy at /v1/*, --scrape.
+	exportSide, err := startExport(ctx, exportCfg, eventBus)
+	if err != nil {
+		return &exitError{code: 2, err: err}
+	}
+	defer exportSide.stop()
+	features = append(features, exportSide.features...)
 	// The panel mounts first: its CORS middleware must wrap every route.
 	panelUI, err := webui.New(webui.Options{CORSOrigins: strings.Split(cfg.corsOrigins, ",")})
 	if err != nil {

@@ -82,7 +82,11 @@ func (e *Exporter) Observe(ev events.Event) {
 }
 
 func (e *Exporter) observeCache(p *events.CacheSample) {
-	e.m.cacheBytes.WithLabelValues(p.Model, p.Cache).Set(float64(p.Bytes))
+	// Engines scraped over their /metrics report a ratio and no bytes;
+	// a 0 here would claim an empty cache.
+	if p.UsageRatio == nil || p.Bytes > 0 {
+		e.m.cacheBytes.WithLabelValues(p.Model, p.Cache).Set(float64(p.Bytes))
+	}
 	if p.CapacityBytes != nil {
 		e.m.cacheCapacity.WithLabelValues(p.Model, p.Cache).Set(float64(*p.CapacityBytes))
 	}

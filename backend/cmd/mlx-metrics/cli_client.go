@@ -1,0 +1,131 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/mattn/go-isatty"
+
+	"github.com/mlx-bun/mlx-metrics/shared/apierror"
+)
+
+// cliEnv is where the client subcommands write, so tests can capture it.
+type cliEnv struct {
+	stdout, stderr io.Writer
+	// tty is true when stderr is a terminal: progress is then a bar
+	// redrawn in place, else plain lines.
+	tty bool
+}
+
+func osEnv() cliEnv {
+	return cliEnv{stdout: os.Stdout, stderr: os.Stderr,
+		tty: isatty.IsTerminal(os.Stderr.Fd()) || isatty.IsCygwinTerminal(os.Stderr.Fd())}
+}
+
+// defaultServer is the backend the client subcommands talk to.
+func defaultServer() string { return envOr("MLX_METRICS_SERVER", "http://127.0.0.1:7878") }
+
+// usageErr is a command-line mistake: exit code 2, like the go tool.
+func usageErr(format string, args ...any) error {
+	return &exitError{code: 2, err: fmt.Errorf(format, args...)}
+}
+
+// parseFlags parses args allowing flags after positional arguments
+// (`bench compare A B --threshold 0.1`), and returns the positionals.
+// -h prints the usage and returns flag.ErrHelp, which callers turn into
+// exit code 0.
+func parseFlags(fs *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return nil, err
+			}
+			return nil, &exitError{code: 2, err: err}
+		}
+		args = fs.Args()
+		if len(args) == 0 {
+			return pos, nil
+		}
+		if args[0] == "--" {
+			return append(pos, args[1:]...), nil
+		}
+		pos = append(pos, args[0])
+		args = args[1:]
+	}
+}
+
+// helpOK turns -h into success.
+func helpOK(err error) error {
+	if errors.Is(err, flag.ErrHelp) {
+		return nil
+	}
+	return err
+}
+
+// apiClient calls a running backend's /api/metrics routes.
+type apiClient struct {
+	base string // scheme://host[:port], no trailing slash
+	http *http.Client
+}
+
+func newAPIClient(server string) (*apiClient, error) {
+	u, err := url.Parse(server)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, usageErr("--server %q: want an http(s) URL such as http://127.0.0.1:7878", server)
+	}
+	return &apiClient{
+		base: strings.TrimSuffix(u.Scheme+"://"+u.Host+u.Path, "/"),
+		http: &http.Client{Timeout: 30 * time.Second},
+	}, nil
+}
+
+// do sends a request to path under /api/metrics and decodes a 2xx JSON
+// answer into out (when not nil). Anything else becomes an error carrying
+// the API's message.
+func (c *apiClient) do(ctx context.Context, method, path, contentType string, body io.Reader, out any) error {
+	req, err := http.NewRequestWithContext(ctx, method, c.base+"/api/metrics"+path, body)
+	if err != nil {
+		return err
+	}
+	if contentType != "" {
+		req.Header.Set("Content-Type", contentType)
+	}
+	req.Header.Set("Accept", "application/json")
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return fmt.Errorf("is the backend running? %w", err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+	if err != nil {
+		return err
+	}
+	if resp.StatusCode/100 != 2 {
+		var e apierror.Body
+		if json.Unmarshal(b, &e) == nil && e.Error.Message != "" {
+			return fmt.Errorf("%s %s: %s (%d)", method, path, e.Error.Message, resp.StatusCode)
+		}
+		return fmt.Errorf("%s %s: %s", method, path, resp.Status)
+	}
+	if out == nil {
+		return nil
+	}
+	if err := json.Unmarshal(b, out); err != nil {
+		return fmt.Errorf("%s %s: unreadable answer: %w", method, path, err)
+	}
+	return nil
+}
+
+func (c *apiClient) get(ctx context.Context, path string, out any) error {
+	return c.do(ctx, http.MethodGet, path, "", nil, out)
+}

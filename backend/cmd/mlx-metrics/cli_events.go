@@ -1,0 +1,200 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"time"
+
+	"github.com/mlx-bun/mlx-metrics/shared/events"
+)
+
+func runEvents(ctx context.Context, args []string) error {
+	return eventsCmd(ctx, args, osEnv(), realPacer{})
+}
+
+// pacer is the clock replay paces itself by (a fake one in tests).
+type pacer interface {
+	Now() time.Time
+	Sleep(ctx context.Context, d time.Duration) error
+}
+
+type realPacer struct{}
+
+func (realPacer) Now() time.Time { return time.Now() }
+
+func (realPacer) Sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+func eventsCmd(ctx context.Context, args []string, env cliEnv, clk pacer) error {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		fmt.Fprintln(env.stderr, "usage: mlx-metrics events replay [flags] FILE\n\nsubcommands:\n  replay     post a recorded NDJSON event file to a running backend")
+		if len(args) == 0 {
+			return &exitError{code: 2, err: fmt.Errorf("missing subcommand")}
+		}
+		return nil
+	}
+	if args[0] != "replay" {
+		return usageErr("unknown subcommand %q (want replay)", args[0])
+	}
+	return replayCmd(ctx, args[1:], env, clk)
+}
+
+func replayCmd(ctx context.Context, args []string, env cliEnv, clk pacer) error {
+	fs := flag.NewFlagSet("events replay", flag.ContinueOnError)
+	fs.SetOutput(env.stderr)
+	server := fs.String("server", defaultServer(), "backend URL (env MLX_METRICS_SERVER)")
+	speed := fs.Float64("speed", 0, "pace by the events' at: 1 is as recorded, 10 ten times faster; 0 sends at once")
+	batch := fs.Int("batch", 500, "events per POST, at most")
+	token := fs.String("token", os.Getenv("MLX_METRICS_EVENTS_TOKEN"), "bearer token for POST /events (env MLX_METRICS_EVENTS_TOKEN)")
+	fs.Usage = func() {
+		fmt.Fprintln(env.stderr, "usage: mlx-metrics events replay [--server URL] [--speed X] [--batch N] FILE\n\n"+
+			"Posts a recorded NDJSON event file (- for stdin) to a running backend's /api/metrics/events.\n"+
+			"Every line is validated first; nothing is sent if one is bad.\n\nflags:")
+		fs.PrintDefaults()
+	}
+	pos, err := parseFlags(fs, args)
+	if err != nil {
+		return helpOK(err)
+	}
+	if len(pos) != 1 {
+		return usageErr("want exactly one FILE, got %d arguments", len(pos))
+	}
+	if *speed < 0 || *batch < 1 {
+		return usageErr("--speed must be >= 0 and --batch >= 1")
+	}
+	c, err := newAPIClient(*server)
+	if err != nil {
+		return err
+	}
+	lines, ats, err := readEventFile(pos[0])
+	if err != nil {
+		return err
+	}
+	if len(lines) == 0 {
+		return fmt.Errorf("%s holds no events", pos[0])
+	}
+
+	prog := newProgress(env, "replay", len(lines))
+	defer prog.done()
+	start := clk.Now()
+	due := func(i int) time.Time {
+		if *speed == 0 {
+			return start
+		}
+		return start.Add(time.Duration(float64(ats[i]-ats[0]) * float64(time.Millisecond) / *speed))
+	}
+	var accepted, rejected int
+	for i := 0; i < len(lines); {
+		if wait := due(i).Sub(clk.Now()); wait > 0 {
+			if err := clk.Sleep(ctx, wait); err != nil {
+				return fmt.Errorf("stopped after %d of %d events: %w", i, len(lines), err)
+			}
+		}
+		// Send together what is due now, up to a batch.
+		j := i + 1
+		for now := clk.Now(); j < len(lines) && j-i < *batch && !due(j).After(now); j++ {
+		}
+		a, r, err := postEvents(ctx, c, *token, lines[i:j])
+		if err != nil {
+			return fmt.Errorf("after %d of %d events: %w", i, len(lines), err)
+		}
+		accepted += a
+		rejected += r
+		i = j
+		prog.set(i)
+	}
+	prog.done()
+	fmt.Fprintf(env.stdout, "replayed %d events: %d accepted, %d rejected\n", len(lines), accepted, rejected)
+	if rejected > 0 {
+		return fmt.Errorf("the backend rejected %d events", rejected)
+	}
+	return nil
+}
+
+// readEventFile reads and validates every line; blank lines are skipped.
+func readEventFile(path string) (lines [][]byte, ats []int64, err error) {
+	var r io.Reader = os.Stdin
+	if path != "-" {
+		f, err := os.Open(path)
+		if err != nil {
+			return nil, nil, err
+		}
+		defer f.Close()
+		r = f
+	}
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64<<10), events.MaxLineBytes+1)
+	for n := 1; sc.Scan(); n++ {
+		line := bytes.TrimSpace(sc.Bytes())
+		if len(line) == 0 {
+			continue
+		}
+		ev, err := events.Parse(line)
+		if err != nil {
+			return nil, nil, fmt.Errorf("%s:%d: %v", path, n, err)
+		}
+		lines = append(lines, bytes.Clone(line))
+		ats = append(ats, ev.At)
+	}
+	if err := sc.Err(); err != nil {
+		return nil, nil, fmt.Errorf("%s: %v", path, err)
+	}
+	return lines, ats, nil
+}
+
+// postEvents sends one NDJSON batch and returns the backend's counts.
+func postEvents(ctx context.Context, c *apiClient, token string, lines [][]byte) (accepted, rejected int, err error) {
+	body := append(bytes.Join(lines, []byte("\n")), '\n')
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.base+"/api/metrics/events", bytes.NewReader(body))
+	if err != nil {
+		return 0, 0, err
+	}
+	req.Header.Set("Content-Type", "application/x-ndjson")
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return 0, 0, fmt.Errorf("is the backend running? %w", err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	var reply struct {
+		Accepted *int `json:"accepted"`
+		Rejected *int `json:"rejected"`
+		Error    *struct {
+			Message string `json:"message"`
+		} `json:"error"`
+	}
+	_ = json.Unmarshal(b, &reply)
+	if resp.StatusCode/100 != 2 {
+		if reply.Error != nil {
+			return 0, 0, fmt.Errorf("POST /events: %s (%d)", reply.Error.Message, resp.StatusCode)
+		}
+		return 0, 0, fmt.Errorf("POST /events: %s", resp.Status)
+	}
+	accepted = len(lines)
+	if reply.Accepted != nil {
+		accepted = *reply.Accepted
+	}
+	rejected = len(lines) - accepted
+	if reply.Rejected != nil {
+		rejected = *reply.Rejected
+	}
+	return accepted, rejected, nil
+}

@@ -1,0 +1,152 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"sort"
+	"text/tabwriter"
+	"time"
+
+	"github.com/dustin/go-humanize"
+
+	"github.com/mlx-bun/mlx-metrics/shared/snapshot"
+)
+
+func runSnapshot(ctx context.Context, args []string) error {
+	return snapshotCmd(ctx, args, osEnv())
+}
+
+func snapshotCmd(ctx context.Context, args []string, env cliEnv) error {
+	fs := flag.NewFlagSet("snapshot", flag.ContinueOnError)
+	fs.SetOutput(env.stderr)
+	server := fs.String("server", defaultServer(), "backend URL (env MLX_METRICS_SERVER)")
+	asJSON := fs.Bool("json", false, "print the snapshot JSON as the backend sent it")
+	fs.Usage = func() {
+		fmt.Fprintln(env.stderr, "usage: mlx-metrics snapshot [--server URL] [--json]\n\nPrints the live metrics of a running backend as tables.\n\nflags:")
+		fs.PrintDefaults()
+	}
+	pos, err := parseFlags(fs, args)
+	if err != nil {
+		return helpOK(err)
+	}
+	if len(pos) > 0 {
+		return usageErr("snapshot takes no arguments, got %q", pos)
+	}
+	c, err := newAPIClient(*server)
+	if err != nil {
+		return err
+	}
+	var raw json.RawMessage
+	if err := c.get(ctx, "/snapshot", &raw); err != nil {
+		return err
+	}
+	if *asJSON {
+		_, err := fmt.Fprintf(env.stdout, "%s\n", raw)
+		return err
+	}
+	var s snapshot.Snapshot
+	if err := json.Unmarshal(raw, &s); err != nil {
+		return fmt.Errorf("unreadable snapshot: %w", err)
+	}
+	return printSnapshot(env.stdout, s)
+}
+
+// printSnapshot writes s as a few aligned tables.
+func printSnapshot(w io.Writer, s snapshot.Snapshot) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintf(tw, "snapshot at %s, version %d, up %s\n",
+		time.UnixMilli(s.At).UTC().Format(time.RFC3339), s.Version,
+		time.Duration(s.At-s.StartedAt)*time.Millisecond)
+
+	fmt.Fprintln(tw, "\nMODEL\tSTATE\tLOADS\tLAST LOAD\tWEIGHTS\tKV\tPREFIX CACHE\tSWAPS")
+	if len(s.Models) == 0 {
+		fmt.Fprintln(tw, "(no models)")
+	}
+	for _, m := range s.Models {
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\t%d\n", m.Model, m.State, m.Loads, msOrDash(m.LastLoadMs),
+			humanize.IBytes(uint64(m.WeightsBytes)), humanize.IBytes(uint64(m.KVBytes)),
+			humanize.IBytes(uint64(m.PrefixCacheBytes)), m.Swaps)
+	}
+
+	fmt.Fprintln(tw, "\nSCHEDULER\tACTIVE\tCAPACITY\tQUEUED\tTOK/S")
+	if len(s.Schedulers) == 0 {
+		fmt.Fprintln(tw, "(no samples)")
+	}
+	for _, sc := range s.Schedulers {
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%d\t%.1f\n", sc.Model, sc.Active, capacityOrDash(sc.Capacity), sc.Queued, sc.TokensPerSecond)
+	}
+
+	fmt.Fprintln(tw, "\nCACHE\tKIND\tUSED\tCAPACITY\tUSAGE\tHIT RATE")
+	if len(s.Caches) == 0 {
+		fmt.Fprintln(tw, "(no samples)")
+	}
+	for _, c := range s.Caches {
+		capacity, usage := "-", "-"
+		if c.CapacityBytes != nil {
+			capacity = humanize.IBytes(uint64(*c.CapacityBytes))
+			if *c.CapacityBytes > 0 {
+				usage = fmt.Sprintf("%.1f%%", 100*float64(c.Bytes)/float64(*c.CapacityBytes))
+			}
+		}
+		if c.UsageRatio != nil {
+			usage = fmt.Sprintf("%.1f%%", 100**c.UsageRatio)
+		}
+		hit := "-"
+		if c.HitRate != nil {
+			hit = fmt.Sprintf("%.1f%%", 100**c.HitRate)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", c.Model, c.Cache, humanize.IBytes(uint64(c.Bytes)), capacity, usage, hit)
+	}
+
+	r := s.Requests
+	fmt.Fprintf(tw, "\nREQUESTS\t%d finished", r.Finished)
+	reasons := make([]string, 0, len(r.ByFinish))
+	for k := range r.ByFinish {
+		reasons = append(reasons, k)
+	}
+	sort.Strings(reasons)
+	for _, k := range reasons {
+		fmt.Fprintf(tw, ", %s %d", k, r.ByFinish[k])
+	}
+	fmt.Fprintf(tw, "; last %d of window %d\n", r.Window.Count, r.Window.Size)
+	fmt.Fprintln(tw, "\nTIMING\tP50\tP95\tP99\tMAX\tMEAN")
+	for _, d := range []struct {
+		name string
+		d    *snapshot.Distribution
+		unit string
+	}{
+		{"queue", r.Window.QueueMs, "ms"},
+		{"ttft", r.Window.TTFTMs, "ms"},
+		{"total", r.Window.TotalMs, "ms"},
+		{"prefill", r.Window.PrefillTokensPerSecond, "tok/s"},
+		{"decode", r.Window.DecodeTokensPerSecond, "tok/s"},
+	} {
+		if d.d == nil {
+			fmt.Fprintf(tw, "%s (%s)\t-\t-\t-\t-\t-\n", d.name, d.unit)
+			continue
+		}
+		fmt.Fprintf(tw, "%s (%s)\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f\n", d.name, d.unit, d.d.P50, d.d.P95, d.d.P99, d.d.Max, d.d.Mean)
+	}
+	if r.Window.CachedPromptShare != nil {
+		fmt.Fprintf(tw, "cached prompt share\t%.1f%%\n", 100**r.Window.CachedPromptShare)
+	}
+	return tw.Flush()
+}
+
+func msOrDash(v *float64) string {
+	if v == nil {
+		return "-"
+	}
+	return fmt.Sprintf("%.0f ms", *v)
+}
+
+// capacityOrDash shows 0 as unknown: scraped engines do not export it.
+func capacityOrDash(c int) string {
+	if c == 0 {
+		return "-"
+	}
+	return fmt.Sprint(c)
+}
