@@ -93,7 +93,7 @@ func TestScrapeFixtures(t *testing.T) {
 			want:  []any{sched("Qwen/Qwen2.5-7B-Instruct", 2, 0, 0), kv("Qwen/Qwen2.5-7B-Instruct", 0.0125)},
 		},
 		{
-			name:  "sglang sums dp ranks, averages usage, radix cache as prefix", kind: "sglang",
+			name: "sglang sums dp ranks, averages usage, radix cache as prefix", kind: "sglang",
 			files: []string{"testdata/sglang.txt"},
 			want: []any{
 				sched(llama8b, 9, 1, 800),
@@ -116,7 +116,7 @@ func TestScrapeFixtures(t *testing.T) {
 			files: []string{"testdata/vllm-1.txt"}, wantErr: "503",
 		},
 		{
-			name: "unknown metrics cannot be detected",
+			name:  "unknown metrics cannot be detected",
 			files: []string{"testdata/../scrape_test.go"}, wantErr: "parsing metrics",
 		},
 	}
