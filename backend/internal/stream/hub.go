@@ -40,6 +40,7 @@ type Options struct {
 	Clock        clock.Clock   // clock.Real{} when nil
 
 	onRemove func() // test hook: a client left
+	onTick   func() // test hook: a tick was handled
 }
 
 func (o Options) withDefaults() Options {
@@ -72,7 +73,7 @@ type Stats struct {
 	Clients    int    `json:"clients"`    // connected now
 	Connected  uint64 `json:"connected"`  // ever
 	Encoded    uint64 `json:"encoded"`    // snapshots serialised
-	Sent       uint64 `json:"sent"`       // frames written to clients
+	Sent       uint64 `json:"sent"`       // frames written (or being written) to clients
 	Skipped    uint64 `json:"skipped"`    // frames replaced before a slow client took them
 	KeepAlives uint64 `json:"keepAlives"` // keep-alive comments written
 	Dropped    uint64 `json:"dropped"`    // clients cut off by a failed or timed-out write
@@ -144,6 +145,9 @@ func (h *Hub) run() {
 			return
 		case now := <-h.ticker.C():
 			h.tick(now)
+			if h.opts.onTick != nil {
+				h.opts.onTick()
+			}
 		}
 	}
 }
@@ -250,10 +254,10 @@ func (h *Hub) Handler(c *fiber.Ctx) error {
 	retry := "retry: " + strconv.FormatInt(h.opts.Retry.Milliseconds(), 10) + "\n\n"
 	c.Context().SetBodyStreamWriter(func(w *bufio.Writer) {
 		defer h.remove(cl)
+		h.sent.Add(1)
 		if !h.write(conn, w, []byte(retry), fr.data) {
 			return
 		}
-		h.sent.Add(1)
 		for {
 			select {
 			case <-h.done:
@@ -263,15 +267,15 @@ func (h *Hub) Handler(c *fiber.Ctx) error {
 			next, ka := cl.take()
 			switch {
 			case next != nil:
+				h.sent.Add(1)
 				if !h.write(conn, w, next.data) {
 					return
 				}
-				h.sent.Add(1)
 			case ka:
+				h.keepAlives.Add(1)
 				if !h.write(conn, w, []byte(": keepalive\n\n")) {
 					return
 				}
-				h.keepAlives.Add(1)
 			}
 		}
 	})

@@ -1,0 +1,467 @@
+package stream
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/mlx-bun/mlx-metrics/backend/internal/clock"
+)
+
+var t0 = time.UnixMilli(1_764_690_000_000)
+
+// source is a Source whose version the test moves by hand. Each encoding
+// carries the version and the time it was encoded at, padded to pad bytes.
+type source struct {
+	mu      sync.Mutex
+	version uint64
+	pad     int
+	encodes int
+}
+
+func (s *source) Version() uint64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.version
+}
+
+func (s *source) set(v uint64) {
+	s.mu.Lock()
+	s.version = v
+	s.mu.Unlock()
+}
+
+func (s *source) Encode(now time.Time) (uint64, []byte, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.encodes++
+	data, err := json.Marshal(map[string]any{"version": s.version, "at": now.UnixMilli(), "pad": strings.Repeat("x", s.pad)})
+	return s.version, data, err
+}
+
+func (s *source) encoded() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.encodes
+}
+
+// harness is a hub behind a real loopback server, driven by a fake clock.
+type harness struct {
+	t       *testing.T
+	src     *source
+	clk     *clock.Fake
+	hub     *Hub
+	url     string
+	addr    string
+	ticked  chan struct{}
+	removed chan struct{}
+}
+
+func newHarness(t *testing.T, opts Options) *harness {
+	t.Helper()
+	h := &harness{
+		t:       t,
+		src:     &source{version: 1},
+		clk:     clock.NewFake(t0),
+		ticked:  make(chan struct{}),
+		removed: make(chan struct{}, 16),
+	}
+	opts.Clock = h.clk
+	opts.onTick = func() { h.ticked <- struct{}{} }
+	opts.onRemove = func() { h.removed <- struct{}{} }
+	h.hub = New(h.src, opts)
+	app := fiber.New(fiber.Config{DisableStartupMessage: true})
+	app.Get("/stream", h.hub.Handler)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = app.Listener(ln) }()
+	h.addr = ln.Addr().String()
+	h.url = "http://" + h.addr + "/stream"
+	t.Cleanup(func() {
+		h.hub.Close()
+		_ = app.ShutdownWithTimeout(5 * time.Second)
+	})
+	return h
+}
+
+// advance moves the clock one tick on and waits until the hub handled it.
+func (h *harness) advance(d time.Duration) {
+	h.t.Helper()
+	done := make(chan struct{})
+	go func() { h.clk.Advance(d); close(done) }()
+	select {
+	case <-h.ticked:
+	case <-time.After(10 * time.Second):
+		h.t.Fatal("hub did not tick")
+	}
+	<-done
+}
+
+// item is one parsed block of the stream.
+type item struct {
+	retry, id, event, comment string
+	version                   uint64
+	at                        int64
+}
+
+type reader struct {
+	t    *testing.T
+	resp *http.Response
+	br   *bufio.Reader
+}
+
+func (h *harness) connect() *reader {
+	h.t.Helper()
+	resp, err := http.Get(h.url)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	if resp.StatusCode != 200 || resp.Header.Get("Content-Type") != "text/event-stream" {
+		h.t.Fatalf("status %d content-type %q", resp.StatusCode, resp.Header.Get("Content-Type"))
+	}
+	h.t.Cleanup(func() { resp.Body.Close() })
+	return &reader{t: h.t, resp: resp, br: bufio.NewReader(resp.Body)}
+}
+
+// next reads one block (up to a blank line).
+func (r *reader) next() item {
+	r.t.Helper()
+	var it item
+	for {
+		line, err := r.br.ReadString('\n')
+		if err != nil {
+			r.t.Fatalf("reading the stream: %v", err)
+		}
+		line = strings.TrimSuffix(line, "\n")
+		if line == "" {
+			return it
+		}
+		if c, ok := strings.CutPrefix(line, ":"); ok {
+			it.comment = strings.TrimSpace(c)
+			continue
+		}
+		field, value, _ := strings.Cut(line, ": ")
+		switch field {
+		case "retry":
+			it.retry = value
+		case "id":
+			it.id = value
+		case "event":
+			it.event = value
+		case "data":
+			var d struct {
+				Version uint64 `json:"version"`
+				At      int64  `json:"at"`
+			}
+			if err := json.Unmarshal([]byte(value), &d); err != nil {
+				r.t.Fatalf("data is not JSON: %v", err)
+			}
+			it.version, it.at = d.Version, d.At
+		default:
+			r.t.Fatalf("unexpected line %q", line)
+		}
+	}
+}
+
+func (r *reader) snapshot() item {
+	r.t.Helper()
+	it := r.next()
+	if it.event != "snapshot" || it.id != strconv.FormatUint(it.version, 10) {
+		r.t.Fatalf("want a snapshot frame, got %+v", it)
+	}
+	return it
+}
+
+func (r *reader) keepalive() {
+	r.t.Helper()
+	if it := r.next(); it.comment != "keepalive" {
+		r.t.Fatalf("want a keep-alive, got %+v", it)
+	}
+}
+
+// The stream opens with the retry advice and the current snapshot at once.
+func TestOpening(t *testing.T) {
+	h := newHarness(t, Options{})
+	h.src.set(7)
+	r := h.connect()
+	if it := r.next(); it.retry != "1500" {
+		t.Fatalf("first block %+v, want retry: 1500", it)
+	}
+	if it := r.snapshot(); it.version != 7 || it.at != t0.UnixMilli() {
+		t.Fatalf("opening frame %+v", it)
+	}
+	if got := r.resp.Header.Get("Cache-Control"); got != "no-cache" {
+		t.Errorf("Cache-Control %q", got)
+	}
+}
+
+// A burst of changes between two ticks yields one frame with the latest
+// state; steady changes yield one frame a tick, never closer than Interval.
+func TestThrottleCoalesces(t *testing.T) {
+	h := newHarness(t, Options{})
+	r := h.connect()
+	r.next()
+	r.snapshot()
+
+	for v := uint64(2); v <= 10_001; v++ {
+		h.src.set(v) // 10,000 changes in no time
+	}
+	h.advance(500 * time.Millisecond)
+	if it := r.snapshot(); it.version != 10_001 {
+		t.Fatalf("after the burst got version %d, want the latest 10001", it.version)
+	}
+
+	// Three seconds of a change every 100 ms.
+	v := uint64(10_001)
+	for i := 1; i <= 30; i++ {
+		v++
+		h.src.set(v)
+		if i%5 == 0 {
+			h.advance(100 * time.Millisecond) // the ticker fires every fifth
+		} else {
+			h.clk.Advance(100 * time.Millisecond)
+		}
+	}
+	// The keep-alive after 15 idle seconds marks the end of the frames.
+	h.advance(15 * time.Second)
+	var frames []item
+	for {
+		it := r.next()
+		if it.comment == "keepalive" {
+			break
+		}
+		if it.event != "snapshot" {
+			t.Fatalf("unexpected %+v", it)
+		}
+		frames = append(frames, it)
+	}
+	if len(frames) != 6 {
+		t.Fatalf("%d frames in 3 s of changes, want 6 (two a second): %+v", len(frames), frames)
+	}
+	for i := 1; i < len(frames); i++ {
+		if frames[i].version <= frames[i-1].version {
+			t.Fatalf("versions out of order: %+v", frames)
+		}
+		if gap := frames[i].at - frames[i-1].at; gap < 500 {
+			t.Fatalf("frames %d ms apart: %+v", gap, frames)
+		}
+	}
+	if frames[5].version != v {
+		t.Fatalf("last frame version %d, want %d", frames[5].version, v)
+	}
+	// Once per version, shared: opening + burst + 6.
+	if got := h.src.encoded(); got != 8 {
+		t.Errorf("encoded %d times, want 8", got)
+	}
+}
+
+// Keep-alives come after 15 s without anything written, and not before.
+func TestKeepAlive(t *testing.T) {
+	h := newHarness(t, Options{})
+	r := h.connect()
+	r.next()
+	r.snapshot()
+	for range 29 {
+		h.advance(500 * time.Millisecond) // 14.5 s of silence
+	}
+	// A change now must come before any keep-alive.
+	h.src.set(2)
+	h.advance(500 * time.Millisecond)
+	if it := r.snapshot(); it.version != 2 {
+		t.Fatalf("got %+v", it)
+	}
+	for range 30 {
+		h.advance(500 * time.Millisecond)
+	}
+	r.keepalive()
+	h.src.set(3)
+	h.advance(500 * time.Millisecond)
+	if it := r.snapshot(); it.version != 3 {
+		t.Fatalf("after the keep-alive got %+v", it)
+	}
+	if st := h.hub.Stats(); st.KeepAlives != 1 {
+		t.Fatalf("%d keep-alives, want 1", st.KeepAlives)
+	}
+}
+
+// A client that joins between ticks is not sent its next frame sooner
+// than Interval after its opening one.
+func TestOfferPacesEachClient(t *testing.T) {
+	h := &Hub{opts: Options{}.withDefaults()}
+	c := &client{wake: make(chan struct{}, 1), version: 2, lastSent: t0.Add(400 * time.Millisecond)}
+	fr := &frame{version: 3}
+	for _, step := range []struct {
+		at      time.Duration
+		pending bool
+	}{
+		{500 * time.Millisecond, false}, // 100 ms after its opening frame
+		{900 * time.Millisecond, true},  // 500 ms after
+	} {
+		c.offer(h, fr, t0.Add(step.at))
+		got, _ := c.take()
+		if (got != nil) != step.pending {
+			t.Fatalf("at %v: pending %v, want %v", step.at, got != nil, step.pending)
+		}
+	}
+	// Handed over once, never again.
+	c.offer(h, fr, t0.Add(2*time.Second))
+	if got, _ := c.take(); got != nil {
+		t.Fatal("the same version offered twice")
+	}
+}
+
+// Several clients see the same frames in the same order.
+func TestClientsShareFrames(t *testing.T) {
+	h := newHarness(t, Options{})
+	readers := []*reader{h.connect(), h.connect(), h.connect()}
+	for _, r := range readers {
+		r.next()
+		r.snapshot()
+	}
+	for v := uint64(2); v <= 4; v++ {
+		h.src.set(v)
+		h.advance(500 * time.Millisecond)
+	}
+	for i, r := range readers {
+		for v := uint64(2); v <= 4; v++ {
+			if it := r.snapshot(); it.version != v {
+				t.Fatalf("client %d got version %d, want %d", i, it.version, v)
+			}
+		}
+	}
+	if st := h.hub.Stats(); st.Clients != 3 || st.Encoded != 4 {
+		t.Fatalf("stats %+v, want 3 clients and 4 encodings", st)
+	}
+}
+
+// A client that hangs up is removed at the next write.
+func TestGoneClientIsCleanedUp(t *testing.T) {
+	h := newHarness(t, Options{})
+	r := h.connect()
+	r.next()
+	r.snapshot()
+	r.resp.Body.Close()
+	v := uint64(1)
+	for i := 0; ; i++ {
+		v++
+		h.src.set(v)
+		h.advance(500 * time.Millisecond)
+		select {
+		case <-h.removed:
+			if st := h.hub.Stats(); st.Clients != 0 || st.Dropped != 1 {
+				t.Fatalf("stats after cleanup %+v", st)
+			}
+			return
+		case <-time.After(50 * time.Millisecond):
+			// The hang-up has not reached the server yet: write again.
+		}
+		if i == 200 {
+			t.Fatal("the client was never cleaned up")
+		}
+	}
+}
+
+// Close ends every stream cleanly.
+func TestCloseEndsStreams(t *testing.T) {
+	h := newHarness(t, Options{})
+	r := h.connect()
+	r.next()
+	r.snapshot()
+	h.hub.Close()
+	if _, err := io.ReadAll(r.br); err != nil {
+		t.Fatalf("stream did not end cleanly: %v", err)
+	}
+	<-h.removed
+}
+
+// rawClient opens the stream and never reads it, with a small receive
+// buffer so the server's writes stall early.
+func rawClient(t *testing.T, addr string) net.Conn {
+	t.Helper()
+	conn, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = conn.(*net.TCPConn).SetReadBuffer(4 << 10)
+	if _, err := fmt.Fprintf(conn, "GET /stream HTTP/1.1\r\nHost: %s\r\n\r\n", addr); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	return conn
+}
+
+func heapInUse() uint64 {
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return m.HeapInuse
+}
+
+// A client that never reads costs the server at most a few frames: frames
+// it cannot take are skipped, not queued.
+func TestSlowClientDoesNotGrowMemory(t *testing.T) {
+	const frameBytes = 256 << 10
+	const ticks = 200 // 50 MB of frames if they were queued
+	h := newHarness(t, Options{})
+	h.src.pad = frameBytes
+	rawClient(t, h.addr)
+	fast := h.connect() // a well-behaved client alongside
+	fast.next()
+	fast.snapshot()
+
+	before := heapInUse()
+	for v := uint64(2); v < 2+ticks; v++ {
+		h.src.set(v)
+		h.advance(500 * time.Millisecond)
+		if it := fast.snapshot(); it.version != v {
+			t.Fatalf("the fast client got %d, want %d: the slow one held it up", it.version, v)
+		}
+	}
+	after := heapInUse()
+	st := h.hub.Stats()
+	if st.Skipped == 0 {
+		t.Fatalf("no frame skipped for a client that never reads: %+v", st)
+	}
+	const bound = 16 * frameBytes
+	if after > before && after-before > bound {
+		t.Fatalf("heap grew by %d bytes over %d frames of %d bytes (bound %d)", after-before, ticks, frameBytes, bound)
+	}
+	t.Logf("heap %d -> %d bytes; %+v", before, after, st)
+}
+
+// A socket that accepts nothing for WriteTimeout is dropped.
+func TestStuckClientIsDropped(t *testing.T) {
+	h := newHarness(t, Options{WriteTimeout: 100 * time.Millisecond})
+	h.src.pad = 256 << 10
+	rawClient(t, h.addr)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	for v := uint64(2); ; v++ {
+		h.src.set(v)
+		h.advance(500 * time.Millisecond)
+		select {
+		case <-h.removed:
+			if st := h.hub.Stats(); st.Clients != 0 || st.Dropped != 1 {
+				t.Fatalf("stats %+v", st)
+			}
+			return
+		case <-time.After(50 * time.Millisecond):
+		case <-ctx.Done():
+			t.Fatal("a client that never reads was never dropped")
+		}
+	}
+}
