@@ -1,0 +1,406 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/mlx-bun/mlx-metrics/shared/apierror"
+	"github.com/mlx-bun/mlx-metrics/shared/bench"
+	"github.com/mlx-bun/mlx-metrics/shared/events"
+	"github.com/mlx-bun/mlx-metrics/shared/snapshot"
+)
+
+func p(v float64) *float64 { return &v }
+func pi(v int64) *int64    { return &v }
+
+// fakeBackend answers the routes the client subcommands use, on 127.0.0.1
+// (httptest's default), and records the event batches posted to it.
+type fakeBackend struct {
+	*httptest.Server
+	mu      sync.Mutex
+	batches [][]string
+	auth    []string
+	reject  int // events to report rejected in each batch
+}
+
+var runA = bench.HistoryEntry{
+	ID: "20261201T100000Z-aaaa", Profile: "standard", Scope: "all", StartedAt: 1796119200000,
+	FinishedAt: 1796119290000, DurationMs: 90000, Complete: true, Problems: []string{},
+	Machine: bench.Machine{Chip: "Apple M3 Max", OS: "darwin", GPU: "no GPU found"},
+	Cells: []bench.CompactCell{
+		{Key: "qwen/tree/default", Status: "measured", DecodeTokensPerSecond: p(100), TTFTColdMs: p(200), PeakRssMB: p(1000)},
+		{Key: "qwen/reference/mlx-lm", Status: "measured", DecodeTokensPerSecond: p(90), TTFTColdMs: p(250)},
+		{Key: "gone/tree/default", Status: "measured", DecodeTokensPerSecond: p(10)},
+	},
+}
+
+var runB = bench.HistoryEntry{
+	ID: "20261202T100000Z-bbbb", Profile: "standard", Scope: "all", StartedAt: 1796205600000,
+	FinishedAt: 1796205690000, DurationMs: 90000, Complete: false, ExitCode: 1, Problems: []string{"cell x failed"},
+	Cells: []bench.CompactCell{
+		// decode +10 %, ttft -10 %: faster; memory down 20 %: less.
+		{Key: "qwen/tree/default", Status: "measured", DecodeTokensPerSecond: p(110), TTFTColdMs: p(180), PeakRssMB: p(800)},
+		// decode +2 % (same), ttft +20 % (slower).
+		{Key: "qwen/reference/mlx-lm", Status: "measured", DecodeTokensPerSecond: p(91.8), TTFTColdMs: p(300)},
+		{Key: "new/tree/default", Status: "skipped"},
+	},
+}
+
+func newFakeBackend(t *testing.T) *fakeBackend {
+	t.Helper()
+	fb := &fakeBackend{}
+	mux := http.NewServeMux()
+	writeJSON := func(w http.ResponseWriter, status int, v any) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(status)
+		json.NewEncoder(w).Encode(v)
+	}
+	mux.HandleFunc("GET /api/metrics/snapshot", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, 200, snapshot.Snapshot{
+			At: 1764690060000, StartedAt: 1764690000000, Version: 42,
+			Models: []snapshot.Model{{Model: "qwen3-8b", State: "resident", Loads: 1, LastLoadMs: p(4200),
+				WeightsBytes: 8 << 30, KVBytes: 1 << 30}},
+			Schedulers: []snapshot.Scheduler{{SchedulerSample: events.SchedulerSample{Model: "qwen3-8b", Active: 3, Capacity: 8, Queued: 2, TokensPerSecond: 140.5}}},
+			Caches: []snapshot.Cache{{CacheSample: events.CacheSample{Model: "qwen3-8b", Cache: "prefix", Bytes: 256 << 20,
+				CapacityBytes: pi(1 << 30), Hits: pi(3), Misses: pi(1)}, HitRate: p(0.75)}},
+			Requests: snapshot.Requests{Finished: 5, ByFinish: map[string]int64{"stop": 4, "length": 1},
+				Window: snapshot.Window{Size: 200, Count: 5, TTFTMs: &snapshot.Distribution{Count: 5, P50: 85, P95: 120, P99: 120, Max: 120, Mean: 90}}},
+		})
+	})
+	mux.HandleFunc("GET /api/metrics/history", func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Query().Get("limit") == "" {
+			writeJSON(w, 400, apierror.New(400, "limit missing"))
+			return
+		}
+		writeJSON(w, 200, bench.HistoryList{Entries: []bench.HistoryEntry{runB, runA}})
+	})
+	mux.HandleFunc("GET /api/metrics/history/{id}", func(w http.ResponseWriter, r *http.Request) {
+		for _, e := range []bench.HistoryEntry{runA, runB} {
+			if e.ID == r.PathValue("id") {
+				writeJSON(w, 200, e)
+				return
+			}
+		}
+		writeJSON(w, 404, apierror.New(404, "no run "+r.PathValue("id")))
+	})
+	mux.HandleFunc("POST /api/metrics/events", func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		lines := strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
+		fb.mu.Lock()
+		fb.batches = append(fb.batches, lines)
+		fb.auth = append(fb.auth, r.Header.Get("Authorization"))
+		rej := fb.reject
+		fb.mu.Unlock()
+		writeJSON(w, 200, map[string]int{"accepted": len(lines) - rej, "rejected": rej})
+	})
+	fb.Server = httptest.NewServer(mux)
+	t.Cleanup(fb.Close)
+	return fb
+}
+
+func testEnv() (cliEnv, *bytes.Buffer, *bytes.Buffer) {
+	var out, errb bytes.Buffer
+	return cliEnv{stdout: &out, stderr: &errb}, &out, &errb
+}
+
+// exitCode is what run() would exit with for err.
+func exitCode(err error) int {
+	if err == nil {
+		return 0
+	}
+	var ee *exitError
+	if errors.As(err, &ee) {
+		return ee.code
+	}
+	return 1
+}
+
+func TestClientCommands(t *testing.T) {
+	fb := newFakeBackend(t)
+	srv := "--server=" + fb.URL
+	dead := "--server=http://127.0.0.1:1"
+	tests := []struct {
+		name     string
+		cmd      func(context.Context, []string, cliEnv) error
+		args     []string
+		code     int
+		contains []string // in stdout, or in the error when code != 0
+	}{
+		{"snapshot table", snapshotCmd, []string{srv}, 0, []string{
+			"version 42", "qwen3-8b  resident  1      4200 ms    8.0 GiB", "140.5", "75.0%",
+			"5 finished, length 1, stop 4", "ttft (ms)", "85.0"}},
+		{"snapshot json", snapshotCmd, []string{srv, "--json"}, 0, []string{`"version":42`}},
+		{"snapshot help", snapshotCmd, []string{"-h"}, 0, nil},
+		{"snapshot bad flag", snapshotCmd, []string{"--bogus"}, 2, []string{"bogus"}},
+		{"snapshot extra arg", snapshotCmd, []string{srv, "x"}, 2, []string{"no arguments"}},
+		{"snapshot bad server", snapshotCmd, []string{"--server=localhost:7878"}, 2, []string{"http(s) URL"}},
+		{"snapshot backend down", snapshotCmd, []string{dead}, 1, []string{"is the backend running?"}},
+
+		{"list", benchListCmd, []string{srv}, 0, []string{
+			"20261202T100000Z-bbbb  standard  2026-12-02 10:00:00Z  1m30s     3      incomplete (exit 1), 1 problems",
+			"20261201T100000Z-aaaa  standard  2026-12-01 10:00:00Z  1m30s     3      complete"}},
+		{"list json", benchListCmd, []string{srv, "--json"}, 0, []string{`"entries": [`}},
+		{"list bad limit", benchListCmd, []string{srv, "--limit=0"}, 2, []string{"--limit"}},
+
+		{"show", benchShowCmd, []string{runA.ID, srv}, 0, []string{"profile   standard (all)", "qwen/tree/default", "100.0", "200.0"}},
+		{"show json", benchShowCmd, []string{srv, "--json", runA.ID}, 0, []string{`"id": "20261201T100000Z-aaaa"`, `"decodeTokensPerSecond": 100`}},
+		{"show unknown", benchShowCmd, []string{srv, "nope"}, 1, []string{"no run nope (404)"}},
+		{"show no id", benchShowCmd, []string{srv}, 2, []string{"one run ID"}},
+
+		{"compare", benchCompareCmd, []string{runA.ID, runB.ID, srv, "--threshold", "0.05"}, 0, []string{
+			"qwen/tree/default      DECODE tok/s  100.0  110.0  1.100  faster",
+			"qwen/tree/default      TTFT cold ms  200.0  180.0  0.900  faster",
+			"qwen/tree/default      PEAK RSS MB   1000.0  800.0  0.800  less",
+			"qwen/tree/default      (cell)                              FASTER",
+			"qwen/reference/mlx-lm  DECODE tok/s  90.0   91.8   1.020  same",
+			"qwen/reference/mlx-lm  TTFT cold ms  250.0  300.0  1.200  slower",
+			"qwen/reference/mlx-lm  (cell)                              SLOWER",
+			"gone/tree/default                                          only in A",
+			"new/tree/default                                           only in B",
+			"verdict: mixed"}},
+		{"compare wide threshold", benchCompareCmd, []string{srv, "--threshold=0.5", runA.ID, runB.ID}, 0, []string{"verdict: same"}},
+		{"compare one id", benchCompareCmd, []string{srv, runA.ID}, 2, []string{"two run IDs"}},
+		{"compare bad threshold", benchCompareCmd, []string{srv, "--threshold=1.5", "a", "b"}, 2, []string{"--threshold"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			env, out, _ := testEnv()
+			err := tc.cmd(context.Background(), tc.args, env)
+			if got := exitCode(err); got != tc.code {
+				t.Fatalf("exit code %d (err %v), want %d", got, err, tc.code)
+			}
+			text := out.String()
+			if err != nil {
+				text = err.Error()
+			}
+			// Column widths are tabwriter's business: compare words.
+			words := strings.Join(strings.Fields(text), " ")
+			for _, want := range tc.contains {
+				if !strings.Contains(words, strings.Join(strings.Fields(want), " ")) {
+					t.Errorf("output lacks %q:\n%s", want, text)
+				}
+			}
+		})
+	}
+}
+
+func TestJudge(t *testing.T) {
+	rate := figures[0]  // decode tok/s: higher is faster
+	time_ := figures[1] // ttft ms: lower is faster
+	mem := figures[len(figures)-1]
+	tests := []struct {
+		f    figure
+		a, b float64
+		want string
+	}{
+		{rate, 100, 106, verdictFaster},
+		{rate, 100, 104, verdictSame},
+		{rate, 100, 94, verdictSlower},
+		{time_, 100, 94, verdictFaster},
+		{time_, 100, 106, verdictSlower},
+		{time_, 100, 100, verdictSame},
+		{mem, 100, 80, verdictLess},
+		{mem, 100, 120, verdictMore},
+		{rate, 0, 10, verdictSame}, // no base to compare with
+	}
+	for _, tc := range tests {
+		if _, got := judge(tc.f, tc.a, tc.b, 0.05); got != tc.want {
+			t.Errorf("judge(%s, %v, %v) = %s, want %s", tc.f.title, tc.a, tc.b, got, tc.want)
+		}
+	}
+	for _, tc := range []struct {
+		in   []string
+		want string
+	}{
+		{[]string{verdictSame, verdictLess}, verdictSame},
+		{[]string{verdictFaster, verdictSame, verdictMore}, verdictFaster},
+		{[]string{verdictFaster, verdictSlower}, verdictMixed},
+		{[]string{verdictSlower}, verdictSlower},
+	} {
+		if got := combine(tc.in); got != tc.want {
+			t.Errorf("combine(%v) = %s, want %s", tc.in, got, tc.want)
+		}
+	}
+}
+
+// fakePacer is a clock that moves only when replay sleeps.
+type fakePacer struct {
+	now    time.Time
+	sleeps []time.Duration
+}
+
+func (f *fakePacer) Now() time.Time { return f.now }
+func (f *fakePacer) Sleep(_ context.Context, d time.Duration) error {
+	f.sleeps = append(f.sleeps, d)
+	f.now = f.now.Add(d)
+	return nil
+}
+
+func writeEvents(t *testing.T, lines ...string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "events.ndjson")
+	if err := os.WriteFile(path, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func sample(at int64) string {
+	return `{"type":"scheduler.sample","at":` + jsonInt(at) + `,"data":{"model":"m","active":1,"capacity":4,"queued":0,"tokensPerSecond":10}}`
+}
+
+func jsonInt(v int64) string { b, _ := json.Marshal(v); return string(b) }
+
+func TestReplay(t *testing.T) {
+	good := writeEvents(t, sample(1000), "", sample(1000), sample(3000), `{"type":"job.state","at":3000,"data":{}}`, sample(5000))
+	bad := writeEvents(t, sample(1000), `{"type":"scheduler.sample","at":2000,"data":{"model":"m"}}`)
+	tests := []struct {
+		name        string
+		args        []string
+		reject      int
+		code        int
+		wantBatches []int           // events per POST
+		wantSleeps  []time.Duration // waits asked of the pacer
+		wantAuth    string
+		contains    string // in stdout or the error
+	}{
+		{name: "all at once", args: []string{good}, wantBatches: []int{5}, contains: "replayed 5 events: 5 accepted, 0 rejected"},
+		{name: "small batches", args: []string{"--batch=2", good}, wantBatches: []int{2, 2, 1}},
+		{name: "paced at 2x", args: []string{good, "--speed=2"}, wantBatches: []int{2, 2, 1},
+			wantSleeps: []time.Duration{time.Second, time.Second}},
+		{name: "token", args: []string{"--token=s3cret", good}, wantBatches: []int{5}, wantAuth: "Bearer s3cret"},
+		{name: "bad line sends nothing", args: []string{bad}, code: 1, contains: "events.ndjson:2: active: missing"},
+		{name: "rejections fail", args: []string{good}, reject: 1, code: 1, wantBatches: []int{5}, contains: "rejected 1 events"},
+		{name: "missing file", args: []string{"/nonexistent.ndjson"}, code: 1, contains: "no such file"},
+		{name: "no file", args: []string{}, code: 2, contains: "exactly one FILE"},
+		{name: "negative speed", args: []string{"--speed=-1", good}, code: 2, contains: "--speed"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			fb := newFakeBackend(t)
+			fb.reject = tc.reject
+			env, out, _ := testEnv()
+			clk := &fakePacer{now: time.Unix(1764690000, 0)}
+			err := eventsCmd(context.Background(), append([]string{"replay", "--server", fb.URL}, tc.args...), env, clk)
+			if got := exitCode(err); got != tc.code {
+				t.Fatalf("exit code %d (err %v), want %d", got, err, tc.code)
+			}
+			text := out.String()
+			if err != nil {
+				text = err.Error()
+			}
+			if !strings.Contains(text, tc.contains) {
+				t.Errorf("output %q lacks %q", text, tc.contains)
+			}
+			var sizes []int
+			for _, b := range fb.batches {
+				sizes = append(sizes, len(b))
+				for _, line := range b {
+					if _, err := events.Parse([]byte(line)); err != nil {
+						t.Errorf("posted an invalid line %q: %v", line, err)
+					}
+				}
+			}
+			if !equalInts(sizes, tc.wantBatches) {
+				t.Errorf("batches %v, want %v", sizes, tc.wantBatches)
+			}
+			if !equalDurations(clk.sleeps, tc.wantSleeps) {
+				t.Errorf("sleeps %v, want %v", clk.sleeps, tc.wantSleeps)
+			}
+			for _, a := range fb.auth {
+				if a != tc.wantAuth {
+					t.Errorf("Authorization %q, want %q", a, tc.wantAuth)
+				}
+			}
+		})
+	}
+}
+
+func equalInts(a, b []int) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+func equalDurations(a, b []time.Duration) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+func TestProgress(t *testing.T) {
+	tests := []struct {
+		name  string
+		tty   bool
+		steps []int
+		want  string
+	}{
+		{"plain lines at each tenth", false, []int{1, 5, 9, 10}, "job: 1/10 (10%)\njob: 5/10 (50%)\njob: 9/10 (90%)\njob: 10/10 (100%)\n"},
+		{"plain skips nothing when jumping", false, []int{10}, "job: 10/10 (100%)\n"},
+		{"bar redrawn in place", true, []int{5, 10},
+			"\rjob [===============>              ] 5/10  50%\rjob [==============================] 10/10 100%\n"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var buf bytes.Buffer
+			pr := newProgress(cliEnv{stderr: &buf, tty: tc.tty}, "job", 10)
+			now := time.Unix(0, 0)
+			pr.now = func() time.Time { now = now.Add(time.Second); return now }
+			for _, n := range tc.steps {
+				pr.set(n)
+			}
+			pr.done()
+			pr.done()
+			if buf.String() != tc.want {
+				t.Errorf("got %q\nwant %q", buf.String(), tc.want)
+			}
+		})
+	}
+}
+
+func TestRunExitCodes(t *testing.T) {
+	tests := []struct {
+		args []string
+		want int
+	}{
+		{[]string{"no-such-command"}, 2},
+		{[]string{"--help"}, 0},
+		{[]string{"snapshot", "--bogus"}, 2},
+		{[]string{"snapshot", "--help"}, 0},
+		{[]string{"events"}, 2},
+		{[]string{"events", "--help"}, 0},
+		{[]string{"events", "rewind"}, 2},
+	}
+	// run writes usage to the real stderr; keep the test output quiet.
+	stderr := os.Stderr
+	os.Stderr, _ = os.Open(os.DevNull)
+	defer func() { os.Stderr = stderr }()
+	for _, tc := range tests {
+		if got := run(context.Background(), tc.args); got != tc.want {
+			t.Errorf("run(%q) = %d, want %d", tc.args, got, tc.want)
+		}
+	}
+}
