@@ -16,6 +16,7 @@ type dialect struct {
 	modelLabel string   // "" when series carry no model label
 	running    []string // requests decoding now (gauge)
 	waiting    []string // requests queued (gauge)
+	capacity   []string // batch slots (gauge); the engines above have none
 	kvUsage    []string // KV cache usage, 0..1 (gauge)
 	genTotal   []string // generated tokens so far (counter): rate between polls
 	genRate    []string // generation rate (gauge), used when there is no counter rate
@@ -25,6 +26,18 @@ type dialect struct {
 }
 
 var dialects = map[Kind]dialect{
+	// Another mlx-metrics backend's GET /api/metrics/prometheus, so one
+	// backend can gather a fleet's hosts.
+	KindMLX: {
+		modelLabel:    "model",
+		running:       []string{"mlx_num_requests_running"},
+		waiting:       []string{"mlx_num_requests_waiting"},
+		capacity:      []string{"mlx_num_requests_capacity"},
+		kvUsage:       []string{"mlx_kv_cache_usage_ratio"},
+		genRate:       []string{"mlx_generation_tokens_per_second"},
+		prefixHits:    []string{"mlx_prefix_cache_hits_total"},
+		prefixQueries: []string{"mlx_prefix_cache_queries_total"},
+	},
 	KindVLLM: {
 		modelLabel:    "model_name",
 		running:       []string{"vllm:num_requests_running"},
@@ -64,6 +77,8 @@ func detect(fams map[string]*dto.MetricFamily) Kind {
 			return KindSGLang
 		case strings.HasPrefix(name, "llamacpp:"):
 			return KindLlamaCpp
+		case strings.HasPrefix(name, "mlx_num_requests_"):
+			return KindMLX
 		}
 	}
 	return KindAuto
@@ -179,11 +194,12 @@ func (mp *mapper) Map(fams map[string]*dto.MetricFamily, now time.Time) []events
 	for _, model := range v.models(d) {
 		running, _ := v.first(d.running, model, false)
 		waiting, _ := v.first(d.waiting, model, false)
+		// vLLM, SGLang and llama.cpp export no batch limit: 0 is unknown.
+		capacity, _ := v.first(d.capacity, model, false)
 		out = append(out, events.Event{Type: events.TypeSchedulerSample, At: at, Payload: &events.SchedulerSample{
-			Model:  model,
-			Active: int(running),
-			// None of these engines exports its batch limit; 0 is unknown.
-			Capacity:        0,
+			Model:           model,
+			Active:          int(running),
+			Capacity:        int(capacity),
 			Queued:          int(waiting),
 			TokensPerSecond: mp.rate(v, d, model, now),
 		}})

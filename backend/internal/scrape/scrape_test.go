@@ -190,6 +190,7 @@ func TestParseTarget(t *testing.T) {
 		{"http://h:30000,sglang", Target{URL: "http://h:30000/metrics", Kind: KindSGLang, Model: "h:30000"}, false},
 		{"http://h:8080,llamacpp,qwen-0.5b", Target{URL: "http://h:8080/metrics", Kind: KindLlamaCpp, Model: "qwen-0.5b"}, false},
 		{"http://h:8080,auto", Target{URL: "http://h:8080/metrics", Model: "h:8080"}, false},
+		{"http://h:7878/api/metrics/prometheus,mlx", Target{URL: "http://h:7878/api/metrics/prometheus", Kind: KindMLX, Model: "h:7878"}, false},
 		{"http://h:8080,tgi", Target{}, true},
 		{"h:8080", Target{}, true},
 		{"ftp://h/metrics", Target{}, true},

@@ -108,7 +108,7 @@ func (s *Scraper) poll(ctx context.Context) (int, error) {
 	}
 	evs := s.mapper.Map(fams, at)
 	if len(evs) == 0 && s.mapper.kind == KindAuto {
-		return 0, fmt.Errorf("no vllm:, sglang: or llamacpp: metrics found; give the kind as URL,kind")
+		return 0, fmt.Errorf("no vllm:, sglang:, llamacpp: or mlx_ metrics found; give the kind as URL,kind")
 	}
 	for _, ev := range evs {
 		s.publish(ev)

@@ -1,6 +1,7 @@
 // Package scrape polls the Prometheus endpoints of engines that do not
 // publish mlx events (vLLM, SGLang, llama.cpp server) and maps their gauges
-// and counters into scheduler.sample and cache.sample events.
+// and counters into scheduler.sample and cache.sample events. It also reads
+// another mlx-metrics backend's exporter, so one backend can gather several.
 package scrape
 
 import (
@@ -18,6 +19,7 @@ const (
 	KindVLLM     Kind = "vllm"     // vllm:…, labelled model_name
 	KindSGLang   Kind = "sglang"   // sglang:…, labelled model_name
 	KindLlamaCpp Kind = "llamacpp" // llamacpp:…, unlabelled (one model per server)
+	KindMLX      Kind = "mlx"      // mlx_…, another mlx-metrics backend's /api/metrics/prometheus
 )
 
 // Target is one endpoint to poll.
@@ -46,12 +48,12 @@ func ParseTarget(s string) (Target, error) {
 	t := Target{URL: u.String(), Model: u.Host}
 	if len(parts) > 1 {
 		switch k := Kind(strings.TrimSpace(parts[1])); k {
-		case KindVLLM, KindSGLang, KindLlamaCpp, KindAuto:
+		case KindVLLM, KindSGLang, KindLlamaCpp, KindMLX, KindAuto:
 			t.Kind = k
 		case "auto":
 			t.Kind = KindAuto
 		default:
-			return Target{}, fmt.Errorf("scrape target %q: kind %q is not one of vllm, sglang, llamacpp, auto", s, k)
+			return Target{}, fmt.Errorf("scrape target %q: kind %q is not one of vllm, sglang, llamacpp, mlx, auto", s, k)
 		}
 	}
 	if len(parts) > 2 {

@@ -1,0 +1,111 @@
+package scrape
+
+import (
+	"context"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/mlx-bun/mlx-metrics/backend/internal/prom"
+	"github.com/mlx-bun/mlx-metrics/gpu/engine"
+	"github.com/mlx-bun/mlx-metrics/shared/events"
+)
+
+// TestScrapeReferenceEngineThroughExporter closes the loop: the reference
+// engine's events feed an exporter, and the scraper reads that exporter's
+// text back (kind detected as mlx) into samples that agree with what the
+// engine itself reported.
+func TestScrapeReferenceEngineThroughExporter(t *testing.T) {
+	exp := prom.New()
+	var mu sync.Mutex
+	var lastSched *events.SchedulerSample
+	var lastPrefix *events.CacheSample
+	cfg := engine.DefaultConfig()
+	cfg.DecodeRate, cfg.PrefillRate, cfg.LoadTime, cfg.SampleInterval = 2000, 200000, 0, 5*time.Millisecond
+	eng, err := engine.New(cfg, engine.WithSink(func(ev events.Event) {
+		mu.Lock()
+		defer mu.Unlock()
+		exp.Observe(ev)
+		switch p := ev.Payload.(type) {
+		case *events.SchedulerSample:
+			lastSched = p
+		case *events.CacheSample:
+			if p.Cache == events.CachePrefix {
+				lastPrefix = p
+			}
+		}
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { eng.Run(ctx); close(done) }()
+	engSrv := httptest.NewServer(eng.Handler())
+	defer func() { engSrv.Close(); cancel(); <-done }()
+
+	// Two identical prompts: the second hits the prefix cache.
+	prompt := strings.Repeat("the quick brown fox jumps over the lazy dog ", 20)
+	for i := 0; i < 2; i++ {
+		resp, err := http.Post(engSrv.URL+"/v1/completions", "application/json",
+			strings.NewReader(`{"model":"reference-sim","max_tokens":40,"stream":true,"prompt":"`+prompt+`"}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+	}
+
+	app := fiber.New()
+	exp.Mount(app, app.Group("/api/metrics"))
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go app.Listener(ln)
+	defer app.Shutdown()
+
+	target, err := ParseTarget("http://" + ln.Addr().String() + "/api/metrics/prometheus")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []events.Event
+	s := New(target, func(ev events.Event) { got = append(got, ev) })
+	// The engine samples on its own goroutine; what the exporter holds and
+	// what the sink saw last must be read at one instant.
+	mu.Lock()
+	_, err = s.Poll(context.Background())
+	wantSched, wantPrefix := lastSched, lastPrefix
+	mu.Unlock()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if wantSched == nil || wantPrefix == nil {
+		t.Fatal("the engine published no samples")
+	}
+	var sched *events.SchedulerSample
+	var prefix *events.CacheSample
+	for _, ev := range got {
+		switch p := ev.Payload.(type) {
+		case *events.SchedulerSample:
+			sched = p
+		case *events.CacheSample:
+			if p.Cache == events.CachePrefix {
+				prefix = p
+			}
+		}
+	}
+	if sched == nil || *sched != *wantSched {
+		t.Errorf("scraped scheduler %+v, engine reported %+v", sched, wantSched)
+	}
+	if prefix == nil || *prefix.Hits != *wantPrefix.Hits || *prefix.Misses != *wantPrefix.Misses || *prefix.Hits == 0 {
+		t.Errorf("scraped prefix %+v, engine reported hits %d misses %d", prefix, *wantPrefix.Hits, *wantPrefix.Misses)
+	}
+}
