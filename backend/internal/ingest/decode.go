@@ -90,7 +90,7 @@ func decodeArray(r io.Reader, accept func(events.Event), reject func(Rejection))
 func decodeLines(br *bufio.Reader, accept func(events.Event), reject func(Rejection)) error {
 	return eachLine(br, func(n int, line []byte, tooLong int) {
 		if tooLong > 0 {
-			reject(Rejection{Line: n, Reason: fmt.Sprintf("line is over %d bytes (%d or more)", events.MaxLineBytes, tooLong)})
+			reject(Rejection{Line: n, Reason: fmt.Sprintf("line is %d bytes, over the %d-byte limit", tooLong, events.MaxLineBytes)})
 			return
 		}
 		line = bytes.TrimSpace(line)
@@ -137,6 +137,9 @@ func eachLine(br *bufio.Reader, fn func(n int, line []byte, tooLong int)) error 
 			return err
 		}
 		if skipped > 0 {
+			if err == nil {
+				skipped-- // the newline
+			}
 			fn(n, nil, skipped)
 		} else if len(buf) > 0 {
 			fn(n, bytes.TrimSuffix(buf, []byte("\n")), 0)

@@ -1,0 +1,153 @@
+package ingest
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/mlx-bun/mlx-metrics/shared/events"
+)
+
+const (
+	okLine  = `{"type":"scheduler.sample","at":1764690000000,"data":{"model":"m","active":1,"capacity":8,"queued":0,"tokensPerSecond":10}}`
+	okOther = `{"type":"catalog.changed","at":1764690000001}`
+	badType = `{"type":"scheduler.sample","at":1764690000000,"data":{"model":"m","active":"one","capacity":8,"queued":0,"tokensPerSecond":10}}`
+	badNeg  = `{"type":"model.memory","at":1764690000000,"data":{"model":"m","weightsBytes":-1,"kvBytes":0,"prefixCacheBytes":0}}`
+	badMiss = `{"type":"model.memory","at":1764690000000,"data":{"model":"m","kvBytes":0,"prefixCacheBytes":0}}`
+)
+
+func idx(i int) *int { return &i }
+
+type decoded struct {
+	accepted []events.Type
+	rejected []Rejection
+	err      string
+}
+
+func decode(input string) decoded {
+	var d decoded
+	err := Decode(strings.NewReader(input),
+		func(ev events.Event) { d.accepted = append(d.accepted, ev.Type) },
+		func(r Rejection) { d.rejected = append(d.rejected, r) })
+	if err != nil {
+		d.err = err.Error()
+	}
+	return d
+}
+
+func TestDecode(t *testing.T) {
+	huge := `{"type":"x","at":1,"data":"` + strings.Repeat("a", 1<<20) + `"}`
+	for _, tc := range []struct {
+		name     string
+		input    string
+		accepted []events.Type
+		rejected []Rejection
+		err      string
+	}{
+		{name: "empty"},
+		{name: "blank lines", input: "\n\n  \n"},
+		{
+			name:     "NDJSON",
+			input:    okLine + "\n" + okOther + "\n",
+			accepted: []events.Type{events.TypeSchedulerSample, "catalog.changed"},
+		},
+		{
+			name:     "NDJSON without final newline, CRLF and blank lines",
+			input:    okLine + "\r\n\r\n" + okOther,
+			accepted: []events.Type{events.TypeSchedulerSample, "catalog.changed"},
+		},
+		{
+			name:     "NDJSON bad lines counted, the rest kept",
+			input:    badType + "\n" + okLine + "\n" + badNeg + "\n\n" + badMiss + "\nnot json\n" + okOther,
+			accepted: []events.Type{events.TypeSchedulerSample, "catalog.changed"},
+			rejected: []Rejection{
+				{Line: 1, Field: "active", Reason: "wrong type: want int, got JSON string"},
+				{Line: 3, Field: "weightsBytes", Reason: "must be >= 0, got -1"},
+				{Line: 5, Field: "weightsBytes", Reason: "missing"},
+				{Line: 6, Reason: "not a JSON event object: invalid character 'o' in literal null (expecting 'u')"},
+			},
+		},
+		{
+			name:     "1 MB line is rejected and skipped",
+			input:    okLine + "\n" + huge + "\n" + okOther + "\n",
+			accepted: []events.Type{events.TypeSchedulerSample, "catalog.changed"},
+			rejected: []Rejection{{Line: 2, Reason: "line is 1048605 bytes, over the 65536-byte limit"}},
+		},
+		{
+			name:     "JSON array",
+			input:    " [" + okLine + "," + badNeg + "," + okOther + "]",
+			accepted: []events.Type{events.TypeSchedulerSample, "catalog.changed"},
+			rejected: []Rejection{{Index: idx(1), Field: "weightsBytes", Reason: "must be >= 0, got -1"}},
+		},
+		{
+			name:     "broken JSON array keeps what came before",
+			input:    "[" + okLine + ", {oops",
+			accepted: []events.Type{events.TypeSchedulerSample},
+			err:      "JSON array element 1: invalid character 'o' looking for beginning of object key string",
+		},
+		{
+			name:     "array elements that are not objects",
+			input:    `[1, "x", null]`,
+			rejected: []Rejection{{Index: idx(0), Reason: ""}, {Index: idx(1), Reason: ""}, {Index: idx(2), Reason: ""}},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := decode(tc.input)
+			if !reflect.DeepEqual(got.accepted, tc.accepted) {
+				t.Errorf("accepted %v, want %v", got.accepted, tc.accepted)
+			}
+			if len(got.rejected) != len(tc.rejected) {
+				t.Fatalf("rejected %+v, want %+v", got.rejected, tc.rejected)
+			}
+			for i, r := range got.rejected {
+				want := tc.rejected[i]
+				if want.Reason == "" { // only the position matters
+					want.Reason, want.Field = r.Reason, r.Field
+				}
+				if !reflect.DeepEqual(r, want) {
+					t.Errorf("rejection %d: %+v, want %+v", i, r, want)
+				}
+			}
+			if got.err != tc.err {
+				t.Errorf("error %q, want %q", got.err, tc.err)
+			}
+		})
+	}
+}
+
+func TestDecodeSSE(t *testing.T) {
+	input := strings.Join([]string{
+		": a comment",
+		"retry: 2500",
+		"event: event",
+		"id: 1",
+		"data: " + okLine,
+		"",
+		"data: " + badNeg,
+		"",
+		"data: [" + okOther + ",",
+		"data: " + okLine + "]",
+		"",
+		"data: " + strings.Repeat("x", 70_000),
+		"",
+		"data: " + okOther, // no final blank line
+	}, "\n")
+	var accepted []events.Type
+	var rejected []Rejection
+	retry, err := decodeSSE(strings.NewReader(input),
+		func(ev events.Event) { accepted = append(accepted, ev.Type) },
+		func(r Rejection) { rejected = append(rejected, r) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if retry.Milliseconds() != 2500 {
+		t.Errorf("retry %v", retry)
+	}
+	want := []events.Type{events.TypeSchedulerSample, "catalog.changed", events.TypeSchedulerSample, "catalog.changed"}
+	if !reflect.DeepEqual(accepted, want) {
+		t.Errorf("accepted %v, want %v", accepted, want)
+	}
+	if len(rejected) != 2 || rejected[0].Line != 2 || rejected[0].Field != "weightsBytes" || rejected[1].Line != 4 {
+		t.Errorf("rejected %+v", rejected)
+	}
+}

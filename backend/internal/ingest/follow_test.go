@@ -1,0 +1,174 @@
+package ingest
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/mlx-bun/mlx-metrics/backend/internal/bus"
+	"github.com/mlx-bun/mlx-metrics/backend/internal/clock"
+	"github.com/mlx-bun/mlx-metrics/shared/events"
+)
+
+// The follower reads SSE and NDJSON, counts bad lines, and reconnects with
+// a doubling, capped backoff that starts from the server's retry advice.
+func TestFollowerReconnects(t *testing.T) {
+	var conns atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Authorization") != "Bearer tok" {
+			http.Error(w, "no", http.StatusUnauthorized)
+			return
+		}
+		switch conns.Add(1) {
+		case 1:
+			w.Header().Set("Content-Type", "text/event-stream")
+			fmt.Fprintf(w, "retry: 1000\n\ndata: %s\n\ndata: %s\n\n: c\n\ndata: %s\n\n", okLine, badNeg, okOther)
+		case 2, 3:
+			http.Error(w, "busy", http.StatusServiceUnavailable)
+		default:
+			w.Header().Set("Content-Type", "application/x-ndjson")
+			fmt.Fprintf(w, "%s\n", okLine)
+			w.(http.Flusher).Flush()
+			<-r.Context().Done() // stay connected until the follower leaves
+		}
+	}))
+	defer srv.Close()
+
+	b := bus.New()
+	got := make(chan events.Event, 16)
+	defer b.Subscribe("sink", 64, func(ev events.Event) { got <- ev })()
+	clk := clock.NewFake(time.UnixMilli(1_764_690_000_000))
+	f := NewFollower(b, srv.URL)
+	f.Token, f.Clock, f.MaxBackoff = "tok", clk, 3*time.Second
+
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { f.Run(ctx); close(done) }()
+
+	wctx, wcancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer wcancel()
+	for i, want := range []int64{1000, 2000, 3000} {
+		if err := clk.WaitForSleepers(wctx, 1); err != nil {
+			t.Fatalf("backoff %d never started", i)
+		}
+		if st := f.Status(); st.NextRetryMs != want || st.Connected {
+			t.Fatalf("backoff %d: status %+v, want next retry %d ms", i, st, want)
+		}
+		clk.Advance(time.Duration(want) * time.Millisecond)
+	}
+	for i, want := range []events.Type{events.TypeSchedulerSample, "catalog.changed", events.TypeSchedulerSample} {
+		select {
+		case ev := <-got:
+			if ev.Type != want {
+				t.Fatalf("event %d is %s, want %s", i, ev.Type, want)
+			}
+		case <-wctx.Done():
+			t.Fatalf("event %d never arrived", i)
+		}
+	}
+	st := f.Status()
+	if st.Connects != 2 || st.Failures != 3 || st.Events.Accepted != 3 || st.Events.Rejected != 1 {
+		t.Fatalf("status %+v", st)
+	}
+	if st.Events.LastRejection == nil || st.Events.LastRejection.Field != "weightsBytes" {
+		t.Fatalf("last rejection %+v", st.Events.LastRejection)
+	}
+	cancel()
+	<-done
+}
+
+func writeFile(t *testing.T, lines ...string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "events.ndjson")
+	if err := os.WriteFile(path, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func schedAt(at int64) string {
+	return fmt.Sprintf(`{"type":"scheduler.sample","at":%d,"data":{"model":"m","active":1,"capacity":8,"queued":0,"tokensPerSecond":10}}`, at)
+}
+
+// Replay delivers every event of a large file without overrunning a
+// subscriber's bounded queue, and counts the bad lines.
+func TestReplay(t *testing.T) {
+	lines := []string{"not json", badNeg}
+	for i := int64(1); i <= 5000; i++ {
+		lines = append(lines, schedAt(1_764_690_000_000+i))
+	}
+	path := writeFile(t, lines...)
+	b := bus.New()
+	var n atomic.Int64
+	defer b.Subscribe("sink", 2*replayBatch, func(events.Event) { n.Add(1) })()
+	var c Counter
+	if err := Replay(context.Background(), path, b, 0, nil, &c); err != nil {
+		t.Fatal(err)
+	}
+	if n.Load() != 5000 || b.Stats()[0].Dropped != 0 {
+		t.Fatalf("delivered %d, stats %+v", n.Load(), b.Stats())
+	}
+	if st := c.Stats(); st.Accepted != 5000 || st.Rejected != 2 {
+		t.Fatalf("counter %+v", st)
+	}
+	if err := Replay(context.Background(), filepath.Join(t.TempDir(), "missing"), b, 0, nil, &c); err == nil {
+		t.Fatal("a missing file replayed")
+	}
+}
+
+// At speed s, replay keeps the recorded gaps divided by s.
+func TestReplayPaced(t *testing.T) {
+	const t0 = 1_764_690_000_000
+	path := writeFile(t, schedAt(t0), schedAt(t0+1000), schedAt(t0+1000), schedAt(t0+5000))
+	b := bus.New()
+	got := make(chan int64, 8)
+	defer b.Subscribe("sink", 64, func(ev events.Event) { got <- ev.At })()
+	clk := clock.NewFake(time.UnixMilli(t0))
+	var c Counter
+	done := make(chan error, 1)
+	go func() { done <- Replay(context.Background(), path, b, 2, clk, &c) }()
+
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	expect := func(at int64) {
+		t.Helper()
+		select {
+		case g := <-got:
+			if g != at {
+				t.Fatalf("got event at %d, want %d", g, at)
+			}
+		case <-ctx.Done():
+			t.Fatalf("event at %d never came", at)
+		}
+	}
+	expect(t0)
+	for _, step := range []struct {
+		gap  time.Duration
+		next []int64
+	}{
+		{500 * time.Millisecond, []int64{t0 + 1000, t0 + 1000}}, // 1 s at double speed
+		{2 * time.Second, []int64{t0 + 5000}},
+	} {
+		if err := clk.WaitForSleepers(ctx, 1); err != nil {
+			t.Fatal("replay never paused")
+		}
+		clk.Advance(step.gap - time.Millisecond)
+		if clk.Sleepers() != 1 {
+			t.Fatal("replay resumed early")
+		}
+		clk.Advance(time.Millisecond)
+		for _, at := range step.next {
+			expect(at)
+		}
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}

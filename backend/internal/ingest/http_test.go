@@ -1,0 +1,199 @@
+package ingest
+
+import (
+	"encoding/json"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/mlx-bun/mlx-metrics/backend/internal/bus"
+	"github.com/mlx-bun/mlx-metrics/backend/internal/server"
+	"github.com/mlx-bun/mlx-metrics/shared/events"
+)
+
+// sink records what reaches the bus.
+type sink struct {
+	mu  sync.Mutex
+	got []events.Event
+}
+
+func (s *sink) handle(ev events.Event) {
+	s.mu.Lock()
+	s.got = append(s.got, ev)
+	s.mu.Unlock()
+}
+
+func (s *sink) types() []events.Type {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []events.Type
+	for _, ev := range s.got {
+		out = append(out, ev.Type)
+	}
+	return out
+}
+
+type postReply struct {
+	Reply
+	status int
+}
+
+func post(t *testing.T, b *bus.Bus, h *HTTP, opts server.Options, body, auth string) postReply {
+	t.Helper()
+	app := server.New(opts, h)
+	req := httptest.NewRequest("POST", "/api/metrics/events", strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/x-ndjson")
+	if auth != "" {
+		req.Header.Set("Authorization", auth)
+	}
+	resp, err := app.Test(req, -1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, _ := io.ReadAll(resp.Body)
+	var r postReply
+	if err := json.Unmarshal(raw, &r.Reply); err != nil {
+		t.Fatalf("reply is not JSON: %s", raw)
+	}
+	r.status = resp.StatusCode
+	b.Flush()
+	return r
+}
+
+func TestPostEvents(t *testing.T) {
+	manyBad := strings.Repeat(badNeg+"\n", 150)
+	for _, tc := range []struct {
+		name      string
+		token     string
+		auth      string
+		body      string
+		status    int
+		errType   string
+		accepted  int
+		ignored   int
+		rejected  int
+		listed    int
+		truncated bool
+		published []events.Type
+	}{
+		{
+			name: "NDJSON", body: okLine + "\n" + okOther + "\n",
+			status: 200, accepted: 2, ignored: 1,
+			published: []events.Type{events.TypeSchedulerSample, "catalog.changed"},
+		},
+		{
+			name: "JSON array", body: "[" + okLine + "," + badType + "]",
+			status: 200, accepted: 1, rejected: 1, listed: 1,
+			published: []events.Type{events.TypeSchedulerSample},
+		},
+		{
+			name: "some bad lines", body: badType + "\n" + okLine + "\nnope\n",
+			status: 200, accepted: 1, rejected: 2, listed: 2,
+			published: []events.Type{events.TypeSchedulerSample},
+		},
+		{
+			name: "all bad", body: badType + "\n" + badMiss,
+			status: 400, errType: "invalid_request_error", rejected: 2, listed: 2,
+		},
+		{
+			name: "too many to list", body: manyBad + okLine,
+			status: 200, accepted: 1, rejected: 150, listed: MaxListedRejections, truncated: true,
+			published: []events.Type{events.TypeSchedulerSample},
+		},
+		{name: "empty", body: "  \n", status: 400, errType: "invalid_request_error"},
+		{name: "token required, none sent", token: "s3cret", body: okLine, status: 401, errType: "invalid_request_error"},
+		{name: "wrong token", token: "s3cret", auth: "Bearer nope", body: okLine, status: 401, errType: "invalid_request_error"},
+		{
+			name: "right token", token: "s3cret", auth: "Bearer s3cret", body: okLine,
+			status: 200, accepted: 1, published: []events.Type{events.TypeSchedulerSample},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := bus.New()
+			var s sink
+			defer b.Subscribe("sink", 1024, s.handle)()
+			h := NewHTTP(b, tc.token)
+			r := post(t, b, h, server.Options{}, tc.body, tc.auth)
+			if r.status != tc.status {
+				t.Fatalf("status %d, want %d (%+v)", r.status, tc.status, r.Reply)
+			}
+			if tc.errType != "" && (r.Error == nil || r.Error.Type != tc.errType || r.Error.Message == "") {
+				t.Fatalf("error %+v, want type %s", r.Error, tc.errType)
+			}
+			if tc.status == 200 && r.Error != nil {
+				t.Fatalf("error on success: %+v", r.Error)
+			}
+			if r.Accepted != tc.accepted || r.Ignored != tc.ignored || r.Rejected != tc.rejected ||
+				len(r.Errors) != tc.listed || r.Truncated != tc.truncated {
+				t.Fatalf("reply %+v", r.Reply)
+			}
+			if got := s.types(); len(got) != len(tc.published) || (len(got) > 0 && !equalTypes(got, tc.published)) {
+				t.Fatalf("published %v, want %v", got, tc.published)
+			}
+			if st := h.Stats(); st.Accepted != uint64(tc.accepted) || st.Rejected != uint64(tc.rejected) {
+				t.Fatalf("counter %+v", st)
+			}
+		})
+	}
+}
+
+func equalTypes(a, b []events.Type) bool {
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return len(a) == len(b)
+}
+
+// Malformed input of every kind leaves the route serving the next batch.
+func TestPostKeepsServing(t *testing.T) {
+	b := bus.New()
+	var s sink
+	defer b.Subscribe("sink", 1024, s.handle)()
+	h := NewHTTP(b, "")
+	for _, body := range []string{
+		"\x00\x01\x02", "[", "[{", "{}", `{"type":`, strings.Repeat("x", 2<<20), "[1," + strings.Repeat("[", 20_000),
+		`{"type":"request.finished","at":1,"data":{"totalMs":"NaN"}}`,
+	} {
+		if r := post(t, b, h, server.Options{}, body, ""); r.status != 400 {
+			t.Fatalf("status %d for %.40q", r.status, body)
+		}
+	}
+	if r := post(t, b, h, server.Options{}, okLine, ""); r.status != 200 || r.Accepted != 1 {
+		t.Fatalf("after the bad batches: %+v", r)
+	}
+	if got := s.types(); len(got) != 1 {
+		t.Fatalf("published %v", got)
+	}
+}
+
+// A body over the limit is refused with the API's error body, over a real
+// connection (the limit is enforced while reading it).
+func TestPostBodyLimit(t *testing.T) {
+	b := bus.New()
+	app := server.New(server.Options{BodyLimit: 4096}, NewHTTP(b, ""))
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = app.Listener(ln) }()
+	defer app.Shutdown()
+	resp, err := http.Post("http://"+ln.Addr().String()+"/api/metrics/events", "application/x-ndjson",
+		strings.NewReader(strings.Repeat(okLine+"\n", 100)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var body struct {
+		Error struct{ Message, Type string }
+	}
+	raw, _ := io.ReadAll(resp.Body)
+	if err := json.Unmarshal(raw, &body); err != nil || resp.StatusCode != 413 || body.Error.Type != "invalid_request_error" {
+		t.Fatalf("status %d body %s", resp.StatusCode, raw)
+	}
+}
