@@ -48,7 +48,8 @@ func (r realTicker) Stop()               { r.t.Stop() }
 
 // Fake is a manual clock for tests. Its tickers deliver on an unbuffered
 // channel and Advance waits for each tick to be received, so when Advance
-// returns, the receiver has finished with every earlier tick. Like a real
+// returns the receiver has taken its tick, and has finished with every
+// earlier one. Like a real
 // ticker, a fake one that falls more than a period behind skips the ticks
 // it missed.
 type Fake struct {
@@ -111,6 +112,14 @@ func (f *Fake) Sleep(ctx context.Context, d time.Duration) error {
 	case <-s.done:
 		return nil
 	case <-ctx.Done():
+		f.mu.Lock()
+		for i, o := range f.sleeps {
+			if o == s {
+				f.sleeps = append(f.sleeps[:i], f.sleeps[i+1:]...)
+				break
+			}
+		}
+		f.mu.Unlock()
 		return ctx.Err()
 	}
 }

@@ -1,0 +1,81 @@
+package clock
+
+import (
+	"context"
+	"testing"
+	"time"
+)
+
+var t0 = time.UnixMilli(1_764_690_000_000)
+
+func TestFakeTicker(t *testing.T) {
+	f := NewFake(t0)
+	tk := f.NewTicker(500 * time.Millisecond)
+	got := make(chan time.Time)
+	go func() {
+		for tm := range tk.C() {
+			got <- tm
+		}
+	}()
+	for _, step := range []struct {
+		advance time.Duration
+		tick    bool
+		at      time.Duration // since t0, when tick
+	}{
+		{400 * time.Millisecond, false, 0},
+		{100 * time.Millisecond, true, 500 * time.Millisecond},
+		{2 * time.Second, true, 2500 * time.Millisecond}, // missed ticks are skipped
+		{499 * time.Millisecond, false, 0},
+		{1 * time.Millisecond, true, 3 * time.Second},
+	} {
+		done := make(chan struct{})
+		go func() { f.Advance(step.advance); close(done) }()
+		if step.tick {
+			if tm := <-got; !tm.Equal(t0.Add(step.at)) {
+				t.Fatalf("tick at %v, want %v", tm.Sub(t0), step.at)
+			}
+		}
+		<-done
+	}
+	tk.Stop()
+	f.Advance(time.Hour) // a stopped ticker does not block Advance
+}
+
+func TestFakeSleep(t *testing.T) {
+	f := NewFake(t0)
+	ctx := context.Background()
+	woke := make(chan error)
+	go func() { woke <- f.Sleep(ctx, time.Second) }()
+	if err := f.WaitForSleepers(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	f.Advance(999 * time.Millisecond)
+	if f.Sleepers() != 1 {
+		t.Fatal("woke early")
+	}
+	f.Advance(time.Millisecond)
+	if err := <-woke; err != nil {
+		t.Fatal(err)
+	}
+
+	cctx, cancel := context.WithCancel(ctx)
+	go func() { woke <- f.Sleep(cctx, time.Second) }()
+	if err := f.WaitForSleepers(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	cancel()
+	if err := <-woke; err != context.Canceled {
+		t.Fatalf("cancelled sleep returned %v", err)
+	}
+	if n := f.Sleepers(); n != 0 {
+		t.Fatalf("a cancelled sleep is still counted: %d", n)
+	}
+}
+
+func TestRealSleepCancel(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := (Real{}).Sleep(ctx, time.Hour); err != context.Canceled {
+		t.Fatalf("got %v", err)
+	}
+}
