@@ -95,9 +95,9 @@ export class MlxMetricsPanel extends HTMLElement {
       const f = document.createElement("iframe");
       f.title = "Metrics";
       f.src = FRAME_URL.href;
-      // The frame is the backend's origin, never the host's; it may open
-      // report.md in a new tab.
-      f.setAttribute("sandbox", "allow-scripts allow-same-origin allow-popups allow-popups-to-escape-sandbox");
+      // No sandbox attribute: the frame needs scripts and its own origin (the
+      // backend's), and with both a sandbox protects nothing. The host is
+      // protected by the same-origin policy when origins differ.
       f.setAttribute("part", "frame");
       this.#ready = false;
       this.#frame = f;

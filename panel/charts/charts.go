@@ -121,8 +121,10 @@ func Throughput(series []snapshot.SeriesPoint, p Palette) []byte {
 		capacity[i] = opts.LineData{Value: []any{pt.At, pt.Capacity}}
 		queued[i] = opts.LineData{Value: []any{pt.At, pt.Queued}}
 	}
-	noSymbol := charts.WithLineChartOpts(opts.LineChart{ShowSymbol: opts.Bool(false)})
-	right := charts.WithLineChartOpts(opts.LineChart{ShowSymbol: opts.Bool(false), YAxisIndex: 1, Step: "end"})
+	// A lone sample is a dot, not an invisible line.
+	symbols := opts.Bool(len(series) < 3)
+	noSymbol := charts.WithLineChartOpts(opts.LineChart{ShowSymbol: symbols})
+	right := charts.WithLineChartOpts(opts.LineChart{ShowSymbol: symbols, YAxisIndex: 1, Step: "end"})
 	c.AddSeries("tokens/s", tps, noSymbol, charts.WithAreaStyleOpts(opts.AreaStyle{Opacity: opts.Float(0.15)}))
 	c.AddSeries("active rows", active, right)
 	c.AddSeries("capacity", capacity, right, charts.WithLineStyleOpts(opts.LineStyle{Type: "dashed"}))
@@ -139,8 +141,8 @@ func Memory(models []snapshot.Model, p Palette) []byte {
 	c.SetGlobalOptions(
 		charts.WithLegendOpts(legend()),
 		charts.WithTooltipOpts(opts.Tooltip{Show: opts.Bool(true), Trigger: "axis"}),
-		charts.WithGridOpts(opts.Grid{Left: "64", Right: "24", Top: "36", Bottom: "28", ContainLabel: opts.Bool(true)}),
-		charts.WithXAxisOpts(opts.XAxis{Type: "value", Name: "MiB"}),
+		charts.WithGridOpts(opts.Grid{Left: "64", Right: "24", Top: "36", Bottom: "36", ContainLabel: opts.Bool(true)}),
+		charts.WithXAxisOpts(opts.XAxis{Type: "value", Name: "MiB", NameLocation: "middle", NameGap: 24}),
 		charts.WithYAxisOpts(opts.YAxis{Type: "category"}),
 	)
 	names := make([]string, len(models))
@@ -177,6 +179,7 @@ func Gauge(name string, percent float64, p Palette) []byte {
 	// Gauge styling go-echarts does not model: progress arc, value label.
 	var m map[string]any
 	_ = json.Unmarshal(b, &m)
+	m["legend"] = map[string]any{"show": false}
 	if s, ok := m["series"].([]any); ok && len(s) == 1 {
 		g := s[0].(map[string]any)
 		g["min"], g["max"] = 0, 100

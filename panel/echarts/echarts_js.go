@@ -17,7 +17,7 @@ func Set(id string, option []byte) bool {
 	if chart.IsUndefined() || chart.IsNull() {
 		chart = lib.Call("init", el, js.Null(), map[string]any{"renderer": "canvas"})
 		// ECharts sizes its canvas once; follow the element from then on.
-		observe(el, chart)
+		observe(lib, el, chart)
 	}
 	opt := js.Global().Get("JSON").Call("parse", string(option))
 	// replaceMerge drops series that left (a model unloaded) instead of
@@ -38,14 +38,23 @@ func Dispose(id string) {
 	}
 }
 
-func observe(el, chart js.Value) {
+// disposed reports whether chart was disposed (the element left the page).
+func disposed(lib, el, chart js.Value) bool {
+	if f := chart.Get("isDisposed"); f.Type() == js.TypeFunction {
+		return chart.Call("isDisposed").Truthy()
+	}
+	inst := lib.Call("getInstanceByDom", el)
+	return inst.IsUndefined() || inst.IsNull()
+}
+
+func observe(lib, el, chart js.Value) {
 	ro := js.Global().Get("ResizeObserver")
 	if ro.IsUndefined() {
 		return
 	}
 	var cb js.Func
 	cb = js.FuncOf(func(this js.Value, args []js.Value) any {
-		if chart.Call("isDisposed").Bool() {
+		if disposed(lib, el, chart) {
 			this.Call("disconnect")
 			cb.Release()
 			return nil

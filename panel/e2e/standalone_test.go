@@ -1,0 +1,143 @@
+package e2e
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+const xssModel = `<img src=x onerror=alert(1)>`
+
+// seed posts one model with memory, a scheduler sample, caches and a few
+// finished requests, so every live view has something to draw.
+func seed(b *backend, model string, queued int) {
+	m := fmt.Sprintf("%q", model)
+	evs := []string{
+		event("model.load", `{"model":`+m+`,"phase":"finished","ms":812.5,"weightsBytes":2254857830}`),
+		event("model.memory", `{"model":`+m+`,"weightsBytes":2254857830,"kvBytes":536870912,"prefixCacheBytes":134217728}`),
+		event("cache.sample", `{"model":`+m+`,"cache":"kv","bytes":536870912,"capacityBytes":1073741824,"hits":null,"misses":null}`),
+		event("cache.sample", `{"model":`+m+`,"cache":"prefix","bytes":134217728,"capacityBytes":536870912,"hits":30,"misses":10}`),
+	}
+	for i := 0; i < 3; i++ {
+		evs = append(evs, event("request.finished", fmt.Sprintf(`{"model":%s,"requestId":"seed-%d","finish":"stop","promptTokens":100,"cachedPromptTokens":50,"completionTokens":64,"queueMs":5,"ttftMs":%d,"prefillTokensPerSecond":900,"decodeTokensPerSecond":40,"totalMs":1800}`, m, i, 100+i*10)))
+	}
+	b.post(evs...)
+	sample(b, model, 5, queued, 321.5)
+}
+
+func sample(b *backend, model string, active, queued int, tps float64) {
+	b.post(event("scheduler.sample", fmt.Sprintf(`{"model":%q,"active":%d,"capacity":8,"queued":%d,"tokensPerSecond":%g}`, model, active, queued, tps)))
+}
+
+func tileValue(key string) string {
+	return fmt.Sprintf(`(document.querySelector('[data-tile=%q] .tile-value')||{}).textContent`, key)
+}
+
+func TestStandalonePage(t *testing.T) {
+	needBrowser(t)
+	b := startBackend(t)
+	seed(b, "mlx-community/Qwen3-4B-4bit", 3)
+	ctx := browser(t)
+
+	start := time.Now()
+	navigate(t, ctx, b.URL()+"/")
+	waitFrame(t, ctx, "frame prerendered", `!!document.querySelector("#panel")`, 20*time.Second)
+	firstPaint := time.Since(start)
+	live := waitFrame(t, ctx, "stream live", `document.querySelector("#conn").dataset.state === "live"`, 30*time.Second) + firstPaint
+	var fcp float64
+	inFrame(ctx, `(performance.getEntriesByName("first-contentful-paint")[0]||{}).startTime||0`, &fcp)
+	t.Logf("first paint (frame FCP) %.0f ms; time to live data %s", fcp, live.Round(time.Millisecond))
+	record(t, fmt.Sprintf("standalone: frame first-contentful-paint %.0f ms, time to live data %d ms (navigation to first snapshot rendered)", fcp, live.Milliseconds()))
+
+	// Charts draw: the canvas has painted pixels.
+	waitFrame(t, ctx, "throughput chart drawn", paintedPixels("chart-throughput")+" > 500", 10*time.Second)
+	shot(t, ctx, "serving")
+
+	// Tiles follow posted events within a second.
+	for _, q := range []int{17, 42} {
+		sample(b, "mlx-community/Qwen3-4B-4bit", 6, q, 400)
+		took := waitFrame(t, ctx, fmt.Sprintf("queued tile shows %d", q), tileValue("queued")+fmt.Sprintf(` === "%d"`, q), time.Second)
+		t.Logf("queued tile followed a posted sample in %s", took.Round(time.Millisecond))
+	}
+	var before string
+	inFrame(ctx, tileValue("finished"), &before)
+	b.post(event("request.finished", `{"model":"mlx-community/Qwen3-4B-4bit","requestId":"late","finish":"length","promptTokens":10,"cachedPromptTokens":0,"completionTokens":5,"queueMs":1,"ttftMs":20,"prefillTokensPerSecond":500,"decodeTokensPerSecond":30,"totalMs":200}`))
+	waitFrame(t, ctx, "finished tile moved", tileValue("finished")+` !== `+fmt.Sprintf("%q", before), time.Second)
+
+	// Every view renders; its charts draw.
+	views := []struct {
+		tab    string
+		charts []string
+	}{
+		{"models", []string{"chart-memory"}},
+		{"caches", []string{"gauge-kv-0", "gauge-prefix-1"}},
+		{"requests", nil},
+	}
+	for _, v := range views {
+		click(t, ctx, fmt.Sprintf(`[data-tab=%q]`, v.tab))
+		waitFrame(t, ctx, v.tab+" view", fmt.Sprintf(`!!document.querySelector("#view-%s")`, v.tab), 5*time.Second)
+		for _, c := range v.charts {
+			waitFrame(t, ctx, c+" drawn", paintedPixels(c)+" > 200", 10*time.Second)
+		}
+		shot(t, ctx, v.tab)
+	}
+	if got := frameText(t, ctx, `[data-timing="ttft"]`); !strings.Contains(got, "Time to first token") {
+		t.Errorf("ttft row = %q", got)
+	}
+}
+
+// TestEventTextIsText posts a model whose name is markup: it must show as
+// those characters, never become an element or run.
+func TestEventTextIsText(t *testing.T) {
+	needBrowser(t)
+	b := startBackend(t)
+	seed(b, xssModel, 1)
+	b.post(event("model.load", fmt.Sprintf(`{"model":"evil2","phase":"failed","error":%q}`, `<script>alert(2)</script><b>bold</b>`)))
+	ctx := browser(t)
+	navigate(t, ctx, b.URL()+"/metrics")
+	waitFrame(t, ctx, "stream live", `document.querySelector("#conn").dataset.state === "live"`, 30*time.Second)
+	click(t, ctx, `[data-tab="models"]`)
+	waitFrame(t, ctx, "models view", `!!document.querySelector("#view-models .model-name")`, 5*time.Second)
+
+	var names []string
+	if err := inFrame(ctx, `[...document.querySelectorAll("#view-models td.model-name")].map(e => e.textContent)`, &names); err != nil {
+		t.Fatal(err)
+	}
+	if !contains(names, xssModel) {
+		t.Errorf("model names %q: want %q as text", names, xssModel)
+	}
+	var injected int
+	if err := inFrame(ctx, `document.querySelectorAll('img[src="x"], #view-models b, #view-models script').length`, &injected); err != nil {
+		t.Fatal(err)
+	}
+	if injected != 0 {
+		t.Errorf("%d elements made from event text", injected)
+	}
+	if got := frameText(t, ctx, `#view-models .error-text:not(:empty)`); got != `<script>alert(2)</script><b>bold</b>` {
+		t.Errorf("last error shows %q", got)
+	}
+	shot(t, ctx, "models-markup-as-text")
+}
+
+func contains(xs []string, s string) bool {
+	for _, x := range xs {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// record appends a measured figure to out/e2e/timings.txt for the README.
+func record(t *testing.T, line string) {
+	f, err := os.OpenFile(filepath.Join(outDir, "timings.txt"), os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+	if err != nil {
+		t.Log(err)
+		return
+	}
+	defer f.Close()
+	fmt.Fprintf(f, "%s %s\n", time.Now().UTC().Format(time.RFC3339), line)
+}
