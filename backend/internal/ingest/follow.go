@@ -27,6 +27,10 @@ type Follower struct {
 	Token      string        // sent as a bearer token when set
 	MinBackoff time.Duration // 500 ms
 	MaxBackoff time.Duration // 30 s
+	// IdleTimeout drops a connection that delivers nothing, not even a
+	// keep-alive, for this long: a half-open TCP connection would otherwise
+	// wait forever (60 s; wall-clock, as it guards a real socket).
+	IdleTimeout time.Duration
 	Client     *http.Client  // one without a timeout when nil: the stream is long-lived
 	Clock      clock.Clock   // clock.Real{} when nil
 
@@ -114,6 +118,19 @@ func (f *Follower) Run(ctx context.Context) {
 // once makes one connection and reads it to its end. It reports how many
 // events it accepted and any retry the server advised.
 func (f *Follower) once(ctx context.Context) (accepted int, retry time.Duration, err error) {
+	idle := f.IdleTimeout
+	if idle <= 0 {
+		idle = 60 * time.Second
+	}
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	watchdog := time.AfterFunc(idle, func() { cancel(fmt.Errorf("nothing received for %v", idle)) })
+	defer watchdog.Stop()
+	defer func() {
+		if cause := context.Cause(ctx); cause != nil && cause != context.Canceled && err != nil {
+			err = cause
+		}
+	}()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, f.URL, nil)
 	if err != nil {
 		return 0, 0, err
@@ -140,11 +157,12 @@ func (f *Follower) once(ctx context.Context) (accepted int, retry time.Duration,
 		f.accept()
 		f.bus.Publish(ev)
 	}
+	body := &idleReader{r: resp.Body, watchdog: watchdog, idle: idle}
 	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
 	if mt == "text/event-stream" {
-		retry, err = decodeSSE(resp.Body, accept, f.Counter.reject)
+		retry, err = decodeSSE(body, accept, f.Counter.reject)
 	} else {
-		err = Decode(resp.Body, accept, f.Counter.reject)
+		err = Decode(body, accept, f.Counter.reject)
 	}
 	return accepted, retry, err
 }
@@ -205,4 +223,19 @@ func decodeSSE(r io.Reader, accept func(events.Event), reject func(Rejection)) (
 	})
 	dispatch() // a final event without its blank line still counts
 	return retry, err
+}
+
+// idleReader pushes the watchdog back each time bytes arrive.
+type idleReader struct {
+	r        io.Reader
+	watchdog *time.Timer
+	idle     time.Duration
+}
+
+func (r *idleReader) Read(p []byte) (int, error) {
+	n, err := r.r.Read(p)
+	if n > 0 {
+		r.watchdog.Reset(r.idle)
+	}
+	return n, err
 }

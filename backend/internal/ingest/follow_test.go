@@ -172,3 +172,29 @@ func TestReplayPaced(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// A connection that goes silent is dropped after IdleTimeout and retried.
+func TestFollowerIdleTimeout(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.(http.Flusher).Flush()
+		<-r.Context().Done() // silent: no events, no keep-alives
+	}))
+	defer srv.Close()
+	clk := clock.NewFake(time.UnixMilli(1_764_690_000_000))
+	f := NewFollower(bus.New(), srv.URL)
+	f.Clock, f.IdleTimeout = clk, 50*time.Millisecond
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { f.Run(ctx); close(done) }()
+	wctx, wcancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer wcancel()
+	if err := clk.WaitForSleepers(wctx, 1); err != nil {
+		t.Fatal("the silent connection was never dropped")
+	}
+	if st := f.Status(); !strings.Contains(st.LastError, "nothing received for 50ms") || st.Connects != 1 {
+		t.Fatalf("status %+v", st)
+	}
+	cancel()
+	<-done
+}
