@@ -128,9 +128,11 @@ func (p *Proxy) handle(c *fiber.Ctx) error {
 		cancel()
 		return server.Error(c, fiber.StatusBadRequest, err.Error())
 	}
+	// Headers the client's Connection header names are hop-by-hop too.
+	connection := connectionTokens(string(c.Request().Header.Peek("Connection")))
 	c.Request().Header.VisitAll(func(k, v []byte) {
 		key := http.CanonicalHeaderKey(string(k))
-		if hopByHop[key] || key == "Host" || key == "Content-Length" {
+		if hopByHop[key] || connection[key] || key == "Host" || key == "Content-Length" {
 			return
 		}
 		// A measured answer must be readable; identity is always acceptable.
@@ -154,8 +156,9 @@ func (p *Proxy) handle(c *fiber.Ctx) error {
 
 	res := &c.Response().Header
 	res.SetNoDefaultContentType(true)
+	connection = connectionTokens(resp.Header.Get("Connection"))
 	for k, vs := range resp.Header {
-		if hopByHop[k] || k == "Content-Length" {
+		if hopByHop[k] || connection[k] || k == "Content-Length" {
 			continue
 		}
 		for _, v := range vs {
@@ -164,8 +167,12 @@ func (p *Proxy) handle(c *fiber.Ctx) error {
 	}
 	c.Status(resp.StatusCode)
 
+	// An answer of known length is read whole and sent with its length;
+	// an event stream, or any answer of unknown length (chunked), is
+	// streamed as it arrives.
 	mediaType, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
-	if mediaType != "text/event-stream" {
+	sse := mediaType == "text/event-stream"
+	if !sse && resp.ContentLength >= 0 {
 		defer cancel()
 		defer resp.Body.Close()
 		b, err := io.ReadAll(resp.Body)
@@ -183,7 +190,7 @@ func (p *Proxy) handle(c *fiber.Ctx) error {
 	}
 
 	if m != nil {
-		m.sse = true
+		m.sse = sse
 	}
 	c.Context().SetBodyStreamWriter(func(w *bufio.Writer) {
 		defer cancel()
@@ -195,8 +202,8 @@ func (p *Proxy) handle(c *fiber.Ctx) error {
 	return nil
 }
 
-// stream copies the upstream's event stream to the client, flushing each
-// read as it arrives, until either side ends.
+// stream copies the upstream's answer to the client, flushing each read as
+// it arrives, until either side ends.
 func (p *Proxy) stream(w *bufio.Writer, upstream io.Reader, m *meter) outcome {
 	bp := bufPool.Get().(*[]byte)
 	defer bufPool.Put(bp)
@@ -233,4 +240,18 @@ func (p *Proxy) finish(m *meter, o outcome) {
 		return
 	}
 	p.publish(m.event(o, fmt.Sprintf("proxy-%d", p.seq.Add(1))))
+}
+
+// connectionTokens are the header names a Connection header lists.
+func connectionTokens(v string) map[string]bool {
+	if v == "" {
+		return nil
+	}
+	out := map[string]bool{}
+	for _, f := range strings.Split(v, ",") {
+		if f = strings.TrimSpace(f); f != "" {
+			out[http.CanonicalHeaderKey(f)] = true
+		}
+	}
+	return out
 }

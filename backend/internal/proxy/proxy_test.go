@@ -382,3 +382,52 @@ func serveForBench(b *testing.B, p *Proxy) string {
 	b.Cleanup(func() { app.Shutdown() })
 	return "http://" + ln.Addr().String()
 }
+
+// A chunked answer that is not an event stream (a large JSON body written
+// in pieces) streams through as well, and is still measured.
+func TestChunkedAnswerStreamsAndIsMeasured(t *testing.T) {
+	release := make(chan struct{})
+	var gotHeader http.Header
+	part1 := `{"id":"cmpl-3","model":"m","choices":[{"index":0,"text":"` + strings.Repeat("x", 100) + `",`
+	part2 := `"finish_reason":"length"}],"usage":{"prompt_tokens":5,"completion_tokens":9,"total_tokens":14}}`
+	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		gotHeader = r.Header
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Connection", "X-Hop")
+		w.Header().Set("X-Hop", "upstream-only")
+		io.WriteString(w, part1)
+		w.(http.Flusher).Flush() // no Content-Length: chunked
+		<-release
+		io.WriteString(w, part2)
+	}))
+	defer upstream.Close()
+	base, evs := start(t, upstream.URL, nil)
+
+	req, _ := http.NewRequest("POST", base+"/v1/completions", strings.NewReader(`{"model":"m","prompt":"p"}`))
+	req.Header.Set("Connection", "keep-alive, X-Client-Hop")
+	req.Header.Set("X-Client-Hop", "client-only")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	first := make([]byte, len(part1))
+	if _, err := io.ReadFull(resp.Body, first); err != nil || string(first) != part1 {
+		t.Fatalf("first part %q, %v", first, err)
+	}
+	close(release) // the second part exists only now
+	rest, _ := io.ReadAll(resp.Body)
+	if string(rest) != part2 {
+		t.Errorf("second part %q", rest)
+	}
+	if resp.Header.Get("X-Hop") != "" {
+		t.Errorf("a header the upstream's Connection names was forwarded")
+	}
+	if gotHeader.Get("X-Client-Hop") != "" {
+		t.Errorf("a header the client's Connection names was forwarded")
+	}
+	ev := next(t, evs)
+	if ev.Finish != events.FinishLength || ev.PromptTokens != 5 || ev.CompletionTokens != 9 || ev.RequestID != "cmpl-3" {
+		t.Errorf("event %+v", ev)
+	}
+}
