@@ -25,6 +25,7 @@ import (
 	"time"
 
 	"github.com/gofiber/fiber/v2"
+	"github.com/valyala/fasthttp"
 
 	"github.com/mlx-bun/mlx-metrics/backend/internal/server"
 	"github.com/mlx-bun/mlx-metrics/shared/events"
@@ -123,30 +124,11 @@ func (p *Proxy) handle(c *fiber.Ctx) error {
 	}
 
 	ctx, cancel := context.WithCancel(context.Background())
-	req, err := http.NewRequestWithContext(ctx, c.Method(), target, bytes.NewReader(body))
+	req, err := upstreamRequest(ctx, c, target, body, m != nil)
 	if err != nil {
 		cancel()
 		return server.Error(c, fiber.StatusBadRequest, err.Error())
 	}
-	// Headers the client's Connection header names are hop-by-hop too.
-	connection := connectionTokens(string(c.Request().Header.Peek("Connection")))
-	c.Request().Header.VisitAll(func(k, v []byte) {
-		key := http.CanonicalHeaderKey(string(k))
-		if hopByHop[key] || connection[key] || key == "Host" || key == "Content-Length" {
-			return
-		}
-		// A measured answer must be readable; identity is always acceptable.
-		if m != nil && key == "Accept-Encoding" {
-			return
-		}
-		req.Header.Add(key, string(v))
-	})
-	if prior := req.Header.Get("X-Forwarded-For"); prior != "" {
-		req.Header.Set("X-Forwarded-For", prior+", "+c.IP())
-	} else {
-		req.Header.Set("X-Forwarded-For", c.IP())
-	}
-
 	resp, err := p.client.Do(req)
 	if err != nil {
 		cancel()
@@ -154,17 +136,7 @@ func (p *Proxy) handle(c *fiber.Ctx) error {
 		return server.Error(c, fiber.StatusBadGateway, "upstream "+p.base+": "+err.Error())
 	}
 
-	res := &c.Response().Header
-	res.SetNoDefaultContentType(true)
-	connection = connectionTokens(resp.Header.Get("Connection"))
-	for k, vs := range resp.Header {
-		if hopByHop[k] || connection[k] || k == "Content-Length" {
-			continue
-		}
-		for _, v := range vs {
-			res.Add(k, v)
-		}
-	}
+	copyResponseHeaders(&c.Response().Header, resp.Header)
 	c.Status(resp.StatusCode)
 
 	// An answer of known length is read whole and sent with its length;
@@ -254,4 +226,45 @@ func connectionTokens(v string) map[string]bool {
 		}
 	}
 	return out
+}
+
+// upstreamRequest is the client's request addressed to target, with its
+// headers less the hop-by-hop ones. A measured request drops
+// Accept-Encoding so that the answer arrives readable: identity is always
+// acceptable.
+func upstreamRequest(ctx context.Context, c *fiber.Ctx, target string, body []byte, measured bool) (*http.Request, error) {
+	req, err := http.NewRequestWithContext(ctx, c.Method(), target, bytes.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	connection := connectionTokens(string(c.Request().Header.Peek("Connection")))
+	c.Request().Header.VisitAll(func(k, v []byte) {
+		key := http.CanonicalHeaderKey(string(k))
+		if hopByHop[key] || connection[key] || key == "Host" || key == "Content-Length" ||
+			(measured && key == "Accept-Encoding") {
+			return
+		}
+		req.Header.Add(key, string(v))
+	})
+	if prior := req.Header.Get("X-Forwarded-For"); prior != "" {
+		req.Header.Set("X-Forwarded-For", prior+", "+c.IP())
+	} else {
+		req.Header.Set("X-Forwarded-For", c.IP())
+	}
+	return req, nil
+}
+
+// copyResponseHeaders sets the upstream's headers on the client's answer,
+// less the hop-by-hop ones and the length, which the server sets itself.
+func copyResponseHeaders(res *fasthttp.ResponseHeader, h http.Header) {
+	res.SetNoDefaultContentType(true)
+	connection := connectionTokens(h.Get("Connection"))
+	for k, vs := range h {
+		if hopByHop[k] || connection[k] || k == "Content-Length" {
+			continue
+		}
+		for _, v := range vs {
+			res.Add(k, v)
+		}
+	}
 }
