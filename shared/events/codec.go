@@ -98,14 +98,10 @@ func Parse(line []byte) (Event, error) {
 	if len(env.Data) == 0 || bytes.Equal(env.Data, []byte("null")) {
 		return Event{}, reject("data", "missing payload for %s", env.Type)
 	}
-	var present map[string]json.RawMessage
-	if err := json.Unmarshal(env.Data, &present); err != nil {
-		return Event{}, reject("data", "not an object: %v", err)
-	}
-	for _, f := range fields {
-		if _, ok := present[f]; !ok {
-			return Event{}, reject(f, "missing")
-		}
+	if missing, err := firstMissing(env.Data, fields); err != nil {
+		return Event{}, err
+	} else if missing != "" {
+		return Event{}, reject(missing, "missing")
 	}
 	payload := newPayload(env.Type)
 	if err := json.Unmarshal(env.Data, payload); err != nil {
@@ -256,3 +252,60 @@ func ratio(field string, v *float64) *Error {
 }
 
 func count(field string, v int) *Error { return size(field, int64(v)) }
+
+// firstMissing reports the first of fields (at most 64) that is not a key
+// of the JSON object obj. obj is known to be valid JSON (the envelope
+// decoded), so a scan of its top-level keys is enough; it is much cheaper
+// than decoding the object into a map.
+func firstMissing(obj []byte, fields []string) (string, *Error) {
+	obj = bytes.TrimSpace(obj)
+	if len(obj) == 0 || obj[0] != '{' {
+		return "", reject("data", "not an object")
+	}
+	var seen uint64
+	depth, expectKey := 0, false
+	for i := 0; i < len(obj); i++ {
+		switch c := obj[i]; c {
+		case '{', '[':
+			depth++
+			expectKey = depth == 1
+		case '}', ']':
+			depth--
+		case ',':
+			expectKey = depth == 1
+		case '"':
+			j := i + 1
+			for escaped := false; j < len(obj); j++ {
+				if escaped {
+					escaped = false
+				} else if obj[j] == '\\' {
+					escaped = true
+				} else if obj[j] == '"' {
+					break
+				}
+			}
+			if depth == 1 && expectKey {
+				key := obj[i+1 : j]
+				if bytes.IndexByte(key, '\\') >= 0 {
+					var k string
+					if json.Unmarshal(obj[i:j+1], &k) == nil {
+						key = []byte(k)
+					}
+				}
+				for n, f := range fields {
+					if string(key) == f {
+						seen |= 1 << n
+					}
+				}
+				expectKey = false
+			}
+			i = j
+		}
+	}
+	for n, f := range fields {
+		if seen&(1<<n) == 0 {
+			return f, nil
+		}
+	}
+	return "", nil
+}

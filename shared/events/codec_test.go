@@ -161,3 +161,30 @@ func BenchmarkParse(b *testing.B) {
 		}
 	}
 }
+
+func TestFirstMissing(t *testing.T) {
+	fields := []string{"model", "kvBytes"}
+	for _, tc := range []struct {
+		name, obj, missing string
+	}{
+		{"all present", `{"model":"m","kvBytes":1}`, ""},
+		{"present with null", `{"model":null,"kvBytes":null}`, ""},
+		{"first missing", `{"kvBytes":1}`, "model"},
+		{"only in a nested object", `{"x":{"model":"m"},"kvBytes":1}`, "model"},
+		{"only in a nested array", `{"x":[{"model":"m"}],"kvBytes":1}`, "model"},
+		{"only as a value", `{"x":"model","kvBytes":1}`, "model"},
+		{"escaped key", `{"\u006dodel":"m","kvBytes":1}`, ""},
+		{"quotes and braces in strings", `{"x":"\"{model\"","model":"}","kvBytes":1}`, ""},
+		{"empty object", `{}`, "model"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := firstMissing([]byte(tc.obj), fields)
+			if err != nil || got != tc.missing {
+				t.Fatalf("got %q, %v; want %q", got, err, tc.missing)
+			}
+		})
+	}
+	if _, err := firstMissing([]byte(` "str"`), fields); err == nil || err.Field != "data" {
+		t.Fatalf("a string passed as an object: %v", err)
+	}
+}
