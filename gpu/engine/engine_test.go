@@ -54,17 +54,31 @@ func (r *recorder) sink(ev events.Event) {
 	r.changed.Broadcast()
 }
 
-// waitFor blocks until an event satisfies ok.
-func (r *recorder) waitFor(ok func(events.Event) bool) {
+// waitFor blocks until the events so far satisfy ok.
+func (r *recorder) waitFor(ok func([]events.Event) bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	for seen := 0; ; r.changed.Wait() {
-		for ; seen < len(r.events); seen++ {
-			if ok(r.events[seen]) {
-				return
-			}
+	for !ok(r.events) {
+		r.changed.Wait()
+	}
+}
+
+// gateClock is a jumpClock that takes each step only when the test sends
+// on gate, so a test can act between steps.
+type gateClock struct {
+	jumpClock
+	gate chan struct{}
+}
+
+func (c *gateClock) SleepUntil(ctx context.Context, t time.Time) error {
+	if t.After(c.Now()) {
+		select {
+		case <-c.gate:
+		case <-ctx.Done():
+			return ctx.Err()
 		}
 	}
+	return c.jumpClock.SleepUntil(ctx, t)
 }
 
 func (r *recorder) ofType(t events.Type) []events.Event {
@@ -303,19 +317,51 @@ func TestSubmitRejects(t *testing.T) {
 func TestCancelFreesRow(t *testing.T) {
 	cfg := testConfig()
 	cfg.BatchCapacity = 1
-	e, rec, _ := start(t, cfg)
+	rec := newRecorder()
+	clock := &gateClock{jumpClock: *newJumpClock(), gate: make(chan struct{})}
+	e, err := New(cfg, WithClock(clock), WithSink(rec.sink))
+	if err != nil {
+		t.Fatal(err)
+	}
+	runCtx, stop := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { e.Run(runCtx); close(done) }()
+	defer func() { stop(); <-done }()
+
 	ctx, cancel := context.WithCancel(context.Background())
 	s, err := e.Submit(ctx, prompt(10, 1), 1_000)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := s.Next(context.Background()); err != nil { // first token
+	// Also one that waits in the queue behind it, cancelled while waiting.
+	waitCtx, cancelWaiting := context.WithCancel(context.Background())
+	waiter, err := e.Submit(waitCtx, prompt(10, 3), 5)
+	if err != nil {
 		t.Fatal(err)
 	}
+	clock.gate <- struct{}{} // prefill step: the first token
+	if toks, _, err := s.Next(context.Background()); err != nil || len(toks) != 1 {
+		t.Fatalf("first step: %d tokens, %v", len(toks), err)
+	}
 	cancel()
-	_, res := drain(t, s)
-	if res.Finish != events.FinishCancelled {
-		t.Fatalf("finish %q, want cancelled", res.Finish)
+	cancelWaiting()
+	var res *Result
+	generated := 1
+	for res == nil { // step until the scheduler sees the cancellation
+		clock.gate <- struct{}{}
+		var toks []Token
+		toks, res, err = s.Next(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		generated += len(toks)
+	}
+	if res.Finish != events.FinishCancelled || generated >= 1_000 {
+		t.Fatalf("finish %q after %d tokens, want cancelled early", res.Finish, generated)
+	}
+	close(clock.gate) // from here on, steps run freely
+	if _, wres := drain(t, waiter); wres.Finish != events.FinishCancelled {
+		t.Fatalf("queued request ended %+v, want cancelled", wres)
 	}
 	// The row is free again: a new request completes.
 	s2, err := e.Submit(context.Background(), prompt(10, 2), 2)
@@ -325,8 +371,10 @@ func TestCancelFreesRow(t *testing.T) {
 	if _, res := drain(t, s2); res.Finish != events.FinishLength {
 		t.Fatalf("second request %+v", res)
 	}
-	if f := rec.finished(s.ID); f == nil || f.Finish != events.FinishCancelled {
-		t.Errorf("request.finished for the cancelled request: %+v", f)
+	for _, id := range []uint64{s.ID, waiter.ID} {
+		if f := rec.finished(id); f == nil || f.Finish != events.FinishCancelled {
+			t.Errorf("request.finished for cancelled request %d: %+v", id, f)
+		}
 	}
 }
 
@@ -339,9 +387,17 @@ func TestSamplesWhileBusy(t *testing.T) {
 		t.Fatal(err)
 	}
 	drain(t, s)
-	rec.waitFor(func(ev events.Event) bool {
-		p, ok := ev.Payload.(*events.SchedulerSample)
-		return ok && p.Active == 0
+	// Wait for the idle sample set: model.memory closes each set.
+	rec.waitFor(func(evs []events.Event) bool {
+		idle := false
+		for _, ev := range evs {
+			if p, ok := ev.Payload.(*events.SchedulerSample); ok && p.Active == 0 {
+				idle = true
+			} else if idle && ev.Type == events.TypeModelMemory {
+				return true
+			}
+		}
+		return false
 	})
 	samples := rec.ofType(events.TypeSchedulerSample)
 	if len(samples) < 3 {
