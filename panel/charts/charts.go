@@ -107,7 +107,7 @@ func Throughput(series []snapshot.SeriesPoint, p Palette) []byte {
 		charts.WithLegendOpts(legend()),
 		charts.WithTooltipOpts(opts.Tooltip{Show: opts.Bool(true), Trigger: "axis"}),
 		charts.WithGridOpts(opts.Grid{Left: "56", Right: "48", Top: "36", Bottom: "28"}),
-		charts.WithXAxisOpts(opts.XAxis{Type: "time"}),
+		charts.WithXAxisOpts(timeWindow(series)),
 		charts.WithYAxisOpts(opts.YAxis{Name: "tok/s", Type: "value", Min: 0}),
 	)
 	c.ExtendYAxis(opts.YAxis{Name: "rows", Type: "value", Min: 0, MinInterval: 1})
@@ -130,6 +130,22 @@ func Throughput(series []snapshot.SeriesPoint, p Palette) []byte {
 	c.AddSeries("capacity", capacity, right, charts.WithLineStyleOpts(opts.LineStyle{Type: "dashed"}))
 	c.AddSeries("queued", queued, right)
 	return encode(c, p)
+}
+
+// MinWindowMs is the least time span the serving chart shows, so that a
+// few samples do not stretch over the whole axis.
+const MinWindowMs = 60_000
+
+// timeWindow is the x axis: the series' span, at least MinWindowMs, ending
+// at the newest sample.
+func timeWindow(series []snapshot.SeriesPoint) opts.XAxis {
+	x := opts.XAxis{Type: "time"}
+	if n := len(series); n > 0 {
+		last := series[n-1].At
+		x.Max = last
+		x.Min = min(series[0].At, last-MinWindowMs)
+	}
+	return x
 }
 
 // MiB is the unit of the memory chart.

@@ -68,8 +68,8 @@ func TestThroughput(t *testing.T) {
 	if m["backgroundColor"] != "transparent" || m["textStyle"].(map[string]any)["color"] != Dark.Text {
 		t.Errorf("palette not applied: %v %v", m["backgroundColor"], m["textStyle"])
 	}
-	if x := m["xAxis"].([]any)[0].(map[string]any); x["type"] != "time" {
-		t.Errorf("x axis type %v, want time", x["type"])
+	if x := m["xAxis"].([]any)[0].(map[string]any); x["type"] != "time" || x["min"] != float64(2000-MinWindowMs) || x["max"] != 2000.0 {
+		t.Errorf("x axis %v, want time from %d to 2000", x, 2000-MinWindowMs)
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"strings"
 	"time"
 
 	"github.com/maxence-charriere/go-app/v10/pkg/app"
@@ -245,7 +246,7 @@ func (v *BenchView) renderProfiles() app.UI {
 				blocked := v.runBlocked(p)
 				models := "all served"
 				if len(p.Models) > 0 {
-					models = fmt.Sprint(p.Models)
+					models = strings.Join(p.Models, ", ")
 				}
 				return app.Tr().DataSet("profile", p.Name).Body(
 					app.Td().Body(app.Strong().Text(p.Name), app.If(p.Description != "", func() app.UI {
@@ -279,7 +280,7 @@ func (v *BenchView) renderActive() app.UI {
 	}
 	j := v.activeJob()
 	if j == nil {
-		return section("Running", empty("No run in progress."))
+		return section("Running", empty("No run in progress."), v.renderLastEnded())
 	}
 	pct := math.Max(0, math.Min(1, j.Progress)) * 100
 	status := j.Status
@@ -303,6 +304,32 @@ func (v *BenchView) renderActive() app.UI {
 				return app.Pre().Class("log").Text(joinLines(j.LogTail))
 			}),
 		),
+	)
+}
+
+// renderLastEnded shows the newest job when it failed or was cancelled:
+// such a run may leave no history entry, and its reason must not vanish.
+func (v *BenchView) renderLastEnded() app.UI {
+	if len(v.jobs.Jobs) == 0 {
+		return app.Text("")
+	}
+	j := v.jobs.Jobs[0]
+	if j.Status != bench.StatusFailed && j.Status != bench.StatusCancelled {
+		return app.Text("")
+	}
+	why := j.Error
+	if why == "" {
+		why = j.Message
+	}
+	return app.Div().Class("job job-ended").DataSet("job", j.ID).DataSet("status", j.Status).Body(
+		app.P().Body(
+			app.Strong().Text(j.Profile),
+			app.Span().Class("muted").Text(" "+j.ID+" · "+j.Status+" at "+format.Clock(j.FinishedAt)),
+		),
+		app.If(why != "", func() app.UI { return app.P().Class("error-text").Text(why) }),
+		app.If(len(j.LogTail) > 0, func() app.UI {
+			return app.Details().Body(app.Summary().Text("log tail"), app.Pre().Class("log").Text(joinLines(j.LogTail)))
+		}),
 	)
 }
 

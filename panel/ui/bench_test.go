@@ -51,6 +51,10 @@ func TestBenchView(t *testing.T) {
 		Lease: bench.Lease{Held: true, Holder: "20261202T160000Z-ab", Since: 1764691200000, Waiting: 1, Device: "no GPU found"},
 	}
 	idle := &bench.JobList{Lease: bench.Lease{Device: "no GPU found"}}
+	lastFailed := &bench.JobList{Jobs: []bench.Job{
+		{ID: "20261202T170000Z-ac", Profile: "smoke", Status: bench.StatusFailed, FinishedAt: 1764694800000,
+			Error: "the runner refused the plan (exit 2)", LogTail: []string{"mlx-metrics: unknown command"}},
+	}}
 	history := &bench.HistoryList{Entries: []bench.HistoryEntry{
 		{ID: "20261202T150000Z-aa", Profile: "smoke", StartedAt: 1764687600000, DurationMs: 61000, Complete: true, Cells: []bench.CompactCell{
 			{Key: "m/tree/default", Status: bench.CellMeasured, DecodeTokensPerSecond: f(41.5)},
@@ -91,6 +95,15 @@ func TestBenchView(t *testing.T) {
 			},
 			notWant:      []string{`data-action="cancel"`},
 			disabledRuns: 1, // only the plan that does not validate
+		},
+		{
+			name: "the last run failed",
+			api:  benchAPI{profiles: profiles, jobs: lastFailed, history: &bench.HistoryList{}},
+			want: []string{
+				"No run in progress.", `data-status="failed"`, "failed at 17:00:00",
+				"the runner refused the plan (exit 2)", "mlx-metrics: unknown command", "No finished runs yet.",
+			},
+			disabledRuns: 1,
 		},
 		{
 			name: "bench routes fail, the view still renders",

@@ -1,0 +1,77 @@
+package e2e
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestBenchmarks drives a bench-serve run of the reference engine from the
+// Benchmarks view: Run, progress while the run holds the GPU (Run disabled,
+// with the reason), Cancel, then the run in history with its detail and
+// report link, and the trend chart.
+func TestBenchmarks(t *testing.T) {
+	needBrowser(t)
+	b := startBackend(t)
+	ctx := browser(t)
+	navigate(t, ctx, b.URL()+"/")
+	waitFrame(t, ctx, "stream live", `document.querySelector("#conn").dataset.state === "live"`, 30*time.Second)
+	click(t, ctx, `[data-tab="bench"]`)
+	waitFrame(t, ctx, "profiles listed", `!!document.querySelector('[data-profile="standard"] [data-action="run"]')`, 10*time.Second)
+	waitFrame(t, ctx, "Run enabled while the GPU is free", `!document.querySelector('[data-profile="standard"] [data-action="run"]').disabled`, 5*time.Second)
+	shot(t, ctx, "bench-idle")
+
+	click(t, ctx, `[data-profile="standard"] [data-action="run"]`)
+	waitFrame(t, ctx, "job running", `!!document.querySelector('.job[data-status="running"]')`, 10*time.Second)
+	waitFrame(t, ctx, "Run disabled with the reason while the GPU is held",
+		`(()=>{const r=document.querySelector('[data-profile="smoke"] [data-action="run"]'); const why=document.querySelector('[data-profile="smoke"] .reason');
+		  return r.disabled && !!why && why.textContent.startsWith("the GPU is held by job")})()`, 5*time.Second)
+	waitFrame(t, ctx, "progress moves", `Number(document.querySelector('.job .progress').getAttribute("aria-valuenow")) > 0`, 60*time.Second)
+	waitFrame(t, ctx, "log tail shown", `!!document.querySelector('.job .log') && document.querySelector('.job .log').textContent.length > 0`, 30*time.Second)
+	var jobID string
+	inFrame(ctx, `document.querySelector('.job').dataset.job`, &jobID)
+	shot(t, ctx, "bench-running")
+
+	click(t, ctx, `.job [data-action="cancel"]`)
+	waitFrame(t, ctx, "run ends after Cancel", `!document.querySelector('.job')`, 30*time.Second)
+	var job struct {
+		Status string `json:"status"`
+	}
+	b.getJSON("/api/metrics/bench/"+jobID, &job)
+	if job.Status != "cancelled" {
+		t.Errorf("job %s status %q after Cancel, want cancelled", jobID, job.Status)
+	}
+	waitFrame(t, ctx, "Run enabled again", `!document.querySelector('[data-profile="smoke"] [data-action="run"]').disabled`, 10*time.Second)
+
+	// A complete run of the quick profile lands in history with its cells.
+	click(t, ctx, `[data-profile="smoke"] [data-action="run"]`)
+	waitFrame(t, ctx, "smoke run in history", fmt.Sprintf(`[...document.querySelectorAll('table.history tr[data-run]')].some(r => r.dataset.run !== %q)`, jobID), 120*time.Second)
+	click(t, ctx, `table.history tr[data-run] [data-action="open"]`)
+	waitFrame(t, ctx, "run detail", `!!document.querySelector('.detail table.cells tbody tr')`, 10*time.Second)
+	var href string
+	inFrame(ctx, `document.querySelector('.detail a').href`, &href)
+	if !strings.HasSuffix(href, "/report") {
+		t.Errorf("report link %q", href)
+	}
+	waitFrame(t, ctx, "trend chart drawn", paintedPixels("chart-trend")+" > 200", 10*time.Second)
+	shot(t, ctx, "bench-history")
+}
+
+// TestBenchRoutesFailing: when the bench routes fail, the Benchmarks view
+// says so and the live views keep working.
+func TestBenchRoutesFailing(t *testing.T) {
+	needBrowser(t)
+	b := startBackend(t)
+	host := startFailingAPIProxy(t, b)
+	seed(b, "m", 4)
+	ctx := browser(t)
+	navigate(t, ctx, host+"/")
+	waitFrame(t, ctx, "stream live", `document.querySelector("#conn").dataset.state === "live"`, 30*time.Second)
+	click(t, ctx, `[data-tab="bench"]`)
+	waitFrame(t, ctx, "errors shown", `!!document.querySelector('[data-error="profiles"]') && !!document.querySelector('[data-error="jobs"]')`, 10*time.Second)
+	shot(t, ctx, "bench-failing")
+	click(t, ctx, `[data-tab="serving"]`)
+	sample(b, "m", 2, 23, 50)
+	waitFrame(t, ctx, "live view still follows events", tileValue("queued")+` === "23"`, 2*time.Second)
+}

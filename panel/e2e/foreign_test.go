@@ -1,0 +1,182 @@
+package e2e
+
+import (
+	"fmt"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+)
+
+// hostPage is a page of another origin embedding the element. Its styles
+// are hostile on purpose: none of them may reach the panel, and the
+// panel's own class names (.note, .tile) must not style the host.
+const hostPage = `<!doctype html>
+<html><head><meta charset="utf-8"><title>host</title>
+<style>
+  * { font-family: serif !important; color: rgb(255, 0, 0) !important; }
+  table, .tile, canvas { display: none !important; }
+  mlx-metrics-panel { --mlx-metrics-accent: rgb(255, 0, 255); margin: 8px; }
+</style></head>
+<body>
+<p class="note" id="host-note">host text with the panel's class names</p>
+<div id="slot"></div>
+<script type="module">
+  window.loadError = "";
+  try {
+    await import("BACKEND/api/metrics/panel.js");
+    const el = document.createElement("mlx-metrics-panel");
+    el.connection = { apiBase: "BACKEND/api/metrics", eventsUrl: "BACKEND/api/metrics/stream" };
+    document.getElementById("slot").append(el);
+    window.panel = el;
+  } catch (e) {
+    window.loadError = String(e);
+  }
+</script>
+</body></html>`
+
+// startHost serves hostPage on its own loopback port, naming backend.
+func startHost(t *testing.T, backend string) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/" {
+			http.NotFound(w, r)
+			return
+		}
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		fmt.Fprint(w, strings.ReplaceAll(hostPage, "BACKEND", backend))
+	})}
+	go srv.Serve(l)
+	t.Cleanup(func() { srv.Close() })
+	return "http://" + l.Addr().String()
+}
+
+func streamClients(b *backend) int {
+	var h struct {
+		Stream struct {
+			Clients int `json:"clients"`
+		} `json:"stream"`
+	}
+	b.getJSON("/healthz", &h)
+	return h.Stream.Clients
+}
+
+func TestForeignHost(t *testing.T) {
+	needBrowser(t)
+	// The host's port is known only once it listens, and the backend's CORS
+	// must name it: reserve the host's address first.
+	hostAddr := freePort(t)
+	hostOrigin := "http://" + hostAddr
+	b := startBackend(t, "--cors-origins", hostOrigin)
+	seed(b, "host-model", 11)
+
+	l, err := net.Listen("tcp", hostAddr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		fmt.Fprint(w, strings.ReplaceAll(hostPage, "BACKEND", b.URL()))
+	})}
+	go srv.Serve(l)
+	t.Cleanup(func() { srv.Close() })
+
+	ctx := browser(t)
+	start := time.Now()
+	navigate(t, ctx, hostOrigin+"/")
+	live := waitFrame(t, ctx, "embedded panel live", `document.querySelector("#conn").dataset.state === "live"`, 30*time.Second)
+	record(t, fmt.Sprintf("foreign host: time to live data %d ms", (time.Since(start)-live+live).Milliseconds()))
+	waitFrame(t, ctx, "queued tile", tileValue("queued")+` === "11"`, 5*time.Second)
+	waitFrame(t, ctx, "chart drawn in the embedded panel", paintedPixels("chart-throughput")+" > 500", 10*time.Second)
+
+	// Host styles stay out of the frame.
+	var leak struct {
+		TileDisplay, TileColor, Font string
+	}
+	if err := inFrame(ctx, `(()=>{const s=getComputedStyle(document.querySelector(".tile-value"));
+		return {TileDisplay: getComputedStyle(document.querySelector(".tile")).display, TileColor: s.color, Font: s.fontFamily}})()`, &leak); err != nil {
+		t.Fatal(err)
+	}
+	if leak.TileDisplay == "none" || leak.TileColor == "rgb(255, 0, 0)" || strings.HasPrefix(leak.Font, "serif") {
+		t.Errorf("host styles reached the panel: %+v", leak)
+	}
+	// Panel styles stay out of the host: .note is the panel's class too.
+	var hostNote string
+	evalTop(t, ctx, `getComputedStyle(document.getElementById("host-note")).fontSize`, &hostNote)
+	if hostNote != "16px" {
+		t.Errorf("host .note font-size %s: the panel's styles leaked", hostNote)
+	}
+	// The documented custom property themes the panel.
+	var accent string
+	waitFrame(t, ctx, "theme custom property applied", `getComputedStyle(document.documentElement).getPropertyValue("--mm-accent").trim() === "rgb(255, 0, 255)"`, 5*time.Second)
+	inFrame(ctx, `getComputedStyle(document.querySelector(".tab[aria-selected=true]")||document.body).color`, &accent)
+	// The element sizes itself to the panel's content.
+	var height float64
+	evalTop(t, ctx, `window.panel.getBoundingClientRect().height`, &height)
+	if height < 300 {
+		t.Errorf("element height %.0f px: not sized to the panel", height)
+	}
+	shot(t, ctx, "embedded")
+
+	// theme="dark" switches the panel to its dark palette.
+	evalTop(t, ctx, `window.panel.setAttribute("theme", "dark"); true`, nil)
+	waitFrame(t, ctx, "dark theme", `document.documentElement.dataset.theme === "dark" && getComputedStyle(document.body).backgroundColor === "rgb(13, 17, 23)"`, 5*time.Second)
+	shot(t, ctx, "embedded-dark")
+	evalTop(t, ctx, `window.panel.setAttribute("theme", "light"); true`, nil)
+	waitFrame(t, ctx, "light theme", `document.documentElement.dataset.theme === "light"`, 5*time.Second)
+
+	// Changing connection reconnects: a second backend, which allows the
+	// frame's origin (the first backend) to read its stream.
+	b2 := startBackend(t, "--cors-origins", b.URL())
+	seed(b2, "second-backend-model", 99)
+	evalTop(t, ctx, fmt.Sprintf(`window.panel.connection = {apiBase: %q}; true`, b2.URL()+"/api/metrics"), nil)
+	waitFrame(t, ctx, "panel follows the new connection", tileValue("queued")+` === "99"`, 10*time.Second)
+	if n := streamClients(b2); n != 1 {
+		t.Errorf("second backend has %d stream clients, want 1", n)
+	}
+	// The backend notices a closed stream when a write fails, so give it
+	// something to write until it does.
+	waitFor(t, "first backend's stream closed", func() bool { sample(b, "host-model", 1, 1, 1); return streamClients(b) == 0 }, 10*time.Second)
+	shot(t, ctx, "embedded-reconnected")
+
+	// Removing the element closes the stream.
+	evalTop(t, ctx, `window.panel.remove(); true`, nil)
+	waitFor(t, "stream closed after removal", func() bool { sample(b2, "second-backend-model", 1, 1, 1); return streamClients(b2) == 0 }, 10*time.Second)
+}
+
+// TestForeignHostRefusedWithoutCORS: with no --cors-origins the backend
+// allows no other origin, so the host cannot even load the loader module.
+func TestForeignHostRefusedWithoutCORS(t *testing.T) {
+	needBrowser(t)
+	b := startBackend(t)
+	host := startHost(t, b.URL())
+	ctx := browser(t)
+	navigate(t, ctx, host+"/")
+	var loadErr string
+	deadline := time.Now().Add(10 * time.Second)
+	for loadErr == "" && time.Now().Before(deadline) {
+		evalTop(t, ctx, `window.loadError || ""`, &loadErr)
+		time.Sleep(50 * time.Millisecond) // polling the page
+	}
+	if loadErr == "" {
+		t.Fatal("the host loaded the panel from a backend that allows no other origin")
+	}
+	t.Logf("import refused as expected: %s", loadErr)
+}
+
+// waitFor polls cond (a backend-side check) until it holds.
+func waitFor(t *testing.T, what string, cond func() bool, timeout time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within %s", what, timeout)
+		}
+		time.Sleep(200 * time.Millisecond) // polling the backend
+	}
+}
