@@ -140,6 +140,37 @@ func TestViews(t *testing.T) {
 	}
 }
 
+// TestRecordedSnapshot renders every view from recorded.json, the store's
+// golden snapshot of a recorded event stream (backend/internal/store).
+func TestRecordedSnapshot(t *testing.T) {
+	rec := recorded(t, "recorded")
+	tests := []struct {
+		name  string
+		compo app.Composer
+		want  []string
+	}{
+		{"serving", &ServingView{Snap: rec}, []string{"0.00 tok/s", "0 / 8", ">3<", "260", "of 2 known", `id="chart-throughput"`}},
+		{"models", &ModelsView{Snap: rec}, []string{"llama-3.2-3b", "state-unloaded", "out of memory", "qwen2.5-7b", "state-resident", "5470 ms", "7.1 GiB"}},
+		{"caches", &CachesView{Snap: rec}, []string{"61.0 MiB of 976.6 MiB", "30.5 MiB of 244.1 MiB", "hit rate 82.7% (115 hits, 24 misses)"}},
+		{"requests", &RequestsView{Snap: rec}, []string{
+			"over the last 200 of 260 finished requests (window 200); 33.2% of prompt tokens cached",
+			"59.3 ms", "115 ms", "120 ms", "421 ms", "828 ms", "885 ms", "892 ms", "3661 tok/s", "53.8 tok/s", "11.0 s",
+			`data-finish="stop"`, "211 · 81.2%", `data-finish="error"`, "5 · 1.9%",
+			"req-00260", "1,579 (789)",
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			html := render(t, tt.compo)
+			for _, w := range tt.want {
+				if !strings.Contains(html, w) {
+					t.Errorf("missing %q", w)
+				}
+			}
+		})
+	}
+}
+
 func TestRecentNewestFirst(t *testing.T) {
 	html := render(t, &RequestsView{Snap: recorded(t, "busy")})
 	a, b := strings.Index(html, "req-1234"), strings.Index(html, "req-1232")
