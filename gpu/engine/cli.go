@@ -1,0 +1,123 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"time"
+)
+
+// UsageError is a bad flag or configuration (exit status 2).
+type UsageError struct{ Err error }
+
+func (e *UsageError) Error() string { return e.Err.Error() }
+func (e *UsageError) Unwrap() error { return e.Err }
+
+// Command is `mlx-metrics engine`: it parses args and serves the reference
+// engine until ctx ends.
+func Command(ctx context.Context, args []string, stderr io.Writer) error {
+	cfg := DefaultConfig()
+	fs := flag.NewFlagSet("engine", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: mlx-metrics engine [flags]\n\nThe reference engine: a simulator of an OpenAI-compatible LLM server (no model,\nno GPU). Step times follow the cost model below; see README.d/runner.md.\n\nflags:")
+		fs.PrintDefaults()
+	}
+	host := fs.String("host", "127.0.0.1", "address to listen on")
+	port := fs.Int("port", 8000, "port to listen on (0 picks one)")
+	publish := fs.String("publish", "", "POST events as NDJSON to this backend (http://127.0.0.1:7878 or its full /api/metrics/events URL)")
+	fs.StringVar(&cfg.Model, "model", cfg.Model, "model name to serve")
+	fs.Float64Var(&cfg.PrefillRate, "prefill-rate", cfg.PrefillRate, "prompt tokens per second")
+	fs.Float64Var(&cfg.DecodeRate, "decode-rate", cfg.DecodeRate, "tokens per second of a lone stream")
+	fs.Float64Var(&cfg.BatchSlowdown, "batch-slowdown", cfg.BatchSlowdown, "extra decode step time per additional decoding row (0.05 = +5% each)")
+	fs.IntVar(&cfg.BatchCapacity, "batch-capacity", cfg.BatchCapacity, "rows in the batch (the rest wait in the queue)")
+	fs.IntVar(&cfg.PrefillChunk, "prefill-chunk", cfg.PrefillChunk, "prompt tokens prefilled per step (chunked prefill)")
+	fs.IntVar(&cfg.PageTokens, "page-tokens", cfg.PageTokens, "tokens per KV page and prefix-cache block")
+	fs.Int64Var(&cfg.KVBytesPerToken, "kv-bytes-per-token", cfg.KVBytesPerToken, "simulated KV bytes of one token")
+	fs.Int64Var(&cfg.KVBudgetBytes, "kv-budget", cfg.KVBudgetBytes, "KV cache byte budget")
+	fs.Int64Var(&cfg.PrefixCacheBytes, "prefix-cache-bytes", cfg.PrefixCacheBytes, "prefix cache byte budget (0 disables it)")
+	fs.IntVar(&cfg.MaxContext, "max-context", cfg.MaxContext, "prompt + completion tokens per request")
+	fs.Int64Var(&cfg.WeightsBytes, "weights-bytes", cfg.WeightsBytes, "simulated weights size")
+	loadMs := fs.Int64("load-ms", cfg.LoadTime.Milliseconds(), "simulated model load time in ms (/health answers 503 until then)")
+	sampleMs := fs.Int64("sample-ms", cfg.SampleInterval.Milliseconds(), "scheduler/cache sample period while busy, ms")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil
+		}
+		return &UsageError{err}
+	}
+	if fs.NArg() > 0 {
+		return &UsageError{fmt.Errorf("unexpected arguments %q", fs.Args())}
+	}
+	cfg.LoadTime = time.Duration(*loadMs) * time.Millisecond
+	cfg.SampleInterval = time.Duration(*sampleMs) * time.Millisecond
+	if err := cfg.Validate(); err != nil {
+		return &UsageError{err}
+	}
+	if *port < 0 || *port > 65535 {
+		return &UsageError{fmt.Errorf("port: %d is outside 0..65535", *port)}
+	}
+	ln, err := net.Listen("tcp", net.JoinHostPort(*host, strconv.Itoa(*port)))
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stderr, "reference engine (a simulator, not a model) serving %q on http://%s/v1\n", cfg.Model, ln.Addr())
+	return Serve(ctx, cfg, ln, *publish, stderr)
+}
+
+// Serve runs an engine with cfg on ln until ctx ends, publishing its events
+// to publishURL when set.
+func Serve(ctx context.Context, cfg Config, ln net.Listener, publishURL string, logw io.Writer) error {
+	var opts []Option
+	var pub *Publisher
+	if publishURL != "" {
+		var err error
+		if pub, err = NewPublisher(publishURL); err != nil {
+			ln.Close()
+			return &UsageError{err}
+		}
+		pub.logf = func(format string, args ...any) { fmt.Fprintf(logw, format+"\n", args...) }
+		opts = append(opts, WithSink(pub.Send))
+		fmt.Fprintf(logw, "publishing events to %s\n", pub.URL())
+	}
+	e, err := New(cfg, opts...)
+	if err != nil {
+		ln.Close()
+		return &UsageError{err}
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	pubDone := make(chan struct{})
+	if pub != nil {
+		go func() { pub.Run(ctx); close(pubDone) }()
+	} else {
+		close(pubDone)
+	}
+	engineDone := make(chan struct{})
+	go func() { e.Run(ctx); close(engineDone) }()
+
+	srv := &http.Server{Handler: e.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err = <-errc:
+	case <-ctx.Done():
+		shut, stop := context.WithTimeout(context.Background(), 5*time.Second)
+		defer stop()
+		// Streams in flight end when the engine stops; Shutdown waits for them.
+		cancel()
+		err = srv.Shutdown(shut)
+	}
+	cancel()
+	<-engineDone
+	<-pubDone
+	if errors.Is(err, http.ErrServerClosed) {
+		err = nil
+	}
+	return err
+}

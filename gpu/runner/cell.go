@@ -1,0 +1,405 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/mlx-bun/mlx-metrics/gpu/loadgen"
+	"github.com/mlx-bun/mlx-metrics/gpu/probe"
+	"github.com/mlx-bun/mlx-metrics/shared/bench"
+)
+
+// run is the state shared by a run's cells.
+type run struct {
+	o      Options
+	logDir string
+	gpu    *probe.GPU
+	gpuErr error
+	phases bench.Phases
+}
+
+// defaultReadyTimeout allows for a real model's load from disk.
+const defaultReadyTimeout = 10 * time.Minute
+
+var unsafeName = regexp.MustCompile(`[^A-Za-z0-9._-]+`)
+
+// measure starts the cell's server, runs the phases and stops it.
+func (r *run) measure(ctx context.Context, i int, cell bench.Cell, res *bench.CellResult) {
+	logName := fmt.Sprintf("%02d-%s", i+1, unsafeName.ReplaceAllString(res.Key, "_"))
+	srv, err := startServer(cell, r.o.Self, r.logDir, logName)
+	if err != nil {
+		r.fail(res, "start", err, "")
+		return
+	}
+	sampler := r.sampleMemory(srv)
+	defer func() {
+		srv.stop(r.o.StopGrace)
+		sampler.stop(res)
+	}()
+	fmt.Fprintf(r.o.Out, "started %v (pid %d), waiting for %s\n", srv.cmd.Args, srv.pgid(), srv.readyURL)
+	timeout := defaultReadyTimeout
+	if ms := cell.Server.ReadyTimeoutMs; ms > 0 {
+		timeout = time.Duration(ms) * time.Millisecond
+	}
+	cold, err := srv.waitReady(ctx, timeout)
+	if err != nil {
+		r.fail(res, "cold start", err, srv.stderr.String())
+		return
+	}
+	res.ColdStartMs = ms(cold)
+	fmt.Fprintf(r.o.Out, "ready after %.0f ms\n", res.ColdStartMs)
+
+	m := &measurer{
+		run: r, srv: srv, res: res,
+		client: loadgen.NewClient(srv.baseURL),
+		model:  cell.Model,
+		nonce:  fmt.Sprintf("%s-%d", r.o.ID, i),
+	}
+	if cell.Server.APIModel != "" {
+		m.model = cell.Server.APIModel
+	}
+	defer m.client.Close()
+	failed := false
+	for _, ph := range m.phaseList() {
+		if ctx.Err() != nil {
+			break
+		}
+		if !m.phase(ctx, ph) {
+			failed = true
+			if srv.exitErr() != nil {
+				break // the server is gone: nothing more to measure
+			}
+		}
+	}
+	switch {
+	case ctx.Err() != nil:
+		res.Status, res.Note = bench.CellFailed, "cancelled mid-cell"
+	case failed:
+		res.Status = bench.CellFailed
+	default:
+		res.Status = bench.CellMeasured
+		m.checkSpread()
+	}
+}
+
+// fail records a cell that could not be measured at all.
+func (r *run) fail(res *bench.CellResult, what string, err error, stderr string) {
+	res.Status = bench.CellFailed
+	res.Note = what + ": " + err.Error()
+	res.Problems = append(res.Problems, res.Note)
+	if stderr != "" {
+		res.StderrTail = stderr
+	}
+}
+
+// memorySampler follows the server's peak RSS (its whole process group)
+// and, where NVML reads it, its peak GPU memory.
+type memorySampler struct {
+	done    chan struct{}
+	stopped chan struct{}
+	peakRSS int64
+	peakGPU int64
+	gpuNote string
+}
+
+func (r *run) sampleMemory(srv *server) *memorySampler {
+	s := &memorySampler{done: make(chan struct{}), stopped: make(chan struct{})}
+	if r.gpuErr != nil {
+		s.gpuNote = "unavailable: " + r.gpuErr.Error()
+	}
+	sample := func() {
+		rss, pids, err := probe.GroupRSS(srv.pgid())
+		if err != nil {
+			return
+		}
+		s.peakRSS = max(s.peakRSS, rss)
+		if r.gpu != nil {
+			if g, err := r.gpu.ProcessMemory(pids); err == nil {
+				s.peakGPU = max(s.peakGPU, g)
+			} else {
+				s.gpuNote = "unavailable: " + err.Error()
+			}
+		}
+	}
+	go func() {
+		defer close(s.stopped)
+		t := time.NewTicker(r.o.SampleEvery)
+		defer t.Stop()
+		for {
+			sample()
+			select {
+			case <-t.C:
+			case <-s.done:
+				return
+			}
+		}
+	}()
+	return s
+}
+
+func (s *memorySampler) stop(res *bench.CellResult) {
+	close(s.done)
+	<-s.stopped
+	res.PeakRSSBytes = s.peakRSS
+	if s.gpuNote == "" {
+		v := s.peakGPU
+		res.PeakGPUMemoryBytes = &v
+	}
+	res.GPUMemoryNote = s.gpuNote
+}
+
+// measurer runs one cell's phases against its server.
+type measurer struct {
+	run    *run
+	srv    *server
+	res    *bench.CellResult
+	client *loadgen.Client
+	model  string
+	nonce  string
+	seq    int
+	warned map[string]bool
+}
+
+// phase is one measurement: a name and the function producing its samples.
+type phase struct {
+	name string
+	do   func(ctx context.Context, attempt int) ([]bench.Sample, error)
+}
+
+func (m *measurer) phaseList() []phase {
+	p := m.run.phases
+	list := []phase{
+		{bench.PhaseDecode, m.decode},
+		{bench.PhaseColdTTFT, m.coldTTFT},
+		{bench.PhaseWarmTTFT, m.warmTTFT},
+	}
+	if p.LongContextTokens > 0 {
+		list = append(list, phase{bench.PhaseLongContext, m.longContext})
+	}
+	return append(list, phase{bench.PhaseConcurrent, m.concurrent})
+}
+
+// phase runs ph, retrying once. It returns whether ph succeeded.
+func (m *measurer) phase(ctx context.Context, ph phase) bool {
+	for attempt := 1; attempt <= 2; attempt++ {
+		fmt.Fprintf(m.run.o.Out, "phase %s (attempt %d)\n", ph.name, attempt)
+		samples, err := ph.do(ctx, attempt)
+		m.res.Samples = append(m.res.Samples, samples...)
+		if err == nil {
+			return true
+		}
+		if ctx.Err() != nil {
+			return false
+		}
+		m.res.StderrTail = m.srv.stderr.String()
+		verdict := "retrying"
+		if attempt == 2 {
+			verdict = "giving up"
+		}
+		m.res.Problems = append(m.res.Problems, fmt.Sprintf("phase %s failed (attempt %d, %s): %v", ph.name, attempt, verdict, err))
+		if attempt == 2 {
+			m.res.Note = appendNote(m.res.Note, fmt.Sprintf("%s failed twice", ph.name))
+		}
+		if e := m.srv.exitErr(); e != nil {
+			m.res.Problems = append(m.res.Problems, e.Error())
+			m.res.Note = appendNote(m.res.Note, e.Error())
+			return false
+		}
+	}
+	return false
+}
+
+func appendNote(note, s string) string {
+	if note == "" {
+		return s
+	}
+	return note + "; " + s
+}
+
+// timeout scales a request's deadline to its size: 30 s, plus 5 ms per
+// prompt token (200 tok/s prefill) and 500 ms per generated token (2 tok/s),
+// times the plan's requestTimeoutScale.
+func (m *measurer) timeout(promptTokens, maxTokens int) time.Duration {
+	d := 30*time.Second + time.Duration(promptTokens)*5*time.Millisecond + time.Duration(maxTokens)*500*time.Millisecond
+	return time.Duration(float64(d) * m.run.phases.RequestTimeoutScale)
+}
+
+// uniqueNonce opens a prompt no cache has seen.
+func (m *measurer) uniqueNonce() string {
+	m.seq++
+	return fmt.Sprintf("%s-%d", m.nonce, m.seq)
+}
+
+// request runs one stream and turns it into a sample.
+func (m *measurer) request(ctx context.Context, phaseName string, run, attempt int, endpoint, prompt string, promptTokens, maxTokens int) (bench.Sample, loadgen.Result, error) {
+	s := bench.Sample{Phase: phaseName, Run: run, Attempt: attempt, Endpoint: "/v1/" + endpoint}
+	res, err := m.client.Do(ctx, loadgen.Request{
+		Endpoint: endpoint, Model: m.model, Prompt: prompt, MaxTokens: maxTokens,
+		Timeout: m.timeout(promptTokens, maxTokens),
+	})
+	if err == nil && !res.HasUsage {
+		err = errors.New("the stream carried no usage; token counts come from usage only (the server must honour stream_options.include_usage)")
+	}
+	if err != nil {
+		s.Error = err.Error()
+		return s, res, err
+	}
+	s.PromptTokens, s.CompletionTokens = res.PromptTokens, res.CompletionTokens
+	s.TTFTMs, s.TotalMs = ms(res.TTFT()), ms(res.Total())
+	if res.CompletionTokens < int64(maxTokens) && !m.warned[phaseName] {
+		if m.warned == nil {
+			m.warned = map[string]bool{}
+		}
+		m.warned[phaseName] = true
+		m.res.Problems = append(m.res.Problems, fmt.Sprintf("phase %s: the server generated %d of %d tokens (it stopped early; rates use the tokens it reported)", phaseName, res.CompletionTokens, maxTokens))
+	}
+	return s, res, nil
+}
+
+func (m *measurer) decode(ctx context.Context, attempt int) ([]bench.Sample, error) {
+	p := m.run.phases
+	var out []bench.Sample
+	for i := range p.DecodeRuns {
+		s, res, err := m.request(ctx, bench.PhaseDecode, i+1, attempt, loadgen.Completions, loadgen.Prompt(32, m.uniqueNonce()), 32, p.DecodeTokens)
+		if err == nil {
+			if s.DecodeTokensPerSecond = res.DecodeTokensPerSecond(); s.DecodeTokensPerSecond == 0 {
+				err = fmt.Errorf("decode rate unmeasurable: %d tokens in %d chunks", res.CompletionTokens, res.ContentChunks)
+				s.Error = err.Error()
+			}
+		}
+		out = append(out, s)
+		if err != nil {
+			return out, fmt.Errorf("decode run %d: %w", i+1, err)
+		}
+		fmt.Fprintf(m.run.o.Out, "decode %d/%d: %.1f tok/s (%d tokens)\n", i+1, p.DecodeRuns, s.DecodeTokensPerSecond, s.CompletionTokens)
+	}
+	return out, nil
+}
+
+func (m *measurer) coldTTFT(ctx context.Context, attempt int) ([]bench.Sample, error) {
+	p := m.run.phases
+	var out []bench.Sample
+	for i := range p.ColdRuns {
+		s, res, err := m.request(ctx, bench.PhaseColdTTFT, i+1, attempt, loadgen.Completions, loadgen.Prompt(p.ColdPromptTokens, m.uniqueNonce()), p.ColdPromptTokens, 8)
+		if err == nil {
+			s.PrefillTokensPerSecond = res.PrefillTokensPerSecond()
+		}
+		out = append(out, s)
+		if err != nil {
+			return out, fmt.Errorf("cold TTFT run %d: %w", i+1, err)
+		}
+		fmt.Fprintf(m.run.o.Out, "cold TTFT %d/%d: %.1f ms, prefill %.0f tok/s (%d prompt tokens)\n", i+1, p.ColdRuns, s.TTFTMs, s.PrefillTokensPerSecond, s.PromptTokens)
+	}
+	return out, nil
+}
+
+// warmTTFT sends one prompt once unrecorded (it fills the server's prompt
+// cache) and then WarmRuns times: what a cache saves shows here.
+func (m *measurer) warmTTFT(ctx context.Context, attempt int) ([]bench.Sample, error) {
+	p := m.run.phases
+	prompt := loadgen.Prompt(p.ColdPromptTokens, m.uniqueNonce())
+	if _, _, err := m.request(ctx, bench.PhaseWarmTTFT, 0, attempt, loadgen.Completions, prompt, p.ColdPromptTokens, 8); err != nil {
+		return nil, fmt.Errorf("warm TTFT priming: %w", err)
+	}
+	var out []bench.Sample
+	for i := range p.WarmRuns {
+		s, res, err := m.request(ctx, bench.PhaseWarmTTFT, i+1, attempt, loadgen.Completions, prompt, p.ColdPromptTokens, 8)
+		if err == nil {
+			s.PrefillTokensPerSecond = res.PrefillTokensPerSecond()
+		}
+		out = append(out, s)
+		if err != nil {
+			return out, fmt.Errorf("warm TTFT run %d: %w", i+1, err)
+		}
+		fmt.Fprintf(m.run.o.Out, "warm TTFT %d/%d: %.1f ms (%d of %d prompt tokens cached)\n", i+1, p.WarmRuns, s.TTFTMs, res.CachedTokens, s.PromptTokens)
+	}
+	return out, nil
+}
+
+func (m *measurer) longContext(ctx context.Context, attempt int) ([]bench.Sample, error) {
+	p := m.run.phases
+	s, res, err := m.request(ctx, bench.PhaseLongContext, 1, attempt, loadgen.ChatCompletions, loadgen.Prompt(p.LongContextTokens, m.uniqueNonce()), p.LongContextTokens, p.LongDecodeTokens)
+	if err == nil {
+		s.PrefillTokensPerSecond = res.PrefillTokensPerSecond()
+		s.DecodeTokensPerSecond = res.DecodeTokensPerSecond()
+	}
+	if err != nil {
+		return []bench.Sample{s}, fmt.Errorf("long context: %w", err)
+	}
+	fmt.Fprintf(m.run.o.Out, "long context: %d prompt tokens, TTFT %.0f ms, prefill %.0f tok/s, then decode %.1f tok/s\n", s.PromptTokens, s.TTFTMs, s.PrefillTokensPerSecond, s.DecodeTokensPerSecond)
+	return []bench.Sample{s}, nil
+}
+
+// concurrent runs Concurrency streams at once; its one sample holds their
+// completion tokens over the wall time from the first start to the last end.
+func (m *measurer) concurrent(ctx context.Context, attempt int) ([]bench.Sample, error) {
+	p := m.run.phases
+	n := p.Concurrency
+	results := make([]loadgen.Result, n)
+	errs := make([]error, n)
+	prompts := make([]string, n)
+	for i := range prompts {
+		prompts[i] = loadgen.Prompt(32, m.uniqueNonce())
+	}
+	start := time.Now()
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			results[i], errs[i] = m.client.Do(ctx, loadgen.Request{
+				Endpoint: loadgen.ChatCompletions, Model: m.model, Prompt: prompts[i], MaxTokens: p.ConcurrentTokens,
+				Timeout: m.timeout(32, p.ConcurrentTokens),
+			})
+		})
+	}
+	wg.Wait()
+	wall := time.Since(start)
+	s := bench.Sample{Phase: bench.PhaseConcurrent, Run: 1, Attempt: attempt, Endpoint: "/v1/" + loadgen.ChatCompletions, TotalMs: ms(wall)}
+	var problems []string
+	for i, res := range results {
+		if errs[i] == nil && !res.HasUsage {
+			errs[i] = errors.New("no usage in the stream")
+		}
+		if errs[i] != nil {
+			problems = append(problems, fmt.Sprintf("stream %d: %v", i+1, errs[i]))
+			continue
+		}
+		s.PromptTokens += res.PromptTokens
+		s.CompletionTokens += res.CompletionTokens
+		s.TTFTMs = max(s.TTFTMs, ms(res.TTFT()))
+	}
+	if len(problems) > 0 {
+		s.Error = strings.Join(problems, "; ")
+		return []bench.Sample{s}, fmt.Errorf("concurrent: %s", s.Error)
+	}
+	s.AggregateTokensPerSecond = float64(s.CompletionTokens) / wall.Seconds()
+	fmt.Fprintf(m.run.o.Out, "concurrent x%d: %.1f tok/s aggregate (%d tokens in %.0f ms)\n", n, s.AggregateTokensPerSecond, s.CompletionTokens, s.TotalMs)
+	return []bench.Sample{s}, nil
+}
+
+// checkSpread tags the cell unstable when its decode runs spread more than
+// the plan allows (max/min).
+func (m *measurer) checkSpread() {
+	lo, hi := 0.0, 0.0
+	for _, s := range m.res.Samples {
+		if s.Phase != bench.PhaseDecode || s.Error != "" || s.DecodeTokensPerSecond <= 0 {
+			continue
+		}
+		if lo == 0 || s.DecodeTokensPerSecond < lo {
+			lo = s.DecodeTokensPerSecond
+		}
+		hi = max(hi, s.DecodeTokensPerSecond)
+	}
+	if lo > 0 && hi/lo > m.run.phases.UnstableSpread {
+		m.res.Unstable = true
+		msg := fmt.Sprintf("unstable: decode runs spread %.2fx (max/min), over %.2f", hi/lo, m.run.phases.UnstableSpread)
+		m.res.Note = appendNote(m.res.Note, msg)
+		m.res.Problems = append(m.res.Problems, msg)
+	}
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
