@@ -35,64 +35,53 @@ type jsonOption interface {
 	JSON() map[string]any
 }
 
-// encode validates the chart, applies the palette's text and background, and
-// marshals it. go-echarts has no field for a few ECharts options
-// (backgroundColor, textStyle, splitLine colours); they are set on the map.
+// encode validates the chart, applies the palette, and marshals it.
+// go-echarts has no field for a few ECharts options (backgroundColor,
+// textStyle, axis and legend colours); they are set on the generic form.
 func encode(c jsonOption, p Palette) []byte {
 	c.Validate()
-	m := c.JSON()
+	raw, err := json.Marshal(c.JSON())
+	if err != nil {
+		// The options are built from plain numbers and strings; a failure is
+		// a programming error.
+		panic(fmt.Sprintf("charts: marshal option: %v", err))
+	}
+	var m map[string]any
+	if err := json.Unmarshal(raw, &m); err != nil {
+		panic(fmt.Sprintf("charts: option: %v", err))
+	}
 	m["backgroundColor"] = "transparent"
 	m["textStyle"] = map[string]any{"color": p.Text}
 	m["animation"] = false
 	if len(p.Series) > 0 {
 		m["color"] = p.Series
 	}
+	if l, ok := m["legend"].(map[string]any); ok {
+		l["textStyle"] = map[string]any{"color": p.Text}
+	}
 	for _, key := range []string{"xAxis", "yAxis"} {
-		axes, ok := m[key].([]opts.XAxis)
-		if ok {
-			out := make([]map[string]any, len(axes))
-			for i, a := range axes {
-				out[i] = axisMap(a, p)
+		axes, _ := m[key].([]any)
+		for _, a := range axes {
+			if axis, ok := a.(map[string]any); ok {
+				styleAxis(axis, p)
 			}
-			m[key] = out
-		}
-		yaxes, ok := m[key].([]opts.YAxis)
-		if ok {
-			out := make([]map[string]any, len(yaxes))
-			for i, a := range yaxes {
-				out[i] = axisMap(a, p)
-			}
-			m[key] = out
 		}
 	}
-	b, err := json.Marshal(m)
-	if err != nil {
-		// The options are built from plain numbers and strings; a failure is
-		// a programming error.
-		panic(fmt.Sprintf("charts: marshal option: %v", err))
-	}
+	b, _ := json.Marshal(m)
 	return b
 }
 
-// axisMap re-marshals an axis and adds the palette's line colours.
-func axisMap(a any, p Palette) map[string]any {
-	b, _ := json.Marshal(a)
-	var m map[string]any
-	_ = json.Unmarshal(b, &m)
-	m["axisLine"] = map[string]any{"lineStyle": map[string]any{"color": p.Muted}}
-	m["splitLine"] = map[string]any{"lineStyle": map[string]any{"color": p.Muted, "opacity": 0.6}}
-	m["nameTextStyle"] = map[string]any{"color": p.Text}
-	m["axisLabel"] = mergeLabel(m["axisLabel"], p)
-	return m
-}
-
-func mergeLabel(v any, p Palette) map[string]any {
-	m, _ := v.(map[string]any)
-	if m == nil {
-		m = map[string]any{}
+// styleAxis gives an axis the palette's line and label colours.
+func styleAxis(a map[string]any, p Palette) {
+	a["axisLine"] = map[string]any{"lineStyle": map[string]any{"color": p.Muted}}
+	a["splitLine"] = map[string]any{"lineStyle": map[string]any{"color": p.Muted, "opacity": 0.6}}
+	a["nameTextStyle"] = map[string]any{"color": p.Text}
+	label, _ := a["axisLabel"].(map[string]any)
+	if label == nil {
+		label = map[string]any{}
 	}
-	m["color"] = p.Text
-	return m
+	label["color"] = p.Text
+	a["axisLabel"] = label
 }
 
 func legend() opts.Legend {

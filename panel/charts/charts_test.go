@@ -65,6 +65,12 @@ func TestThroughput(t *testing.T) {
 	if ys := m["yAxis"].([]any); len(ys) != 2 {
 		t.Errorf("%d y axes, want 2", len(ys))
 	}
+	if l := m["legend"].(map[string]any); l["textStyle"].(map[string]any)["color"] != Dark.Text {
+		t.Errorf("legend text %v, want the palette's", l["textStyle"])
+	}
+	if y := m["yAxis"].([]any)[1].(map[string]any); y["axisLabel"].(map[string]any)["color"] != Dark.Text {
+		t.Errorf("right axis labels %v, want the palette's", y["axisLabel"])
+	}
 	if m["backgroundColor"] != "transparent" || m["textStyle"].(map[string]any)["color"] != Dark.Text {
 		t.Errorf("palette not applied: %v %v", m["backgroundColor"], m["textStyle"])
 	}
