@@ -1,11 +1,13 @@
 package benchapi
 
 import (
+	"bufio"
 	"context"
 	"encoding/csv"
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -447,5 +449,54 @@ func TestHistoryLimitsAndCSV(t *testing.T) {
 		if len(rows) != tt.rows || rows[1][0] != newest || rows[1][8] != "a" || rows[1][14] != fmt.Sprint(n-1) || rows[2][8] != "b" || rows[2][14] != "" {
 			t.Fatalf("%s: %d rows, first %v %v", tt.query, len(rows), rows[0], rows[1])
 		}
+	}
+}
+
+// TestEventStreamFollows reads a running job's stream over a real loopback
+// connection: the replay, then the events written while it is connected,
+// then the end of the stream when the job ends.
+func TestEventStreamFollows(t *testing.T) {
+	ta := newTestAPI(t, 0)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go ta.app.Listener(ln)
+	t.Cleanup(func() { ta.app.Shutdown() })
+
+	j := ta.start("block")
+	ta.waitCell(j.ID)
+	req, _ := http.NewRequest("GET", "http://"+ln.Addr().String()+server.APIPrefix+"/bench/"+j.ID+"/events", nil)
+	req.Header.Set("Accept", "text/event-stream")
+	client := &http.Client{Timeout: time.Minute} // a safeguard against a hang
+	res, err := client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	sc := bufio.NewScanner(res.Body)
+	var seen []string
+	cancelled := false
+	for sc.Scan() {
+		line := sc.Text()
+		kind, ok := strings.CutPrefix(line, "event: ")
+		if !ok {
+			continue
+		}
+		seen = append(seen, kind)
+		if kind == bench.EventStage && !cancelled {
+			// Connected and replayed: now cancel, and keep reading.
+			cancelled = true
+			if r := ta.do("DELETE", "/bench/"+j.ID, ""); r.status != 202 {
+				t.Fatalf("cancel: %d %s", r.status, r.body)
+			}
+			<-ta.clock.armed
+		}
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if len(seen) < 3 || seen[0] != bench.EventStarted || seen[len(seen)-1] != bench.EventCancelled {
+		t.Fatalf("events = %v", seen)
 	}
 }
