@@ -13,6 +13,7 @@ import (
 	"github.com/mlx-bun/mlx-metrics/backend/internal/profiles"
 	"github.com/mlx-bun/mlx-metrics/gpu/lease"
 	"github.com/mlx-bun/mlx-metrics/gpu/plans"
+	"github.com/mlx-bun/mlx-metrics/gpu/probe"
 	"github.com/mlx-bun/mlx-metrics/shared/bench"
 )
 
@@ -92,6 +93,6 @@ func (b *benchServe) close() error {
 	return err
 }
 
-// gpuDevice is the lease's device word. TODO(bench-api): take it from
-// gpu/probe once that lands; until then the lease says it does not know.
-func gpuDevice() string { return "unknown (no GPU probe)" }
+// gpuDevice is the lease's device word: the GPUs NVML sees, or why there
+// are none ("no GPU found: …"), read once at start-up.
+func gpuDevice() string { return probe.DescribeGPUs() }
