@@ -38,7 +38,11 @@ func (s *Service) run(j *job) {
 	}
 	if j.cancelled {
 		j.ticket.Release()
-		s.finishLocked(j, bench.StatusCancelled, "cancelled before the runner started")
+		if j.shutdown {
+			s.finishLocked(j, bench.StatusFailed, MsgStoppedDuringRun)
+		} else {
+			s.finishLocked(j, bench.StatusCancelled, "cancelled before the runner started")
+		}
 		s.mu.Unlock()
 		return
 	}
@@ -72,14 +76,17 @@ func (s *Service) run(j *job) {
 	}
 	switch {
 	case j.cancelled:
-		msg := "cancelled"
+		status, msg := bench.StatusCancelled, "cancelled"
+		if j.shutdown {
+			status, msg = bench.StatusFailed, MsgStoppedDuringRun
+		}
 		if j.killed {
-			msg = fmt.Sprintf("cancelled; the runner did not stop within %s of SIGTERM and was killed", s.opts.Grace)
+			msg += fmt.Sprintf("; the runner did not stop within %s of SIGTERM and was killed", s.opts.Grace)
 		}
 		if recErr != nil {
 			msg += "; it wrote no run.json"
 		}
-		s.finishLocked(j, bench.StatusCancelled, msg)
+		s.finishLocked(j, status, msg)
 	case waitErr != nil && code < 0:
 		s.finishLocked(j, bench.StatusFailed, "could not run the runner: "+waitErr.Error())
 	case code == 2 && recErr != nil:

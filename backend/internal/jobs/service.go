@@ -92,6 +92,7 @@ type job struct {
 	ticket    *lease.Ticket
 	proc      *os.Process
 	cancelled bool // cancel requested
+	shutdown  bool // ... by Close, not by a user
 	killed    bool // SIGKILL sent after the grace period
 	lastErr   string
 	events    *os.File
@@ -342,40 +343,53 @@ func (s *Service) Cancel(id string) (bench.Job, error) {
 	if !ok {
 		return bench.Job{}, ErrNotFound
 	}
-	switch {
-	case isFinal(j.Status):
+	if isFinal(j.Status) {
 		return s.viewLocked(j), fmt.Errorf("%w (%s)", ErrFinished, j.Status)
+	}
+	s.stopLocked(j, false)
+	return s.viewLocked(j), nil
+}
+
+// stopLocked cancels j, or, for shutdown, stops it as failed: the user did
+// not ask, the backend went away (the same word a restart would give).
+func (s *Service) stopLocked(j *job, shutdown bool) {
+	switch {
 	case j.Status == bench.StatusQueued:
-		j.cancelled = true
+		j.cancelled, j.shutdown = true, shutdown
 		j.ticket.Release()
-		s.finishLocked(j, bench.StatusCancelled, "cancelled while queued")
+		if shutdown {
+			s.finishLocked(j, bench.StatusFailed, MsgStoppedQueued)
+		} else {
+			s.finishLocked(j, bench.StatusCancelled, "cancelled while queued")
+		}
 	case !j.cancelled:
-		j.cancelled = true
+		j.cancelled, j.shutdown = true, shutdown
 		j.Stage = "cancelling"
-		s.eventLocked(j, bench.EventStage, fmt.Sprintf("cancelling: SIGTERM to the runner, SIGKILL after %s", s.opts.Grace), nil)
+		why := "cancelling"
+		if shutdown {
+			why = "the backend is stopping"
+		}
+		s.eventLocked(j, bench.EventStage, fmt.Sprintf("%s: SIGTERM to the runner, SIGKILL after %s", why, s.opts.Grace), nil)
 		if j.proc != nil {
 			s.terminateLocked(j)
 		}
 		s.saveLocked(j)
 	}
-	return s.viewLocked(j), nil
 }
 
-// Close cancels every job and waits until their runners have exited or ctx
+// Close stops every job (queued and running ones end failed with
+// MsgStoppedQueued / MsgStoppedDuringRun, as after a restart, with the
+// runner's record kept) and waits until their runners have exited or ctx
 // ends. Jobs still running then are left to recovery.
 func (s *Service) Close(ctx context.Context) error {
 	s.mu.Lock()
 	s.closing = true
-	var ids []string
-	for id, j := range s.jobs {
+	for _, j := range s.jobs {
 		if !isFinal(j.Status) {
-			ids = append(ids, id)
+			s.stopLocked(j, true)
 		}
 	}
 	s.mu.Unlock()
-	for _, id := range ids {
-		s.Cancel(id)
-	}
 	done := make(chan struct{})
 	go func() { s.wg.Wait(); close(done) }()
 	select {

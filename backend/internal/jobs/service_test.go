@@ -452,3 +452,31 @@ func TestUnknownJob(t *testing.T) {
 		}
 	}
 }
+
+func TestCloseStopsJobs(t *testing.T) {
+	h := newHarness(t, t.TempDir(), 0)
+	a := h.submit("block")
+	h.waitEvent(a.ID, cellStarted)
+	b := h.submit("ok")
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	defer cancel()
+	if err := h.svc.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct{ id, err string }{
+		{a.ID, MsgStoppedDuringRun},
+		{b.ID, MsgStoppedQueued},
+	}
+	for _, tt := range tests {
+		j, _ := h.svc.Get(tt.id)
+		if j.Status != bench.StatusFailed || j.Error != tt.err {
+			t.Errorf("%s = %+v", tt.id, j)
+		}
+	}
+	if len(h.records) != 1 || h.records[0].ID != a.ID {
+		t.Errorf("records = %+v", h.records)
+	}
+	if _, err := h.svc.Submit("p", plan("ok", 1)); err == nil {
+		t.Error("Submit after Close")
+	}
+}
