@@ -1,0 +1,287 @@
+package runner
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+
+	"github.com/mlx-bun/mlx-metrics/gpu/engine"
+	"github.com/mlx-bun/mlx-metrics/shared/bench"
+)
+
+// TestMain doubles as the reference engine: cells start this test binary
+// with "engine …" as {self} does with mlx-metrics.
+func TestMain(m *testing.M) {
+	if len(os.Args) > 1 && os.Args[1] == "engine" {
+		ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+		err := engine.Command(ctx, os.Args[2:], os.Stderr)
+		stop()
+		var ue *engine.UsageError
+		switch {
+		case errors.As(err, &ue):
+			fmt.Fprintln(os.Stderr, "engine:", err)
+			os.Exit(2)
+		case err != nil:
+			fmt.Fprintln(os.Stderr, "engine:", err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+func engineCell(kind, conf string, flags ...string) bench.Cell {
+	return bench.Cell{
+		Model: "reference-sim", Kind: kind, Configuration: conf,
+		Server: bench.Server{
+			Argv:     append([]string{bench.SelfPlaceholder, "engine", "--port", bench.PortPlaceholder}, flags...),
+			BaseURL:  "http://127.0.0.1:{port}/v1",
+			ReadyURL: "http://127.0.0.1:{port}/health",
+		},
+	}
+}
+
+// syncBuffer is the progress output, read while the run writes it.
+type syncBuffer struct {
+	mu     sync.Mutex
+	buf    bytes.Buffer
+	onLine func(string)
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	b.buf.Write(p)
+	b.mu.Unlock()
+	if b.onLine != nil {
+		for _, l := range strings.Split(strings.TrimSpace(string(p)), "\n") {
+			b.onLine(l)
+		}
+	}
+	return len(p), nil
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+func runPlan(t *testing.T, ctx context.Context, plan bench.Plan, out *syncBuffer) (bench.RunRecord, string) {
+	t.Helper()
+	if err := plan.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	rec, err := Run(ctx, Options{Plan: plan, Profile: "test", ID: "20261202T000000Z-test", OutDir: dir, Self: os.Args[0], Out: out})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// run.json on disk is the record returned.
+	b, err := os.ReadFile(filepath.Join(dir, "run.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var disk bench.RunRecord
+	if err := json.Unmarshal(b, &disk); err != nil {
+		t.Fatal(err)
+	}
+	if disk.ExitCode != rec.ExitCode || len(disk.Cells) != len(rec.Cells) || disk.Cancelled != rec.Cancelled {
+		t.Errorf("run.json differs from the record: %+v", disk)
+	}
+	return rec, dir
+}
+
+func within(got, want, tol float64) bool { return math.Abs(got-want) <= tol*want }
+
+// The runner against the reference engine measures the rates its cost
+// model sets, within a tolerance for HTTP and scheduling on a busy machine.
+func TestRunMeasuresKnownRates(t *testing.T) {
+	const (
+		decodeRate  = 200.0
+		prefillRate = 20000.0
+		slowdown    = 0.1
+	)
+	plan := bench.Plan{
+		Scope: bench.ScopeScoped, Models: []string{"reference-sim"},
+		Cells: []bench.Cell{engineCell(bench.KindTree, "fast",
+			"--decode-rate", fmt.Sprint(decodeRate), "--prefill-rate", fmt.Sprint(prefillRate),
+			"--batch-slowdown", fmt.Sprint(slowdown), "--load-ms", "100", "--prefill-chunk", "512")},
+		Phases: bench.Phases{DecodeRuns: 3, DecodeTokens: 60, ColdPromptTokens: 1000, ColdRuns: 2, WarmRuns: 2,
+			LongContextTokens: 4000, LongDecodeTokens: 20, Concurrency: 4, ConcurrentTokens: 40},
+	}
+	out := &syncBuffer{}
+	rec, dir := runPlan(t, context.Background(), plan, out)
+	if rec.ExitCode != ExitComplete || !rec.Complete {
+		t.Fatalf("exit %d complete %v problems %q\n%s", rec.ExitCode, rec.Complete, rec.Problems, out)
+	}
+	c := rec.Cells[0]
+	cc := bench.CompactCellOf(c)
+	// 4 chat streams of 35 prompt tokens: one 140-token prefill step, then
+	// 39 decode steps at (1+0.1*3)/400 s.
+	aggWall := 140/prefillRate + 39*(1+slowdown*3)/decodeRate
+	tests := []struct {
+		name      string
+		got, want float64
+		tol       float64
+	}{
+		{"decode tok/s", *cc.DecodeTokensPerSecond, decodeRate, 0.15},
+		{"cold TTFT ms (1000-token prompt)", *cc.TTFTColdMs, 1000 / prefillRate * 1000, 0.25},
+		{"prefill tok/s", *cc.Prefill1kTokensPerSecond, prefillRate, 0.25},
+		{"long-context prefill tok/s", *cc.ContextPrefillTokensPerSecond, prefillRate, 0.15},
+		{"aggregate tok/s", *cc.AggregateTokensPerSecond, 160 / aggWall, 0.2},
+	}
+	for _, tt := range tests {
+		if !within(tt.got, tt.want, tt.tol) {
+			t.Errorf("%s = %.1f, want %.1f ± %.0f%%", tt.name, tt.got, tt.want, tt.tol*100)
+		}
+	}
+	if w := warmTTFT(c); w == nil || *w > *cc.TTFTColdMs/3 {
+		t.Errorf("warm TTFT %v ms is not well under cold %.1f ms: the prefix cache did not show", w, *cc.TTFTColdMs)
+	}
+	if *cc.ColdStartMs < 100 {
+		t.Errorf("cold start %.0f ms is under the engine's 100 ms load", *cc.ColdStartMs)
+	}
+	if c.PeakRSSBytes <= 0 {
+		t.Error("no peak RSS")
+	}
+	if c.PeakGPUMemoryBytes == nil && !strings.HasPrefix(c.GPUMemoryNote, "unavailable: no GPU found") {
+		t.Errorf("GPU memory note %q", c.GPUMemoryNote)
+	}
+	for _, s := range c.Samples {
+		if s.Error == "" && s.Phase == bench.PhaseColdTTFT && s.PromptTokens != 1000 {
+			t.Errorf("cold prompt has %d tokens by usage, want 1000", s.PromptTokens)
+		}
+	}
+	endpoints := map[string]bool{}
+	for _, s := range c.Samples {
+		endpoints[s.Endpoint] = true
+	}
+	if !endpoints["/v1/completions"] || !endpoints["/v1/chat/completions"] {
+		t.Errorf("endpoints used %v, want both", endpoints)
+	}
+	if n := strings.Count(out.String(), "=== reference-sim/tree/fast ===\n"); n != 1 {
+		t.Errorf("%d cell lines in\n%s", n, out)
+	}
+	report, _ := os.ReadFile(filepath.Join(dir, "report.md"))
+	if !strings.Contains(string(report), "| reference-sim/tree/fast | measured") {
+		t.Errorf("report.md lacks the cell row:\n%s", report)
+	}
+	if logs, _ := filepath.Glob(filepath.Join(dir, "logs", "01-*.stderr.log")); len(logs) != 1 {
+		t.Errorf("server logs: %v", logs)
+	}
+}
+
+var problemLine = regexp.MustCompile(`(?m)^  problem: (.+)$`)
+
+func TestRunFailuresDoNotHideCells(t *testing.T) {
+	small := bench.Phases{DecodeRuns: 2, DecodeTokens: 8, ColdPromptTokens: 50, ColdRuns: 1, WarmRuns: 1,
+		LongContextTokens: -1, Concurrency: 2, ConcurrentTokens: 8}
+	broken := engineCell(bench.KindReference, "exits", "--decode-rate", "-1")
+	skipped := engineCell(bench.KindReference, "skipped")
+	skipped.Skip = "needs an NVIDIA GPU"
+	wrongModel := engineCell(bench.KindReference, "wrong-model", "--decode-rate", "2000", "--load-ms", "0")
+	wrongModel.Server.APIModel = "not-served"
+	good := engineCell(bench.KindTree, "good", "--decode-rate", "2000", "--prefill-rate", "100000", "--load-ms", "0")
+	plan := bench.Plan{Scope: bench.ScopeAll, Cells: []bench.Cell{broken, skipped, wrongModel, good}, Phases: small}
+	out := &syncBuffer{}
+	rec, dir := runPlan(t, context.Background(), plan, out)
+
+	if rec.ExitCode != ExitIncomplete || rec.Complete {
+		t.Fatalf("exit %d complete %v, want 1 and incomplete", rec.ExitCode, rec.Complete)
+	}
+	want := []struct{ status, noteHas, stderrHas string }{
+		{bench.CellFailed, "exited", "decode-rate"},
+		{bench.CellSkipped, "needs an NVIDIA GPU", ""},
+		{bench.CellFailed, "failed twice", ""},
+		{bench.CellMeasured, "", ""},
+	}
+	for i, w := range want {
+		c := rec.Cells[i]
+		if c.Status != w.status || !strings.Contains(c.Note, w.noteHas) || !strings.Contains(c.StderrTail, w.stderrHas) {
+			t.Errorf("cell %s: status %q note %q stderr %q; want %q, note with %q, stderr with %q",
+				c.Key, c.Status, c.Note, c.StderrTail, w.status, w.noteHas, w.stderrHas)
+		}
+	}
+	// The wrong model's phases were each tried twice.
+	attempts := map[int]int{}
+	for _, s := range rec.Cells[2].Samples {
+		if s.Phase == bench.PhaseDecode {
+			attempts[s.Attempt]++
+		}
+	}
+	if attempts[1] == 0 || attempts[2] == 0 {
+		t.Errorf("decode attempts %v, want a retry", attempts)
+	}
+	for _, key := range []string{"reference-sim/reference/exits", "reference-sim/reference/skipped", "reference-sim/reference/wrong-model", "reference-sim/tree/good"} {
+		if !strings.Contains(out.String(), "=== "+key+" ===\n") {
+			t.Errorf("no cell line for %s", key)
+		}
+	}
+	problems := problemLine.FindAllStringSubmatch(out.String(), -1)
+	if len(problems) != len(rec.Problems) || len(problems) < 3 {
+		t.Errorf("%d problem lines for %d problems:\n%s", len(problems), len(rec.Problems), out)
+	}
+	report, _ := os.ReadFile(filepath.Join(dir, "report.md"))
+	for _, s := range []string{"## Problems", "### reference-sim/reference/exits failed", "stderr tail", "| reference-sim/tree/good | measured"} {
+		if !strings.Contains(string(report), s) {
+			t.Errorf("report.md lacks %q:\n%s", s, report)
+		}
+	}
+	e := bench.Compact(rec, dir)
+	if e.Complete || len(e.Cells) != 4 || e.Cells[3].DecodeTokensPerSecond == nil || e.Cells[0].DecodeTokensPerSecond != nil {
+		t.Errorf("compact entry %+v", e)
+	}
+}
+
+// Cancelling (SIGTERM in the command) mid-cell stops the server's whole
+// process group and still writes the record.
+func TestCancelMidCell(t *testing.T) {
+	plan := bench.Plan{
+		Scope: bench.ScopeAll,
+		Cells: []bench.Cell{
+			engineCell(bench.KindTree, "slow", "--decode-rate", "20", "--load-ms", "0"),
+			engineCell(bench.KindReference, "never-started", "--load-ms", "0"),
+		},
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	started := regexp.MustCompile(`\(pid (\d+)\)`)
+	var pgid int
+	out := &syncBuffer{}
+	out.onLine = func(l string) {
+		if m := started.FindStringSubmatch(l); m != nil && pgid == 0 {
+			pgid, _ = strconv.Atoi(m[1])
+		}
+		if strings.HasPrefix(l, "phase decode") {
+			cancel() // mid-cell: the server is up and streaming
+		}
+	}
+	rec, _ := runPlan(t, ctx, plan, out)
+	if !rec.Cancelled || rec.ExitCode != ExitCancelled || rec.Complete {
+		t.Fatalf("cancelled %v exit %d complete %v", rec.Cancelled, rec.ExitCode, rec.Complete)
+	}
+	if rec.Cells[0].Status != bench.CellFailed || rec.Cells[0].Note != "cancelled mid-cell" {
+		t.Errorf("cell 0: %s %q", rec.Cells[0].Status, rec.Cells[0].Note)
+	}
+	if rec.Cells[1].Status != bench.CellFailed || !strings.Contains(rec.Cells[1].Note, "not run") {
+		t.Errorf("cell 1: %s %q", rec.Cells[1].Status, rec.Cells[1].Note)
+	}
+	if pgid == 0 {
+		t.Fatal("no server pid in the output")
+	}
+	if err := syscall.Kill(-pgid, 0); !errors.Is(err, syscall.ESRCH) {
+		t.Errorf("the server's process group %d is still there (kill -0: %v)", pgid, err)
+	}
+}
