@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"strconv"
 	"time"
 )
@@ -31,6 +32,7 @@ func Command(ctx context.Context, args []string, stderr io.Writer) error {
 	host := fs.String("host", "127.0.0.1", "address to listen on")
 	port := fs.Int("port", 8000, "port to listen on (0 picks one)")
 	publish := fs.String("publish", "", "POST events as NDJSON to this backend (http://127.0.0.1:7878 or its full /api/metrics/events URL)")
+	publishToken := fs.String("publish-token", os.Getenv("MLX_METRICS_EVENTS_TOKEN"), "bearer token for --publish (env MLX_METRICS_EVENTS_TOKEN)")
 	fs.StringVar(&cfg.Model, "model", cfg.Model, "model name to serve")
 	fs.Float64Var(&cfg.PrefillRate, "prefill-rate", cfg.PrefillRate, "prompt tokens per second")
 	fs.Float64Var(&cfg.DecodeRate, "decode-rate", cfg.DecodeRate, "tokens per second of a lone stream")
@@ -67,17 +69,23 @@ func Command(ctx context.Context, args []string, stderr io.Writer) error {
 		return err
 	}
 	fmt.Fprintf(stderr, "reference engine (a simulator, not a model) serving %q on http://%s/v1\n", cfg.Model, ln.Addr())
-	return Serve(ctx, cfg, ln, *publish, stderr)
+	return Serve(ctx, cfg, ln, Publish{URL: *publish, Token: *publishToken}, stderr)
+}
+
+// Publish says where an engine's events go: nowhere when URL is empty.
+type Publish struct {
+	URL   string
+	Token string
 }
 
 // Serve runs an engine with cfg on ln until ctx ends, publishing its events
-// to publishURL when set.
-func Serve(ctx context.Context, cfg Config, ln net.Listener, publishURL string, logw io.Writer) error {
+// as publish says.
+func Serve(ctx context.Context, cfg Config, ln net.Listener, publish Publish, logw io.Writer) error {
 	var opts []Option
 	var pub *Publisher
-	if publishURL != "" {
+	if publish.URL != "" {
 		var err error
-		if pub, err = NewPublisher(publishURL); err != nil {
+		if pub, err = NewPublisher(publish.URL, publish.Token); err != nil {
 			ln.Close()
 			return &UsageError{err}
 		}

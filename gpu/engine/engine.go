@@ -99,9 +99,9 @@ func (e *Engine) Run(ctx context.Context) error {
 	loaded := e.clock.Now()
 	ms := float64(loaded.Sub(start)) / float64(time.Millisecond)
 	wb := e.cfg.WeightsBytes
+	e.ready.Store(true) // before the event: whoever sees it finds the engine ready
 	e.emit(events.TypeModelLoad, loaded, &events.ModelLoad{Model: e.cfg.Model, Phase: events.PhaseFinished, Ms: &ms, WeightsBytes: &wb})
 	e.emitMemory(loaded)
-	e.ready.Store(true)
 	err := e.schedule(ctx)
 	e.failAll(errors.New("engine stopped"))
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {

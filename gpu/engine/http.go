@@ -21,7 +21,12 @@ func (e *Engine) Handler() http.Handler {
 	mux.HandleFunc("POST /v1/completions", e.completions)
 	mux.HandleFunc("POST /v1/chat/completions", e.chatCompletions)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		writeError(w, http.StatusNotFound, "no route "+r.Method+" "+r.URL.Path)
+		switch r.URL.Path {
+		case "/health", "/v1/models", "/v1/completions", "/v1/chat/completions":
+			writeError(w, http.StatusMethodNotAllowed, "method "+r.Method+" not allowed on "+r.URL.Path)
+		default:
+			writeError(w, http.StatusNotFound, "no route "+r.Method+" "+r.URL.Path)
+		}
 	})
 	return mux
 }

@@ -22,6 +22,7 @@ import (
 // dropped and counted, as a metrics producer should.
 type Publisher struct {
 	url      string
+	token    string
 	client   *http.Client
 	ch       chan events.Event
 	dropped  atomic.Int64
@@ -40,8 +41,9 @@ const (
 )
 
 // NewPublisher checks target: a backend's base URL (http://host:port) or the
-// full events URL.
-func NewPublisher(target string) (*Publisher, error) {
+// full events URL. token, when set, is sent as a bearer token (the
+// backend's --events-token).
+func NewPublisher(target, token string) (*Publisher, error) {
 	u, err := url.Parse(target)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return nil, fmt.Errorf("publish: %q is not an http(s) URL", target)
@@ -51,6 +53,7 @@ func NewPublisher(target string) (*Publisher, error) {
 	}
 	return &Publisher{
 		url:    u.String(),
+		token:  token,
 		client: &http.Client{Timeout: 10 * time.Second},
 		ch:     make(chan events.Event, publishBuffer),
 		logf:   log.Printf,
@@ -123,7 +126,15 @@ func (p *Publisher) post(batch []events.Event) error {
 			return err
 		}
 	}
-	resp, err := p.client.Post(p.url, "application/x-ndjson", &body)
+	req, err := http.NewRequest(http.MethodPost, p.url, &body)
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/x-ndjson")
+	if p.token != "" {
+		req.Header.Set("Authorization", "Bearer "+p.token)
+	}
+	resp, err := p.client.Do(req)
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,69 @@
+package engine
+
+import (
+	"bufio"
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"testing"
+
+	"github.com/mlx-bun/mlx-metrics/shared/events"
+)
+
+func TestNewPublisherURL(t *testing.T) {
+	tests := []struct {
+		in, want string
+		ok       bool
+	}{
+		{"http://127.0.0.1:7878", "http://127.0.0.1:7878/api/metrics/events", true},
+		{"http://127.0.0.1:7878/", "http://127.0.0.1:7878/api/metrics/events", true},
+		{"http://h/custom/events", "http://h/custom/events", true},
+		{"ftp://h", "", false},
+		{"127.0.0.1:7878", "", false},
+	}
+	for _, tt := range tests {
+		p, err := NewPublisher(tt.in, "")
+		if (err == nil) != tt.ok || (tt.ok && p.URL() != tt.want) {
+			t.Errorf("NewPublisher(%q) = %v, %v; want %q ok=%v", tt.in, p, err, tt.want, tt.ok)
+		}
+	}
+}
+
+// Events reach the backend as NDJSON with the token, each one valid.
+func TestPublisherPosts(t *testing.T) {
+	var mu sync.Mutex
+	var got []events.Event
+	var auth string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		defer mu.Unlock()
+		auth = r.Header.Get("Authorization")
+		sc := bufio.NewScanner(r.Body)
+		for sc.Scan() {
+			ev, err := events.Parse(sc.Bytes())
+			if err != nil {
+				t.Errorf("posted %q: %v", sc.Text(), err)
+			}
+			got = append(got, ev)
+		}
+		w.WriteHeader(http.StatusAccepted)
+	}))
+	defer srv.Close()
+	p, err := NewPublisher(srv.URL, "secret")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		p.Send(events.Event{Type: events.TypeSchedulerSample, At: int64(1_764_000_000_000 + i),
+			Payload: &events.SchedulerSample{Model: "m", Active: i, Capacity: 4}})
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel() // Run flushes what is queued and returns
+	p.Run(ctx)
+	mu.Lock()
+	defer mu.Unlock()
+	if len(got) != 3 || auth != "Bearer secret" || p.Dropped() != 0 {
+		t.Errorf("got %d events, auth %q, dropped %d", len(got), auth, p.Dropped())
+	}
+}
