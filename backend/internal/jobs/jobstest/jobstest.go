@@ -9,6 +9,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"syscall"
@@ -23,10 +24,20 @@ const Env = "MLX_METRICS_FAKE_RUNNER"
 // Main runs the fake runner and exits when the environment asks for it;
 // call it first in TestMain.
 func Main() {
-	if os.Getenv(Env) == "1" {
+	switch os.Getenv(Env) {
+	case "1":
 		os.Exit(Runner(os.Args[1:]))
+	case "server":
+		// A server that ignores SIGTERM, for the stubborn-server script.
+		signal.Ignore(syscall.SIGTERM)
+		for {
+			time.Sleep(time.Hour)
+		}
 	}
 }
+
+// ServerPIDFile is where the stubborn-server script writes its server's pid.
+const ServerPIDFile = "server.pid"
 
 // RunnerArgv returns the argv prefix and environment that start this test
 // binary as the runner.
@@ -44,6 +55,8 @@ func RunnerArgv() (argv, env []string) {
 //   - block: starts a cell and waits for SIGTERM, then saves a cancelled
 //     record and exits 143
 //   - stubborn: starts a cell and ignores SIGTERM until SIGKILL
+//   - stubborn-server: the same, with a server (in its own process group,
+//     also ignoring SIGTERM) whose pid it writes to ServerPIDFile
 func Plan(script string, n int) bench.Plan {
 	p := bench.Plan{Scope: bench.ScopeAll, Description: script}
 	for i := range n {
@@ -140,6 +153,22 @@ func Runner(args []string) int {
 		rec.Cancelled = true
 		rec.Problems = []string{"cancelled by SIGTERM"}
 		return save(143)
+	case "stubborn-server":
+		// Like a real runner, start the server in a process group of its
+		// own; then ignore SIGTERM, leaving it running.
+		signal.Ignore(syscall.SIGTERM)
+		srv := exec.Command(os.Args[0])
+		srv.Env = append(os.Environ(), Env+"=server")
+		srv.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		if err := srv.Start(); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		os.WriteFile(filepath.Join(*out, ServerPIDFile), []byte(fmt.Sprint(srv.Process.Pid)), 0o644)
+		fmt.Println("=== m/tree/a ===")
+		for {
+			time.Sleep(time.Hour) // until SIGKILL
+		}
 	case "stubborn":
 		signal.Ignore(syscall.SIGTERM)
 		fmt.Println("=== m/tree/a ===")
