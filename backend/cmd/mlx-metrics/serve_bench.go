@@ -21,6 +21,10 @@ import (
 type benchConfig struct {
 	grace     time.Duration
 	maxQueued int
+	// runner and runnerEnv replace the runner's command (this executable's
+	// `bench run`) in tests.
+	runner    []string
+	runnerEnv []string
 }
 
 func addBenchFlags(fs *flag.FlagSet) *benchConfig {
@@ -67,6 +71,8 @@ func openBench(home, device string, cfg *benchConfig) (*benchServe, error) {
 		Lease:     l,
 		Grace:     cfg.grace,
 		MaxQueued: cfg.maxQueued,
+		Runner:    cfg.runner,
+		Env:       cfg.runnerEnv,
 		Finished: func(rec bench.RunRecord, runDir string) error {
 			return hist.Put(bench.Compact(rec, runDir))
 		},
