@@ -4,6 +4,8 @@
 package plans
 
 import (
+	"strings"
+
 	"github.com/mlx-bun/mlx-metrics/shared/bench"
 )
 
@@ -65,4 +67,72 @@ func engineCell(kind, configuration string, flags ...string) bench.Cell {
 			ReadyURL: "http://127.0.0.1:" + bench.PortPlaceholder + "/health",
 		},
 	}
+}
+
+// ModelPlaceholder in Options.Argv stands for each model in turn.
+const ModelPlaceholder = "{model}"
+
+// Options is what `mlx-metrics bench plan` asks for: one cell per model,
+// each started by Argv (the reference engine when empty).
+type Options struct {
+	Scope         string
+	Description   string
+	Models        []string
+	Kind          string
+	Configuration string
+	// Argv starts the server; {model}, {port} and {self} are filled in.
+	Argv           []string
+	Env            map[string]string
+	Port           int
+	BaseURL        string
+	ReadyURL       string
+	APIModel       string
+	ReadyTimeoutMs int64
+	Phases         bench.Phases
+}
+
+// FromOptions builds a plan and validates it.
+func FromOptions(o Options) (bench.Plan, error) {
+	if o.Scope == "" {
+		o.Scope = bench.ScopeScoped
+	}
+	if o.Kind == "" {
+		o.Kind = bench.KindTree
+	}
+	if o.Configuration == "" {
+		o.Configuration = "default"
+	}
+	if len(o.Models) == 0 {
+		o.Models = []string{ReferenceModel}
+	}
+	argv := o.Argv
+	if len(argv) == 0 {
+		argv = []string{bench.SelfPlaceholder, "engine", "--port", bench.PortPlaceholder, "--model", ModelPlaceholder}
+		if o.ReadyURL == "" {
+			o.ReadyURL = "http://127.0.0.1:" + bench.PortPlaceholder + "/health"
+		}
+	}
+	if o.BaseURL == "" {
+		o.BaseURL = "http://127.0.0.1:" + bench.PortPlaceholder + "/v1"
+	}
+	if o.ReadyURL == "" {
+		// Every OpenAI-compatible server lists its models once it serves.
+		o.ReadyURL = "http://127.0.0.1:" + bench.PortPlaceholder + "/v1/models"
+	}
+	p := bench.Plan{Scope: o.Scope, Description: o.Description, Models: o.Models, Phases: o.Phases}
+	for _, m := range o.Models {
+		cellArgv := make([]string, len(argv))
+		for i, a := range argv {
+			cellArgv[i] = strings.ReplaceAll(a, ModelPlaceholder, m)
+		}
+		p.Cells = append(p.Cells, bench.Cell{
+			Model: m, Kind: o.Kind, Configuration: o.Configuration,
+			Server: bench.Server{
+				Argv: cellArgv, Env: o.Env, Port: o.Port,
+				BaseURL: o.BaseURL, ReadyURL: o.ReadyURL,
+				APIModel: o.APIModel, ReadyTimeoutMs: o.ReadyTimeoutMs,
+			},
+		})
+	}
+	return p, p.Validate()
 }

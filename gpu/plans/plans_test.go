@@ -1,6 +1,7 @@
 package plans
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/mlx-bun/mlx-metrics/shared/bench"
@@ -24,5 +25,51 @@ func TestReadyPlansValidate(t *testing.T) {
 				t.Errorf("%s: cell %s does not start the reference engine: %v", name, c.KeyOrDefault(), c.Server.Argv)
 			}
 		}
+	}
+}
+
+func TestFromOptions(t *testing.T) {
+	tests := []struct {
+		name      string
+		o         Options
+		wantErr   string
+		wantCells int
+		check     func(t *testing.T, p bench.Plan)
+	}{
+		{"defaults: the reference engine", Options{}, "", 1, func(t *testing.T, p bench.Plan) {
+			c := p.Cells[0]
+			if c.Server.Argv[0] != bench.SelfPlaceholder || c.Server.Argv[5] != ReferenceModel || c.Server.ReadyURL != "http://127.0.0.1:{port}/health" {
+				t.Errorf("cell %+v", c)
+			}
+		}},
+		{"mlx_lm per model", Options{
+			Models: []string{"mlx-community/A-4bit", "mlx-community/B-4bit"},
+			Argv:   []string{"python", "-m", "mlx_lm.server", "--model", "{model}", "--port", "{port}"},
+		}, "", 2, func(t *testing.T, p bench.Plan) {
+			if p.Cells[1].Server.Argv[4] != "mlx-community/B-4bit" || p.Cells[1].Server.ReadyURL != "http://127.0.0.1:{port}/v1/models" {
+				t.Errorf("cell %+v", p.Cells[1])
+			}
+		}},
+		{"bad kind", Options{Kind: "candidate"}, "cells[0].kind", 0, nil},
+		{"bad scope", Options{Scope: "some"}, "scope", 0, nil},
+		{"bad url", Options{BaseURL: "localhost:8080"}, "baseUrl", 0, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p, err := FromOptions(tt.o)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("err = %v, want %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(p.Cells) != tt.wantCells {
+				t.Fatalf("%d cells", len(p.Cells))
+			}
+			tt.check(t, p)
+		})
 	}
 }
