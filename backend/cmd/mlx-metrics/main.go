@@ -23,6 +23,8 @@ var commands = []command{
 	{"serve", "run the backend with the panel (the default)", runServe},
 	{"snapshot", "print a running backend's live metrics as tables", runSnapshot},
 	{"events", "replay a recorded NDJSON event file into a running backend", runEvents},
+	{"engine", "serve the reference engine (a simulator of an OpenAI-compatible server)", runEngine},
+	{"bench", "bench-serve: run, plan, list, show, compare", runBench},
 }
 
 // exitError carries an exit code out of a subcommand.

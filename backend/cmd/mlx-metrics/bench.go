@@ -1,0 +1,41 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+)
+
+// benchCommands are the subcommands of `mlx-metrics bench`.
+var benchCommands = []command{
+	{"run", "run a plan: start each server, measure it, write run.json and report.md", runBenchRun},
+	{"plan", "write a plan from flags (models, server command, phases)", runBenchPlan},
+	{"list", "list finished runs of a running backend, newest first", runBenchList},
+	{"show", "show one finished run's medians", runBenchShow},
+	{"compare", "compare two finished runs cell by cell", runBenchCompare},
+}
+
+// runBench dispatches `mlx-metrics bench <sub>`.
+func runBench(ctx context.Context, args []string) error {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		benchUsage()
+		if len(args) == 0 {
+			return &exitError{code: 2, err: fmt.Errorf("missing subcommand")}
+		}
+		return nil
+	}
+	for _, c := range benchCommands {
+		if c.name == args[0] {
+			return c.run(ctx, args[1:])
+		}
+	}
+	benchUsage()
+	return &exitError{code: 2, err: fmt.Errorf("unknown subcommand %q", args[0])}
+}
+
+func benchUsage() {
+	fmt.Fprintln(os.Stderr, "usage: mlx-metrics bench <subcommand> [flags]\n\nsubcommands:")
+	for _, c := range benchCommands {
+		fmt.Fprintf(os.Stderr, "  %-8s %s\n", c.name, c.short)
+	}
+}

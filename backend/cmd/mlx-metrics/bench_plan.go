@@ -1,0 +1,142 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/mlx-bun/mlx-metrics/gpu/plans"
+	"github.com/mlx-bun/mlx-metrics/shared/bench"
+)
+
+// listFlag collects a repeatable (or comma-separated) flag.
+type listFlag []string
+
+func (l *listFlag) String() string { return strings.Join(*l, ",") }
+func (l *listFlag) Set(v string) error {
+	for _, s := range strings.Split(v, ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			*l = append(*l, s)
+		}
+	}
+	return nil
+}
+
+// runBenchPlan is `mlx-metrics bench plan`: it writes a plan from flags.
+// The server command follows `--`; {model}, {port} and {self} are filled in
+// per cell. Without a command the cells start the reference engine.
+func runBenchPlan(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("bench plan", flag.ContinueOnError)
+	var o plans.Options
+	var models, env listFlag
+	out := fs.String("out", "", "file to write, e.g. <home>/metrics/bench/plans/<name>.json; - for stdout (required)")
+	force := fs.Bool("force", false, "overwrite an existing file")
+	fs.StringVar(&o.Scope, "scope", bench.ScopeScoped, "profile scope: scoped (only --model) or all")
+	fs.StringVar(&o.Description, "description", "", "what the plan measures")
+	fs.Var(&models, "model", "model to measure, one cell each (repeat or comma-separate; default reference-sim)")
+	fs.StringVar(&o.Kind, "kind", bench.KindTree, "tree (the server under test) or reference (a comparison server)")
+	fs.StringVar(&o.Configuration, "configuration", "default", "label of the server configuration")
+	fs.Var(&env, "env", "KEY=VALUE for the server's environment (repeat)")
+	fs.IntVar(&o.Port, "port", 0, "port for the server ({port}); 0 picks a free one per run")
+	fs.StringVar(&o.BaseURL, "base-url", "", "OpenAI API root (default http://127.0.0.1:{port}/v1)")
+	fs.StringVar(&o.ReadyURL, "ready-url", "", "answers 2xx once the server is ready (default {base}/models; /health for the reference engine)")
+	fs.StringVar(&o.APIModel, "api-model", "", "model name sent in requests, when it differs from --model")
+	readyTimeout := fs.Duration("ready-timeout", 0, "how long a server may take to become ready (default 10m)")
+	ph := &o.Phases
+	fs.IntVar(&ph.DecodeRuns, "decode-runs", 5, "decode runs")
+	fs.IntVar(&ph.DecodeTokens, "decode-tokens", 192, "tokens per decode run")
+	fs.Float64Var(&ph.UnstableSpread, "unstable-spread", 1.15, "decode max/min above which a cell is tagged unstable")
+	fs.IntVar(&ph.ColdPromptTokens, "prompt-tokens", 1024, "prompt size of the cold and warm TTFT runs")
+	fs.IntVar(&ph.ColdRuns, "cold-runs", 3, "cold TTFT runs (each with a nonce)")
+	fs.IntVar(&ph.WarmRuns, "warm-runs", 3, "warm TTFT runs (the same prompt repeated)")
+	fs.IntVar(&ph.LongContextTokens, "long-context-tokens", 16384, "long-context prompt size; -1 skips the phase")
+	fs.IntVar(&ph.LongDecodeTokens, "long-decode-tokens", 64, "tokens decoded after the long prompt")
+	fs.IntVar(&ph.Concurrency, "concurrency", 4, "concurrent streams of the aggregate phase")
+	fs.IntVar(&ph.ConcurrentTokens, "concurrent-tokens", 128, "tokens per concurrent stream")
+	fs.Float64Var(&ph.RequestTimeoutScale, "timeout-scale", 1, "multiplies every request's timeout (slow machines)")
+	fs.Usage = func() {
+		fmt.Fprintln(os.Stderr, `usage: mlx-metrics bench plan --out FILE [flags] [-- server command...]
+
+Writes a bench-serve plan: one cell per --model, each starting the server
+command after -- ({model}, {port} and {self} are filled in). Without a
+command, the cells start the reference engine. Example (MLX):
+
+  mlx-metrics bench plan --out ~/.mlx-metrics/metrics/bench/plans/qwen.json \
+    --model mlx-community/Qwen3-0.6B-4bit -- \
+    python -m mlx_lm.server --model {model} --port {port}
+
+flags:`)
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil
+		}
+		return &exitError{code: 2, err: err}
+	}
+	o.Argv = fs.Args()
+	o.Models = models
+	o.ReadyTimeoutMs = readyTimeout.Milliseconds()
+	if *readyTimeout < 0 || (*readyTimeout > 0 && *readyTimeout < time.Millisecond) {
+		return &exitError{code: 2, err: fmt.Errorf("-ready-timeout %v: must be positive", *readyTimeout)}
+	}
+	if len(env) > 0 {
+		o.Env = map[string]string{}
+		for _, kv := range env {
+			k, v, ok := strings.Cut(kv, "=")
+			if !ok || k == "" {
+				return &exitError{code: 2, err: fmt.Errorf("-env %q: want KEY=VALUE", kv)}
+			}
+			o.Env[k] = v
+		}
+	}
+	if *out == "" {
+		fs.Usage()
+		return &exitError{code: 2, err: errors.New("--out is required")}
+	}
+	p, err := plans.FromOptions(o)
+	if err != nil {
+		return &exitError{code: 2, err: err}
+	}
+	b, err := json.MarshalIndent(p, "", "  ")
+	if err != nil {
+		return err
+	}
+	b = append(b, '\n')
+	if *out == "-" {
+		_, err = os.Stdout.Write(b)
+		return err
+	}
+	if name := strings.TrimSuffix(filepath.Base(*out), ".json"); !bench.ProfileNamePattern.MatchString(name) || !strings.HasSuffix(*out, ".json") {
+		fmt.Fprintf(os.Stderr, "note: %s is not <name>.json with a name POST /bench accepts ([A-Za-z0-9][A-Za-z0-9._-]*); `bench run --plan` still takes it\n", *out)
+	}
+	flags := os.O_WRONLY | os.O_CREATE | os.O_EXCL
+	if *force {
+		flags = os.O_WRONLY | os.O_CREATE | os.O_TRUNC
+	}
+	if err := os.MkdirAll(filepath.Dir(*out), 0o755); err != nil {
+		return err
+	}
+	f, err := os.OpenFile(*out, flags, 0o644)
+	if errors.Is(err, os.ErrExist) {
+		return &exitError{code: 2, err: fmt.Errorf("%s exists; --force overwrites it", *out)}
+	}
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(b); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	fmt.Fprintf(os.Stderr, "wrote %s: %d cell(s)\n", *out, len(p.Cells))
+	return nil
+}
