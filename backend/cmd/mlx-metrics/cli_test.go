@@ -393,6 +393,10 @@ func TestRunExitCodes(t *testing.T) {
 		{[]string{"events"}, 2},
 		{[]string{"events", "--help"}, 0},
 		{[]string{"events", "rewind"}, 2},
+		{[]string{"bench", "list", "-h"}, 0},
+		{[]string{"bench", "show", "--bogus"}, 2},
+		{[]string{"bench", "compare", "only-one"}, 2},
+		{[]string{"bench", "show", "--server=http://127.0.0.1:1", "x"}, 1},
 	}
 	// run writes usage to the real stderr; keep the test output quiet.
 	stderr := os.Stderr
