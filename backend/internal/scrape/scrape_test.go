@@ -116,7 +116,11 @@ func TestScrapeFixtures(t *testing.T) {
 			files: []string{"testdata/vllm-1.txt"}, wantErr: "503",
 		},
 		{
-			name:  "unknown metrics cannot be detected",
+			name:  "an engine of no known dialect",
+			files: []string{"testdata/unknown.txt"}, wantErr: "give the kind",
+		},
+		{
+			name:  "a page that is not metrics",
 			files: []string{"testdata/../scrape_test.go"}, wantErr: "parsing metrics",
 		},
 	}
