@@ -23,18 +23,19 @@ func TestBenchmarks(t *testing.T) {
 	shot(t, ctx, "bench-idle")
 
 	click(t, ctx, `[data-profile="standard"] [data-action="run"]`)
-	waitFrame(t, ctx, "job running", `!!document.querySelector('.job[data-status="running"]')`, 10*time.Second)
+	waitFrame(t, ctx, "job running", `!!document.querySelector('.job:not(.job-ended)[data-status="running"]')`, 10*time.Second)
 	waitFrame(t, ctx, "Run disabled with the reason while the GPU is held",
 		`(()=>{const r=document.querySelector('[data-profile="smoke"] [data-action="run"]'); const why=document.querySelector('[data-profile="smoke"] .reason');
 		  return r.disabled && !!why && why.textContent.startsWith("the GPU is held by job")})()`, 5*time.Second)
 	waitFrame(t, ctx, "progress moves", `Number(document.querySelector('.job .progress').getAttribute("aria-valuenow")) > 0`, 60*time.Second)
 	waitFrame(t, ctx, "log tail shown", `!!document.querySelector('.job .log') && document.querySelector('.job .log').textContent.length > 0`, 30*time.Second)
 	var jobID string
-	inFrame(ctx, `document.querySelector('.job').dataset.job`, &jobID)
+	inFrame(ctx, `document.querySelector('.job:not(.job-ended)').dataset.job`, &jobID)
 	shot(t, ctx, "bench-running")
 
 	click(t, ctx, `.job [data-action="cancel"]`)
-	waitFrame(t, ctx, "run ends after Cancel", `!document.querySelector('.job')`, 30*time.Second)
+	waitFrame(t, ctx, "run ends after Cancel", `!document.querySelector('.job:not(.job-ended)') && !!document.querySelector('.job-ended[data-status="cancelled"]')`, 30*time.Second)
+	shot(t, ctx, "bench-cancelled")
 	var job struct {
 		Status string `json:"status"`
 	}

@@ -326,7 +326,13 @@ func (v *BenchView) renderLastEnded() app.UI {
 			app.Strong().Text(j.Profile),
 			app.Span().Class("muted").Text(" "+j.ID+" · "+j.Status+" at "+format.Clock(j.FinishedAt)),
 		),
-		app.If(why != "", func() app.UI { return app.P().Class("error-text").Text(why) }),
+		app.If(why != "", func() app.UI {
+			class := "error-text"
+			if j.Status == bench.StatusCancelled {
+				class = "muted"
+			}
+			return app.P().Class(class).Text(why)
+		}),
 		app.If(len(j.LogTail) > 0, func() app.UI {
 			return app.Details().Body(app.Summary().Text("log tail"), app.Pre().Class("log").Text(joinLines(j.LogTail)))
 		}),
