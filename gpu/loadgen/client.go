@@ -141,6 +141,9 @@ func (c *Client) Do(ctx context.Context, req Request) (Result, error) {
 		return res, timeoutErr(ctx, req.Timeout, err)
 	}
 	res.End = c.Now()
+	// Read past [DONE] to the end so the connection is kept for the next
+	// request rather than closed.
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
 	if res.ContentChunks == 0 {
 		return res, errors.New("the stream ended without generated text")
 	}

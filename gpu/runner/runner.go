@@ -87,15 +87,17 @@ func Run(ctx context.Context, o Options) (bench.RunRecord, error) {
 	r := &run{o: o, logDir: logDir, gpu: gpu, gpuErr: gpuErr, phases: o.Plan.Phases.Defaults()}
 	for i, cell := range o.Plan.Cells {
 		key := cell.KeyOrDefault()
-		fmt.Fprintf(o.Out, "=== %s ===\n", key)
 		res := bench.CellResult{Key: key, Model: cell.Model, Kind: cell.Kind, Configuration: cell.Configuration, Samples: []bench.Sample{}}
 		switch {
 		case ctx.Err() != nil:
+			// Not started, so no cell line: progress counts cells begun.
 			res.Status, res.Note = bench.CellFailed, "not run: the run was cancelled"
 		case cell.Skip != "":
+			fmt.Fprintf(o.Out, "=== %s ===\n", key)
 			res.Status, res.Note = bench.CellSkipped, cell.Skip
 			fmt.Fprintf(o.Out, "skipped: %s\n", cell.Skip)
 		default:
+			fmt.Fprintf(o.Out, "=== %s ===\n", key)
 			r.measure(ctx, i, cell, &res)
 		}
 		for _, p := range res.Problems {

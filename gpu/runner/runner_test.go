@@ -278,6 +278,9 @@ func TestCancelMidCell(t *testing.T) {
 	if rec.Cells[1].Status != bench.CellFailed || !strings.Contains(rec.Cells[1].Note, "not run") {
 		t.Errorf("cell 1: %s %q", rec.Cells[1].Status, rec.Cells[1].Note)
 	}
+	if strings.Contains(out.String(), "=== reference-sim/reference/never-started ===") {
+		t.Error("a cell line for a cell that never started")
+	}
 	if pgid == 0 {
 		t.Fatal("no server pid in the output")
 	}

@@ -82,6 +82,7 @@ func startServer(cell bench.Cell, self, logDir, logName string) (*server, error)
 	cmd.Stdout = stdout
 	cmd.Stderr = &teeWriter{w: stderrFile, t: s.stderr}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	dieWithRunner(cmd.SysProcAttr)
 	// A worker that outlives the leader must not hold Wait on our pipe.
 	cmd.WaitDelay = 5 * time.Second
 	s.cmd = cmd

@@ -50,6 +50,7 @@ func runServe(ctx context.Context, args []string) error {
 	benchCfg := addBenchFlags(fs)
 	liveCfg := addLiveFlags(fs)
 	exportCfg := addExportFlags(fs)
+	refEngineCfg := addReferenceEngineFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return &exitError{code: 2, err: err}
 	}
@@ -97,6 +98,13 @@ func runServe(ctx context.Context, args []string) error {
 	errc := make(chan error, 1)
 	go func() { errc <- app.Listen(cfg.addr) }()
 	fmt.Fprintf(os.Stderr, "mlx-metrics: serving on http://%s (home %s)\n", cfg.addr, cfg.home)
+	// --reference-engine: a simulator with synthetic traffic feeding this backend.
+	stopRefEngine, err := startReferenceEngine(ctx, refEngineCfg, cfg.addr, liveCfg.eventsToken)
+	if err != nil {
+		_ = app.Shutdown()
+		return &exitError{code: 2, err: err}
+	}
+	defer stopRefEngine()
 	select {
 	case err := <-errc:
 		return err

@@ -1,0 +1,100 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/mlx-bun/mlx-metrics/gpu/engine"
+	"github.com/mlx-bun/mlx-metrics/gpu/loadgen"
+)
+
+// referenceEngineConfig is serve's --reference-engine: the reference engine
+// in-process with light synthetic traffic, publishing to this backend, so a
+// fresh machine shows a live panel.
+type referenceEngineConfig struct {
+	enabled bool
+	rate    float64
+}
+
+func addReferenceEngineFlags(fs *flag.FlagSet) *referenceEngineConfig {
+	c := &referenceEngineConfig{}
+	on, _ := strconv.ParseBool(os.Getenv("MLX_METRICS_REFERENCE_ENGINE"))
+	fs.BoolVar(&c.enabled, "reference-engine", on, "run the reference engine (a simulator) on a loopback port with synthetic traffic, publishing its events here (env MLX_METRICS_REFERENCE_ENGINE)")
+	fs.Float64Var(&c.rate, "reference-traffic", envFloat("MLX_METRICS_REFERENCE_TRAFFIC", 1), "mean synthetic requests per second sent to the reference engine (env MLX_METRICS_REFERENCE_TRAFFIC)")
+	return c
+}
+
+// loopbackURL is how this process reaches its own listen address.
+func loopbackURL(addr string) string {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return "http://" + addr
+	}
+	if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
+		host = "127.0.0.1"
+	}
+	return "http://" + net.JoinHostPort(host, port)
+}
+
+// startReferenceEngine starts the engine once the backend answers, then
+// the traffic. The returned stop waits for both to end.
+func startReferenceEngine(ctx context.Context, c *referenceEngineConfig, backendAddr, eventsToken string) (stop func(), err error) {
+	if !c.enabled {
+		return func() {}, nil
+	}
+	if c.rate <= 0 {
+		return nil, fmt.Errorf("-reference-traffic %v: must be > 0 requests per second", c.rate)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, fmt.Errorf("reference engine: %w", err)
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	backend := loopbackURL(backendAddr)
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		if !waitForBackend(ctx, backend+"/healthz") {
+			ln.Close()
+			return
+		}
+		cfg := engine.DefaultConfig()
+		base := "http://" + ln.Addr().String() + "/v1"
+		fmt.Fprintf(os.Stderr, "mlx-metrics: reference engine (a simulator) serving %q at %s with ~%g synthetic requests/s\n", cfg.Model, base, c.rate)
+		wg.Go(func() {
+			client := loadgen.NewClient(base)
+			defer client.Close()
+			client.Traffic(ctx, loadgen.TrafficOptions{Model: cfg.Model, RatePerSecond: c.rate, Seed: uint64(time.Now().UnixNano())}, nil)
+		})
+		if err := engine.Serve(ctx, cfg, ln, engine.Publish{URL: backend, Token: eventsToken}, os.Stderr); err != nil {
+			fmt.Fprintf(os.Stderr, "mlx-metrics: reference engine: %v\n", err)
+		}
+	})
+	return func() { cancel(); wg.Wait() }, nil
+}
+
+// waitForBackend polls url until it answers, so the engine's first events
+// (its model load) are not lost to a backend still starting.
+func waitForBackend(ctx context.Context, url string) bool {
+	client := &http.Client{Timeout: time.Second}
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		if resp, err := client.Do(req); err == nil {
+			resp.Body.Close()
+			return true
+		}
+		select {
+		case <-ctx.Done():
+			return false
+		case <-tick.C:
+		}
+	}
+}
