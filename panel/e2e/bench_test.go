@@ -48,8 +48,20 @@ func TestBenchmarks(t *testing.T) {
 	// A complete run of the quick profile lands in history with its cells.
 	click(t, ctx, `[data-profile="smoke"] [data-action="run"]`)
 	waitFrame(t, ctx, "smoke run in history", fmt.Sprintf(`[...document.querySelectorAll('table.history tr[data-run]')].some(r => r.dataset.run !== %q)`, jobID), 120*time.Second)
+	// The newest row arrived above an older one: its Details must open it,
+	// not the run the row showed before (go-app reuses rows).
+	var newest string
+	inFrame(ctx, `document.querySelector('table.history tr[data-run]').dataset.run`, &newest)
 	click(t, ctx, `table.history tr[data-run] [data-action="open"]`)
 	waitFrame(t, ctx, "run detail", `!!document.querySelector('.detail table.cells tbody tr')`, 10*time.Second)
+	if got := frameText(t, ctx, ".detail"); !strings.Contains(got, "smoke") {
+		t.Errorf("detail shows %q, want the smoke run", got[:min(len(got), 120)])
+	}
+	var shown string
+	inFrame(ctx, `document.querySelector('.detail').dataset.detail`, &shown)
+	if shown != newest || shown == jobID {
+		t.Errorf("Details of row %s opened run %s", newest, shown)
+	}
 	var href string
 	inFrame(ctx, `document.querySelector('.detail a').href`, &href)
 	if !strings.HasSuffix(href, "/report") {

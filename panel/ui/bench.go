@@ -258,7 +258,9 @@ func (v *BenchView) renderProfiles() app.UI {
 					app.Td().Class("actions").Body(
 						app.Button().Class("btn btn-primary").DataSet("action", "run").
 							Disabled(blocked != "").Title(blocked).Text("Run").
-							OnClick(func(ctx app.Context, e app.Event) { v.run(ctx, p.Name) }),
+							// The scope makes go-app swap the handler when the row's
+							// profile changes; without it a reused row keeps the old closure.
+							OnClick(func(ctx app.Context, e app.Event) { v.run(ctx, p.Name) }, app.EventScope(p.Name)),
 						app.If(blocked != "" && blocked != "working…", func() app.UI {
 							return app.Div().Class("reason").Text(blocked)
 						}),
@@ -293,7 +295,7 @@ func (v *BenchView) renderActive() app.UI {
 				app.Strong().Text(j.Profile),
 				app.Span().Class("muted").Text(" "+j.ID+" · "+status),
 				app.Button().Class("btn btn-danger").DataSet("action", "cancel").Disabled(v.busy).Text("Cancel").
-					OnClick(func(ctx app.Context, e app.Event) { v.cancel(ctx, j.ID) }),
+					OnClick(func(ctx app.Context, e app.Event) { v.cancel(ctx, j.ID) }, app.EventScope(j.ID)),
 			),
 			app.Div().Class("progress").Attr("role", "progressbar").
 				Aria("valuemin", "0").Aria("valuemax", "100").Aria("valuenow", fmt.Sprintf("%.0f", pct)).Body(
@@ -396,7 +398,7 @@ func (v *BenchView) renderHistory() app.UI {
 				tdNum(fmt.Sprintf("%d / %d", measured(e), len(e.Cells))),
 				tdNum(format.RatePtr(bestDecode(e))),
 				app.Td().Body(app.Button().Class("btn").DataSet("action", "open").Text("Details").
-					OnClick(func(ctx app.Context, ev app.Event) { v.open(ctx, e.ID) })),
+					OnClick(func(ctx app.Context, ev app.Event) { v.open(ctx, e.ID) }, app.EventScope(e.ID))),
 			)
 		})),
 	)))

@@ -245,7 +245,7 @@ func (p *Panel) Render() app.UI {
 				return app.Button().Class("tab").DataSet("tab", t.Key).
 					Aria("selected", fmt.Sprint(t.Key == p.tab)).Attr("role", "tab").
 					Text(t.Label).
-					OnClick(func(ctx app.Context, e app.Event) { p.tab = t.Key })
+					OnClick(func(ctx app.Context, e app.Event) { p.tab = t.Key }, app.EventScope(t.Key))
 			})),
 		),
 		app.Main().Class("body").Body(p.renderView()),

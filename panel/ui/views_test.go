@@ -63,9 +63,9 @@ func TestViews(t *testing.T) {
 			},
 		},
 		{
-			name:  "serving empty",
-			compo: &ServingView{Snap: empty},
-			want:  []string{"0.00 tok/s", "0 / 0", "No scheduler samples yet."},
+			name:    "serving empty",
+			compo:   &ServingView{Snap: empty},
+			want:    []string{"0.00 tok/s", "0 / 0", "No scheduler samples yet."},
 			notWant: []string{`id="chart-throughput"`},
 		},
 		{
