@@ -49,22 +49,24 @@ func (w *stampWriter) Flush() { w.ResponseWriter.(http.Flusher).Flush() }
 
 // BenchmarkOverhead256 measures the load generator's own error with 256
 // concurrent streams against a loopback reference engine. Streams start on
-// a ramp (one every 4 ms) and each lasts longer than the ramp, so the
+// a ramp (one every 3 ms) and each lasts longer than the ramp, so the
 // later ones measure their TTFT while up to 255 others are streaming. The
 // added TTFT error of a stream is the client's TTFT minus the server
 // handler's (entry to the first token written and flushed): the client's
 // request writing, the loopback, and the client's chunk parsing.
 //
 //	go test -run '^$' -bench Overhead256 -benchtime 3x ./gpu/loadgen/
-func BenchmarkOverhead256(b *testing.B) {
-	const (
-		streams = 256
-		ramp    = 4 * time.Millisecond
-	)
+func BenchmarkOverhead256(b *testing.B) { benchOverhead(b, 256) }
+
+// BenchmarkOverhead1 is the same path with one stream at a time: the floor.
+func BenchmarkOverhead1(b *testing.B) { benchOverhead(b, 1) }
+
+func benchOverhead(b *testing.B, streams int) {
+	const ramp = 3 * time.Millisecond
 	cfg := engine.DefaultConfig()
 	cfg.LoadTime = 0
 	cfg.BatchCapacity = streams
-	cfg.PrefillRate, cfg.DecodeRate, cfg.BatchSlowdown = 1e6, 100, 0
+	cfg.PrefillRate, cfg.DecodeRate, cfg.BatchSlowdown = 1e6, 25, 0
 	e, err := engine.New(cfg)
 	if err != nil {
 		b.Fatal(err)
@@ -82,8 +84,9 @@ func BenchmarkOverhead256(b *testing.B) {
 	c := NewClient(srv.URL + "/v1")
 	defer c.Close()
 	prompt := Prompt(100, "")
-	// Each stream: 150 tokens at 100 tok/s, 1.5 s, longer than the 1 s ramp.
-	maxTokens := 150
+	// Each stream: 40 tokens at 25 tok/s (a per-stream rate typical of a
+	// full batch), 1.6 s, longer than the 0.77 s ramp: all 256 overlap.
+	maxTokens := 40
 
 	var added []float64
 	// Round 0 opens the connections and is not counted: a load generator
