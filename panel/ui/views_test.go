@@ -171,6 +171,32 @@ func TestRecordedSnapshot(t *testing.T) {
 	}
 }
 
+// TestReferenceSnapshot renders the views from reference.json, a snapshot
+// recorded from `serve --reference-engine` (synthetic traffic).
+func TestReferenceSnapshot(t *testing.T) {
+	ref := recorded(t, "reference")
+	tests := []struct {
+		name  string
+		compo app.Composer
+		want  []string
+	}{
+		{"serving", &ServingView{Snap: ref}, []string{"202 tok/s", "2 / 16", "12.5% occupied", ">29<", "of 1 known"}},
+		{"models", &ModelsView{Snap: ref}, []string{"reference-sim", "state-resident", "400 ms", "4.0 GiB", "238.0 MiB", "1.6 GiB"}},
+		{"caches", &CachesView{Snap: ref}, []string{"238.0 MiB of 8.0 GiB", "1.6 GiB of 2.0 GiB", "hit rate 23.7%"}},
+		{"requests", &RequestsView{Snap: ref}, []string{`data-finish="length"`, "29 · 100.0%", `data-timing="ttft"`}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			html := render(t, tt.compo)
+			for _, w := range tt.want {
+				if !strings.Contains(html, w) {
+					t.Errorf("missing %q", w)
+				}
+			}
+		})
+	}
+}
+
 func TestRecentNewestFirst(t *testing.T) {
 	html := render(t, &RequestsView{Snap: recorded(t, "busy")})
 	a, b := strings.Index(html, "req-1234"), strings.Index(html, "req-1232")
