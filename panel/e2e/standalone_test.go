@@ -57,6 +57,17 @@ func TestStandalonePage(t *testing.T) {
 	t.Logf("first paint %.0f ms after navigation; time to live data %s", fcp, live.Round(time.Millisecond))
 	record(t, fmt.Sprintf("standalone: panel first paint %.0f ms after navigation, time to live data %d ms", fcp, live.Milliseconds()))
 
+	// One stream, not a default one replaced by the element's connection.
+	var h struct {
+		Stream struct {
+			Connected int `json:"connected"`
+		} `json:"stream"`
+	}
+	b.getJSON("/healthz", &h)
+	if h.Stream.Connected != 1 {
+		t.Errorf("%d stream connections opened, want 1", h.Stream.Connected)
+	}
+
 	// Charts draw: the canvas has painted pixels.
 	waitFrame(t, ctx, "throughput chart drawn", paintedPixels("chart-throughput")+" > 500", 10*time.Second)
 	shot(t, ctx, "serving")

@@ -87,9 +87,12 @@ func (p *Panel) OnMount(ctx app.Context) {
 		return
 	}
 	w := app.Window()
-	if c, ok := readConnection(w.Get("mlxMetricsConnection")); ok {
-		p.conn = c
-	} else if p.conn.APIBase == "" {
+	given, ok := readConnection(w.Get("mlxMetricsConnection"))
+	embedded := w.Get("document").Get("documentElement").Get("classList").Call("contains", "embedded").Bool()
+	switch {
+	case ok:
+		p.conn = given
+	case p.conn.APIBase == "":
 		p.conn = DefaultConnection
 	}
 	p.readTheme()
@@ -104,8 +107,23 @@ func (p *Panel) OnMount(ctx app.Context) {
 		}
 	})
 	p.listen(ctx, "mlx-metrics-theme", func(ctx app.Context, detail app.Value) { p.readTheme() })
+	if embedded && !ok {
+		// The element sends the connection right after the frame's ready;
+		// wait for it rather than open a stream to replace at once, but not
+		// forever: an element that never answers gets the default.
+		ctx.After(connectionWait, func(ctx app.Context) {
+			if p.s == nil {
+				p.connect(ctx)
+			}
+		})
+		return
+	}
 	p.connect(ctx)
 }
+
+// connectionWait bounds how long an embedded frame waits for the element's
+// connection before using the backend's own.
+const connectionWait = 2 * time.Second
 
 func (p *Panel) OnDismount() {
 	p.gen++
