@@ -73,20 +73,24 @@ func Percent(share float64) string {
 	return fmt.Sprintf("%.1f%%", share*100)
 }
 
-// Clock renders epoch milliseconds as a UTC wall-clock time.
+// Location is the time zone times are shown in: the browser's (Go's
+// js/wasm runtime takes time.Local from the JavaScript Date). Tests pin it.
+var Location = time.Local
+
+// Clock renders epoch milliseconds as a wall-clock time.
 func Clock(ms int64) string {
 	if ms == 0 {
 		return Dash
 	}
-	return time.UnixMilli(ms).UTC().Format("15:04:05")
+	return time.UnixMilli(ms).In(Location).Format("15:04:05")
 }
 
-// When renders epoch milliseconds as a UTC date and time.
+// When renders epoch milliseconds as a date and time with its zone.
 func When(ms int64) string {
 	if ms == 0 {
 		return Dash
 	}
-	return time.UnixMilli(ms).UTC().Format("2006-01-02 15:04 UTC")
+	return time.UnixMilli(ms).In(Location).Format("2006-01-02 15:04 MST")
 }
 
 // Count renders an integer with thousands separators.
