@@ -29,7 +29,11 @@ func TestFormat(t *testing.T) {
 		{"clock", Clock(1764690000000), "15:40:00"},
 		{"when", When(1764690000000), "2025-12-02 15:40 UTC"},
 		{"count", Count(1234567), "1,234,567"},
-		{"when in a zone", func() string { Location = time.FixedZone("CET", 3600); defer func() { Location = time.UTC }(); return When(1764690000000) }(), "2025-12-02 16:40 CET"},
+		{"when in a zone", func() string {
+			Location = time.FixedZone("CET", 3600)
+			defer func() { Location = time.UTC }()
+			return When(1764690000000)
+		}(), "2025-12-02 16:40 CET"},
 		{"count small", Count(12), "12"},
 		{"count negative", Count(-1234), "-1,234"},
 	}

@@ -39,9 +39,17 @@ func (v *CachesView) cache(i int, c snapshot.Cache) app.UI {
 	}
 	var gauge app.UI = app.P().Class("gauge-none").Text("no capacity reported")
 	fill := format.Bytes(c.Bytes)
-	if c.CapacityBytes != nil && *c.CapacityBytes > 0 {
-		share := float64(c.Bytes) / float64(*c.CapacityBytes)
+	share := -1.0
+	switch {
+	case c.CapacityBytes != nil && *c.CapacityBytes > 0:
+		share = float64(c.Bytes) / float64(*c.CapacityBytes)
 		fill = fmt.Sprintf("%s of %s", format.Bytes(c.Bytes), format.Bytes(*c.CapacityBytes))
+	case c.UsageRatio != nil:
+		// Scraped engines (vLLM, SGLang, llama.cpp) report a ratio, not bytes.
+		share = *c.UsageRatio
+		fill = format.Percent(share) + " in use (reported as a ratio)"
+	}
+	if share >= 0 {
 		gauge = &Chart{
 			ID:     fmt.Sprintf("gauge-%s-%d", c.Cache, i),
 			Class:  "chart chart-gauge",

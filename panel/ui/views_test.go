@@ -11,6 +11,7 @@ import (
 	"github.com/maxence-charriere/go-app/v10/pkg/app"
 
 	"github.com/mlx-bun/mlx-metrics/panel/charts"
+	"github.com/mlx-bun/mlx-metrics/shared/events"
 	"github.com/mlx-bun/mlx-metrics/shared/snapshot"
 )
 
@@ -38,6 +39,8 @@ func render(t *testing.T, c app.Composer) string {
 	e.ConsumeAll()
 	return app.HTMLString(c)
 }
+
+func ptr[T any](v T) *T { return &v }
 
 const xss = "<img src=x onerror=alert(1)>"
 
@@ -97,6 +100,14 @@ func TestViews(t *testing.T) {
 				`data-cache="kv"`, "512.0 MiB of 1.0 GiB", `id="gauge-kv-0"`,
 				`data-cache="prefix"`, "128.0 MiB of 512.0 MiB", "hit rate 78.0% (312 hits, 88 misses)", `id="gauge-prefix-1"`,
 			},
+		},
+		{
+			name: "caches reported as a ratio",
+			compo: &CachesView{Snap: &snapshot.Snapshot{Caches: []snapshot.Cache{{
+				CacheSample: events.CacheSample{Model: "vllm-model", Cache: "kv", UsageRatio: ptr(0.42)},
+			}}}},
+			want:    []string{"42.0% in use (reported as a ratio)", `id="gauge-kv-0"`},
+			notWant: []string{"no capacity reported"},
 		},
 		{
 			name:  "caches empty",
