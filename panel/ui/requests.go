@@ -16,6 +16,9 @@ type RequestsView struct {
 	app.Compo
 
 	Snap *snapshot.Snapshot
+
+	// model narrows the timings to one model's window ("" is all models).
+	model string
 }
 
 type timingRow struct {
@@ -30,6 +33,10 @@ func (v *RequestsView) Render() app.UI {
 	}
 	r := v.Snap.Requests
 	w := r.Window
+	models := perModelNames(w)
+	if pw, ok := w.PerModel[v.model]; ok && pw != nil {
+		w = *pw
+	}
 	rows := []timingRow{
 		{"queue", "Queue wait", w.QueueMs, format.Ms},
 		{"ttft", "Time to first token", w.TTFTMs, format.Ms},
@@ -38,11 +45,27 @@ func (v *RequestsView) Render() app.UI {
 		{"total", "Total time", w.TotalMs, format.Ms},
 	}
 	windowNote := fmt.Sprintf("over the last %d of %d finished requests (window %d)", w.Count, r.Finished, w.Size)
+	if v.model != "" && w.Count != r.Window.Count {
+		windowNote = fmt.Sprintf("%d of the last %d finished requests (window %d)", w.Count, r.Window.Count, r.Window.Size)
+	}
 	if w.CachedPromptShare != nil {
 		windowNote += "; " + format.Percent(*w.CachedPromptShare) + " of prompt tokens cached"
 	}
 	return app.Div().Class("view").ID("view-requests").Body(
 		section("Request timings",
+			app.If(len(models) > 1, func() app.UI {
+				return app.Div().Class("trend-controls").Body(
+					app.Label().Text("Model "),
+					app.Select().DataSet("control", "timings-model").OnChange(func(ctx app.Context, e app.Event) {
+						v.model = ctx.JSSrc().Get("value").String()
+					}).Body(
+						app.Option().Value("").Selected(v.model == "").Text("all models"),
+						app.Range(models).Slice(func(i int) app.UI {
+							return app.Option().Value(models[i]).Selected(models[i] == v.model).Text(models[i])
+						}),
+					),
+				)
+			}),
 			app.P().Class("note").Text(windowNote),
 			app.Div().Class("table-wrap").Body(app.Table().Class("table timings").Body(
 				app.THead().Body(app.Tr().Body(th(""), th("n"), th("p50"), th("p95"), th("p99"), th("max"), th("mean"))),
@@ -65,6 +88,16 @@ func (v *RequestsView) Render() app.UI {
 		section("Finish reasons", finishReasons(r)),
 		section("Recent requests", recentTable(r.Recent)),
 	)
+}
+
+// perModelNames lists the window's models, sorted.
+func perModelNames(w snapshot.Window) []string {
+	names := make([]string, 0, len(w.PerModel))
+	for m := range w.PerModel {
+		names = append(names, m)
+	}
+	sort.Strings(names)
+	return names
 }
 
 func finishReasons(r snapshot.Requests) app.UI {

@@ -208,6 +208,28 @@ func TestReferenceSnapshot(t *testing.T) {
 	}
 }
 
+func TestRequestsPerModel(t *testing.T) {
+	rec := recorded(t, "recorded")
+	if len(rec.Requests.Window.PerModel) < 2 {
+		t.Skip("recorded snapshot has no per-model windows")
+	}
+	tests := []struct {
+		model string
+		want  []string
+	}{
+		{"", []string{`data-control="timings-model"`, "all models", "over the last 200 of 260"}},
+		{"qwen2.5-7b", []string{"of the last 200 finished requests (window 200)"}},
+	}
+	for _, tt := range tests {
+		html := render(t, &RequestsView{Snap: rec, model: tt.model})
+		for _, w := range tt.want {
+			if !strings.Contains(html, w) {
+				t.Errorf("model %q: missing %q", tt.model, w)
+			}
+		}
+	}
+}
+
 func TestRecentNewestFirst(t *testing.T) {
 	html := render(t, &RequestsView{Snap: recorded(t, "busy")})
 	a, b := strings.Index(html, "req-1234"), strings.Index(html, "req-1232")
