@@ -89,8 +89,8 @@ func TestForeignHost(t *testing.T) {
 	ctx := browser(t)
 	start := time.Now()
 	navigate(t, ctx, hostOrigin+"/")
-	live := waitFrame(t, ctx, "embedded panel live", `document.querySelector("#conn").dataset.state === "live"`, 30*time.Second)
-	record(t, fmt.Sprintf("foreign host: time to live data %d ms", (time.Since(start)-live+live).Milliseconds()))
+	waitFrame(t, ctx, "embedded panel live", `document.querySelector("#conn").dataset.state === "live"`, 30*time.Second)
+	record(t, fmt.Sprintf("foreign host: time to live data %d ms", time.Since(start).Milliseconds()))
 	waitFrame(t, ctx, "queued tile", tileValue("queued")+` === "11"`, 5*time.Second)
 	waitFrame(t, ctx, "chart drawn in the embedded panel", paintedPixels("chart-throughput")+" > 500", 10*time.Second)
 
@@ -112,9 +112,7 @@ func TestForeignHost(t *testing.T) {
 		t.Errorf("host .note font-size %s: the panel's styles leaked", hostNote)
 	}
 	// The documented custom property themes the panel.
-	var accent string
 	waitFrame(t, ctx, "theme custom property applied", `getComputedStyle(document.documentElement).getPropertyValue("--mm-accent").trim() === "rgb(255, 0, 255)"`, 5*time.Second)
-	inFrame(ctx, `getComputedStyle(document.querySelector(".tab[aria-selected=true]")||document.body).color`, &accent)
 	// The element sizes itself to the panel's content.
 	var height float64
 	evalTop(t, ctx, `window.panel.getBoundingClientRect().height`, &height)
