@@ -37,6 +37,8 @@ type Engine struct {
 	kv      kvCache
 	prefix  *prefixCache
 	stats   sampleStats
+	// lastAdmit is when the last request was admitted.
+	lastAdmit time.Time
 }
 
 // sampleStats accumulates what the periodic samples report.

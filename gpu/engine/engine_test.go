@@ -429,3 +429,61 @@ func TestSamplesWhileBusy(t *testing.T) {
 		}
 	}
 }
+
+// lateClock takes each step when the test says (gate) and wakes 5 ms late,
+// as a busy machine does: the step chain lags wall time and catches up.
+type lateClock struct{ gateClock }
+
+func (c *lateClock) SleepUntil(ctx context.Context, t time.Time) error {
+	if !t.After(c.Now()) {
+		return ctx.Err() // nothing to wait for (a load of 0 ms)
+	}
+	return c.gateClock.SleepUntil(ctx, t.Add(5*time.Millisecond))
+}
+
+// Whatever the lag, a request's timings stay causal: no first token before
+// its arrival, and every event passes the backend's validation.
+func TestLagKeepsTimingsCausal(t *testing.T) {
+	cfg := testConfig()
+	cfg.DecodeRate = 1000 // 1 ms steps, shorter than the lag
+	rec := newRecorder()
+	clock := &lateClock{gateClock{jumpClock: *newJumpClock(), gate: make(chan struct{})}}
+	e, err := New(cfg, WithClock(clock), WithSink(rec.sink))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { e.Run(ctx); close(done) }()
+	defer func() { cancel(); <-done }()
+	long, err := e.Submit(context.Background(), prompt(8, 1), 20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var late []*Stream
+	for i := range 3 { // arrivals while the chain lags 5 ms
+		clock.gate <- struct{}{}
+		if _, _, err := long.Next(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		s, err := e.Submit(context.Background(), prompt(4, uint64(i+10)), 3)
+		if err != nil {
+			t.Fatal(err)
+		}
+		late = append(late, s)
+	}
+	close(clock.gate)
+	for _, s := range append(late, long) {
+		drain(t, s)
+	}
+	for _, ev := range rec.ofType(events.TypeRequestFinished) {
+		f := ev.Payload.(*events.RequestFinished)
+		if *f.TTFTMs < *f.QueueMs || *f.QueueMs < 0 {
+			t.Errorf("%s: ttft %v ms before queue %v ms", f.RequestID, *f.TTFTMs, *f.QueueMs)
+		}
+		b, _ := ev.MarshalJSON()
+		if _, err := events.Parse(b); err != nil {
+			t.Errorf("%s: %v", b, err)
+		}
+	}
+}

@@ -59,6 +59,10 @@ func (e *Engine) schedule(ctx context.Context) error {
 		if now.Sub(stepEnd) > maxLag {
 			stepEnd = now // fell far behind: restart the chain at now
 		}
+		if e.lastAdmit.After(stepEnd) {
+			// A step holding a request cannot start before it was admitted.
+			stepEnd = e.lastAdmit
+		}
 
 		// Plan the step: prefill chunks first come first served, one token
 		// for each row past its prefill.
@@ -116,6 +120,7 @@ func (e *Engine) admit(now time.Time) {
 		e.kv.used += need
 		r.pages = need
 		r.admitted = now
+		e.lastAdmit = now
 		r.cached = e.prefix.lookup(r.prompt, e.cfg.PageTokens)
 		r.prefilled = r.cached
 		e.running = append(e.running, r)

@@ -21,6 +21,8 @@ import (
 type referenceEngineConfig struct {
 	enabled bool
 	rate    float64
+	// engine replaces the default engine configuration (tests).
+	engine *engine.Config
 }
 
 func addReferenceEngineFlags(fs *flag.FlagSet) *referenceEngineConfig {
@@ -65,6 +67,9 @@ func startReferenceEngine(ctx context.Context, c *referenceEngineConfig, backend
 			return
 		}
 		cfg := engine.DefaultConfig()
+		if c.engine != nil {
+			cfg = *c.engine
+		}
 		base := "http://" + ln.Addr().String() + "/v1"
 		fmt.Fprintf(os.Stderr, "mlx-metrics: reference engine (a simulator) serving %q at %s with ~%g synthetic requests/s\n", cfg.Model, base, c.rate)
 		wg.Go(func() {

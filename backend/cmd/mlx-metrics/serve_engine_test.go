@@ -1,0 +1,96 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/mlx-bun/mlx-metrics/gpu/engine"
+	"github.com/mlx-bun/mlx-metrics/shared/events"
+)
+
+func TestLoopbackURL(t *testing.T) {
+	tests := []struct{ addr, want string }{
+		{"127.0.0.1:7878", "http://127.0.0.1:7878"},
+		{":7878", "http://127.0.0.1:7878"},
+		{"0.0.0.0:7878", "http://127.0.0.1:7878"},
+		{"[::]:7878", "http://127.0.0.1:7878"},
+		{"[::1]:7878", "http://[::1]:7878"},
+		{"localhost:1", "http://localhost:1"},
+	}
+	for _, tt := range tests {
+		if got := loopbackURL(tt.addr); got != tt.want {
+			t.Errorf("loopbackURL(%q) = %q, want %q", tt.addr, got, tt.want)
+		}
+	}
+}
+
+// --reference-engine publishes the engine's events, with the events token,
+// to the backend: its load, then the synthetic traffic's requests.
+func TestReferenceEnginePublishes(t *testing.T) {
+	var mu sync.Mutex
+	seen := map[events.Type]int{}
+	finished := make(chan struct{})
+	var once sync.Once
+	backend := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/healthz":
+			w.Write([]byte(`{}`))
+		case "/api/metrics/events":
+			if r.Header.Get("Authorization") != "Bearer tok" {
+				http.Error(w, "no token", http.StatusUnauthorized)
+				return
+			}
+			sc := bufio.NewScanner(r.Body)
+			sc.Buffer(nil, events.MaxLineBytes)
+			for sc.Scan() {
+				ev, err := events.Parse(sc.Bytes())
+				if err != nil {
+					t.Errorf("event %s: %v", sc.Text(), err)
+					continue
+				}
+				mu.Lock()
+				seen[ev.Type]++
+				if seen[events.TypeModelLoad] >= 2 && seen[events.TypeRequestFinished] > 0 {
+					once.Do(func() { close(finished) })
+				}
+				mu.Unlock()
+			}
+			w.WriteHeader(http.StatusAccepted)
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	defer backend.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	fast := engine.DefaultConfig()
+	fast.DecodeRate, fast.PrefillRate, fast.LoadTime = 5000, 1e6, 0
+	stop, err := startReferenceEngine(ctx, &referenceEngineConfig{enabled: true, rate: 50, engine: &fast}, strings.TrimPrefix(backend.URL, "http://"), "tok")
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-finished
+	cancel()
+	stop()
+	mu.Lock()
+	defer mu.Unlock()
+	if seen[events.TypeModelMemory] == 0 {
+		t.Errorf("events seen %v, want model.memory too", seen)
+	}
+}
+
+func TestReferenceEngineFlags(t *testing.T) {
+	if stop, err := startReferenceEngine(context.Background(), &referenceEngineConfig{}, "127.0.0.1:1", ""); err != nil {
+		t.Fatal(err)
+	} else {
+		stop() // disabled: nothing started
+	}
+	if _, err := startReferenceEngine(context.Background(), &referenceEngineConfig{enabled: true, rate: 0}, "127.0.0.1:1", ""); err == nil {
+		t.Error("a zero traffic rate was accepted")
+	}
+}
