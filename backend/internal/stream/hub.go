@@ -87,6 +87,7 @@ type Hub struct {
 	mu      sync.Mutex
 	latest  *frame
 	clients map[*client]struct{}
+	seq     uint64 // ticks handled
 
 	ticker clock.Ticker
 	done   chan struct{}
@@ -178,6 +179,7 @@ func (h *Hub) currentLocked(now time.Time) (*frame, error) {
 func (h *Hub) tick(now time.Time) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	h.seq++
 	if len(h.clients) == 0 {
 		return
 	}
@@ -186,7 +188,7 @@ func (h *Hub) tick(now time.Time) {
 		fr = h.latest // keep streaming what we have; the next tick retries
 	}
 	for c := range h.clients {
-		c.offer(h, fr, now)
+		c.offer(h, fr, h.seq, now)
 	}
 }
 
@@ -199,20 +201,24 @@ type client struct {
 	pending   *frame
 	keepAlive bool
 	version   uint64    // newest version handed to this client
+	dueTick   uint64    // the first tick that may hand it a frame
 	lastSent  time.Time // when the hub last handed it anything
 }
 
-func (c *client) offer(h *Hub, fr *frame, now time.Time) {
+// offer hands fr to the client at tick seq if it is newer than what the
+// client has and the client is due: the tick after its last frame (counting
+// ticks, so one that fires a little early still serves every client), or
+// Interval after its opening frame.
+func (c *client) offer(h *Hub, fr *frame, seq uint64, now time.Time) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	idle := now.Sub(c.lastSent)
 	switch {
-	case fr != nil && fr.version > c.version && idle >= h.opts.Interval:
+	case fr != nil && fr.version > c.version && (seq >= c.dueTick || now.Sub(c.lastSent) >= h.opts.Interval):
 		if c.pending != nil {
 			h.skipped.Add(1)
 		}
-		c.pending, c.version, c.lastSent = fr, fr.version, now
-	case idle >= h.opts.KeepAlive:
+		c.pending, c.version, c.dueTick, c.lastSent = fr, fr.version, seq+1, now
+	case now.Sub(c.lastSent) >= h.opts.KeepAlive:
 		c.keepAlive, c.lastSent = true, now
 	default:
 		return
@@ -241,7 +247,9 @@ func (h *Hub) Handler(c *fiber.Ctx) error {
 		h.mu.Unlock()
 		return fiber.NewError(fiber.StatusInternalServerError, "encoding the snapshot: "+err.Error())
 	}
-	cl := &client{wake: make(chan struct{}, 1), version: fr.version, lastSent: now}
+	// The opening frame stands for the coming tick, which is less than an
+	// Interval away: the next frame waits for the tick after it.
+	cl := &client{wake: make(chan struct{}, 1), version: fr.version, dueTick: h.seq + 2, lastSent: now}
 	h.clients[cl] = struct{}{}
 	h.mu.Unlock()
 	h.connected.Add(1)

@@ -298,29 +298,29 @@ func TestKeepAlive(t *testing.T) {
 	}
 }
 
-// A client that joins between ticks is not sent its next frame sooner
-// than Interval after its opening one.
+// A client that joins between ticks is not sent its next frame at the
+// coming tick, less than Interval after its opening one, but at the one
+// after; then at every tick.
 func TestOfferPacesEachClient(t *testing.T) {
 	h := &Hub{opts: Options{}.withDefaults()}
-	c := &client{wake: make(chan struct{}, 1), version: 2, lastSent: t0.Add(400 * time.Millisecond)}
-	fr := &frame{version: 3}
+	const joinedAfterTick = 7
+	c := &client{wake: make(chan struct{}, 1), version: 2, dueTick: joinedAfterTick + 2, lastSent: t0}
 	for _, step := range []struct {
-		at      time.Duration
+		seq     uint64
+		version uint64
 		pending bool
 	}{
-		{500 * time.Millisecond, false}, // 100 ms after its opening frame
-		{900 * time.Millisecond, true},  // 500 ms after
+		{8, 3, false}, // the coming tick
+		{9, 3, true},
+		{10, 3, false}, // nothing newer
+		{11, 4, true},
+		{12, 5, true},
 	} {
-		c.offer(h, fr, t0.Add(step.at))
+		c.offer(h, &frame{version: step.version}, step.seq, t0.Add(time.Duration(step.seq)*time.Millisecond))
 		got, _ := c.take()
 		if (got != nil) != step.pending {
-			t.Fatalf("at %v: pending %v, want %v", step.at, got != nil, step.pending)
+			t.Fatalf("tick %d: pending %v, want %v", step.seq, got != nil, step.pending)
 		}
-	}
-	// Handed over once, never again.
-	c.offer(h, fr, t0.Add(2*time.Second))
-	if got, _ := c.take(); got != nil {
-		t.Fatal("the same version offered twice")
 	}
 }
 
