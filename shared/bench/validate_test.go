@@ -96,3 +96,33 @@ func TestKeyOrDefault(t *testing.T) {
 		}
 	}
 }
+
+// Profile names resolve to <home>/metrics/bench/plans/<name>.json and
+// nothing else: no separators, no traversal, no hidden or empty names.
+func TestProfileNamePattern(t *testing.T) {
+	tests := []struct {
+		name string
+		ok   bool
+	}{
+		{"smoke", true},
+		{"standard", true},
+		{"qwen3-0.6b_4bit.v2", true},
+		{"A1", true},
+		{"", false},
+		{"..", false},
+		{"../etc/passwd", false},
+		{"/etc/passwd", false},
+		{"a/b", false},
+		{`a\b`, false},
+		{".hidden", false},
+		{"-flag", false},
+		{"name with space", false},
+		{"smoke\n", false},
+		{"naïve", false},
+	}
+	for _, tt := range tests {
+		if got := ProfileNamePattern.MatchString(tt.name); got != tt.ok {
+			t.Errorf("ProfileNamePattern(%q) = %v, want %v", tt.name, got, tt.ok)
+		}
+	}
+}
