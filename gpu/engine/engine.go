@@ -28,6 +28,7 @@ type Engine struct {
 	seq   atomic.Uint64
 
 	mu       sync.Mutex
+	stopped  bool // Run has returned: Submit refuses
 	incoming []*request
 	wake     chan struct{} // cap 1: something arrived or was cancelled
 
@@ -95,7 +96,7 @@ func (e *Engine) Run(ctx context.Context) error {
 	if err := e.clock.SleepUntil(ctx, start.Add(e.cfg.LoadTime)); err != nil {
 		msg := "load interrupted: " + err.Error()
 		e.emit(events.TypeModelLoad, e.clock.Now(), &events.ModelLoad{Model: e.cfg.Model, Phase: events.PhaseFailed, Error: msg})
-		e.failAll(errors.New("engine stopped"))
+		e.failAll(ErrStopped)
 		return nil
 	}
 	loaded := e.clock.Now()
@@ -105,12 +106,15 @@ func (e *Engine) Run(ctx context.Context) error {
 	e.emit(events.TypeModelLoad, loaded, &events.ModelLoad{Model: e.cfg.Model, Phase: events.PhaseFinished, Ms: &ms, WeightsBytes: &wb})
 	e.emitMemory(loaded)
 	err := e.schedule(ctx)
-	e.failAll(errors.New("engine stopped"))
+	e.failAll(ErrStopped)
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return nil
 	}
 	return err
 }
+
+// ErrStopped is Submit's answer once the engine has stopped.
+var ErrStopped = errors.New("the engine has stopped")
 
 // ErrRejected wraps why a request can never be served (it is the client's
 // fault: a 400).
@@ -145,6 +149,11 @@ func (e *Engine) Submit(ctx context.Context, prompt []uint64, maxTokens int) (*S
 	})
 	r.out.release = func() { stop() }
 	e.mu.Lock()
+	if e.stopped {
+		e.mu.Unlock()
+		stop()
+		return nil, ErrStopped
+	}
 	e.incoming = append(e.incoming, r)
 	e.mu.Unlock()
 	e.signal()
@@ -160,6 +169,7 @@ func (e *Engine) signal() {
 
 func (e *Engine) failAll(err error) {
 	e.mu.Lock()
+	e.stopped = true
 	in := e.incoming
 	e.incoming = nil
 	e.mu.Unlock()

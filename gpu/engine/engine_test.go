@@ -487,3 +487,23 @@ func TestLagKeepsTimingsCausal(t *testing.T) {
 		}
 	}
 }
+
+func TestSubmitAfterStop(t *testing.T) {
+	e, err := New(testConfig(), WithClock(newJumpClock()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	queued, err := e.Submit(context.Background(), prompt(4, 1), 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cancel()
+	e.Run(ctx) // returns at once: stopped during the load
+	if _, res := drain(t, queued); res.Err == nil || res.Finish != events.FinishError {
+		t.Errorf("a request queued at stop ended %+v, want an error", res)
+	}
+	if _, err := e.Submit(context.Background(), prompt(4, 2), 2); err != ErrStopped {
+		t.Errorf("Submit after stop = %v, want ErrStopped", err)
+	}
+}

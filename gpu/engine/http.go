@@ -218,8 +218,11 @@ func (e *Engine) serve(w http.ResponseWriter, r *http.Request, prompt []uint64, 
 	s, err := e.Submit(ctx, prompt, max)
 	if err != nil {
 		status := http.StatusInternalServerError
-		if errors.Is(err, ErrRejected) {
+		switch {
+		case errors.Is(err, ErrRejected):
 			status = http.StatusBadRequest
+		case errors.Is(err, ErrStopped):
+			status = http.StatusServiceUnavailable
 		}
 		writeError(w, status, err.Error())
 		return
