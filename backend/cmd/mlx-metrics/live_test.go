@@ -1,0 +1,61 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"io"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mlx-bun/mlx-metrics/backend/internal/bus"
+	"github.com/mlx-bun/mlx-metrics/backend/internal/health"
+)
+
+func TestLiveFlags(t *testing.T) {
+	recorded := filepath.Join("..", "..", "internal", "store", "testdata", "recorded.ndjson")
+	for _, tc := range []struct {
+		name string
+		args []string
+		err  string // empty: starts
+	}{
+		{"defaults", nil, ""},
+		{"replay", []string{"-replay", recorded, "-window", "50"}, ""},
+		{"missing replay file", []string{"-replay", "/nonexistent/events.ndjson"}, "-replay"},
+		{"zero window", []string{"-window", "0"}, "-window 0"},
+		{"huge series", []string{"-series", "1000000"}, "-series 1000000"},
+		{"negative replay speed", []string{"-replay-speed", "-1"}, "-replay-speed"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+			fs.SetOutput(io.Discard)
+			cfg := addLiveFlags(fs)
+			if err := fs.Parse(tc.args); err != nil {
+				t.Fatal(err)
+			}
+			h := health.New(time.Now(), nil)
+			s, err := startLive(context.Background(), cfg, bus.New(), h)
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) {
+					t.Fatalf("error %v, want one mentioning %q", err, tc.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.close()
+			if len(s.features) != 2 {
+				t.Fatalf("%d features", len(s.features))
+			}
+			rep := h.Report()
+			for _, k := range []string{"ingest", "stream"} {
+				if _, ok := rep[k]; !ok {
+					t.Errorf("healthz lacks %q", k)
+				}
+			}
+			s.close() // idempotent with the deferred one
+		})
+	}
+}
