@@ -31,8 +31,8 @@ type Follower struct {
 	// keep-alive, for this long: a half-open TCP connection would otherwise
 	// wait forever (60 s; wall-clock, as it guards a real socket).
 	IdleTimeout time.Duration
-	Client     *http.Client  // one without a timeout when nil: the stream is long-lived
-	Clock      clock.Clock   // clock.Real{} when nil
+	Client      *http.Client // one without a timeout when nil: the stream is long-lived
+	Clock       clock.Clock  // clock.Real{} when nil
 
 	bus *bus.Bus
 	Counter
