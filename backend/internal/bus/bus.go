@@ -126,7 +126,8 @@ func (b *Bus) Stats() []SubscriberStats {
 // Flush waits until every subscriber has handled (or dropped) each event
 // published before the call. Replay uses it to know a file is fully reduced,
 // and tests to synchronise without sleeping. A handler that never returns
-// makes Flush wait forever, as it would make the subscriber stall.
+// makes Flush wait forever, as it would make the subscriber stall; so does
+// calling Flush from inside a handler.
 func (b *Bus) Flush() {
 	for _, s := range *b.subs.Load() {
 		s.flush()
