@@ -1,18 +1,9 @@
 package probe
 
-import (
-	"errors"
-	"fmt"
-	"sync"
-
-	"github.com/NVIDIA/go-nvml/pkg/nvml"
-)
+import "errors"
 
 // ErrNoGPU starts every error that means there is no GPU to read.
 var ErrNoGPU = errors.New("no GPU found")
-
-// GPU is an open NVML session.
-type GPU struct{ once sync.Once }
 
 // Device is one GPU.
 type Device struct {
@@ -20,82 +11,4 @@ type Device struct {
 	Name        string
 	MemoryTotal int64
 	MemoryUsed  int64
-}
-
-// OpenGPU loads NVML. Without libnvidia-ml, or with no device, it fails
-// with an error wrapping ErrNoGPU that says which.
-func OpenGPU() (*GPU, error) {
-	if ret := nvml.Init(); ret != nvml.SUCCESS {
-		if ret == nvml.ERROR_LIBRARY_NOT_FOUND {
-			return nil, fmt.Errorf("%w (libnvidia-ml is not installed; NVML reads NVIDIA GPUs only)", ErrNoGPU)
-		}
-		return nil, fmt.Errorf("%w (NVML: %s)", ErrNoGPU, nvml.ErrorString(ret))
-	}
-	g := &GPU{}
-	n, ret := nvml.DeviceGetCount()
-	if ret != nvml.SUCCESS || n == 0 {
-		g.Close()
-		if ret != nvml.SUCCESS {
-			return nil, fmt.Errorf("%w (NVML: %s)", ErrNoGPU, nvml.ErrorString(ret))
-		}
-		return nil, fmt.Errorf("%w (NVML sees no device)", ErrNoGPU)
-	}
-	return g, nil
-}
-
-// Close releases NVML.
-func (g *GPU) Close() { g.once.Do(func() { nvml.Shutdown() }) }
-
-// Devices lists the GPUs with their memory.
-func (g *GPU) Devices() ([]Device, error) {
-	n, ret := nvml.DeviceGetCount()
-	if ret != nvml.SUCCESS {
-		return nil, fmt.Errorf("NVML device count: %s", nvml.ErrorString(ret))
-	}
-	devs := make([]Device, 0, n)
-	for i := range n {
-		d, ret := nvml.DeviceGetHandleByIndex(i)
-		if ret != nvml.SUCCESS {
-			return nil, fmt.Errorf("NVML device %d: %s", i, nvml.ErrorString(ret))
-		}
-		dev := Device{Index: i}
-		dev.Name, _ = d.GetName()
-		if mem, ret := d.GetMemoryInfo(); ret == nvml.SUCCESS {
-			dev.MemoryTotal, dev.MemoryUsed = int64(mem.Total), int64(mem.Used)
-		}
-		devs = append(devs, dev)
-	}
-	return devs, nil
-}
-
-// ProcessMemory is the GPU memory the given processes hold, over every
-// device (compute and graphics contexts).
-func (g *GPU) ProcessMemory(pids []int) (int64, error) {
-	want := make(map[uint32]bool, len(pids))
-	for _, p := range pids {
-		want[uint32(p)] = true
-	}
-	n, ret := nvml.DeviceGetCount()
-	if ret != nvml.SUCCESS {
-		return 0, fmt.Errorf("NVML device count: %s", nvml.ErrorString(ret))
-	}
-	var total int64
-	for i := range n {
-		d, ret := nvml.DeviceGetHandleByIndex(i)
-		if ret != nvml.SUCCESS {
-			return 0, fmt.Errorf("NVML device %d: %s", i, nvml.ErrorString(ret))
-		}
-		for _, list := range []func() ([]nvml.ProcessInfo, nvml.Return){d.GetComputeRunningProcesses, d.GetGraphicsRunningProcesses} {
-			procs, ret := list()
-			if ret != nvml.SUCCESS {
-				continue
-			}
-			for _, p := range procs {
-				if want[p.Pid] {
-					total += int64(p.UsedGpuMemory)
-				}
-			}
-		}
-	}
-	return total, nil
 }
