@@ -67,3 +67,29 @@ func TestPublisherPosts(t *testing.T) {
 		t.Errorf("got %d events, auth %q, dropped %d", len(got), auth, p.Dropped())
 	}
 }
+
+// A backend that is down costs events, counted, never the engine's time.
+func TestPublisherDropsWhenDown(t *testing.T) {
+	srv := httptest.NewServer(http.NotFoundHandler())
+	url := srv.URL
+	srv.Close() // nothing listens there now
+	p, err := NewPublisher(url, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var logged []string
+	p.logf = func(format string, args ...any) { logged = append(logged, format) }
+	for i := range publishBuffer + 10 { // 10 over the buffer: dropped at Send
+		p.Send(events.Event{Type: events.TypeSchedulerSample, At: int64(1_764_000_000_000 + i),
+			Payload: &events.SchedulerSample{Model: "m", Capacity: 1}})
+	}
+	if p.Dropped() != 10 {
+		t.Fatalf("dropped %d at Send, want 10", p.Dropped())
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	p.Run(ctx)
+	if p.Dropped() != publishBuffer+10 || len(logged) != 1 {
+		t.Errorf("dropped %d (want %d), %d log lines (want 1: the first failure)", p.Dropped(), publishBuffer+10, len(logged))
+	}
+}
