@@ -48,6 +48,10 @@ func (r *run) measure(ctx context.Context, i int, cell bench.Cell, res *bench.Ce
 	}
 	cold, err := srv.waitReady(ctx, timeout)
 	if err != nil {
+		if ctx.Err() != nil {
+			res.Status, res.Note = bench.CellFailed, "cancelled mid-cell"
+			return
+		}
 		r.fail(res, "cold start", err, srv.stderr.String())
 		return
 	}
