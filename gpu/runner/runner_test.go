@@ -248,43 +248,55 @@ func TestRunFailuresDoNotHideCells(t *testing.T) {
 // Cancelling (SIGTERM in the command) mid-cell stops the server's whole
 // process group and still writes the record.
 func TestCancelMidCell(t *testing.T) {
-	plan := bench.Plan{
-		Scope: bench.ScopeAll,
-		Cells: []bench.Cell{
-			engineCell(bench.KindTree, "slow", "--decode-rate", "20", "--load-ms", "0"),
-			engineCell(bench.KindReference, "never-started", "--load-ms", "0"),
-		},
+	tests := []struct {
+		name     string
+		flags    []string
+		cancelOn string // cancel when a progress line starts so
+	}{
+		{"while streaming", []string{"--decode-rate", "20", "--load-ms", "0"}, "phase decode"},
+		{"while loading", []string{"--load-ms", "60000"}, "started "},
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	started := regexp.MustCompile(`\(pid (\d+)\)`)
-	var pgid int
-	out := &syncBuffer{}
-	out.onLine = func(l string) {
-		if m := started.FindStringSubmatch(l); m != nil && pgid == 0 {
-			pgid, _ = strconv.Atoi(m[1])
-		}
-		if strings.HasPrefix(l, "phase decode") {
-			cancel() // mid-cell: the server is up and streaming
-		}
-	}
-	rec, _ := runPlan(t, ctx, plan, out)
-	if !rec.Cancelled || rec.ExitCode != ExitCancelled || rec.Complete {
-		t.Fatalf("cancelled %v exit %d complete %v", rec.Cancelled, rec.ExitCode, rec.Complete)
-	}
-	if rec.Cells[0].Status != bench.CellFailed || rec.Cells[0].Note != "cancelled mid-cell" {
-		t.Errorf("cell 0: %s %q", rec.Cells[0].Status, rec.Cells[0].Note)
-	}
-	if rec.Cells[1].Status != bench.CellFailed || !strings.Contains(rec.Cells[1].Note, "not run") {
-		t.Errorf("cell 1: %s %q", rec.Cells[1].Status, rec.Cells[1].Note)
-	}
-	if strings.Contains(out.String(), "=== reference-sim/reference/never-started ===") {
-		t.Error("a cell line for a cell that never started")
-	}
-	if pgid == 0 {
-		t.Fatal("no server pid in the output")
-	}
-	if err := syscall.Kill(-pgid, 0); !errors.Is(err, syscall.ESRCH) {
-		t.Errorf("the server's process group %d is still there (kill -0: %v)", pgid, err)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			plan := bench.Plan{
+				Scope: bench.ScopeAll,
+				Cells: []bench.Cell{
+					engineCell(bench.KindTree, "slow", tt.flags...),
+					engineCell(bench.KindReference, "never-started", "--load-ms", "0"),
+				},
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			started := regexp.MustCompile(`\(pid (\d+)\)`)
+			var pgid int
+			out := &syncBuffer{}
+			out.onLine = func(l string) {
+				if m := started.FindStringSubmatch(l); m != nil && pgid == 0 {
+					pgid, _ = strconv.Atoi(m[1])
+				}
+				if strings.HasPrefix(l, tt.cancelOn) {
+					cancel()
+				}
+			}
+			rec, _ := runPlan(t, ctx, plan, out)
+			if !rec.Cancelled || rec.ExitCode != ExitCancelled || rec.Complete {
+				t.Fatalf("cancelled %v exit %d complete %v", rec.Cancelled, rec.ExitCode, rec.Complete)
+			}
+			if rec.Cells[0].Status != bench.CellFailed || rec.Cells[0].Note != "cancelled mid-cell" {
+				t.Errorf("cell 0: %s %q", rec.Cells[0].Status, rec.Cells[0].Note)
+			}
+			if rec.Cells[1].Status != bench.CellFailed || !strings.Contains(rec.Cells[1].Note, "not run") {
+				t.Errorf("cell 1: %s %q", rec.Cells[1].Status, rec.Cells[1].Note)
+			}
+			if strings.Contains(out.String(), "=== reference-sim/reference/never-started ===") {
+				t.Error("a cell line for a cell that never started")
+			}
+			if pgid == 0 {
+				t.Fatal("no server pid in the output")
+			}
+			if err := syscall.Kill(-pgid, 0); !errors.Is(err, syscall.ESRCH) {
+				t.Errorf("the server's process group %d is still there (kill -0: %v)", pgid, err)
+			}
+		})
 	}
 }
