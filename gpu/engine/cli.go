@@ -31,7 +31,7 @@ func Command(ctx context.Context, args []string, stderr io.Writer) error {
 	}
 	host := fs.String("host", "127.0.0.1", "address to listen on")
 	port := fs.Int("port", 8000, "port to listen on (0 picks one)")
-	publish := fs.String("publish", "", "POST events as NDJSON to this backend (http://127.0.0.1:7878 or its full /api/metrics/events URL)")
+	publish := fs.String("publish", os.Getenv("MLX_METRICS_ENGINE_PUBLISH"), "POST events as NDJSON to this backend (http://127.0.0.1:7878 or its full /api/metrics/events URL) (env MLX_METRICS_ENGINE_PUBLISH, which a backend can set for the engines its bench runs start)")
 	publishToken := fs.String("publish-token", os.Getenv("MLX_METRICS_EVENTS_TOKEN"), "bearer token for --publish (env MLX_METRICS_EVENTS_TOKEN)")
 	fs.StringVar(&cfg.Model, "model", cfg.Model, "model name to serve")
 	fs.Float64Var(&cfg.PrefillRate, "prefill-rate", cfg.PrefillRate, "prompt tokens per second")
