@@ -2,4 +2,9 @@ module github.com/mlx-bun/mlx-metrics/gpu
 
 go 1.26
 
-require github.com/NVIDIA/go-nvml v0.13.4-1 // indirect
+require (
+	github.com/NVIDIA/go-nvml v0.13.4-1
+	github.com/mlx-bun/mlx-metrics/shared v0.0.0-00010101000000-000000000000
+)
+
+replace github.com/mlx-bun/mlx-metrics/shared => ../shared
