@@ -26,7 +26,7 @@ func Command(ctx context.Context, args []string, stderr io.Writer) error {
 	fs := flag.NewFlagSet("engine", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: mlx-metrics engine [flags]\n\nThe reference engine: a simulator of an OpenAI-compatible LLM server (no model,\nno GPU). Step times follow the cost model below; see README.d/runner.md.\n\nflags:")
+		fmt.Fprintln(stderr, "usage: mlx-metrics engine [flags]\n\nThe reference engine: a simulator of an OpenAI-compatible LLM server (no model,\nno GPU). Step times follow the cost model below; see the README.\n\nflags:")
 		fs.PrintDefaults()
 	}
 	host := fs.String("host", "127.0.0.1", "address to listen on")

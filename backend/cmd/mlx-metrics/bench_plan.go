@@ -75,9 +75,6 @@ flags:`)
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return nil
-		}
 		return &exitError{code: 2, err: err}
 	}
 	o.Argv = fs.Args()

@@ -28,9 +28,6 @@ func runBenchRun(ctx context.Context, args []string) error {
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return nil
-		}
 		return &exitError{code: runner.ExitUsage, err: err}
 	}
 	if *planPath == "" || *out == "" || fs.NArg() > 0 {

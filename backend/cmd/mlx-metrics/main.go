@@ -5,6 +5,8 @@ package main
 
 import (
 	"context"
+	"errors"
+	"flag"
 	"fmt"
 	"os"
 	"os/signal"
@@ -34,6 +36,7 @@ type exitError struct {
 }
 
 func (e *exitError) Error() string { return e.err.Error() }
+func (e *exitError) Unwrap() error { return e.err }
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -55,6 +58,9 @@ func run(ctx context.Context, args []string) int {
 			continue
 		}
 		if err := c.run(ctx, args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return 0 // -h printed the usage, as the go tool does
+			}
 			fmt.Fprintf(os.Stderr, "mlx-metrics %s: %v\n", name, err)
 			if ee, ok := err.(*exitError); ok {
 				return ee.code
