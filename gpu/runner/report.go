@@ -2,7 +2,6 @@ package runner
 
 import (
 	"fmt"
-	"sort"
 	"strings"
 	"time"
 
@@ -94,15 +93,7 @@ func warmTTFT(c bench.CellResult) *float64 {
 			xs = append(xs, s.TTFTMs)
 		}
 	}
-	if len(xs) == 0 {
-		return nil
-	}
-	sort.Float64s(xs)
-	m := xs[len(xs)/2]
-	if len(xs)%2 == 0 {
-		m = (xs[len(xs)/2-1] + xs[len(xs)/2]) / 2
-	}
-	return &m
+	return bench.Median(xs)
 }
 
 func num(v *float64, prec int) string {

@@ -62,6 +62,12 @@ func median(samples []Sample, phase string, f func(Sample) float64) *float64 {
 			xs = append(xs, v)
 		}
 	}
+	return Median(xs)
+}
+
+// Median of xs (the mean of the middle two for an even count), nil when xs
+// is empty. It sorts xs in place.
+func Median(xs []float64) *float64 {
 	if len(xs) == 0 {
 		return nil
 	}

@@ -1,0 +1,99 @@
+package bench
+
+import (
+	"reflect"
+	"testing"
+)
+
+func f(v float64) *float64 { return &v }
+
+func TestMedian(t *testing.T) {
+	tests := []struct {
+		name string
+		in   []float64
+		want *float64
+	}{
+		{"empty", nil, nil},
+		{"one", []float64{7}, f(7)},
+		{"odd, unsorted", []float64{9, 1, 5}, f(5)},
+		{"even takes the mean of the middle two", []float64{4, 1, 3, 2}, f(2.5)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := Median(tt.in); !reflect.DeepEqual(got, tt.want) {
+				t.Fatalf("Median(%v) = %v, want %v", tt.in, deref(got), deref(tt.want))
+			}
+		})
+	}
+}
+
+func deref(p *float64) any {
+	if p == nil {
+		return nil
+	}
+	return *p
+}
+
+func TestCompactCellOf(t *testing.T) {
+	tests := []struct {
+		name string
+		cell CellResult
+		want CompactCell
+	}{
+		{
+			name: "medians per phase, errors and zero figures left out",
+			cell: CellResult{
+				Key: "m/tree/default", Model: "m", Kind: KindTree, Configuration: "default", Status: CellMeasured,
+				ColdStartMs: 1500, PeakRSSBytes: 512 << 20,
+				Samples: []Sample{
+					{Phase: PhaseDecode, DecodeTokensPerSecond: 50},
+					{Phase: PhaseDecode, DecodeTokensPerSecond: 40},
+					{Phase: PhaseDecode, DecodeTokensPerSecond: 60},
+					{Phase: PhaseDecode, DecodeTokensPerSecond: 1000, Error: "timeout"},
+					{Phase: PhaseColdTTFT, TTFTMs: 300, PrefillTokensPerSecond: 3400},
+					{Phase: PhaseColdTTFT, TTFTMs: 200, PrefillTokensPerSecond: 5000},
+					{Phase: PhaseLongContext, PrefillTokensPerSecond: 0}, // not measured
+					{Phase: PhaseConcurrent, AggregateTokensPerSecond: 180},
+				},
+			},
+			want: CompactCell{
+				Key: "m/tree/default", Model: "m", Kind: KindTree, Configuration: "default", Status: CellMeasured,
+				DecodeTokensPerSecond:    f(50),
+				TTFTColdMs:               f(250),
+				Prefill1kTokensPerSecond: f(4200),
+				AggregateTokensPerSecond: f(180),
+				ColdStartMs:              f(1500),
+				PeakRssMB:                f(512),
+			},
+		},
+		{
+			name: "a failed cell keeps its note and has no figures",
+			cell: CellResult{Key: "k", Status: CellFailed, Note: "server never became ready"},
+			want: CompactCell{Key: "k", Status: CellFailed, Note: "server never became ready"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := CompactCellOf(tt.cell); !reflect.DeepEqual(got, tt.want) {
+				t.Fatalf("CompactCellOf =\n%+v\nwant\n%+v", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestCompactRun(t *testing.T) {
+	r := RunRecord{
+		ID: "20261202T155633Z-ab", Profile: "smoke", Plan: Plan{Scope: ScopeScoped},
+		StartedAt: 1000, FinishedAt: 4500, ExitCode: 1, Problems: []string{"cell k: decode failed"},
+		Cells: []CellResult{{Key: "k", Status: CellFailed}},
+	}
+	e := Compact(r, "/home/x/metrics/bench/runs/20261202T155633Z-ab")
+	if e.DurationMs != 3500 || e.Scope != ScopeScoped || e.Complete || e.ExitCode != 1 ||
+		len(e.Cells) != 1 || len(e.Problems) != 1 || e.RunDirectory == "" {
+		t.Fatalf("Compact = %+v", e)
+	}
+	r.Problems[0] = "changed"
+	if e.Problems[0] == "changed" {
+		t.Fatal("Compact shares the record's problems slice")
+	}
+}
