@@ -225,30 +225,23 @@ func TestThrottleCoalesces(t *testing.T) {
 		t.Fatalf("after the burst got version %d, want the latest 10001", it.version)
 	}
 
-	// Three seconds of a change every 100 ms.
+	// Three seconds of a change every 100 ms. Each frame is read before the
+	// next tick: one the client has not taken by then is skipped by design.
 	v := uint64(10_001)
+	var frames []item
 	for i := 1; i <= 30; i++ {
 		v++
 		h.src.set(v)
 		if i%5 == 0 {
 			h.advance(100 * time.Millisecond) // the ticker fires every fifth
+			frames = append(frames, r.snapshot())
 		} else {
 			h.clk.Advance(100 * time.Millisecond)
 		}
 	}
-	// The keep-alive after 15 idle seconds marks the end of the frames.
+	// The keep-alive after 15 idle seconds: no frame came in between.
 	h.advance(15 * time.Second)
-	var frames []item
-	for {
-		it := r.next()
-		if it.comment == "keepalive" {
-			break
-		}
-		if it.event != "snapshot" {
-			t.Fatalf("unexpected %+v", it)
-		}
-		frames = append(frames, it)
-	}
+	r.keepalive()
 	if len(frames) != 6 {
 		t.Fatalf("%d frames in 3 s of changes, want 6 (two a second): %+v", len(frames), frames)
 	}
@@ -335,9 +328,8 @@ func TestClientsShareFrames(t *testing.T) {
 	for v := uint64(2); v <= 4; v++ {
 		h.src.set(v)
 		h.advance(500 * time.Millisecond)
-	}
-	for i, r := range readers {
-		for v := uint64(2); v <= 4; v++ {
+		// Read before the next tick: a frame not yet taken would be skipped.
+		for i, r := range readers {
 			if it := r.snapshot(); it.version != v {
 				t.Fatalf("client %d got version %d, want %d", i, it.version, v)
 			}
