@@ -50,19 +50,35 @@ func CompactCellOf(c CellResult) CompactCell {
 	return cc
 }
 
-// median of f over the phase's samples without error and with a positive
-// figure; nil when there are none.
+// median of f over the phase's measured samples with a positive figure;
+// nil when there are none.
 func median(samples []Sample, phase string, f func(Sample) float64) *float64 {
 	var xs []float64
-	for _, s := range samples {
-		if s.Phase != phase || s.Error != "" {
-			continue
-		}
+	for _, s := range PhaseSamples(samples, phase) {
 		if v := f(s); v > 0 {
 			xs = append(xs, v)
 		}
 	}
 	return Median(xs)
+}
+
+// PhaseSamples is the samples of phase without error, from its last
+// attempt only: a phase retried after a failure is measured by the retry,
+// so its figures never mix the runs of two attempts.
+func PhaseSamples(samples []Sample, phase string) []Sample {
+	last := 0
+	for _, s := range samples {
+		if s.Phase == phase {
+			last = max(last, s.Attempt)
+		}
+	}
+	var out []Sample
+	for _, s := range samples {
+		if s.Phase == phase && s.Attempt == last && s.Error == "" {
+			out = append(out, s)
+		}
+	}
+	return out
 }
 
 // Median of xs (the mean of the middle two for an even count), nil when xs

@@ -67,6 +67,24 @@ func TestCompactCellOf(t *testing.T) {
 			},
 		},
 		{
+			name: "a retried phase counts its last attempt only",
+			cell: CellResult{
+				Key: "k", Status: CellMeasured,
+				Samples: []Sample{
+					{Phase: PhaseDecode, Run: 1, Attempt: 1, DecodeTokensPerSecond: 10},
+					{Phase: PhaseDecode, Run: 2, Attempt: 1, DecodeTokensPerSecond: 10},
+					{Phase: PhaseDecode, Run: 3, Attempt: 1, Error: "timed out"},
+					{Phase: PhaseDecode, Run: 1, Attempt: 2, DecodeTokensPerSecond: 50},
+					{Phase: PhaseDecode, Run: 2, Attempt: 2, DecodeTokensPerSecond: 60},
+					{Phase: PhaseDecode, Run: 3, Attempt: 2, DecodeTokensPerSecond: 40},
+					// The phases are retried on their own: cold TTFT's one
+					// attempt counts.
+					{Phase: PhaseColdTTFT, Run: 1, Attempt: 1, TTFTMs: 200},
+				},
+			},
+			want: CompactCell{Key: "k", Status: CellMeasured, DecodeTokensPerSecond: f(50), TTFTColdMs: f(200)},
+		},
+		{
 			name: "a failed cell keeps its note and has no figures",
 			cell: CellResult{Key: "k", Status: CellFailed, Note: "server never became ready"},
 			want: CompactCell{Key: "k", Status: CellFailed, Note: "server never became ready"},
