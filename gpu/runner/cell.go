@@ -83,12 +83,15 @@ func (r *run) measure(ctx context.Context, i int, cell bench.Cell, res *bench.Ce
 	switch {
 	case ctx.Err() != nil:
 		res.Status, res.Note = bench.CellFailed, "cancelled mid-cell"
+		return
 	case failed:
 		res.Status = bench.CellFailed
 	default:
 		res.Status = bench.CellMeasured
-		m.checkSpread()
 	}
+	// Decode runs that were measured are checked also when a later phase
+	// failed: the record says whether they can be trusted.
+	checkSpread(res, r.phases.UnstableSpread)
 }
 
 // fail records a cell that could not be measured at all.
@@ -385,12 +388,12 @@ func (m *measurer) concurrent(ctx context.Context, attempt int) ([]bench.Sample,
 	return []bench.Sample{s}, nil
 }
 
-// checkSpread tags the cell unstable when its decode runs spread more than
-// the plan allows (max/min).
-func (m *measurer) checkSpread() {
+// checkSpread tags the cell unstable when its decode runs (those of the
+// phase's last attempt) spread more than limit allows (max/min).
+func checkSpread(res *bench.CellResult, limit float64) {
 	lo, hi := 0.0, 0.0
-	for _, s := range m.res.Samples {
-		if s.Phase != bench.PhaseDecode || s.Error != "" || s.DecodeTokensPerSecond <= 0 {
+	for _, s := range bench.PhaseSamples(res.Samples, bench.PhaseDecode) {
+		if s.DecodeTokensPerSecond <= 0 {
 			continue
 		}
 		if lo == 0 || s.DecodeTokensPerSecond < lo {
@@ -398,11 +401,11 @@ func (m *measurer) checkSpread() {
 		}
 		hi = max(hi, s.DecodeTokensPerSecond)
 	}
-	if lo > 0 && hi/lo > m.run.phases.UnstableSpread {
-		m.res.Unstable = true
-		msg := fmt.Sprintf("unstable: decode runs spread %.2fx (max/min), over %.2f", hi/lo, m.run.phases.UnstableSpread)
-		m.res.Note = appendNote(m.res.Note, msg)
-		m.res.Problems = append(m.res.Problems, msg)
+	if lo > 0 && hi/lo > limit {
+		res.Unstable = true
+		msg := fmt.Sprintf("unstable: decode runs spread %.2fx (max/min), over %.2f", hi/lo, limit)
+		res.Note = appendNote(res.Note, msg)
+		res.Problems = append(res.Problems, msg)
 	}
 }
 

@@ -88,8 +88,8 @@ func hasFailure(rec bench.RunRecord) bool {
 
 func warmTTFT(c bench.CellResult) *float64 {
 	var xs []float64
-	for _, s := range c.Samples {
-		if s.Phase == bench.PhaseWarmTTFT && s.Error == "" && s.Run > 0 && s.TTFTMs > 0 {
+	for _, s := range bench.PhaseSamples(c.Samples, bench.PhaseWarmTTFT) {
+		if s.TTFTMs > 0 {
 			xs = append(xs, s.TTFTMs)
 		}
 	}
