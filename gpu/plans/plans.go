@@ -117,7 +117,7 @@ func FromOptions(o Options) (bench.Plan, error) {
 	}
 	if o.ReadyURL == "" {
 		// Every OpenAI-compatible server lists its models once it serves.
-		o.ReadyURL = "http://127.0.0.1:" + bench.PortPlaceholder + "/v1/models"
+		o.ReadyURL = strings.TrimRight(o.BaseURL, "/") + "/models"
 	}
 	p := bench.Plan{Scope: o.Scope, Description: o.Description, Models: o.Models, Phases: o.Phases}
 	for _, m := range o.Models {

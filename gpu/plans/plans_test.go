@@ -50,6 +50,14 @@ func TestFromOptions(t *testing.T) {
 				t.Errorf("cell %+v", p.Cells[1])
 			}
 		}},
+		{"readiness follows the base URL", Options{
+			Argv:    []string{"llama-server", "--port", "{port}"},
+			BaseURL: "http://127.0.0.1:{port}/openai/v1/",
+		}, "", 1, func(t *testing.T, p bench.Plan) {
+			if got := p.Cells[0].Server.ReadyURL; got != "http://127.0.0.1:{port}/openai/v1/models" {
+				t.Errorf("readyUrl %q, want the base URL's /models", got)
+			}
+		}},
 		{"bad kind", Options{Kind: "candidate"}, "cells[0].kind", 0, nil},
 		{"bad scope", Options{Scope: "some"}, "scope", 0, nil},
 		{"bad url", Options{BaseURL: "localhost:8080"}, "baseUrl", 0, nil},
