@@ -201,7 +201,7 @@ func event(typ string, data string) string {
 func browser(t *testing.T) context.Context {
 	t.Helper()
 	ctx, cancel := chromedp.NewContext(allocCtx)
-	t.Cleanup(cancel)
+	t.Cleanup(func() { closeBrowser(t, ctx, cancel) })
 	if _, err := chromedp.Run(ctx, chromedp.Navigate("about:blank")); err != nil {
 		t.Fatal(err)
 	}
@@ -248,6 +248,19 @@ func browser(t *testing.T) context.Context {
 		}
 	}()
 	return ctx
+}
+
+// closeBrowser closes the test's Chromium through CDP, so that it removes
+// its /tmp/org.chromium.Chromium.* singleton directory on the way out; a
+// killed one (a plain cancel) leaves that directory behind. A browser that
+// does not close within the timeout is killed.
+func closeBrowser(t *testing.T, ctx context.Context, cancel context.CancelFunc) {
+	defer cancel()
+	cctx, ccancel := context.WithTimeout(ctx, 20*time.Second)
+	defer ccancel()
+	if err := chromedp.Cancel(cctx); err != nil {
+		t.Logf("closing chromium: %v", err)
+	}
 }
 
 func navigate(t *testing.T, ctx context.Context, url string) {
