@@ -11,7 +11,28 @@ type model struct {
 	view          snapshot.Model
 	loadStartedAt int64 // at of the pending model.load started, 0 when none
 	unloadedAt    int64 // at of the last unload or failure; older samples are stale
+	lastChange    lifecycle
 	window        *requestWindow
+}
+
+// lifecycle identifies a load or unload event: its at, its type and its
+// phase or reason. A model cannot load or unload twice in one millisecond,
+// so an event with the same identity as the last one is a repeat (a source
+// delivering twice) and changes nothing.
+type lifecycle struct {
+	at   int64
+	typ  events.Type
+	what string
+}
+
+// repeat reports whether ev is the model's last lifecycle event again, and
+// records it as the last one otherwise.
+func (m *model) repeat(ev lifecycle) bool {
+	if m.lastChange == ev {
+		return true
+	}
+	m.lastChange = ev
+	return false
 }
 
 // lookup returns the model named name, creating it in state when it is new
@@ -35,7 +56,7 @@ func ptr(v float64) *float64 { return &v }
 
 func (s *Store) applyLoad(at int64, p *events.ModelLoad) bool {
 	m := s.lookup(p.Model, snapshot.StateLoading, at)
-	if m == nil {
+	if m == nil || m.repeat(lifecycle{at, events.TypeModelLoad, p.Phase}) {
 		return false
 	}
 	v := &m.view
@@ -110,7 +131,7 @@ const maxEvictions = 64
 
 func (s *Store) applyUnload(at int64, p *events.ModelUnload) bool {
 	m := s.lookup(p.Model, snapshot.StateUnloaded, at)
-	if m == nil {
+	if m == nil || m.repeat(lifecycle{at, events.TypeModelUnload, p.Reason}) {
 		return false
 	}
 	v := &m.view

@@ -436,6 +436,55 @@ func TestIgnoredTypesDoNotChangeVersion(t *testing.T) {
 	}
 }
 
+// A load or unload delivered twice (same model, at, phase or reason) is
+// counted once and does not move the version; the same phase at another
+// instant is a new event.
+func TestRepeatedLifecycleEvents(t *testing.T) {
+	failed := events.Event{Type: events.TypeModelLoad, At: t0 + 2, Payload: &events.ModelLoad{Model: "a", Phase: events.PhaseFailed, Error: "oom"}}
+	for _, tc := range []struct {
+		name           string
+		before         []events.Event
+		ev             events.Event
+		loads, unloads int64
+		swaps          int64
+		pendingEvicted int
+	}{
+		{name: "load started", ev: load(t0, "a", events.PhaseStarted, nil)},
+		{name: "load finished", ev: load(t0, "a", events.PhaseFinished, f(10)), loads: 1},
+		{name: "load failed", ev: failed},
+		{name: "unload", before: []events.Event{load(t0, "a", events.PhaseFinished, f(10))},
+			ev: unload(t0+1, "a", events.ReasonIdle, 5, nil), loads: 1, unloads: 1},
+		{name: "eviction", before: []events.Event{load(t0, "a", events.PhaseFinished, f(10))},
+			ev: unload(t0+1, "a", events.ReasonEvicted, 5, nil), loads: 1, unloads: 1, pendingEvicted: 1},
+		{name: "swap-completing load", before: []events.Event{unload(t0, "b", events.ReasonEvicted, 5, nil)},
+			ev: load(t0+1, "a", events.PhaseFinished, f(10)), loads: 1, swaps: 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := New(Options{}, t0)
+			for _, ev := range tc.before {
+				s.Apply(ev)
+			}
+			if !s.Apply(tc.ev) {
+				t.Fatal("the first delivery changed nothing")
+			}
+			v := s.Version()
+			if s.Apply(tc.ev) || s.Version() != v {
+				t.Fatalf("the repeat moved the version from %d to %d", v, s.Version())
+			}
+			a := modelOf(t, s.Snapshot(t0), "a")
+			if a.Loads != tc.loads || a.Unloads != tc.unloads || a.Swaps != tc.swaps || len(s.evictions) != tc.pendingEvicted {
+				t.Fatalf("loads %d unloads %d swaps %d evictions %d, want %d %d %d %d",
+					a.Loads, a.Unloads, a.Swaps, len(s.evictions), tc.loads, tc.unloads, tc.swaps, tc.pendingEvicted)
+			}
+			later := tc.ev
+			later.At += 1000
+			if !s.Apply(later) {
+				t.Fatal("the same phase at a later instant changed nothing")
+			}
+		})
+	}
+}
+
 func TestRequestWindowBounds(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
