@@ -8,8 +8,21 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/valyala/fasthttp/fasthttpadaptor"
 
+	"github.com/mlx-bun/mlx-metrics/backend/internal/store"
 	"github.com/mlx-bun/mlx-metrics/shared/events"
 )
+
+// MaxModels bounds the model label's values, as the live store bounds the
+// models it tracks, so that a producer inventing model names cannot grow
+// the registry, and every scrape, without bound.
+const MaxModels = store.DefaultMaxModels
+
+// OtherModels is the model label of every model beyond MaxModels. Their
+// requests, tokens, loads and unloads are counted under it, so sums over
+// models stay right; their gauges and prefix-cache counters are dropped,
+// since a gauge shared by many models, or totals told apart by nothing,
+// would mean nothing.
+const OtherModels = "(other models)"
 
 // Exporter reduces serving events to Prometheus metrics. It is a bus
 // subscriber (Observe) and a server feature (Mount). Its registry is
@@ -19,6 +32,8 @@ type Exporter struct {
 	m   *metrics
 
 	mu sync.Mutex
+	// models are the model label values in use, at most MaxModels.
+	models map[string]bool
 	// prefix remembers each model's last prefix-cache totals: cache.sample
 	// carries running totals since the model loaded, and counters need the
 	// increase, including across a reload that restarts the totals at 0.
@@ -30,7 +45,7 @@ type prefixTotals struct{ hits, queries int64 }
 // New returns an exporter with every metric registered and no series yet.
 func New() *Exporter {
 	reg := prometheus.NewRegistry()
-	return &Exporter{reg: reg, m: newMetrics(reg), prefix: map[string]prefixTotals{}}
+	return &Exporter{reg: reg, m: newMetrics(reg), models: map[string]bool{}, prefix: map[string]prefixTotals{}}
 }
 
 // Registry is the exporter's registry, for tests and for pushing elsewhere.
@@ -53,32 +68,58 @@ func (e *Exporter) Mount(_ *fiber.App, api fiber.Router) {
 func (e *Exporter) Observe(ev events.Event) {
 	switch p := ev.Payload.(type) {
 	case *events.SchedulerSample:
-		e.m.running.WithLabelValues(p.Model).Set(float64(p.Active))
-		e.m.waiting.WithLabelValues(p.Model).Set(float64(p.Queued))
-		e.m.capacity.WithLabelValues(p.Model).Set(float64(p.Capacity))
-		e.m.tokensPerSecond.WithLabelValues(p.Model).Set(p.TokensPerSecond)
+		if model, ok := e.model(p.Model); ok {
+			e.m.running.WithLabelValues(model).Set(float64(p.Active))
+			e.m.waiting.WithLabelValues(model).Set(float64(p.Queued))
+			e.m.capacity.WithLabelValues(model).Set(float64(p.Capacity))
+			e.m.tokensPerSecond.WithLabelValues(model).Set(p.TokensPerSecond)
+		}
 	case *events.CacheSample:
-		e.observeCache(p)
+		if _, ok := e.model(p.Model); ok {
+			e.observeCache(p)
+		}
 	case *events.RequestFinished:
-		e.observeRequest(p)
+		model, _ := e.model(p.Model)
+		e.observeRequest(model, p)
 	case *events.ModelMemory:
-		e.m.weights.WithLabelValues(p.Model).Set(float64(p.WeightsBytes))
-		e.m.kvBytes.WithLabelValues(p.Model).Set(float64(p.KVBytes))
-		e.m.prefixBytes.WithLabelValues(p.Model).Set(float64(p.PrefixCacheBytes))
+		if model, ok := e.model(p.Model); ok {
+			e.m.weights.WithLabelValues(model).Set(float64(p.WeightsBytes))
+			e.m.kvBytes.WithLabelValues(model).Set(float64(p.KVBytes))
+			e.m.prefixBytes.WithLabelValues(model).Set(float64(p.PrefixCacheBytes))
+		}
 	case *events.ModelLoad:
-		e.observeLoad(p)
+		model, ok := e.model(p.Model)
+		e.observeLoad(model, ok, p)
 	case *events.ModelUnload:
-		e.m.unloads.WithLabelValues(p.Model, p.Reason).Inc()
-		e.m.resident.WithLabelValues(p.Model).Set(0)
+		model, ok := e.model(p.Model)
+		e.m.unloads.WithLabelValues(model, p.Reason).Inc()
+		if !ok {
+			return
+		}
+		e.m.resident.WithLabelValues(model).Set(0)
 		// An unloaded model has no batch and holds no memory; leaving its
 		// last values would report a ghost.
 		for _, g := range []*prometheus.GaugeVec{e.m.running, e.m.waiting, e.m.capacity,
 			e.m.tokensPerSecond, e.m.kvUsage, e.m.weights, e.m.kvBytes, e.m.prefixBytes} {
-			g.DeleteLabelValues(p.Model)
+			g.DeleteLabelValues(model)
 		}
-		e.m.cacheBytes.DeletePartialMatch(prometheus.Labels{"model": p.Model})
-		e.m.cacheCapacity.DeletePartialMatch(prometheus.Labels{"model": p.Model})
+		e.m.cacheBytes.DeletePartialMatch(prometheus.Labels{"model": model})
+		e.m.cacheCapacity.DeletePartialMatch(prometheus.Labels{"model": model})
 	}
+}
+
+// model is the label value for name: name itself while it is one of the
+// first MaxModels seen (ok), else OtherModels.
+func (e *Exporter) model(name string) (label string, ok bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if !e.models[name] {
+		if len(e.models) >= MaxModels {
+			return OtherModels, false
+		}
+		e.models[name] = true
+	}
+	return name, true
 }
 
 func (e *Exporter) observeCache(p *events.CacheSample) {
@@ -114,41 +155,52 @@ func (e *Exporter) observeCache(p *events.CacheSample) {
 	e.m.prefixQueries.WithLabelValues(p.Model).Add(float64(now.queries))
 }
 
-func (e *Exporter) observeRequest(p *events.RequestFinished) {
-	e.m.success.WithLabelValues(p.Model, p.Finish).Inc()
-	e.m.prompt.WithLabelValues(p.Model).Add(float64(p.PromptTokens))
-	e.m.cached.WithLabelValues(p.Model).Add(float64(p.CachedPromptTokens))
-	e.m.gen.WithLabelValues(p.Model).Add(float64(p.CompletionTokens))
-	e.m.e2e.WithLabelValues(p.Model).Observe(p.TotalMs / 1000)
+func (e *Exporter) observeRequest(model string, p *events.RequestFinished) {
+	e.m.success.WithLabelValues(model, p.Finish).Inc()
+	e.m.prompt.WithLabelValues(model).Add(float64(p.PromptTokens))
+	e.m.cached.WithLabelValues(model).Add(float64(p.CachedPromptTokens))
+	e.m.gen.WithLabelValues(model).Add(float64(p.CompletionTokens))
+	e.m.e2e.WithLabelValues(model).Observe(p.TotalMs / 1000)
 	// A timing that did not happen (null) is not observed: a zero would
 	// drag the percentiles down.
 	if p.TTFTMs != nil {
-		e.m.ttft.WithLabelValues(p.Model).Observe(*p.TTFTMs / 1000)
+		e.m.ttft.WithLabelValues(model).Observe(*p.TTFTMs / 1000)
 	}
 	if p.QueueMs != nil {
-		e.m.queue.WithLabelValues(p.Model).Observe(*p.QueueMs / 1000)
+		e.m.queue.WithLabelValues(model).Observe(*p.QueueMs / 1000)
 	}
 	if p.DecodeTokensPerSecond != nil && *p.DecodeTokensPerSecond > 0 {
-		e.m.tpot.WithLabelValues(p.Model).Observe(1 / *p.DecodeTokensPerSecond)
+		e.m.tpot.WithLabelValues(model).Observe(1 / *p.DecodeTokensPerSecond)
 	}
 }
 
-func (e *Exporter) observeLoad(p *events.ModelLoad) {
+// observeLoad counts a load under model; tracked says whether model is the
+// model's own label, whose gauges it may set.
+func (e *Exporter) observeLoad(model string, tracked bool, p *events.ModelLoad) {
 	switch p.Phase {
 	case events.PhaseFinished:
-		e.m.loads.WithLabelValues(p.Model, p.Phase).Inc()
-		e.m.resident.WithLabelValues(p.Model).Set(1)
+		e.m.loads.WithLabelValues(model, p.Phase).Inc()
 		if p.Ms != nil {
-			e.m.loadSeconds.WithLabelValues(p.Model).Set(*p.Ms / 1000)
-			e.m.loadTime.WithLabelValues(p.Model).Observe(*p.Ms / 1000)
+			e.m.loadTime.WithLabelValues(model).Observe(*p.Ms / 1000)
+		}
+		if !tracked {
+			return
+		}
+		e.m.resident.WithLabelValues(model).Set(1)
+		if p.Ms != nil {
+			e.m.loadSeconds.WithLabelValues(model).Set(*p.Ms / 1000)
 		}
 		if p.WeightsBytes != nil {
-			e.m.weights.WithLabelValues(p.Model).Set(float64(*p.WeightsBytes))
+			e.m.weights.WithLabelValues(model).Set(float64(*p.WeightsBytes))
 		}
 	case events.PhaseFailed:
-		e.m.loads.WithLabelValues(p.Model, p.Phase).Inc()
-		e.m.resident.WithLabelValues(p.Model).Set(0)
+		e.m.loads.WithLabelValues(model, p.Phase).Inc()
+		if tracked {
+			e.m.resident.WithLabelValues(model).Set(0)
+		}
 	case events.PhaseStarted:
-		e.m.resident.WithLabelValues(p.Model).Set(0)
+		if tracked {
+			e.m.resident.WithLabelValues(model).Set(0)
+		}
 	}
 }

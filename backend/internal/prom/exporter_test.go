@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http/httptest"
 	"os"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -211,5 +212,77 @@ func TestPrometheusRoute(t *testing.T) {
 		if !strings.Contains(string(body), tc.contains) {
 			t.Errorf("Accept %q: body lacks %q:\n%s", tc.accept, tc.contains, body)
 		}
+	}
+}
+
+// TestModelLabelBounded checks that a producer inventing model names cannot
+// grow the registry without bound: models past MaxModels share the
+// OtherModels label for counters and histograms, and report no gauges.
+func TestModelLabelBounded(t *testing.T) {
+	const extra = 5
+	e := New()
+	name := func(i int) string { return "model-" + strconv.Itoa(i) }
+	for i := 0; i < MaxModels+extra; i++ {
+		e.Observe(events.Event{Type: events.TypeSchedulerSample, At: 1, Payload: &events.SchedulerSample{
+			Model: name(i), Active: 1, Capacity: 4}})
+		e.Observe(events.Event{Type: events.TypeRequestFinished, At: 1, Payload: &events.RequestFinished{
+			Model: name(i), RequestID: "r", Finish: events.FinishStop, PromptTokens: 10, TotalMs: 100}})
+	}
+	// A model seen before the bound keeps its own series.
+	e.Observe(events.Event{Type: events.TypeRequestFinished, At: 2, Payload: &events.RequestFinished{
+		Model: name(0), RequestID: "r", Finish: events.FinishStop, PromptTokens: 10, TotalMs: 100}})
+
+	fams, err := e.Registry().Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		family string
+		series int
+		other  float64 // the OtherModels series' value, or histogram count; -1 when it must be absent
+		first  float64 // name(0)'s value or count
+		summed float64 // over every series
+	}{
+		{"mlx_request_success_total", MaxModels + 1, extra, 2, MaxModels + extra + 1},
+		{"mlx_prompt_tokens_total", MaxModels + 1, 10 * extra, 20, 10 * (MaxModels + extra + 1)},
+		{"mlx_e2e_request_latency_seconds", MaxModels + 1, extra, 2, MaxModels + extra + 1},
+		{"mlx_num_requests_running", MaxModels, -1, 1, MaxModels},
+	}
+	for _, tc := range tests {
+		t.Run(tc.family, func(t *testing.T) {
+			var f *dto.MetricFamily
+			for _, g := range fams {
+				if g.GetName() == tc.family {
+					f = g
+				}
+			}
+			if f == nil {
+				t.Fatal("no such family")
+			}
+			if n := len(f.GetMetric()); n != tc.series {
+				t.Errorf("%d series, want %d", n, tc.series)
+			}
+			byModel := map[string]float64{}
+			var sum float64
+			for _, m := range f.GetMetric() {
+				v := m.GetCounter().GetValue() + m.GetGauge().GetValue() + float64(m.GetHistogram().GetSampleCount())
+				for _, l := range m.GetLabel() {
+					if l.GetName() == "model" {
+						byModel[l.GetValue()] = v
+					}
+				}
+				sum += v
+			}
+			other, hasOther := byModel[OtherModels]
+			if tc.other < 0 && hasOther {
+				t.Errorf("%s has an %q series", tc.family, OtherModels)
+			}
+			if tc.other >= 0 && other != tc.other {
+				t.Errorf("%q = %v, want %v", OtherModels, other, tc.other)
+			}
+			if byModel[name(0)] != tc.first || sum != tc.summed {
+				t.Errorf("%s = %v and sum %v, want %v and %v", name(0), byModel[name(0)], sum, tc.first, tc.summed)
+			}
+		})
 	}
 }
