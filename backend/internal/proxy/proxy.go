@@ -116,8 +116,9 @@ func (p *Proxy) handle(c *fiber.Ctx) error {
 		target += "?" + string(q)
 	}
 	// The request's buffers are reused once the handler returns, and a
-	// streamed answer outlives it.
-	body := bytes.Clone(c.Body())
+	// streamed answer outlives it. The body is taken as it came: c.Body()
+	// would decode a Content-Encoding the upstream is told it still has.
+	body := bytes.Clone(c.Request().Body())
 	var m *meter
 	if c.Method() == fiber.MethodPost && measuredPaths[string(uri.Path())] {
 		m = newMeter(start, body)

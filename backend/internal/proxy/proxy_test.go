@@ -2,6 +2,8 @@ package proxy
 
 import (
 	"bufio"
+	"bytes"
+	"compress/gzip"
 	"context"
 	"encoding/json"
 	"io"
@@ -428,6 +430,44 @@ func TestChunkedAnswerStreamsAndIsMeasured(t *testing.T) {
 	}
 	ev := next(t, evs)
 	if ev.Finish != events.FinishLength || ev.PromptTokens != 5 || ev.CompletionTokens != 9 || ev.RequestID != "cmpl-3" {
+		t.Errorf("event %+v", ev)
+	}
+}
+
+// A request body with a Content-Encoding reaches the upstream as the client
+// encoded it, with the header that says so; the meter then takes the model
+// from the answer.
+func TestEncodedRequestBodyPassesUnchanged(t *testing.T) {
+	var gz bytes.Buffer
+	zw := gzip.NewWriter(&gz)
+	io.WriteString(zw, `{"model":"m","prompt":"p"}`)
+	zw.Close()
+	sent := gz.Bytes()
+
+	var gotBody []byte
+	var gotEncoding string
+	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		gotBody, _ = io.ReadAll(r.Body)
+		gotEncoding = r.Header.Get("Content-Encoding")
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"id":"cmpl-1","model":"m","choices":[{"index":0,"text":"x","finish_reason":"stop"}],"usage":{"prompt_tokens":1,"completion_tokens":1,"total_tokens":2}}`)
+	}))
+	defer upstream.Close()
+	base, evs := start(t, upstream.URL, nil)
+
+	req, _ := http.NewRequest("POST", base+"/v1/completions", bytes.NewReader(sent))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Content-Encoding", "gzip")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if !bytes.Equal(gotBody, sent) || gotEncoding != "gzip" {
+		t.Errorf("upstream got body %q with Content-Encoding %q, want the %d gzip bytes sent", gotBody, gotEncoding, len(sent))
+	}
+	if ev := next(t, evs); ev.Model != "m" || ev.RequestID != "cmpl-1" {
 		t.Errorf("event %+v", ev)
 	}
 }
