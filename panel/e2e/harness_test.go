@@ -134,6 +134,7 @@ func (b *backend) start() {
 	args := append([]string{"serve", "--addr", b.addr, "--home", b.home}, b.args...)
 	b.cmd = exec.Command(binary, args...)
 	b.cmd.Stdout, b.cmd.Stderr = b.log, b.log
+	dieWithTest(b.cmd)
 	if err := b.cmd.Start(); err != nil {
 		b.t.Fatal(err)
 	}
