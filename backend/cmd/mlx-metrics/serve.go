@@ -109,7 +109,8 @@ func runServe(ctx context.Context, args []string) error {
 	case err := <-errc:
 		return err
 	case <-ctx.Done():
-		liveSrv.close() // ends the streams, which would hold Shutdown open
+		liveSrv.close()  // ends the streams, which would hold Shutdown open
+		benchSrv.close() // ends the runs, and so their event streams
 		return app.Shutdown()
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"path/filepath"
+	"sync"
 	"time"
 
 	"github.com/mlx-bun/mlx-metrics/backend/internal/benchapi"
@@ -52,7 +53,9 @@ type benchServe struct {
 	hist  *history.Store
 	jobs  *jobs.Service
 	lease *lease.Lease
-	grace time.Duration
+
+	closeOnce sync.Once
+	closeErr  error
 }
 
 func openBench(home, device string, cfg *benchConfig) (*benchServe, error) {
@@ -83,20 +86,25 @@ func openBench(home, device string, cfg *benchConfig) (*benchServe, error) {
 	}
 	return &benchServe{
 		api:  &benchapi.API{Jobs: svc, History: hist, Profiles: dir, Lease: l},
-		hist: hist, jobs: svc, lease: l, grace: cfg.grace,
+		hist: hist, jobs: svc, lease: l,
 	}, nil
 }
 
 // close cancels the runs in progress, giving each runner its grace period
-// to stop its servers and write its record, then closes the history.
+// to stop its servers and write its record, then closes the history. Serve
+// calls it before the server's shutdown, since a client following a run's
+// events holds the shutdown open until that run ends, and again on its way
+// out: only the first call does anything.
 func (b *benchServe) close() error {
-	ctx, cancel := context.WithTimeout(context.Background(), b.grace+10*time.Second)
-	defer cancel()
-	err := b.jobs.Close(ctx)
-	if herr := b.hist.Close(); err == nil {
-		err = herr
-	}
-	return err
+	b.closeOnce.Do(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), b.jobs.Grace()+10*time.Second)
+		defer cancel()
+		b.closeErr = b.jobs.Close(ctx)
+		if err := b.hist.Close(); b.closeErr == nil {
+			b.closeErr = err
+		}
+	})
+	return b.closeErr
 }
 
 // gpuDevice is the lease's device word: the GPUs NVML sees, or why there

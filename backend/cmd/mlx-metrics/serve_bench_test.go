@@ -1,9 +1,12 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"io"
+	"net"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/signal"
@@ -13,6 +16,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mlx-bun/mlx-metrics/backend/internal/history"
+	"github.com/mlx-bun/mlx-metrics/backend/internal/jobs"
+	"github.com/mlx-bun/mlx-metrics/backend/internal/jobs/jobstest"
 	"github.com/mlx-bun/mlx-metrics/backend/internal/server"
 	"github.com/mlx-bun/mlx-metrics/shared/bench"
 )
@@ -23,6 +29,7 @@ import (
 const asMainEnv = "MLX_METRICS_TEST_AS_MAIN"
 
 func TestMain(m *testing.M) {
+	jobstest.Main()
 	if os.Getenv(asMainEnv) == "1" {
 		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 		code := run(ctx, os.Args[1:])
@@ -123,5 +130,87 @@ func TestSmokeEndToEnd(t *testing.T) {
 	}
 	if rep := get("/bench/"+j.ID+"/report", nil); !strings.Contains(rep, j.ID) {
 		t.Errorf("report = %s", rep)
+	}
+}
+
+// TestStopWithAFollowedRun stops the backend the way serve does while a
+// client follows a running job's event stream: closing bench-serve ends the
+// run (failed: the backend stopped) and so the stream, which would otherwise
+// hold the server's shutdown open until the run ended on its own.
+func TestStopWithAFollowedRun(t *testing.T) {
+	home := t.TempDir()
+	argv, env := jobstest.RunnerArgv()
+	b, err := openBench(home, "no GPU found", &benchConfig{grace: time.Minute, runner: argv, runnerEnv: env})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.close()
+	data, _ := json.Marshal(jobstest.Plan("block", 1))
+	if err := os.WriteFile(b.api.Profiles.FileFor("block"), data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	app := server.New(server.Options{}, b.api)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go app.Listener(ln)
+	base := "http://" + ln.Addr().String() + server.APIPrefix
+	client := &http.Client{Timeout: time.Minute} // a safeguard against a hang
+
+	res, err := client.Post(base+"/bench", "application/json", strings.NewReader(`{"profile":"block"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var j bench.Job
+	json.NewDecoder(res.Body).Decode(&j)
+	res.Body.Close()
+	if res.StatusCode != 202 {
+		t.Fatalf("POST /bench: %d %+v", res.StatusCode, j)
+	}
+	req, _ := http.NewRequest("GET", base+"/bench/"+j.ID+"/events", nil)
+	req.Header.Set("Accept", "text/event-stream")
+	stream, err := client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stream.Body.Close()
+	sc := bufio.NewScanner(stream.Body)
+	for sc.Scan() && sc.Text() != "event: "+bench.EventStage { // the cell started
+	}
+
+	// serve's order on a signal: bench-serve first, then the server.
+	if err := b.close(); err != nil {
+		t.Fatal(err)
+	}
+	shut := make(chan error, 1)
+	go func() { shut <- app.Shutdown() }()
+	last := ""
+	for sc.Scan() {
+		if kind, ok := strings.CutPrefix(sc.Text(), "event: "); ok {
+			last = kind
+		}
+	}
+	if last != bench.EventFailed {
+		t.Fatalf("the stream ended with %q, want %q", last, bench.EventFailed)
+	}
+	select {
+	case err := <-shut:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(time.Minute): // a safeguard against a hang
+		t.Fatal("the server's shutdown is held open")
+	}
+	if j, _ = b.jobs.Get(j.ID); j.Status != bench.StatusFailed || j.Error != jobs.MsgStoppedDuringRun {
+		t.Fatalf("job = %+v", j)
+	}
+	hist, err := history.Open(filepath.Join(home, "metrics", "history"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer hist.Close()
+	if _, err := hist.Get(j.ID); err != nil {
+		t.Fatalf("the run's record is not in history: %v", err)
 	}
 }

@@ -400,6 +400,10 @@ func (s *Service) Close(ctx context.Context) error {
 	}
 }
 
+// Grace is how long a cancelled runner has between SIGTERM and SIGKILL
+// (Options.Grace, or its default).
+func (s *Service) Grace() time.Duration { return s.opts.Grace }
+
 // viewLocked is the job as the API shows it, with its queue position.
 func (s *Service) viewLocked(j *job) bench.Job {
 	v := j.Job
