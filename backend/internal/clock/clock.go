@@ -21,6 +21,9 @@ type Clock interface {
 type Ticker interface {
 	C() <-chan time.Time
 	Stop()
+	// Reset restarts the ticker with period d: the next tick comes d from
+	// now, and no tick due before the call is delivered after it.
+	Reset(d time.Duration)
 }
 
 // Real is the system clock.
@@ -46,10 +49,13 @@ type realTicker struct{ t *time.Ticker }
 func (r realTicker) C() <-chan time.Time { return r.t.C }
 func (r realTicker) Stop()               { r.t.Stop() }
 
+// Reset relies on Go 1.23's timer channels: no stale tick after it returns.
+func (r realTicker) Reset(d time.Duration) { r.t.Reset(d) }
+
 // Fake is a manual clock for tests. Its tickers deliver on an unbuffered
-// channel and Advance waits for each tick to be received, so when Advance
-// returns the receiver has taken its tick, and has finished with every
-// earlier one. Like a real
+// channel and Advance waits for each tick to be received (or the ticker to
+// be stopped or reset), so when Advance returns the receiver has taken its
+// tick, and has finished with every earlier one. Like a real
 // ticker, a fake one that falls more than a period behind skips the ticks
 // it missed.
 type Fake struct {
@@ -70,9 +76,11 @@ func (f *Fake) Now() time.Time {
 }
 
 type fakeTicker struct {
+	f      *Fake
 	c      chan time.Time
-	period time.Duration
+	period time.Duration // guarded by f.mu, as are next and reset
 	next   time.Time
+	reset  chan struct{} // closed by Reset: a tick being delivered is dropped
 	stop   chan struct{}
 	once   sync.Once
 }
@@ -80,13 +88,24 @@ type fakeTicker struct {
 func (t *fakeTicker) C() <-chan time.Time { return t.c }
 func (t *fakeTicker) Stop()               { t.once.Do(func() { close(t.stop) }) }
 
+func (t *fakeTicker) Reset(d time.Duration) {
+	if d <= 0 {
+		panic("clock: non-positive ticker period")
+	}
+	t.f.mu.Lock()
+	defer t.f.mu.Unlock()
+	t.period, t.next = d, t.f.now.Add(d)
+	close(t.reset)
+	t.reset = make(chan struct{})
+}
+
 func (f *Fake) NewTicker(d time.Duration) Ticker {
 	if d <= 0 {
 		panic("clock: non-positive ticker period")
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	t := &fakeTicker{c: make(chan time.Time), period: d, next: f.now.Add(d), stop: make(chan struct{})}
+	t := &fakeTicker{f: f, c: make(chan time.Time), period: d, next: f.now.Add(d), reset: make(chan struct{}), stop: make(chan struct{})}
 	f.tickers = append(f.tickers, t)
 	f.notify()
 	return t
@@ -160,7 +179,11 @@ func (f *Fake) Advance(d time.Duration) {
 	f.mu.Lock()
 	f.now = f.now.Add(d)
 	now := f.now
-	var due []*fakeTicker
+	type delivery struct {
+		t     *fakeTicker
+		reset chan struct{}
+	}
+	var due []delivery
 	live := f.tickers[:0]
 	for _, t := range f.tickers {
 		select {
@@ -170,7 +193,7 @@ func (f *Fake) Advance(d time.Duration) {
 		}
 		live = append(live, t)
 		if !t.next.After(now) {
-			due = append(due, t)
+			due = append(due, delivery{t, t.reset})
 			for !t.next.After(now) {
 				t.next = t.next.Add(t.period)
 			}
@@ -187,10 +210,11 @@ func (f *Fake) Advance(d time.Duration) {
 	}
 	f.sleeps = sleeps
 	f.mu.Unlock()
-	for _, t := range due {
+	for _, d := range due {
 		select {
-		case t.c <- now:
-		case <-t.stop:
+		case d.t.c <- now:
+		case <-d.t.stop:
+		case <-d.reset: // reset meanwhile: this tick is stale
 		}
 	}
 }

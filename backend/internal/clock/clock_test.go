@@ -2,6 +2,7 @@ package clock
 
 import (
 	"context"
+	"runtime"
 	"testing"
 	"time"
 )
@@ -39,6 +40,48 @@ func TestFakeTicker(t *testing.T) {
 	}
 	tk.Stop()
 	f.Advance(time.Hour) // a stopped ticker does not block Advance
+}
+
+// Reset restarts the period from now, and a tick due before the reset is
+// not delivered after it.
+func TestFakeTickerReset(t *testing.T) {
+	f := NewFake(t0)
+	tk := f.NewTicker(500 * time.Millisecond)
+	f.Advance(300 * time.Millisecond)
+	tk.Reset(500 * time.Millisecond)
+	done := make(chan struct{})
+	go func() { f.Advance(400 * time.Millisecond); close(done) }() // t0+700: the old period's tick is not due any more
+	select {
+	case <-done:
+	case tm := <-tk.C():
+		t.Fatalf("tick at %v, before the reset period ended", tm.Sub(t0))
+	}
+	done = make(chan struct{})
+	go func() { f.Advance(100 * time.Millisecond); close(done) }()
+	if tm := <-tk.C(); !tm.Equal(t0.Add(800 * time.Millisecond)) {
+		t.Fatalf("tick at %v, want 800ms", tm.Sub(t0))
+	}
+	<-done
+
+	// A tick being delivered when the ticker is reset is dropped, as a
+	// real ticker drops one pending in its channel.
+	done = make(chan struct{})
+	go func() { f.Advance(500 * time.Millisecond); close(done) }()
+	for {
+		f.mu.Lock()
+		due := f.now.Equal(t0.Add(1300 * time.Millisecond))
+		f.mu.Unlock()
+		if due {
+			break
+		}
+		runtime.Gosched()
+	}
+	tk.Reset(time.Second)
+	select {
+	case <-done:
+	case tm := <-tk.C():
+		t.Fatalf("stale tick at %v delivered after Reset", tm.Sub(t0))
+	}
 }
 
 func TestFakeSleep(t *testing.T) {
