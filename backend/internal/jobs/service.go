@@ -335,7 +335,8 @@ func (s *Service) EventsAt(id string, after int, off int64) (evs []bench.JobEven
 
 // Cancel stops a job: a queued one leaves the queue at once; a running one
 // gets SIGTERM (its runner stops its servers and writes its record), then
-// SIGKILL after the grace period. It returns the job as it stands.
+// SIGKILL after the grace period; one whose runner has exited already ends
+// as its run did. It returns the job as it stands.
 func (s *Service) Cancel(id string) (bench.Job, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -362,7 +363,7 @@ func (s *Service) stopLocked(j *job, shutdown bool) {
 		} else {
 			s.finishLocked(j, bench.StatusCancelled, "cancelled while queued")
 		}
-	case !j.cancelled:
+	case !j.cancelled && !hasExited(j):
 		j.cancelled, j.shutdown = true, shutdown
 		j.Stage = "cancelling"
 		why := "cancelling"
@@ -374,6 +375,17 @@ func (s *Service) stopLocked(j *job, shutdown bool) {
 			s.terminateLocked(j)
 		}
 		s.saveLocked(j)
+	}
+}
+
+// hasExited reports whether j's runner has exited: the job is settling
+// from the runner's own outcome, which a late cancel must not overwrite.
+func hasExited(j *job) bool {
+	select {
+	case <-j.exited:
+		return true
+	default:
+		return false
 	}
 }
 

@@ -313,6 +313,37 @@ func TestCancelMidCell(t *testing.T) {
 	}
 }
 
+// TestCancelAfterRunnerExited cancels while the job settles from a runner
+// that has exited (its record is going to history): the run was complete,
+// and the job ends done, not cancelled.
+func TestCancelAfterRunnerExited(t *testing.T) {
+	var svc *Service
+	argv, env := jobstest.RunnerArgv()
+	svc, err := New(Options{
+		RunsDir: t.TempDir(), Lease: lease.New("no GPU found", nil), Runner: argv, Env: env,
+		Clock: newFakeClock(), Logf: t.Logf,
+		Finished: func(rec bench.RunRecord, _ string) error {
+			j, err := svc.Cancel(rec.ID)
+			if err != nil || j.Status != bench.StatusRunning || j.Stage == "cancelling" {
+				t.Errorf("cancel while settling = %+v %v", j, err)
+			}
+			return nil
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer svc.Close(context.Background())
+	j, err := svc.Submit("p-ok", plan("ok", 2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-mustDone(t, svc, j.ID)
+	if j, _ = svc.Get(j.ID); j.Status != bench.StatusDone || j.Error != "" {
+		t.Fatalf("job = %+v", j)
+	}
+}
+
 func TestCancelKillsAfterGrace(t *testing.T) {
 	h := newHarness(t, t.TempDir(), 0)
 	j := h.submit("stubborn")
