@@ -191,6 +191,10 @@ func (m *measurer) phaseList() []phase {
 	return append(list, phase{bench.PhaseConcurrent, m.concurrent})
 }
 
+// aliveTimeout bounds the wait, after a failed attempt, for the server to
+// answer its readiness URL again or exit.
+const aliveTimeout = 10 * time.Second
+
 // phase runs ph, retrying once. It returns whether ph succeeded.
 func (m *measurer) phase(ctx context.Context, ph phase) bool {
 	for attempt := 1; attempt <= 2; attempt++ {
@@ -200,22 +204,28 @@ func (m *measurer) phase(ctx context.Context, ph phase) bool {
 		if err == nil {
 			return true
 		}
+		// A crashed server drops its connections before it is reaped, so
+		// its exit may not show yet: wait until it answers its readiness
+		// URL again (alive) or has exited, so a crash is told as a crash
+		// and not as every later phase failing twice against nothing.
+		_, _ = m.srv.waitReady(ctx, aliveTimeout)
 		if ctx.Err() != nil {
 			return false
 		}
 		m.res.StderrTail = m.srv.stderr.String()
+		exit := m.srv.exitErr()
 		verdict := "retrying"
-		if attempt == 2 {
+		if attempt == 2 || exit != nil {
 			verdict = "giving up"
 		}
 		m.res.Problems = append(m.res.Problems, fmt.Sprintf("phase %s failed (attempt %d, %s): %v", ph.name, attempt, verdict, err))
+		if exit != nil {
+			m.res.Problems = append(m.res.Problems, exit.Error())
+			m.res.Note = appendNote(m.res.Note, exit.Error())
+			return false
+		}
 		if attempt == 2 {
 			m.res.Note = appendNote(m.res.Note, fmt.Sprintf("%s failed twice", ph.name))
-		}
-		if e := m.srv.exitErr(); e != nil {
-			m.res.Problems = append(m.res.Problems, e.Error())
-			m.res.Note = appendNote(m.res.Note, e.Error())
-			return false
 		}
 	}
 	return false

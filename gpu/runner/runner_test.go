@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"net/http"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -39,7 +40,55 @@ func TestMain(m *testing.M) {
 		}
 		os.Exit(0)
 	}
+	if len(os.Args) == 4 && os.Args[1] == "fake-server" {
+		fakeServer(os.Args[2], os.Args[3])
+	}
 	os.Exit(m.Run())
+}
+
+// fakeServer is a misbehaving OpenAI-compatible server: the reference
+// engine behind a handler that, on the first generation request, either
+// dies ("crash": a server crashing mid-phase) or answers a stream without
+// usage ("no-usage").
+func fakeServer(mode, port string) {
+	cfg := engine.DefaultConfig()
+	cfg.LoadTime = 0
+	e, err := engine.New(cfg)
+	if err != nil {
+		panic(err)
+	}
+	go e.Run(context.Background())
+	h := e.Handler()
+	err = http.ListenAndServe("127.0.0.1:"+port, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPost {
+			h.ServeHTTP(w, r)
+			return
+		}
+		switch mode {
+		case "crash":
+			fmt.Fprintln(os.Stderr, "fake-server: simulated crash")
+			os.Exit(3)
+		case "no-usage":
+			w.Header().Set("Content-Type", "text/event-stream")
+			for range 8 {
+				fmt.Fprint(w, "data: {\"choices\":[{\"text\":\" x\",\"delta\":{\"content\":\" x\"}}]}\n\n")
+			}
+			fmt.Fprint(w, "data: [DONE]\n\n")
+		}
+	}))
+	fmt.Fprintln(os.Stderr, "fake-server:", err)
+	os.Exit(1)
+}
+
+func fakeServerCell(mode string) bench.Cell {
+	return bench.Cell{
+		Model: "reference-sim", Kind: bench.KindReference, Configuration: mode,
+		Server: bench.Server{
+			Argv:     []string{bench.SelfPlaceholder, "fake-server", mode, bench.PortPlaceholder},
+			BaseURL:  "http://127.0.0.1:{port}/v1",
+			ReadyURL: "http://127.0.0.1:{port}/health",
+		},
+	}
 }
 
 func engineCell(kind, conf string, flags ...string) bench.Cell {
@@ -296,6 +345,68 @@ func TestCancelMidCell(t *testing.T) {
 			}
 			if err := syscall.Kill(-pgid, 0); !errors.Is(err, syscall.ESRCH) {
 				t.Errorf("the server's process group %d is still there (kill -0: %v)", pgid, err)
+			}
+		})
+	}
+}
+
+// A cell whose server never gets ready, crashes mid-phase or sends no
+// usage fails with the reason and the server's stderr, its process group
+// is gone, and the cell after it is still measured.
+func TestFailingServers(t *testing.T) {
+	never := engineCell(bench.KindTree, "never-ready", "--load-ms", "60000")
+	never.Server.ReadyTimeoutMs = 300
+	tests := []struct {
+		name        string
+		cell        bench.Cell
+		noteHas     string
+		problemHas  string
+		stderrHas   string
+		maxAttempts int
+	}{
+		{"ready timeout", never, "cold start: not ready after 300ms", "not ready after", "reference engine", 0},
+		{"crash mid-phase", fakeServerCell("crash"), "the server exited", "phase decode failed (attempt 1, giving up)", "simulated crash", 1},
+		// Token counts come from usage only: a stream without it is a
+		// failed phase, retried once, never counted from the request.
+		{"no usage", fakeServerCell("no-usage"), "decode failed twice", "carried no usage", "", 2},
+	}
+	small := bench.Phases{DecodeRuns: 2, DecodeTokens: 8, ColdPromptTokens: 50, ColdRuns: 1, WarmRuns: 1,
+		LongContextTokens: -1, Concurrency: 2, ConcurrentTokens: 8}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			good := engineCell(bench.KindTree, "good", "--decode-rate", "2000", "--prefill-rate", "100000", "--load-ms", "0")
+			plan := bench.Plan{Scope: bench.ScopeAll, Cells: []bench.Cell{tt.cell, good}, Phases: small}
+			started := regexp.MustCompile(`\(pid (\d+)\)`)
+			out := &syncBuffer{}
+			rec, _ := runPlan(t, context.Background(), plan, out)
+			if rec.ExitCode != ExitIncomplete || rec.Complete {
+				t.Fatalf("exit %d complete %v, want %d and incomplete", rec.ExitCode, rec.Complete, ExitIncomplete)
+			}
+			c := rec.Cells[0]
+			if c.Status != bench.CellFailed || !strings.Contains(c.Note, tt.noteHas) || !strings.Contains(c.StderrTail, tt.stderrHas) {
+				t.Errorf("cell: status %q note %q stderr %q; want failed, note with %q, stderr with %q", c.Status, c.Note, c.StderrTail, tt.noteHas, tt.stderrHas)
+			}
+			if !strings.Contains(strings.Join(c.Problems, "\n"), tt.problemHas) {
+				t.Errorf("problems %q lack %q", c.Problems, tt.problemHas)
+			}
+			for _, s := range c.Samples {
+				if s.Attempt > tt.maxAttempts {
+					t.Errorf("sample of attempt %d, want at most %d", s.Attempt, tt.maxAttempts)
+				}
+				if s.CompletionTokens != 0 && s.Error == "" {
+					t.Errorf("a failed cell's sample counted %d tokens", s.CompletionTokens)
+				}
+			}
+			if rec.Cells[1].Status != bench.CellMeasured {
+				t.Errorf("the next cell: %s %q", rec.Cells[1].Status, rec.Cells[1].Note)
+			}
+			m := started.FindStringSubmatch(out.String())
+			if m == nil {
+				t.Fatalf("no server pid in\n%s", out)
+			}
+			pgid, _ := strconv.Atoi(m[1])
+			if err := syscall.Kill(-pgid, 0); !errors.Is(err, syscall.ESRCH) {
+				t.Errorf("the failed server's process group %d is still there (kill -0: %v)", pgid, err)
 			}
 		})
 	}
