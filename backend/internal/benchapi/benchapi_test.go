@@ -367,6 +367,20 @@ func TestCancelQueued(t *testing.T) {
 	}
 }
 
+func TestStartWhileStopping(t *testing.T) {
+	ta := newTestAPI(t, 0)
+	if err := ta.api.Jobs.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	r := ta.do("POST", "/bench", `{"profile":"ok"}`)
+	if r.status != fiber.StatusServiceUnavailable {
+		t.Fatalf("POST /bench while stopping: %d %s", r.status, r.body)
+	}
+	if e := r.apiError(t); e.Type != apierror.TypeServer || !strings.Contains(e.Message, "shutting down") {
+		t.Fatalf("error = %+v", e)
+	}
+}
+
 func TestNotFoundAndBadQueries(t *testing.T) {
 	ta := newTestAPI(t, 0)
 	tests := []struct {

@@ -65,8 +65,11 @@ func (a *API) start(c *fiber.Ctx) error {
 		return err
 	}
 	j, err := a.Jobs.Submit(name, plan)
-	if errors.Is(err, jobs.ErrQueueFull) {
+	switch {
+	case errors.Is(err, jobs.ErrQueueFull):
 		return server.Error(c, fiber.StatusConflict, err.Error())
+	case errors.Is(err, jobs.ErrClosed):
+		return server.Error(c, fiber.StatusServiceUnavailable, err.Error()+"; start the run again once it is back")
 	}
 	if err != nil {
 		return err

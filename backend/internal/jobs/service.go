@@ -32,6 +32,7 @@ var (
 	ErrNotFound  = errors.New("no such job")
 	ErrQueueFull = errors.New("the bench queue is full")
 	ErrFinished  = errors.New("the job has already finished")
+	ErrClosed    = errors.New("the backend is shutting down")
 )
 
 // Messages a person reads on jobs the backend could not see through.
@@ -191,7 +192,7 @@ func (s *Service) Submit(profile string, plan bench.Plan) (bench.Job, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closing {
-		return bench.Job{}, errors.New("the backend is shutting down")
+		return bench.Job{}, ErrClosed
 	}
 	queued := 0
 	for _, j := range s.jobs {

@@ -507,7 +507,7 @@ func TestCloseStopsJobs(t *testing.T) {
 	if len(h.records) != 1 || h.records[0].ID != a.ID {
 		t.Errorf("records = %+v", h.records)
 	}
-	if _, err := h.svc.Submit("p", plan("ok", 1)); err == nil {
-		t.Error("Submit after Close")
+	if _, err := h.svc.Submit("p", plan("ok", 1)); !errors.Is(err, ErrClosed) {
+		t.Errorf("Submit after Close: %v", err)
 	}
 }
