@@ -131,20 +131,28 @@ func (d *Dir) Seed(ready map[string]bench.Plan) error {
 		if err != nil {
 			return err
 		}
-		f, err := os.OpenFile(d.FileFor(name), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
-		if errors.Is(err, fs.ErrExist) {
-			continue
-		}
-		if err != nil {
+		if err := writeNew(d.FileFor(name), append(data, '\n')); err != nil && !errors.Is(err, fs.ErrExist) {
 			return err
-		}
-		_, werr := f.Write(append(data, '\n'))
-		if cerr := f.Close(); werr == nil {
-			werr = cerr
-		}
-		if werr != nil {
-			return werr
 		}
 	}
 	return nil
+}
+
+// writeNew writes path unless it exists (fs.ErrExist), whole or not at all:
+// the data goes to a temporary file that is then linked into place, so a
+// crash mid-write cannot leave half a plan that every later Seed would keep.
+func writeNew(path string, data []byte) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	_, werr := tmp.Write(data)
+	if cerr := tmp.Close(); werr == nil {
+		werr = cerr
+	}
+	if werr != nil {
+		return werr
+	}
+	return os.Link(tmp.Name(), path)
 }

@@ -93,6 +93,11 @@ func TestSeedKeepsExisting(t *testing.T) {
 	if _, err := d.Load("other"); err != nil {
 		t.Fatal(err)
 	}
+	// Nothing else is left there: no temporary file of the writes.
+	entries, err := os.ReadDir(d.Path())
+	if err != nil || len(entries) != 2 {
+		t.Fatalf("plans directory = %v %v", entries, err)
+	}
 }
 
 func TestList(t *testing.T) {
