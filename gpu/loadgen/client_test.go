@@ -2,6 +2,7 @@ package loadgen
 
 import (
 	"context"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -143,5 +144,34 @@ func TestPrompt(t *testing.T) {
 	}
 	if Prompt(50, "a") == Prompt(50, "b") || Prompt(50, "a") != Prompt(50, "a") {
 		t.Error("nonces must set prompts apart, and only nonces")
+	}
+}
+
+// The rates' formulas, on fixed timestamps: decode counts the tokens after
+// the first over the time from the first to the last; prefill is prompt
+// tokens over TTFT.
+func TestResultRates(t *testing.T) {
+	t0 := time.Unix(1_764_000_000, 0)
+	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
+	tests := []struct {
+		name                string
+		r                   Result
+		wantDecode, wantPre float64
+	}{
+		{"192 tokens, 1 s apart first to last", Result{PromptTokens: 32, CompletionTokens: 192, Start: t0, FirstToken: at(20), LastToken: at(1020)}, 191, 1600},
+		{"1k prompt, 8 tokens", Result{PromptTokens: 1024, CompletionTokens: 8, Start: t0, FirstToken: at(256), LastToken: at(326)}, 100, 4000},
+		{"one token: no decode rate", Result{PromptTokens: 10, CompletionTokens: 1, Start: t0, FirstToken: at(5), LastToken: at(5)}, 0, 2000},
+		{"all in one chunk: no decode rate", Result{PromptTokens: 10, CompletionTokens: 50, Start: t0, FirstToken: at(5), LastToken: at(5)}, 0, 2000},
+		{"no usage: no rates", Result{Start: t0, FirstToken: at(5), LastToken: at(50)}, 0, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := tt.r.DecodeTokensPerSecond(); math.Abs(got-tt.wantDecode) > 1e-9*max(1, tt.wantDecode) {
+				t.Errorf("decode %v tok/s, want %v", got, tt.wantDecode)
+			}
+			if got := tt.r.PrefillTokensPerSecond(); math.Abs(got-tt.wantPre) > 1e-9*max(1, tt.wantPre) {
+				t.Errorf("prefill %v tok/s, want %v", got, tt.wantPre)
+			}
+		})
 	}
 }
