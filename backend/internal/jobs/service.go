@@ -156,7 +156,7 @@ func (s *Service) recover() error {
 			}
 			continue // a run made outside the backend, or not a job
 		}
-		j := &job{Job: bj, dir: dir, seq: lastSeq(dir),
+		j := &job{Job: bj, dir: dir,
 			exited: make(chan struct{}), done: make(chan struct{}), changed: make(chan struct{})}
 		close(j.exited)
 		s.jobs[j.ID] = j
@@ -164,6 +164,9 @@ func (s *Service) recover() error {
 			close(j.done)
 			continue
 		}
+		// Only a job that gets its final event needs its log's last seq:
+		// the logs of jobs already final are not read at start-up.
+		j.seq = lastSeq(dir)
 		msg := MsgStoppedDuringRun
 		if j.Status == bench.StatusQueued {
 			msg = MsgStoppedQueued

@@ -453,6 +453,11 @@ func TestRestartMidRun(t *testing.T) {
 		if !ended || evs[len(evs)-1].Type != bench.EventFailed || evs[len(evs)-1].Message != tt.err {
 			t.Errorf("%s events = %+v", tt.id, evs)
 		}
+		for i, e := range evs { // the recovered log continues its numbering
+			if e.Seq != i+1 {
+				t.Errorf("%s: event %d has seq %d", tt.id, i, e.Seq)
+			}
+		}
 	}
 	if len(second.records) != 1 || second.records[0].ID != "20261201T100000Z-abcdef" {
 		t.Errorf("orphan record not kept: %+v", second.records)
