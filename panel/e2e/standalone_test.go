@@ -83,6 +83,12 @@ func TestStandalonePage(t *testing.T) {
 	b.post(event("request.finished", `{"model":"mlx-community/Qwen3-4B-4bit","requestId":"late","finish":"length","promptTokens":10,"cachedPromptTokens":0,"completionTokens":5,"queueMs":1,"ttftMs":20,"prefillTokensPerSecond":500,"decodeTokensPerSecond":30,"totalMs":200}`))
 	waitFrame(t, ctx, "finished tile moved", tileValue("finished")+` !== `+fmt.Sprintf("%q", before), time.Second)
 
+	// Leaving a view disposes its charts (ECharts clears its mark on the
+	// element); a chart left undisposed keeps its canvas and observer.
+	if err := inFrame(ctx, `window.leftChart = document.querySelector("#chart-throughput"); true`, nil); err != nil {
+		t.Fatal(err)
+	}
+
 	// Every view renders; its charts draw.
 	views := []struct {
 		tab    string
@@ -100,6 +106,7 @@ func TestStandalonePage(t *testing.T) {
 		}
 		shot(t, ctx, v.tab)
 	}
+	waitFrame(t, ctx, "chart of a left view disposed", `!leftChart.isConnected && leftChart.getAttribute("_echarts_instance_") === ""`, 5*time.Second)
 	if got := frameText(t, ctx, `[data-timing="ttft"]`); !strings.Contains(got, "Time to first token") {
 		t.Errorf("ttft row = %q", got)
 	}

@@ -4,6 +4,11 @@ package echarts
 
 import "syscall/js"
 
+// drawn holds the chart drawn under each id. Dispose needs it: by the time a
+// component is dismounted its element has left the document, so it cannot
+// be found by id any more.
+var drawn = map[string]js.Value{}
+
 // Set draws option (ECharts option JSON) into the element with id,
 // creating the chart on first use and resizing it with its element. It
 // reports whether ECharts was there to draw.
@@ -19,6 +24,7 @@ func Set(id string, option []byte) bool {
 		// ECharts sizes its canvas once; follow the element from then on.
 		observe(lib, el, chart)
 	}
+	drawn[id] = chart
 	opt := js.Global().Get("JSON").Call("parse", string(option))
 	// replaceMerge drops series that left (a model unloaded) instead of
 	// keeping their last values on screen.
@@ -26,16 +32,15 @@ func Set(id string, option []byte) bool {
 	return true
 }
 
-// Dispose releases the chart drawn into the element with id, if any.
+// Dispose releases the chart last drawn under id, if any, whether or not
+// its element is still in the document.
 func Dispose(id string) {
-	lib := js.Global().Get("echarts")
-	el := js.Global().Get("document").Call("getElementById", id)
-	if lib.IsUndefined() || el.IsNull() || el.IsUndefined() {
+	chart, ok := drawn[id]
+	if !ok {
 		return
 	}
-	if chart := lib.Call("getInstanceByDom", el); !chart.IsUndefined() && !chart.IsNull() {
-		chart.Call("dispose")
-	}
+	delete(drawn, id)
+	chart.Call("dispose")
 }
 
 // disposed reports whether chart was disposed (the element left the page).

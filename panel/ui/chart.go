@@ -19,6 +19,8 @@ type Chart struct {
 	Class string
 	// Label names the chart for assistive technology.
 	Label string
+
+	drawnID string // the ID the chart was last drawn under, to dispose it
 }
 
 func (c *Chart) Render() app.UI {
@@ -33,7 +35,7 @@ func (c *Chart) OnMount(ctx app.Context) { ctx.Defer(c.draw) }
 
 func (c *Chart) OnUpdate(ctx app.Context) { ctx.Defer(c.draw) }
 
-func (c *Chart) OnDismount() { echarts.Dispose(c.ID) }
+func (c *Chart) OnDismount() { echarts.Dispose(c.drawnID) }
 
 // draw hands the option to ECharts; when the library is not there yet (the
 // frame still loading it) it tries again shortly, in the browser only.
@@ -41,7 +43,15 @@ func (c *Chart) draw(ctx app.Context) {
 	if len(c.Option) == 0 {
 		return
 	}
-	if !echarts.Set(c.ID, c.Option) && app.IsClient {
+	if c.drawnID != c.ID {
+		// A reused element took another ID (a gauge list changed): start
+		// over, so no chart stays registered under the old one.
+		echarts.Dispose(c.drawnID)
+		c.drawnID = ""
+	}
+	if echarts.Set(c.ID, c.Option) {
+		c.drawnID = c.ID
+	} else if app.IsClient {
 		ctx.After(200*time.Millisecond, c.draw)
 	}
 }
