@@ -55,7 +55,9 @@ func startExport(ctx context.Context, cfg *exportConfig, b *bus.Bus) (*exportSid
 	unsubscribe := b.Subscribe("prometheus", 0, exp.Observe)
 	side := &exportSide{features: []server.Feature{exp}}
 	if cfg.proxyTo != "" {
-		p, err := proxy.New(cfg.proxyTo, b.Publish)
+		// Streams in flight end with ctx, or they would hold serve's
+		// shutdown open until their generation finished.
+		p, err := proxy.New(cfg.proxyTo, b.Publish, proxy.WithBaseContext(ctx))
 		if err != nil {
 			unsubscribe()
 			return nil, err

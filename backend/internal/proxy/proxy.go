@@ -56,6 +56,10 @@ type Proxy struct {
 	publish func(events.Event)
 	now     func() time.Time
 	seq     atomic.Uint64
+	// ctx parents every upstream request, so that its end (the server
+	// shutting down) stops streams that would otherwise hold the shutdown
+	// open until the upstream finished generating.
+	ctx context.Context
 }
 
 // Option adjusts a Proxy.
@@ -63,6 +67,10 @@ type Option func(*Proxy)
 
 // WithClock replaces time.Now, for tests.
 func WithClock(now func() time.Time) Option { return func(p *Proxy) { p.now = now } }
+
+// WithBaseContext cancels every upstream request in flight when ctx ends;
+// their clients' answers end there, and they count as cancelled.
+func WithBaseContext(ctx context.Context) Option { return func(p *Proxy) { p.ctx = ctx } }
 
 // New returns a proxy to upstream, the server's root or its /v1 root
 // (http://127.0.0.1:8000 and http://127.0.0.1:8000/v1 are the same).
@@ -92,6 +100,7 @@ func New(upstream string, publish func(events.Event), opts ...Option) (*Proxy, e
 		},
 		publish: publish,
 		now:     time.Now,
+		ctx:     context.Background(),
 	}
 	for _, o := range opts {
 		o(p)
@@ -124,7 +133,7 @@ func (p *Proxy) handle(c *fiber.Ctx) error {
 		m = newMeter(start, body)
 	}
 
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(p.ctx)
 	req, err := upstreamRequest(ctx, c, target, body, m != nil)
 	if err != nil {
 		cancel()
@@ -168,7 +177,7 @@ func (p *Proxy) handle(c *fiber.Ctx) error {
 	c.Context().SetBodyStreamWriter(func(w *bufio.Writer) {
 		defer cancel()
 		defer resp.Body.Close()
-		o := p.stream(w, resp.Body, m)
+		o := p.stream(ctx, w, resp.Body, m)
 		o.status = resp.StatusCode
 		p.finish(m, o)
 	})
@@ -176,8 +185,8 @@ func (p *Proxy) handle(c *fiber.Ctx) error {
 }
 
 // stream copies the upstream's answer to the client, flushing each read as
-// it arrives, until either side ends.
-func (p *Proxy) stream(w *bufio.Writer, upstream io.Reader, m *meter) outcome {
+// it arrives, until either side ends or ctx does.
+func (p *Proxy) stream(ctx context.Context, w *bufio.Writer, upstream io.Reader, m *meter) outcome {
 	bp := bufPool.Get().(*[]byte)
 	defer bufPool.Put(bp)
 	buf := *bp
@@ -203,7 +212,9 @@ func (p *Proxy) stream(w *bufio.Writer, upstream io.Reader, m *meter) outcome {
 			return outcome{end: p.now()}
 		}
 		if err != nil {
-			return outcome{end: p.now(), broken: true}
+			// The server shutting down, or the upstream failing mid-answer.
+			shutdown := ctx.Err() != nil
+			return outcome{end: p.now(), cancelled: shutdown, broken: !shutdown}
 		}
 	}
 }

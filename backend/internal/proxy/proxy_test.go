@@ -471,3 +471,66 @@ func TestEncodedRequestBodyPassesUnchanged(t *testing.T) {
 		t.Errorf("event %+v", ev)
 	}
 }
+
+// The base context ending (serve shutting down) cancels a stream in flight,
+// so the server's graceful shutdown is not held open by a long generation.
+func TestBaseContextEndsStreamsForShutdown(t *testing.T) {
+	upstreamGone, release := make(chan struct{}), make(chan struct{})
+	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		io.WriteString(w, `data: {"id":"c1","model":"m","choices":[{"index":0,"delta":{"content":"tok"}}]}`+"\n\n")
+		w.(http.Flusher).Flush()
+		select { // a generation that would outlast the test
+		case <-r.Context().Done():
+			close(upstreamGone)
+		case <-release: // the test failed; let Close return
+		}
+	}))
+	defer upstream.Close()
+	defer close(release)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	evs := make(chan events.Event, 1)
+	p, err := New(upstream.URL, func(ev events.Event) { evs <- ev }, WithBaseContext(ctx))
+	if err != nil {
+		t.Fatal(err)
+	}
+	app := server.New(server.Options{}, p)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go app.Listener(ln)
+
+	resp, err := http.Post("http://"+ln.Addr().String()+"/v1/chat/completions", "application/json",
+		strings.NewReader(`{"model":"m","stream":true}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if _, err := bufio.NewReader(resp.Body).ReadString('\n'); err != nil {
+		t.Fatal(err)
+	}
+
+	cancel() // serve's context ends
+	shut := make(chan error, 1)
+	go func() { shut <- app.Shutdown() }()
+	select {
+	case <-upstreamGone:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the upstream request was not cancelled")
+	}
+	if ev := next(t, evs); ev.Finish != events.FinishCancelled {
+		t.Errorf("finish %q, want cancelled", ev.Finish)
+	}
+	io.Copy(io.Discard, resp.Body) // the client's answer ends
+	select {
+	case err := <-shut:
+		if err != nil {
+			t.Error(err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Shutdown still waits for the stream")
+	}
+}
