@@ -252,6 +252,8 @@ func (m *measurer) uniqueNonce() string {
 	return fmt.Sprintf("%s-%d", m.nonce, m.seq)
 }
 
+var errNoUsage = errors.New("the stream carried no usage; token counts come from usage only (the server must honour stream_options.include_usage)")
+
 // request runs one stream and turns it into a sample.
 func (m *measurer) request(ctx context.Context, phaseName string, run, attempt int, endpoint, prompt string, promptTokens, maxTokens int) (bench.Sample, loadgen.Result, error) {
 	s := bench.Sample{Phase: phaseName, Run: run, Attempt: attempt, Endpoint: "/v1/" + endpoint}
@@ -260,7 +262,7 @@ func (m *measurer) request(ctx context.Context, phaseName string, run, attempt i
 		Timeout: m.timeout(promptTokens, maxTokens),
 	})
 	if err == nil && !res.HasUsage {
-		err = errors.New("the stream carried no usage; token counts come from usage only (the server must honour stream_options.include_usage)")
+		err = errNoUsage
 	}
 	if err != nil {
 		s.Error = err.Error()
@@ -363,13 +365,16 @@ func (m *measurer) concurrent(ctx context.Context, attempt int) ([]bench.Sample,
 	for i := range prompts {
 		prompts[i] = loadgen.Prompt(32, m.uniqueNonce())
 	}
+	// A server without batching serves the streams one after another, so
+	// each may wait for all the others.
+	timeout := m.timeout(32*n, p.ConcurrentTokens*n)
 	start := time.Now()
 	var wg sync.WaitGroup
 	for i := range n {
 		wg.Go(func() {
 			results[i], errs[i] = m.client.Do(ctx, loadgen.Request{
 				Endpoint: loadgen.ChatCompletions, Model: m.model, Prompt: prompts[i], MaxTokens: p.ConcurrentTokens,
-				Timeout: m.timeout(32, p.ConcurrentTokens),
+				Timeout: timeout,
 			})
 		})
 	}
@@ -379,7 +384,7 @@ func (m *measurer) concurrent(ctx context.Context, attempt int) ([]bench.Sample,
 	var problems []string
 	for i, res := range results {
 		if errs[i] == nil && !res.HasUsage {
-			errs[i] = errors.New("no usage in the stream")
+			errs[i] = errNoUsage
 		}
 		if errs[i] != nil {
 			problems = append(problems, fmt.Sprintf("stream %d: %v", i+1, errs[i]))
