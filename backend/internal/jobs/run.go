@@ -145,11 +145,10 @@ func (s *Service) runProcess(j *job) (code int, err error) {
 	if st == nil {
 		return -1, err
 	}
+	// With a state, Wait's error is the exit status itself or the pipes'
+	// drain running out (exec.ErrWaitDelay): the code says it all.
 	if ws, ok := st.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
 		return 128 + int(ws.Signal()), nil
-	}
-	if errors.Is(err, exec.ErrWaitDelay) {
-		err = nil
 	}
 	return st.ExitCode(), nil
 }
