@@ -192,7 +192,9 @@ func (u *UI) serve(c *fiber.Ctx, name string) error {
 		return c.SendStatus(fiber.StatusNotModified)
 	}
 	if gz {
-		if strings.Contains(c.Get(fiber.HeaderAcceptEncoding), "gzip") {
+		// AcceptsEncodings weighs q-values ("gzip;q=0" refuses gzip); a
+		// request with no Accept-Encoding gets the plain bytes.
+		if c.Get(fiber.HeaderAcceptEncoding) != "" && c.AcceptsEncodings("gzip") != "" {
 			c.Set(fiber.HeaderContentEncoding, "gzip")
 			return c.Send(data)
 		}
