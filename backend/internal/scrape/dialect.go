@@ -2,6 +2,7 @@ package scrape
 
 import (
 	"math"
+	"sort"
 	"strings"
 	"time"
 
@@ -144,22 +145,29 @@ func (v values) first(names []string, model string, mean bool) (float64, bool) {
 	return 0, false
 }
 
-// models lists the models that report a scheduler gauge.
+// models lists, sorted, the models that report a scheduler gauge. A label
+// value longer than events.MaxModelName is no model id, and no event may
+// carry it.
 func (v values) models(d dialect) []string {
 	seen := map[string]bool{}
 	var out []string
 	for _, names := range [][]string{d.running, d.waiting} {
 		for _, n := range names {
 			for m := range v[n] {
-				if !seen[m] {
+				if !seen[m] && m != "" && len(m) <= events.MaxModelName {
 					seen[m] = true
 					out = append(out, m)
 				}
 			}
 		}
 	}
+	sort.Strings(out)
 	return out
 }
+
+// count is a gauge as an event's count: engines' gauges can dip below 0
+// (a decrement before its increment), which no event may carry.
+func count(x float64) int { return int(math.Min(math.Max(x, 0), math.MaxInt32)) }
 
 // previous is what the mapper remembers of a model between scrapes.
 type previous struct {
@@ -198,9 +206,9 @@ func (mp *mapper) Map(fams map[string]*dto.MetricFamily, now time.Time) []events
 		capacity, _ := v.first(d.capacity, model, false)
 		out = append(out, events.Event{Type: events.TypeSchedulerSample, At: at, Payload: &events.SchedulerSample{
 			Model:           model,
-			Active:          int(running),
-			Capacity:        int(capacity),
-			Queued:          int(waiting),
+			Active:          count(running),
+			Capacity:        count(capacity),
+			Queued:          count(waiting),
 			TokensPerSecond: mp.rate(v, d, model, now),
 		}})
 		if u, ok := v.first(d.kvUsage, model, true); ok {
@@ -211,7 +219,7 @@ func (mp *mapper) Map(fams map[string]*dto.MetricFamily, now time.Time) []events
 		}
 		hits, okH := v.first(d.prefixHits, model, false)
 		queries, okQ := v.first(d.prefixQueries, model, false)
-		if okH && okQ && queries >= hits {
+		if okH && okQ && hits >= 0 && queries >= hits {
 			h, m := int64(hits), int64(queries)-int64(hits)
 			out = append(out, events.Event{Type: events.TypeCacheSample, At: at, Payload: &events.CacheSample{
 				Model: model, Cache: events.CachePrefix, Hits: &h, Misses: &m,

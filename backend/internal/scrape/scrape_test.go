@@ -112,6 +112,11 @@ func TestScrapeFixtures(t *testing.T) {
 			want:  []any{sched("tinyllama-1.1b", 2, 1, 0), kv("tinyllama-1.1b", 0.171)},
 		},
 		{
+			name: "values no event may carry are clamped or left out", kind: "vllm",
+			files: []string{"testdata/vllm-invalid.txt"},
+			want:  []any{sched("good", 0, 3, 0), kv("good", 0.3)},
+		},
+		{
 			name: "engine answering an error", kind: "vllm", status: http.StatusServiceUnavailable,
 			files: []string{"testdata/vllm-1.txt"}, wantErr: "503",
 		},
