@@ -4,6 +4,7 @@ package probe
 
 import (
 	"fmt"
+	"math"
 	"sync"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
@@ -75,17 +76,37 @@ func (g *GPU) ProcessMemory(pids []int) (int64, error) {
 		if ret != nvml.SUCCESS {
 			return 0, fmt.Errorf("NVML device %d: %s", i, nvml.ErrorString(ret))
 		}
+		var procs []nvml.ProcessInfo
 		for _, list := range []func() ([]nvml.ProcessInfo, nvml.Return){d.GetComputeRunningProcesses, d.GetGraphicsRunningProcesses} {
-			procs, ret := list()
-			if ret != nvml.SUCCESS {
-				continue
-			}
-			for _, p := range procs {
-				if want[p.Pid] {
-					total += int64(p.UsedGpuMemory)
-				}
+			if ps, ret := list(); ret == nvml.SUCCESS {
+				procs = append(procs, ps...)
 			}
 		}
+		used, err := deviceMemoryOf(procs, want)
+		if err != nil {
+			return 0, fmt.Errorf("NVML device %d: %w", i, err)
+		}
+		total += used
+	}
+	return total, nil
+}
+
+// deviceMemoryOf sums one device's memory of the processes in want. A
+// process with both a compute and a graphics context is listed twice with
+// the same memory, so it counts once; one whose memory NVML cannot read
+// (it says VALUE_NOT_AVAILABLE) makes the figure unavailable, not smaller.
+func deviceMemoryOf(procs []nvml.ProcessInfo, want map[uint32]bool) (int64, error) {
+	seen := make(map[uint32]bool, len(procs))
+	var total int64
+	for _, p := range procs {
+		if !want[p.Pid] || seen[p.Pid] {
+			continue
+		}
+		seen[p.Pid] = true
+		if p.UsedGpuMemory == math.MaxUint64 {
+			return 0, fmt.Errorf("the memory of process %d is not available to NVML", p.Pid)
+		}
+		total += int64(p.UsedGpuMemory)
 	}
 	return total, nil
 }
