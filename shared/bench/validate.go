@@ -148,6 +148,9 @@ func (p Phases) validate(field string) []error {
 	nonNeg("longDecodeTokens", p.LongDecodeTokens)
 	nonNeg("concurrency", p.Concurrency)
 	nonNeg("concurrentTokens", p.ConcurrentTokens)
+	if p.DecodeTokens == 1 {
+		errs = append(errs, fmt.Errorf("%s.decodeTokens: a decode rate needs at least 2 tokens (0 takes the default), got 1", field))
+	}
 	if p.LongContextTokens < -1 {
 		errs = append(errs, fmt.Errorf("%s.longContextTokens: must be >= 0, or -1 to skip the phase, got %d", field, p.LongContextTokens))
 	}

@@ -53,6 +53,8 @@ func TestPlanValidate(t *testing.T) {
 		}, nil},
 		{"newline in key", func(p *Plan) { p.Cells[0].Key = "a\nb" }, []string{"control character"}},
 		{"negative phase", func(p *Plan) { p.Phases.DecodeRuns = -2 }, []string{"phases.decodeRuns"}},
+		{"one decode token has no rate", func(p *Plan) { p.Phases.DecodeTokens = 1 }, []string{"phases.decodeTokens: a decode rate needs at least 2 tokens"}},
+		{"two decode tokens", func(p *Plan) { p.Phases.DecodeTokens = 2 }, nil},
 		{"skip long context", func(p *Plan) { p.Phases.LongContextTokens = -1 }, nil},
 		{"long context below -1", func(p *Plan) { p.Phases.LongContextTokens = -2 }, []string{"phases.longContextTokens"}},
 		{"spread below 1", func(p *Plan) { p.Phases.UnstableSpread = 0.9 }, []string{"phases.unstableSpread"}},
