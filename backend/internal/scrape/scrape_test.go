@@ -9,6 +9,7 @@ import (
 	"reflect"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -242,5 +243,33 @@ func TestRunPollsOnEachTick(t *testing.T) {
 	<-done
 	if polls != 2 {
 		t.Errorf("polls = %d, want 2", polls)
+	}
+}
+
+// Stopping is not the target failing: a poll cut short by cancellation logs
+// nothing, and Run with its context ended polls nothing.
+func TestStoppingLogsNothing(t *testing.T) {
+	var polled atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { polled.Add(1) }))
+	defer srv.Close()
+	target, _ := ParseTarget(srv.URL + ",vllm")
+	var logs []string
+	s := New(target, func(events.Event) {}, WithLogf(func(f string, a ...any) { logs = append(logs, f) }))
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := s.Poll(ctx); err == nil {
+		t.Error("a cancelled poll succeeded")
+	}
+	s.Run(ctx, nil)
+	if n := polled.Load(); n != 0 || len(logs) != 0 {
+		t.Errorf("polled %d times and logged %q, want neither", n, logs)
+	}
+	// A real failure after it is still reported.
+	dead := httptest.NewServer(http.NotFoundHandler())
+	dead.Close()
+	target, _ = ParseTarget(dead.URL + ",vllm")
+	s = New(target, func(events.Event) {}, WithLogf(func(f string, a ...any) { logs = append(logs, f) }))
+	if _, err := s.Poll(context.Background()); err == nil || len(logs) != 1 {
+		t.Errorf("err %v, logs %q: want the failure logged once", err, logs)
 	}
 }

@@ -2,6 +2,7 @@ package scrape
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log"
@@ -67,6 +68,9 @@ func (s *Scraper) Poll(ctx context.Context) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	n, err := s.poll(ctx)
+	if err != nil && errors.Is(ctx.Err(), context.Canceled) {
+		return n, err // stopped: that says nothing of the target
+	}
 	// Log changes of state only: a target down for an hour is one line.
 	switch msg := errString(err); {
 	case msg != "" && msg != s.lastErr:
@@ -119,7 +123,7 @@ func (s *Scraper) poll(ctx context.Context) (int, error) {
 // Run polls at every tick until ctx ends; the first poll is immediate.
 // Errors are logged, never fatal: an engine restarting comes back.
 func (s *Scraper) Run(ctx context.Context, tick <-chan time.Time) {
-	for {
+	for ctx.Err() == nil {
 		pctx, cancel := context.WithTimeout(ctx, pollTimeout)
 		_, _ = s.Poll(pctx)
 		cancel()
