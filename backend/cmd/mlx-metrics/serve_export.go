@@ -22,6 +22,8 @@ type exportConfig struct {
 	proxyTo        string
 	scrapes        scrape.Targets
 	scrapeInterval time.Duration
+	// envErr is a bad MLX_METRICS_SCRAPE, refused as a bad --scrape is.
+	envErr error
 }
 
 func addExportFlags(fs *flag.FlagSet) *exportConfig {
@@ -29,11 +31,11 @@ func addExportFlags(fs *flag.FlagSet) *exportConfig {
 	fs.StringVar(&cfg.proxyTo, "proxy-to", os.Getenv("MLX_METRICS_PROXY_TO"),
 		"front this OpenAI-compatible server at /v1/* and measure each request (e.g. http://127.0.0.1:8000) (env MLX_METRICS_PROXY_TO)")
 	fs.Var(&cfg.scrapes, "scrape",
-		"poll an engine's Prometheus endpoint, URL[,kind[,model]] with kind vllm, sglang, llamacpp or auto; repeatable (env MLX_METRICS_SCRAPE, space-separated)")
+		"poll an engine's Prometheus endpoint, URL[,kind[,model]] with kind vllm, sglang, llamacpp, mlx or auto; repeatable (env MLX_METRICS_SCRAPE, space-separated)")
 	fs.DurationVar(&cfg.scrapeInterval, "scrape-interval", 2*time.Second, "how often to poll --scrape targets")
 	for _, t := range strings.Fields(os.Getenv("MLX_METRICS_SCRAPE")) {
-		if err := cfg.scrapes.Set(t); err != nil {
-			fmt.Fprintf(os.Stderr, "mlx-metrics: MLX_METRICS_SCRAPE: %v\n", err)
+		if err := cfg.scrapes.Set(t); err != nil && cfg.envErr == nil {
+			cfg.envErr = fmt.Errorf("MLX_METRICS_SCRAPE: %w", err)
 		}
 	}
 	return cfg
@@ -48,6 +50,9 @@ type exportSide struct {
 // startExport subscribes the Prometheus exporter to the bus, builds the
 // proxy when asked, and starts the scrapers.
 func startExport(ctx context.Context, cfg *exportConfig, b *bus.Bus) (*exportSide, error) {
+	if cfg.envErr != nil {
+		return nil, cfg.envErr
+	}
 	if cfg.scrapeInterval <= 0 {
 		return nil, fmt.Errorf("--scrape-interval must be > 0, got %v", cfg.scrapeInterval)
 	}

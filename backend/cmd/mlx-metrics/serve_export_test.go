@@ -79,24 +79,37 @@ func TestExportWiring(t *testing.T) {
 
 func TestExportFlags(t *testing.T) {
 	tests := []struct {
+		env     string // MLX_METRICS_SCRAPE
 		args    []string
 		targets int
 		wantErr bool
 	}{
-		{[]string{"--scrape", "http://127.0.0.1:8000,vllm", "--scrape", "http://127.0.0.1:8080,llamacpp,tiny"}, 2, false},
-		{[]string{"--scrape", "http://127.0.0.1:8000,tgi"}, 0, true},
-		{[]string{"--proxy-to", "http://127.0.0.1:8000"}, 0, false},
+		{"", []string{"--scrape", "http://127.0.0.1:8000,vllm", "--scrape", "http://127.0.0.1:8080,llamacpp,tiny"}, 2, false},
+		{"", []string{"--scrape", "http://127.0.0.1:8000,tgi"}, 0, true},
+		{"", []string{"--proxy-to", "http://127.0.0.1:8000"}, 0, false},
+		{"http://127.0.0.1:8000,vllm http://127.0.0.1:8080,llamacpp", nil, 2, false},
+		{"http://127.0.0.1:8000,vllm http://127.0.0.1:8080,tgi", nil, 1, true}, // refused, not skipped
 	}
+	// Cancelled: the scrapers that start end at once, polling nothing.
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
 	for _, tc := range tests {
+		t.Setenv("MLX_METRICS_SCRAPE", tc.env)
 		fs := newFlagSetForTest()
 		cfg := addExportFlags(fs)
 		err := fs.Parse(tc.args)
+		if err == nil {
+			var side *exportSide
+			if side, err = startExport(ctx, cfg, bus.New()); err == nil {
+				side.stop()
+			}
+		}
 		if (err != nil) != tc.wantErr {
-			t.Errorf("%q: err = %v", tc.args, err)
+			t.Errorf("%q %q: err = %v", tc.env, tc.args, err)
 			continue
 		}
 		if len(cfg.scrapes) != tc.targets {
-			t.Errorf("%q: %d targets, want %d", tc.args, len(cfg.scrapes), tc.targets)
+			t.Errorf("%q %q: %d targets, want %d", tc.env, tc.args, len(cfg.scrapes), tc.targets)
 		}
 	}
 }
