@@ -58,7 +58,22 @@ type benchServe struct {
 	closeErr  error
 }
 
+// check refuses flag values the job service would otherwise replace with
+// its defaults without a word.
+func (c *benchConfig) check() error {
+	if c.grace <= 0 {
+		return fmt.Errorf("-bench-grace %v: must be more than 0 (the runner's time to stop its servers and write its record)", c.grace)
+	}
+	if c.maxQueued < 1 {
+		return fmt.Errorf("-bench-queue %d: must be at least 1", c.maxQueued)
+	}
+	return nil
+}
+
 func openBench(home, device string, cfg *benchConfig) (*benchServe, error) {
+	if err := cfg.check(); err != nil {
+		return nil, &exitError{code: 2, err: err}
+	}
 	root := filepath.Join(home, "metrics")
 	dir := profiles.New(filepath.Join(root, "bench", "plans"))
 	if err := dir.Seed(plans.Ready()); err != nil {

@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
+	"flag"
 	"io"
 	"net"
 	"net/http"
@@ -39,9 +41,55 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
+// defaultBenchConfig is serve's bench-serve configuration with no flags.
+func defaultBenchConfig(t *testing.T) *benchConfig {
+	t.Helper()
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	c := addBenchFlags(fs)
+	if err := fs.Parse(nil); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func TestBenchFlags(t *testing.T) {
+	tests := []struct {
+		args []string
+		err  string // empty: opens
+	}{
+		{nil, ""},
+		{[]string{"-bench-grace", "5s", "-bench-queue", "1"}, ""},
+		{[]string{"-bench-grace", "0s"}, "-bench-grace 0s"},
+		{[]string{"-bench-grace", "-1m"}, "-bench-grace -1m0s"},
+		{[]string{"-bench-queue", "0"}, "-bench-queue 0"},
+		{[]string{"-bench-queue", "-3"}, "-bench-queue -3"},
+	}
+	for _, tt := range tests {
+		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
+			fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+			cfg := addBenchFlags(fs)
+			if err := fs.Parse(tt.args); err != nil {
+				t.Fatal(err)
+			}
+			b, err := openBench(t.TempDir(), "no GPU found", cfg)
+			if tt.err == "" {
+				if err != nil {
+					t.Fatal(err)
+				}
+				b.close()
+				return
+			}
+			var ee *exitError
+			if !errors.As(err, &ee) || ee.code != 2 || !strings.Contains(err.Error(), tt.err) {
+				t.Fatalf("error %v, want exit 2 mentioning %q", err, tt.err)
+			}
+		})
+	}
+}
+
 func TestOpenBenchSeedsProfiles(t *testing.T) {
 	home := t.TempDir()
-	b, err := openBench(home, "no GPU found", &benchConfig{})
+	b, err := openBench(home, "no GPU found", defaultBenchConfig(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,11 +111,11 @@ func TestOpenBenchSeedsProfiles(t *testing.T) {
 // real runner process measuring the real reference engine, into history.
 func TestSmokeEndToEnd(t *testing.T) {
 	home := t.TempDir()
-	b, err := openBench(home, "no GPU found", &benchConfig{
-		grace:     10 * time.Second,
-		runner:    []string{os.Args[0], "bench", "run"},
-		runnerEnv: []string{asMainEnv + "=1", "GORACE=atexit_sleep_ms=0"},
-	})
+	cfg := defaultBenchConfig(t)
+	cfg.grace = 10 * time.Second
+	cfg.runner = []string{os.Args[0], "bench", "run"}
+	cfg.runnerEnv = []string{asMainEnv + "=1", "GORACE=atexit_sleep_ms=0"}
+	b, err := openBench(home, "no GPU found", cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -139,8 +187,9 @@ func TestSmokeEndToEnd(t *testing.T) {
 // hold the server's shutdown open until the run ended on its own.
 func TestStopWithAFollowedRun(t *testing.T) {
 	home := t.TempDir()
-	argv, env := jobstest.RunnerArgv()
-	b, err := openBench(home, "no GPU found", &benchConfig{grace: time.Minute, runner: argv, runnerEnv: env})
+	cfg := defaultBenchConfig(t)
+	cfg.runner, cfg.runnerEnv = jobstest.RunnerArgv()
+	b, err := openBench(home, "no GPU found", cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
