@@ -89,16 +89,16 @@ func newAPIClient(server string) (*apiClient, error) {
 	}, nil
 }
 
-// do sends a request to path under /api/metrics and decodes a 2xx JSON
-// answer into out (when not nil). Anything else becomes an error carrying
-// the API's message.
-func (c *apiClient) do(ctx context.Context, method, path, contentType string, body io.Reader, out any) error {
+// do sends a request with header to path under /api/metrics and decodes a
+// 2xx JSON answer into out (when not nil). Anything else becomes an error
+// carrying the API's message.
+func (c *apiClient) do(ctx context.Context, method, path string, header http.Header, body io.Reader, out any) error {
 	req, err := http.NewRequestWithContext(ctx, method, c.base+"/api/metrics"+path, body)
 	if err != nil {
 		return err
 	}
-	if contentType != "" {
-		req.Header.Set("Content-Type", contentType)
+	for k, vs := range header {
+		req.Header[k] = vs
 	}
 	req.Header.Set("Accept", "application/json")
 	resp, err := c.http.Do(req)
@@ -127,5 +127,5 @@ func (c *apiClient) do(ctx context.Context, method, path, contentType string, bo
 }
 
 func (c *apiClient) get(ctx context.Context, path string, out any) error {
-	return c.do(ctx, http.MethodGet, path, "", nil, out)
+	return c.do(ctx, http.MethodGet, path, nil, nil, out)
 }

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
@@ -12,6 +11,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/mlx-bun/mlx-metrics/backend/internal/ingest"
 	"github.com/mlx-bun/mlx-metrics/shared/events"
 )
 
@@ -160,41 +160,13 @@ func readEventFile(path string) (lines [][]byte, ats []int64, err error) {
 // postEvents sends one NDJSON batch and returns the backend's counts.
 func postEvents(ctx context.Context, c *apiClient, token string, lines [][]byte) (accepted, rejected int, err error) {
 	body := append(bytes.Join(lines, []byte("\n")), '\n')
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.base+"/api/metrics/events", bytes.NewReader(body))
-	if err != nil {
+	header := http.Header{"Content-Type": {"application/x-ndjson"}}
+	if token != "" {
+		header.Set("Authorization", "Bearer "+token)
+	}
+	var reply ingest.Reply
+	if err := c.do(ctx, http.MethodPost, "/events", header, bytes.NewReader(body), &reply); err != nil {
 		return 0, 0, err
 	}
-	req.Header.Set("Content-Type", "application/x-ndjson")
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
-	}
-	resp, err := c.http.Do(req)
-	if err != nil {
-		return 0, 0, fmt.Errorf("is the backend running? %w", err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-	var reply struct {
-		Accepted *int `json:"accepted"`
-		Rejected *int `json:"rejected"`
-		Error    *struct {
-			Message string `json:"message"`
-		} `json:"error"`
-	}
-	_ = json.Unmarshal(b, &reply)
-	if resp.StatusCode/100 != 2 {
-		if reply.Error != nil {
-			return 0, 0, fmt.Errorf("POST /events: %s (%d)", reply.Error.Message, resp.StatusCode)
-		}
-		return 0, 0, fmt.Errorf("POST /events: %s", resp.Status)
-	}
-	accepted = len(lines)
-	if reply.Accepted != nil {
-		accepted = *reply.Accepted
-	}
-	rejected = len(lines) - accepted
-	if reply.Rejected != nil {
-		rejected = *reply.Rejected
-	}
-	return accepted, rejected, nil
+	return reply.Accepted, reply.Rejected, nil
 }

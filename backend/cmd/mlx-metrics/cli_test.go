@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -15,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mlx-bun/mlx-metrics/backend/internal/ingest"
 	"github.com/mlx-bun/mlx-metrics/shared/apierror"
 	"github.com/mlx-bun/mlx-metrics/shared/bench"
 	"github.com/mlx-bun/mlx-metrics/shared/events"
@@ -100,9 +102,20 @@ func newFakeBackend(t *testing.T) *fakeBackend {
 		fb.mu.Lock()
 		fb.batches = append(fb.batches, lines)
 		fb.auth = append(fb.auth, r.Header.Get("Authorization"))
-		rej := fb.reject
+		rej := min(fb.reject, len(lines))
 		fb.mu.Unlock()
-		writeJSON(w, 200, map[string]int{"accepted": len(lines) - rej, "rejected": rej})
+		// As the real route answers: 400 with the error when nothing was accepted.
+		reply := ingest.Reply{Accepted: len(lines) - rej, Rejected: rej, Errors: []ingest.Rejection{}}
+		for i := range rej {
+			reply.Errors = append(reply.Errors, ingest.Rejection{Line: i + 1, Reason: "refused by the test"})
+		}
+		if reply.Accepted == 0 {
+			d := apierror.New(400, fmt.Sprintf("no event accepted: %d rejected", rej)).Error
+			reply.Error = &d
+			writeJSON(w, 400, reply)
+			return
+		}
+		writeJSON(w, 200, reply)
 	})
 	fb.Server = httptest.NewServer(mux)
 	t.Cleanup(fb.Close)
@@ -282,6 +295,7 @@ func TestReplay(t *testing.T) {
 		{name: "token", args: []string{"--token=s3cret", good}, wantBatches: []int{5}, wantAuth: "Bearer s3cret"},
 		{name: "bad line sends nothing", args: []string{bad}, code: 1, contains: "events.ndjson:2: active: missing"},
 		{name: "rejections fail", args: []string{good}, reject: 1, code: 1, wantBatches: []int{5}, contains: "rejected 1 events"},
+		{name: "nothing accepted", args: []string{good}, reject: 5, code: 1, wantBatches: []int{5}, contains: "POST /events: no event accepted: 5 rejected (400)"},
 		{name: "missing file", args: []string{"/nonexistent.ndjson"}, code: 1, contains: "no such file"},
 		{name: "no file", args: []string{}, code: 2, contains: "exactly one FILE"},
 		{name: "negative speed", args: []string{"--speed=-1", good}, code: 2, contains: "--speed"},
