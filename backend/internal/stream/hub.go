@@ -2,9 +2,12 @@
 //
 // One hub goroutine owns the timing: every Interval it checks the source's
 // version and, when it moved, serialises the snapshot once and offers that
-// frame to every client. Each client has a single pending-frame slot, not a
-// queue: a client too slow to take a frame before the next one finds only
-// the newest, so a client that stops reading costs one pointer, never a
+// frame to every client. A source that calls Notify on a change gets the
+// leading edge too: a change after a quiet Interval goes out at once, and
+// the ticker restarts from it, so closer changes still wait a full
+// Interval. Each client has a single pending-frame slot, not a queue: a
+// client too slow to take a frame before the next one finds only the
+// newest, so a client that stops reading costs one pointer, never a
 // growing buffer. A client that never drains its socket is dropped after
 // WriteTimeout; one that went away is noticed at the next write, at the
 // latest the keep-alive.
@@ -40,7 +43,7 @@ type Options struct {
 	Clock        clock.Clock   // clock.Real{} when nil
 
 	onRemove func() // test hook: a client left
-	onTick   func() // test hook: a tick was handled
+	onTick   func() // test hook: a tick (periodic or leading-edge) was handled
 }
 
 func (o Options) withDefaults() Options {
@@ -89,10 +92,11 @@ type Hub struct {
 	clients map[*client]struct{}
 	seq     uint64 // ticks handled
 
-	ticker clock.Ticker
-	done   chan struct{}
-	closed sync.Once
-	loop   sync.WaitGroup
+	ticker  clock.Ticker
+	changed chan struct{} // capacity 1: Notify's pending notice
+	done    chan struct{}
+	closed  sync.Once
+	loop    sync.WaitGroup
 
 	connected, encoded, sent, skipped, keepAlives, dropped atomic.Uint64
 }
@@ -105,6 +109,7 @@ func New(src Source, opts Options) *Hub {
 		opts:    opts,
 		clients: map[*client]struct{}{},
 		ticker:  opts.Clock.NewTicker(opts.Interval),
+		changed: make(chan struct{}, 1),
 		done:    make(chan struct{}),
 	}
 	h.loop.Add(1)
@@ -138,19 +143,56 @@ func (h *Hub) Stats() Stats {
 	}
 }
 
+// Notify tells the hub the source's version moved. It never blocks and is
+// cheap enough to call on every change. Without it changes still go out,
+// at the next tick.
+func (h *Hub) Notify() {
+	select {
+	case h.changed <- struct{}{}:
+	default:
+	}
+}
+
 func (h *Hub) run() {
 	defer h.loop.Done()
+	var lastFrame time.Time // when a tick last handed a client a frame
+	changed := h.changed    // nil while the next tick covers any change
 	for {
 		select {
 		case <-h.done:
 			return
 		case now := <-h.ticker.C():
-			h.tick(now)
-			if h.opts.onTick != nil {
-				h.opts.onTick()
+			// A pending notice is covered by this tick's look at the version.
+			select {
+			case <-h.changed:
+			default:
+			}
+			if h.handleTick(now, false) {
+				lastFrame = now
+			}
+			changed = h.changed
+		case <-changed:
+			// A change an Interval after the last frame is a tick of its
+			// own (the leading edge), and the ticker restarts from it.
+			// Either way the next tick picks up what changes until then,
+			// so stop listening: a busy source costs one wake-up a tick.
+			changed = nil
+			if now := h.opts.Clock.Now(); now.Sub(lastFrame) >= h.opts.Interval {
+				h.ticker.Reset(h.opts.Interval)
+				if h.handleTick(now, true) {
+					lastFrame = now
+				}
 			}
 		}
 	}
+}
+
+func (h *Hub) handleTick(now time.Time, leading bool) (handed bool) {
+	handed = h.tick(now, leading)
+	if h.opts.onTick != nil {
+		h.opts.onTick()
+	}
+	return handed
 }
 
 // currentLocked returns the frame of the source's current version,
@@ -175,21 +217,25 @@ func (h *Hub) currentLocked(now time.Time) (*frame, error) {
 }
 
 // tick offers the newest frame to every client due one, and a keep-alive
-// to every client idle for KeepAlive.
-func (h *Hub) tick(now time.Time) {
+// to every client idle for KeepAlive. It reports whether any client was
+// handed a frame.
+func (h *Hub) tick(now time.Time, leading bool) (handed bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.seq++
 	if len(h.clients) == 0 {
-		return
+		return false
 	}
 	fr, err := h.currentLocked(now)
 	if err != nil {
 		fr = h.latest // keep streaming what we have; the next tick retries
 	}
 	for c := range h.clients {
-		c.offer(h, fr, h.seq, now)
+		if c.offer(h, fr, h.seq, now, leading) {
+			handed = true
+		}
 	}
+	return handed
 }
 
 // client is one stream: its pending slot and the bookkeeping the hub
@@ -206,18 +252,22 @@ type client struct {
 }
 
 // offer hands fr to the client at tick seq if it is newer than what the
-// client has and the client is due: the tick after its last frame (counting
-// ticks, so one that fires a little early still serves every client), or
-// Interval after its opening frame.
-func (c *client) offer(h *Hub, fr *frame, seq uint64, now time.Time) {
+// client has and the client is due: Interval after it was last sent
+// anything, or at a periodic tick, the tick after its last frame (counting
+// ticks, so one that fires a little early still serves every client). A
+// leading-edge tick comes between periodic ones, so only time counts then.
+// It reports whether it handed the client a frame.
+func (c *client) offer(h *Hub, fr *frame, seq uint64, now time.Time, leading bool) (handed bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	due := now.Sub(c.lastSent) >= h.opts.Interval || !leading && seq >= c.dueTick
 	switch {
-	case fr != nil && fr.version > c.version && (seq >= c.dueTick || now.Sub(c.lastSent) >= h.opts.Interval):
+	case fr != nil && fr.version > c.version && due:
 		if c.pending != nil {
 			h.skipped.Add(1)
 		}
 		c.pending, c.version, c.dueTick, c.lastSent = fr, fr.version, seq+1, now
+		handed = true
 	case now.Sub(c.lastSent) >= h.opts.KeepAlive:
 		c.keepAlive, c.lastSent = true, now
 	default:
@@ -227,6 +277,7 @@ func (c *client) offer(h *Hub, fr *frame, seq uint64, now time.Time) {
 	case c.wake <- struct{}{}:
 	default:
 	}
+	return handed
 }
 
 // take empties the client's slot.

@@ -111,6 +111,16 @@ func (h *harness) advance(d time.Duration) {
 	<-done
 }
 
+// waitTick waits until the hub handled a tick it took without advance.
+func (h *harness) waitTick() {
+	h.t.Helper()
+	select {
+	case <-h.ticked:
+	case <-time.After(10 * time.Second):
+		h.t.Fatal("hub did not tick")
+	}
+}
+
 // item is one parsed block of the stream.
 type item struct {
 	retry, id, event, comment string
@@ -262,6 +272,56 @@ func TestThrottleCoalesces(t *testing.T) {
 	}
 }
 
+// With Notify, a change after a quiet Interval goes out at once; changes
+// closer than an Interval to it are coalesced into one frame a full
+// Interval after it, whatever the ticker's phase was.
+func TestLeadingEdge(t *testing.T) {
+	h := newHarness(t, Options{})
+	r := h.connect()
+	r.next()
+	r.snapshot()
+	notify := func(v uint64) {
+		h.src.set(v)
+		h.hub.Notify()
+	}
+	expect := func(v uint64, at time.Duration) {
+		t.Helper()
+		if it := r.snapshot(); it.version != v || it.at != t0.Add(at).UnixMilli() {
+			t.Fatalf("got version %d at %d ms, want %d at %d ms", it.version, it.at-t0.UnixMilli(), v, at.Milliseconds())
+		}
+	}
+
+	h.advance(2 * time.Second)            // quiet ticks, the last at 2000 ms
+	h.clk.Advance(200 * time.Millisecond) // between two ticks
+	notify(2)
+	h.waitTick()
+	expect(2, 2200*time.Millisecond) // at once, not at the 2500 ms tick
+
+	h.clk.Advance(100 * time.Millisecond)
+	notify(3)
+	h.clk.Advance(200 * time.Millisecond) // 2500 ms: the old phase ticks no more
+	notify(4)
+	h.advance(200 * time.Millisecond)
+	expect(4, 2700*time.Millisecond) // coalesced, one Interval after 2200
+
+	notify(5) // right after a frame: waits its Interval
+	h.advance(500 * time.Millisecond)
+	expect(5, 3200*time.Millisecond)
+
+	h.advance(500 * time.Millisecond) // quiet
+	h.advance(500 * time.Millisecond)
+	h.clk.Advance(250 * time.Millisecond)
+	notify(6)
+	h.waitTick()
+	expect(6, 4450*time.Millisecond)
+
+	h.advance(15 * time.Second)
+	r.keepalive() // and no other frame came
+	if got := h.src.encoded(); got != 5 {
+		t.Errorf("encoded %d times, want 5 (opening, 2, 4, 5, 6)", got)
+	}
+}
+
 // Keep-alives come after 15 s without anything written, and not before.
 func TestKeepAlive(t *testing.T) {
 	h := newHarness(t, Options{})
@@ -300,16 +360,21 @@ func TestOfferPacesEachClient(t *testing.T) {
 	c := &client{wake: make(chan struct{}, 1), version: 2, dueTick: joinedAfterTick + 2, lastSent: t0}
 	for _, step := range []struct {
 		seq     uint64
+		at      time.Duration
+		leading bool
 		version uint64
 		pending bool
 	}{
-		{8, 3, false}, // the coming tick
-		{9, 3, true},
-		{10, 3, false}, // nothing newer
-		{11, 4, true},
-		{12, 5, true},
+		{8, 300 * time.Millisecond, false, 3, false}, // the coming tick
+		{9, 800 * time.Millisecond, false, 3, true},
+		{10, 1300 * time.Millisecond, false, 3, false}, // nothing newer
+		{11, 1800 * time.Millisecond, false, 4, true},
+		{12, 1900 * time.Millisecond, true, 5, false}, // leading edge, 100 ms after the last frame
+		{13, 2300 * time.Millisecond, false, 5, true},
+		{14, 2900 * time.Millisecond, true, 6, true},  // leading edge, 600 ms after
+		{15, 3400 * time.Millisecond, false, 7, true}, // the tick after it, the ticker restarted
 	} {
-		c.offer(h, &frame{version: step.version}, step.seq, t0.Add(time.Duration(step.seq)*time.Millisecond))
+		c.offer(h, &frame{version: step.version}, step.seq, t0.Add(step.at), step.leading)
 		got, _ := c.take()
 		if (got != nil) != step.pending {
 			t.Fatalf("tick %d: pending %v, want %v", step.seq, got != nil, step.pending)
