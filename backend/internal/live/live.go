@@ -63,13 +63,18 @@ func New(b *bus.Bus, opts Options) *Live {
 	return l
 }
 
-// Apply reduces one event into the store.
+// Apply reduces one event into the store; a change is pushed to the
+// stream's clients at once when none went out in the last Interval.
 func (l *Live) Apply(ev events.Event) {
 	l.mu.Lock()
-	if l.store.Apply(ev) {
+	changed := l.store.Apply(ev)
+	if changed {
 		l.version.Store(l.store.Version())
 	}
 	l.mu.Unlock()
+	if changed {
+		l.hub.Notify()
+	}
 }
 
 // Version is the store's version.

@@ -2,6 +2,7 @@ package live
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"io"
 	"net"
@@ -105,8 +106,8 @@ func TestUnknownRoute(t *testing.T) {
 	}
 }
 
-// The stream carries the store's snapshot, and a change reaches it at the
-// next tick.
+// The stream carries the store's snapshot: a change reaches it at the next
+// tick, or at once after a quiet Interval.
 func TestStreamCarriesTheStore(t *testing.T) {
 	b := bus.New()
 	clk := clock.NewFake(t0)
@@ -123,7 +124,11 @@ func TestStreamCarriesTheStore(t *testing.T) {
 	}()
 	base := "http://" + ln.Addr().String() + "/api/metrics"
 
-	resp, err := http.Get(base + "/stream")
+	// The deadline only turns a frame that never comes into a failure.
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, "GET", base+"/stream", nil)
+	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -157,6 +162,19 @@ func TestStreamCarriesTheStore(t *testing.T) {
 	clk.Advance(500 * time.Millisecond)
 	if s := next(); s.Version != 3 || s.Requests.Finished != 1 {
 		t.Fatalf("after the post: version %d finished %d", s.Version, s.Requests.Finished)
+	}
+
+	// After a quiet Interval a change goes out at once, between ticks.
+	clk.Advance(700 * time.Millisecond) // a tick with nothing new
+	clk.Advance(200 * time.Millisecond)
+	one := strings.Replace(strings.Split(recorded, "\n")[2], `"r1"`, `"r2"`, 1)
+	pr, err = http.Post(base+"/events", "application/x-ndjson", strings.NewReader(one))
+	if err != nil || pr.StatusCode != 200 {
+		t.Fatalf("post: %v", err)
+	}
+	pr.Body.Close()
+	if s := next(); s.Version != 4 || s.Requests.Finished != 2 || s.At != t0.Add(1400*time.Millisecond).UnixMilli() {
+		t.Fatalf("after a quiet post: version %d finished %d at %d", s.Version, s.Requests.Finished, s.At-t0.UnixMilli())
 	}
 }
 
