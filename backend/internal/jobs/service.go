@@ -208,16 +208,22 @@ func (s *Service) Submit(profile string, plan bench.Plan) (bench.Job, error) {
 	}
 	now := s.opts.Clock.Now()
 	id := bench.NewRunID(now, suffix())
+	// Mkdir, not MkdirAll: the directory is this job's alone, and a
+	// failed submit removes it, leaving no half job for recovery.
 	dir := filepath.Join(s.opts.RunsDir, id)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		return bench.Job{}, err
+	}
+	fail := func(err error) (bench.Job, error) {
+		os.RemoveAll(dir)
 		return bench.Job{}, err
 	}
 	if err := writeJSON(filepath.Join(dir, planFile), plan); err != nil {
-		return bench.Job{}, err
+		return fail(err)
 	}
 	ticket, err := s.opts.Lease.Enqueue(id)
 	if err != nil {
-		return bench.Job{}, err
+		return fail(err)
 	}
 	j := &job{
 		Job: bench.Job{ID: id, Kind: bench.JobKind, Profile: profile, Status: bench.StatusQueued,
@@ -227,7 +233,7 @@ func (s *Service) Submit(profile string, plan bench.Plan) (bench.Job, error) {
 	}
 	if err := s.openEvents(j); err != nil {
 		ticket.Release()
-		return bench.Job{}, err
+		return fail(err)
 	}
 	s.jobs[id] = j
 	select {

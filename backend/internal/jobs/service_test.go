@@ -3,6 +3,7 @@ package jobs
 import (
 	"context"
 	"errors"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -478,6 +479,23 @@ func TestRestartMidRun(t *testing.T) {
 	}
 	if _, err := third.svc.Get("manual-run"); !errors.Is(err, ErrNotFound) {
 		t.Errorf("manual-run: %v", err)
+	}
+}
+
+// TestSubmitFailureLeavesNothing: a submit that fails half way leaves no
+// directory for recovery to find, no job and a free lease.
+func TestSubmitFailureLeavesNothing(t *testing.T) {
+	h := newHarness(t, t.TempDir(), 0)
+	bad := plan("ok", 1)
+	bad.Phases.UnstableSpread = math.NaN() // plan.json cannot be written
+	if _, err := h.svc.Submit("p", bad); err == nil {
+		t.Fatal("Submit wrote a plan that JSON cannot hold")
+	}
+	if entries, _ := os.ReadDir(h.dir); len(entries) != 0 {
+		t.Fatalf("left behind: %v", entries)
+	}
+	if len(h.svc.List(Filter{})) != 0 || h.lease.State().Held {
+		t.Fatalf("jobs %+v, lease %+v", h.svc.List(Filter{}), h.lease.State())
 	}
 }
 
