@@ -84,7 +84,7 @@ func printSnapshot(w io.Writer, s snapshot.Snapshot) error {
 		fmt.Fprintln(tw, "(no samples)")
 	}
 	for _, c := range s.Caches {
-		capacity, usage := "-", "-"
+		used, capacity, usage := humanize.IBytes(uint64(c.Bytes)), "-", "-"
 		if c.CapacityBytes != nil {
 			capacity = humanize.IBytes(uint64(*c.CapacityBytes))
 			if *c.CapacityBytes > 0 {
@@ -93,12 +93,15 @@ func printSnapshot(w io.Writer, s snapshot.Snapshot) error {
 		}
 		if c.UsageRatio != nil {
 			usage = fmt.Sprintf("%.1f%%", 100**c.UsageRatio)
+			if c.Bytes == 0 {
+				used = "-" // a scraped engine reports the ratio, not bytes
+			}
 		}
 		hit := "-"
 		if c.HitRate != nil {
 			hit = fmt.Sprintf("%.1f%%", 100**c.HitRate)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", c.Model, c.Cache, humanize.IBytes(uint64(c.Bytes)), capacity, usage, hit)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", c.Model, c.Cache, used, capacity, usage, hit)
 	}
 
 	r := s.Requests

@@ -75,7 +75,8 @@ func newFakeBackend(t *testing.T) *fakeBackend {
 				WeightsBytes: 8 << 30, KVBytes: 1 << 30}},
 			Schedulers: []snapshot.Scheduler{{SchedulerSample: events.SchedulerSample{Model: "qwen3-8b", Active: 3, Capacity: 8, Queued: 2, TokensPerSecond: 140.5}}},
 			Caches: []snapshot.Cache{{CacheSample: events.CacheSample{Model: "qwen3-8b", Cache: "prefix", Bytes: 256 << 20,
-				CapacityBytes: pi(1 << 30), Hits: pi(3), Misses: pi(1)}, HitRate: p(0.75)}},
+				CapacityBytes: pi(1 << 30), Hits: pi(3), Misses: pi(1)}, HitRate: p(0.75)},
+				{CacheSample: events.CacheSample{Model: "llama-8b", Cache: "kv", UsageRatio: p(0.5)}}},
 			Requests: snapshot.Requests{Finished: 5, ByFinish: map[string]int64{"stop": 4, "length": 1},
 				Window: snapshot.Window{Size: 200, Count: 5, TTFTMs: &snapshot.Distribution{Count: 5, P50: 85, P95: 120, P99: 120, Max: 120, Mean: 90}}},
 		})
@@ -152,6 +153,7 @@ func TestClientCommands(t *testing.T) {
 	}{
 		{"snapshot table", snapshotCmd, []string{srv}, 0, []string{
 			"version 42", "qwen3-8b  resident  1      4200 ms    8.0 GiB", "140.5", "75.0%",
+			"llama-8b kv - - 50.0% -", // a scraped ratio: no bytes to show
 			"5 finished, length 1, stop 4", "ttft (ms)", "85.0"}},
 		{"snapshot json", snapshotCmd, []string{srv, "--json"}, 0, []string{`"version":42`}},
 		{"snapshot help", snapshotCmd, []string{"-h"}, 0, nil},
