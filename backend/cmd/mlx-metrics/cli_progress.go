@@ -31,11 +31,11 @@ func (p *progress) set(n int) {
 		return
 	}
 	if p.tty {
-		if t := p.now(); n < p.total && t.Sub(p.drawn) < 100*time.Millisecond {
+		t := p.now()
+		if n < p.total && t.Sub(p.drawn) < 100*time.Millisecond {
 			return
-		} else {
-			p.drawn = t
 		}
+		p.drawn = t
 		const width = 30
 		fill := width * n / p.total
 		bar := strings.Repeat("=", fill)
@@ -45,7 +45,7 @@ func (p *progress) set(n int) {
 		fmt.Fprintf(p.w, "\r%s [%s] %d/%d %3d%%", p.label, bar, n, p.total, 100*n/p.total)
 		return
 	}
-	for t := 10 * n / p.total; p.tenths < t; {
+	if t := 10 * n / p.total; t > p.tenths {
 		p.tenths = t
 		fmt.Fprintf(p.w, "%s: %d/%d (%d%%)\n", p.label, n, p.total, 100*n/p.total)
 	}
