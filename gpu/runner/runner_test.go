@@ -178,7 +178,7 @@ func TestRunMeasuresKnownRates(t *testing.T) {
 	c := rec.Cells[0]
 	cc := bench.CompactCellOf(c)
 	// 4 chat streams of 35 prompt tokens: one 140-token prefill step, then
-	// 39 decode steps at (1+0.1*3)/400 s.
+	// 39 decode steps at (1+0.1*3)/200 s.
 	aggWall := 140/prefillRate + 39*(1+slowdown*3)/decodeRate
 	tests := []struct {
 		name      string
