@@ -39,6 +39,8 @@ type BenchView struct {
 	// finished counts jobs no longer running at the last refresh; when it
 	// moves, history is fetched again.
 	finished int
+	// fetchedFrom is the API the last refresh asked.
+	fetchedFrom string
 
 	detail    *bench.HistoryEntry
 	detailErr string
@@ -47,33 +49,28 @@ type BenchView struct {
 	figure       int
 	actionErr    string
 	busy         bool
-	mounted      bool
 }
 
 func (v *BenchView) client() *api.Client { return &api.Client{Base: v.API} }
 
-func (v *BenchView) OnMount(ctx app.Context) {
-	v.mounted = true
-	v.refresh(ctx, true)
-	v.schedule(ctx)
+func (v *BenchView) OnMount(ctx app.Context) { v.refresh(ctx, true, v.schedule) }
+
+// OnUpdate refetches everything when the connection changed (the parent
+// also updates the view for a new palette, which needs no fetch).
+func (v *BenchView) OnUpdate(ctx app.Context) {
+	if v.API != v.fetchedFrom {
+		v.refresh(ctx, true, nil)
+	}
 }
 
-func (v *BenchView) OnDismount() { v.mounted = false }
-
-// OnUpdate refetches everything when the connection changed.
-func (v *BenchView) OnUpdate(ctx app.Context) { v.refresh(ctx, true) }
-
+// schedule polls jobs every Poll, the next poll once the last one answered,
+// so a slow backend never has requests piling up. The chain ends with the
+// view: go-app runs no dispatch for a dismounted component.
 func (v *BenchView) schedule(ctx app.Context) {
 	if v.Poll <= 0 {
 		return
 	}
-	ctx.After(v.Poll, func(ctx app.Context) {
-		if !v.mounted {
-			return
-		}
-		v.refresh(ctx, false)
-		v.schedule(ctx)
-	})
+	ctx.After(v.Poll, func(ctx app.Context) { v.refresh(ctx, false, v.schedule) })
 }
 
 // benchData is one refresh's answers.
@@ -122,11 +119,22 @@ func (v *BenchView) apply(d benchData) {
 	}
 }
 
-func (v *BenchView) refresh(ctx app.Context, all bool) {
+// refresh fetches in the background, shows the answers, then calls then
+// (when not nil).
+func (v *BenchView) refresh(ctx app.Context, all bool, then func(app.Context)) {
 	c, known := v.client(), v.finished
+	v.fetchedFrom = v.API
 	ctx.Async(func() {
 		d := fetchBench(c, all, known)
-		ctx.Dispatch(func(ctx app.Context) { v.apply(d) })
+		ctx.Dispatch(func(ctx app.Context) {
+			// Answers for a connection the view has left are dropped.
+			if c.Base == v.API {
+				v.apply(d)
+			}
+			if then != nil {
+				then(ctx)
+			}
+		})
 	})
 }
 
@@ -146,7 +154,7 @@ func (v *BenchView) run(ctx app.Context, profile string) {
 		_, err := c.Start(cctx, profile)
 		ctx.Dispatch(func(ctx app.Context) {
 			v.busy, v.actionErr = false, errText(err)
-			v.refresh(ctx, false)
+			v.refresh(ctx, false, nil)
 		})
 	})
 }
@@ -160,7 +168,7 @@ func (v *BenchView) cancel(ctx app.Context, id string) {
 		_, err := c.Cancel(cctx, id)
 		ctx.Dispatch(func(ctx app.Context) {
 			v.busy, v.actionErr = false, errText(err)
-			v.refresh(ctx, false)
+			v.refresh(ctx, false, nil)
 		})
 	})
 }

@@ -2,11 +2,15 @@ package ui
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"regexp"
 	"strings"
+	"sync/atomic"
 	"testing"
+
+	"github.com/maxence-charriere/go-app/v10/pkg/app"
 
 	"github.com/mlx-bun/mlx-metrics/panel/charts"
 	"github.com/mlx-bun/mlx-metrics/shared/bench"
@@ -17,6 +21,7 @@ type benchAPI struct {
 	profiles []bench.Profile
 	jobs     *bench.JobList
 	history  *bench.HistoryList
+	asked    *atomic.Int32 // counts requests when set
 }
 
 func (b benchAPI) server(t *testing.T) *httptest.Server {
@@ -32,7 +37,12 @@ func (b benchAPI) server(t *testing.T) *httptest.Server {
 	mux.HandleFunc("GET /api/metrics/bench/profiles", func(w http.ResponseWriter, r *http.Request) { reply(w, b.profiles, b.profiles != nil) })
 	mux.HandleFunc("GET /api/metrics/bench", func(w http.ResponseWriter, r *http.Request) { reply(w, b.jobs, b.jobs != nil) })
 	mux.HandleFunc("GET /api/metrics/history", func(w http.ResponseWriter, r *http.Request) { reply(w, b.history, b.history != nil) })
-	srv := httptest.NewServer(mux)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if b.asked != nil {
+			b.asked.Add(1)
+		}
+		mux.ServeHTTP(w, r)
+	}))
 	t.Cleanup(srv.Close)
 	return srv
 }
@@ -151,4 +161,39 @@ func disabledRunButtons(html string) int {
 		}
 	}
 	return n
+}
+
+// TestBenchViewUpdate: a new palette (theme) re-renders the view without
+// asking the API again; a new connection refetches from the new API.
+func TestBenchViewUpdate(t *testing.T) {
+	var asked [2]atomic.Int32
+	apis := make([]string, 2)
+	for i := range apis {
+		jobs := &bench.JobList{Lease: bench.Lease{Device: fmt.Sprintf("device of backend %d", i)}}
+		srv := benchAPI{profiles: []bench.Profile{}, jobs: jobs, history: &bench.HistoryList{}, asked: &asked[i]}.server(t)
+		apis[i] = srv.URL + "/api/metrics"
+	}
+
+	e := app.NewTestEngine()
+	// The native engine runs no OnMount: start as the mount's fetch leaves it.
+	v := &BenchView{API: apis[0], Palette: charts.Light, fetchedFrom: apis[0]}
+	load := func(c *BenchView) {
+		t.Helper()
+		if err := e.Load(c); err != nil {
+			t.Fatal(err)
+		}
+		e.ConsumeAll()
+	}
+	load(v)
+	load(&BenchView{API: apis[0], Palette: charts.Dark})
+	if n := asked[0].Load(); n != 0 {
+		t.Errorf("a palette change asked the API %d times", n)
+	}
+	load(&BenchView{API: apis[1], Palette: charts.Dark})
+	if asked[1].Load() == 0 {
+		t.Error("a new connection was not asked")
+	}
+	if html := app.HTMLString(v); !strings.Contains(html, "device of backend 1") {
+		t.Errorf("the view does not show the new backend's answers:\n%s", html)
+	}
 }
