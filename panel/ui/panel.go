@@ -235,7 +235,7 @@ func (p *Panel) interrupted(ctx app.Context, now time.Time) {
 	p.state, p.since = StateInterrupted, now
 	p.retryIn = backoff(p.failures)
 	p.failures++
-	p.lastErr = "stream lost at " + now.UTC().Format("15:04:05")
+	p.lastErr = "stream lost at " + format.Clock(now.UnixMilli())
 	ctx.After(p.retryIn, func(ctx app.Context) {
 		if p.state != StateInterrupted {
 			return
