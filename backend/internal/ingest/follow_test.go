@@ -2,6 +2,7 @@ package ingest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -120,6 +121,28 @@ func TestReplay(t *testing.T) {
 	}
 	if err := Replay(context.Background(), filepath.Join(t.TempDir(), "missing"), b, 0, nil, &c); err == nil {
 		t.Fatal("a missing file replayed")
+	}
+}
+
+// A replay stops when its context ends: at once at full speed, and a
+// cancelled one publishes nothing more.
+func TestReplayCancelled(t *testing.T) {
+	var lines []string
+	for i := int64(1); i <= 5000; i++ {
+		lines = append(lines, schedAt(1_764_690_000_000+i))
+	}
+	path := writeFile(t, lines...)
+	b := bus.New()
+	var n atomic.Int64
+	defer b.Subscribe("sink", 2*replayBatch, func(events.Event) { n.Add(1) })()
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	var c Counter
+	if err := Replay(ctx, path, b, 0, nil, &c); !errors.Is(err, context.Canceled) {
+		t.Fatalf("error %v, want context.Canceled", err)
+	}
+	if n.Load() != 0 || c.Stats().Accepted != 0 {
+		t.Fatalf("published %d, counted %+v after the cancel", n.Load(), c.Stats())
 	}
 }
 

@@ -3,6 +3,7 @@ package ingest
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"time"
 
@@ -20,7 +21,8 @@ const replayBatch = 1024
 // at path to b. With speed 0 it goes as fast as the subscribers take them;
 // with speed s > 0 it keeps the recorded gaps between events' at, divided
 // by s (1 is real time). Events keep their recorded at. Bad lines are
-// counted in c and skipped.
+// counted in c and skipped. When ctx ends Replay stops reading and returns
+// ctx's error.
 func Replay(ctx context.Context, path string, b *bus.Bus, speed float64, clk clock.Clock, c *Counter) error {
 	if clk == nil {
 		clk = clock.Real{}
@@ -35,7 +37,10 @@ func Replay(ctx context.Context, path string, b *bus.Bus, speed float64, clk clo
 		prevAt int64
 		stop   error
 	)
-	err = Decode(f, func(ev events.Event) {
+	err = Decode(ctxReader{ctx, f}, func(ev events.Event) {
+		if stop == nil {
+			stop = ctx.Err()
+		}
 		if stop != nil {
 			return
 		}
@@ -63,4 +68,18 @@ func Replay(ctx context.Context, path string, b *bus.Bus, speed float64, clk clo
 		return fmt.Errorf("%s: %w", path, err)
 	}
 	return nil
+}
+
+// ctxReader fails its reads once ctx ends, so a decoder reading a large
+// file stops within one buffer instead of parsing the rest of it.
+type ctxReader struct {
+	ctx context.Context
+	r   io.Reader
+}
+
+func (r ctxReader) Read(p []byte) (int, error) {
+	if err := r.ctx.Err(); err != nil {
+		return 0, err
+	}
+	return r.r.Read(p)
 }
