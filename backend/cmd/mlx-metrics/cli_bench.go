@@ -13,6 +13,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/mlx-bun/mlx-metrics/backend/internal/benchapi"
 	"github.com/mlx-bun/mlx-metrics/shared/bench"
 )
 
@@ -35,7 +36,7 @@ func benchListCmd(ctx context.Context, args []string, env cliEnv) error {
 	fs := flag.NewFlagSet("bench list", flag.ContinueOnError)
 	fs.SetOutput(env.stderr)
 	server := fs.String("server", defaultServer(), "backend URL (env MLX_METRICS_SERVER)")
-	limit := fs.Int("limit", 20, "runs to list, newest first")
+	limit := fs.Int("limit", 20, fmt.Sprintf("runs to list, newest first (at most %d)", benchapi.MaxHistoryLimit))
 	asJSON := fs.Bool("json", false, "print the history JSON")
 	fs.Usage = func() {
 		fmt.Fprintln(env.stderr, "usage: mlx-metrics bench list [--server URL] [--limit N] [--json]\n\nLists finished bench-serve runs, newest first.\n\nflags:")
@@ -48,8 +49,8 @@ func benchListCmd(ctx context.Context, args []string, env cliEnv) error {
 	if len(pos) > 0 {
 		return usageErr("bench list takes no arguments, got %q", pos)
 	}
-	if *limit < 1 {
-		return usageErr("--limit must be >= 1")
+	if *limit < 1 || *limit > benchapi.MaxHistoryLimit {
+		return usageErr("--limit must be from 1 to %d, got %d", benchapi.MaxHistoryLimit, *limit)
 	}
 	c, err := newAPIClient(*server)
 	if err != nil {

@@ -167,6 +167,7 @@ func TestClientCommands(t *testing.T) {
 			"20261201T100000Z-aaaa  standard  2026-12-01 10:00:00Z  1m30s     3      complete"}},
 		{"list json", benchListCmd, []string{srv, "--json"}, 0, []string{`"entries": [`}},
 		{"list bad limit", benchListCmd, []string{srv, "--limit=0"}, 2, []string{"--limit"}},
+		{"list limit over the route's", benchListCmd, []string{srv, "--limit=1001"}, 2, []string{"from 1 to 1000"}},
 
 		{"show", benchShowCmd, []string{runA.ID, srv}, 0, []string{"profile   standard (all)", "qwen/tree/default", "100.0", "200.0"}},
 		{"show json", benchShowCmd, []string{srv, "--json", runA.ID}, 0, []string{`"id": "20261201T100000Z-aaaa"`, `"decodeTokensPerSecond": 100`}},
