@@ -146,7 +146,9 @@ func (a *API) jobEvents(c *fiber.Ctx) error {
 		}
 		after = n
 	}
-	evs, _, ended, err := a.Jobs.Events(id, after)
+	// The first read answers a JSON request, or opens the stream, which
+	// then reads on from where it ended.
+	evs, off, changed, ended, err := a.Jobs.EventsAt(id, after, 0)
 	if err != nil {
 		return jobError(c, err)
 	}
@@ -160,13 +162,7 @@ func (a *API) jobEvents(c *fiber.Ctx) error {
 	c.Context().SetBodyStreamWriter(func(w *bufio.Writer) {
 		keepalive := time.NewTicker(15 * time.Second)
 		defer keepalive.Stop()
-		var off int64
 		for {
-			evs, next, changed, ended, err := svc.EventsAt(id, after, off)
-			if err != nil {
-				return
-			}
-			off = next
 			for _, e := range evs {
 				data, _ := json.Marshal(e)
 				fmt.Fprintf(w, "id: %d\nevent: %s\ndata: %s\n\n", e.Seq, e.Type, data)
@@ -185,6 +181,10 @@ func (a *API) jobEvents(c *fiber.Ctx) error {
 				if _, err := w.WriteString(": keepalive\n\n"); err != nil {
 					return
 				}
+			}
+			var err error
+			if evs, off, changed, ended, err = svc.EventsAt(id, after, off); err != nil {
+				return
 			}
 		}
 	})
