@@ -18,6 +18,9 @@ import (
 // HistoryLimit is how many finished runs the view lists and trends.
 const HistoryLimit = 50
 
+// requestTimeout bounds each call to the bench routes.
+const requestTimeout = 10 * time.Second
+
 // BenchView runs bench-serve and shows its history. It talks to the bench
 // routes itself, so their failure shows here and nowhere else.
 type BenchView struct {
@@ -87,7 +90,7 @@ type benchData struct {
 // fetchBench fetches jobs, and profiles and history when all is set or a
 // job finished since the last look (knownFinished).
 func fetchBench(c *api.Client, all bool, knownFinished int) benchData {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), requestTimeout)
 	defer cancel()
 	var d benchData
 	d.jobs, d.jobsErr = c.Jobs(ctx)
@@ -146,26 +149,28 @@ func errText(err error) string {
 }
 
 func (v *BenchView) run(ctx app.Context, profile string) {
-	v.busy, v.actionErr = true, ""
-	c := v.client()
-	ctx.Async(func() {
-		cctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
+	v.act(ctx, func(cctx context.Context, c *api.Client) error {
 		_, err := c.Start(cctx, profile)
-		ctx.Dispatch(func(ctx app.Context) {
-			v.busy, v.actionErr = false, errText(err)
-			v.refresh(ctx, false, nil)
-		})
+		return err
 	})
 }
 
 func (v *BenchView) cancel(ctx app.Context, id string) {
+	v.act(ctx, func(cctx context.Context, c *api.Client) error {
+		_, err := c.Cancel(cctx, id)
+		return err
+	})
+}
+
+// act runs a button's call in the background, the buttons busy meanwhile,
+// then shows its error, if any, and refreshes the jobs.
+func (v *BenchView) act(ctx app.Context, call func(context.Context, *api.Client) error) {
 	v.busy, v.actionErr = true, ""
 	c := v.client()
 	ctx.Async(func() {
-		cctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		cctx, cancel := context.WithTimeout(context.Background(), requestTimeout)
 		defer cancel()
-		_, err := c.Cancel(cctx, id)
+		err := call(cctx, c)
 		ctx.Dispatch(func(ctx app.Context) {
 			v.busy, v.actionErr = false, errText(err)
 			v.refresh(ctx, false, nil)
@@ -176,7 +181,7 @@ func (v *BenchView) cancel(ctx app.Context, id string) {
 func (v *BenchView) open(ctx app.Context, id string) {
 	c := v.client()
 	ctx.Async(func() {
-		cctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		cctx, cancel := context.WithTimeout(context.Background(), requestTimeout)
 		defer cancel()
 		e, err := c.Entry(cctx, id)
 		ctx.Dispatch(func(ctx app.Context) {
