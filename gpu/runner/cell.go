@@ -52,6 +52,9 @@ func (r *run) measure(ctx context.Context, i int, cell bench.Cell, res *bench.Ce
 			res.Status, res.Note = bench.CellFailed, "cancelled mid-cell"
 			return
 		}
+		// Stopped first, so the tail holds all it wrote (a server still
+		// loading may not have written anything yet when the wait ended).
+		srv.stop(r.o.StopGrace)
 		r.fail(res, "cold start", err, srv.stderr.String())
 		return
 	}

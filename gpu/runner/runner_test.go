@@ -355,7 +355,7 @@ func TestCancelMidCell(t *testing.T) {
 // is gone, and the cell after it is still measured.
 func TestFailingServers(t *testing.T) {
 	never := engineCell(bench.KindTree, "never-ready", "--load-ms", "60000")
-	never.Server.ReadyTimeoutMs = 300
+	never.Server.ReadyTimeoutMs = 1500 // ample for the engine to start and say so on stderr
 	tests := []struct {
 		name        string
 		cell        bench.Cell
@@ -364,7 +364,7 @@ func TestFailingServers(t *testing.T) {
 		stderrHas   string
 		maxAttempts int
 	}{
-		{"ready timeout", never, "cold start: not ready after 300ms", "not ready after", "reference engine", 0},
+		{"ready timeout", never, "cold start: not ready after 1.5s", "not ready after", "reference engine", 0},
 		{"crash mid-phase", fakeServerCell("crash"), "the server exited", "phase decode failed (attempt 1, giving up)", "simulated crash", 1},
 		// Token counts come from usage only: a stream without it is a
 		// failed phase, retried once, never counted from the request.

@@ -29,6 +29,7 @@ type server struct {
 	waitErr  error
 	stderr   *tail
 	logs     []*os.File
+	stopOnce sync.Once
 }
 
 // resolve fills the placeholders of a server's command and URLs.
@@ -153,8 +154,13 @@ func (s *server) waitReady(ctx context.Context, timeout time.Duration) (time.Dur
 	}
 }
 
-// stop ends the process group: SIGTERM, then SIGKILL after grace.
+// stop ends the process group: SIGTERM, then SIGKILL after grace. Only
+// the first call acts: the group's id is not the server's once it is gone.
 func (s *server) stop(grace time.Duration) {
+	s.stopOnce.Do(func() { s.terminate(grace) })
+}
+
+func (s *server) terminate(grace time.Duration) {
 	defer s.closeLogs()
 	select {
 	case <-s.exited:
