@@ -60,7 +60,9 @@ func reject(field, format string, args ...any) *Error {
 }
 
 // required lists, per core type, the payload fields that must be present.
-// A field documented as "|null" must be present but may be null.
+// A field documented as "|null" (listed in nullable) must be present but may
+// be null; any other must carry a value, since encoding/json would read a
+// null as zero.
 var required = map[Type][]string{
 	TypeModelLoad:       {"model", "phase"},
 	TypeModelUnload:     {"model", "reason", "drainMs", "flushed"},
@@ -68,6 +70,11 @@ var required = map[Type][]string{
 	TypeRequestFinished: {"model", "requestId", "finish", "promptTokens", "cachedPromptTokens", "completionTokens", "queueMs", "ttftMs", "prefillTokensPerSecond", "decodeTokensPerSecond", "totalMs"},
 	TypeSchedulerSample: {"model", "active", "capacity", "queued", "tokensPerSecond"},
 	TypeCacheSample:     {"model", "cache", "bytes", "capacityBytes", "hits", "misses"},
+}
+
+var nullable = map[string]bool{
+	"queueMs": true, "ttftMs": true, "prefillTokensPerSecond": true, "decodeTokensPerSecond": true,
+	"capacityBytes": true, "hits": true, "misses": true,
 }
 
 // Parse decodes and validates one event. Unknown types are accepted with a
@@ -98,10 +105,8 @@ func Parse(line []byte) (Event, error) {
 	if len(env.Data) == 0 || bytes.Equal(env.Data, []byte("null")) {
 		return Event{}, reject("data", "missing payload for %s", env.Type)
 	}
-	if missing, err := firstMissing(env.Data, fields); err != nil {
+	if err := checkFields(env.Data, fields); err != nil {
 		return Event{}, err
-	} else if missing != "" {
-		return Event{}, reject(missing, "missing")
 	}
 	payload := newPayload(env.Type)
 	if err := json.Unmarshal(env.Data, payload); err != nil {
@@ -253,16 +258,16 @@ func ratio(field string, v *float64) *Error {
 
 func count(field string, v int) *Error { return size(field, int64(v)) }
 
-// firstMissing reports the first of fields (at most 64) that is not a key
-// of the JSON object obj. obj is known to be valid JSON (the envelope
-// decoded), so a scan of its top-level keys is enough; it is much cheaper
-// than decoding the object into a map.
-func firstMissing(obj []byte, fields []string) (string, *Error) {
+// checkFields rejects the JSON object obj when one of fields (at most 64)
+// is not a key of it, or is null without being nullable. obj is known to be
+// valid JSON (the envelope decoded), so a scan of its top-level keys is
+// enough; it is much cheaper than decoding the object into a map.
+func checkFields(obj []byte, fields []string) *Error {
 	obj = bytes.TrimSpace(obj)
 	if len(obj) == 0 || obj[0] != '{' {
-		return "", reject("data", "not an object")
+		return reject("data", "not an object")
 	}
-	var seen uint64
+	var seen, null uint64
 	depth, expectKey := 0, false
 	for i := 0; i < len(obj); i++ {
 		switch c := obj[i]; c {
@@ -295,6 +300,9 @@ func firstMissing(obj []byte, fields []string) (string, *Error) {
 				for n, f := range fields {
 					if string(key) == f {
 						seen |= 1 << n
+						if j < len(obj) && bytes.HasPrefix(bytes.TrimLeft(obj[j+1:], " \t\r\n:"), []byte("null")) {
+							null |= 1 << n
+						}
 					}
 				}
 				expectKey = false
@@ -304,8 +312,13 @@ func firstMissing(obj []byte, fields []string) (string, *Error) {
 	}
 	for n, f := range fields {
 		if seen&(1<<n) == 0 {
-			return f, nil
+			return reject(f, "missing")
 		}
 	}
-	return "", nil
+	for n, f := range fields {
+		if null&(1<<n) != 0 && !nullable[f] {
+			return reject(f, "must not be null")
+		}
+	}
+	return nil
 }

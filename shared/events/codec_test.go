@@ -110,6 +110,10 @@ func TestParseRejects(t *testing.T) {
 		{"data not an object", `{"type":"model.memory",` + at + `,"data":[1]}`, "data", "not an object"},
 		{"missing field", req(strings.Replace(full, `"totalMs":5`, `"x":1`, 1)), "totalMs", "missing"},
 		{"nullable field absent", req(strings.Replace(full, `"ttftMs":2,`, ``, 1)), "ttftMs", "missing"},
+		{"null tokens", with(`"promptTokens":10`, `"promptTokens":null`), "promptTokens", "must not be null"},
+		{"null total", with(`"totalMs":5`, `"totalMs":null`), "totalMs", "must not be null"},
+		{"null flushed", `{"type":"model.unload",` + at + `,"data":{"model":"m","reason":"idle","drainMs":0,"flushed":null}}`, "flushed", "must not be null"},
+		{"null bytes", `{"type":"cache.sample",` + at + `,"data":{"model":"m","cache":"kv","bytes":null,"capacityBytes":null,"hits":null,"misses":null}}`, "bytes", "must not be null"},
 		{"wrong type", with(`"promptTokens":10`, `"promptTokens":"ten"`), "promptTokens", "wrong type"},
 		{"fractional tokens", with(`"promptTokens":10`, `"promptTokens":10.5`), "promptTokens", "wrong type"},
 		{"negative tokens", with(`"completionTokens":5`, `"completionTokens":-1`), "completionTokens", ">= 0"},
@@ -162,29 +166,38 @@ func BenchmarkParse(b *testing.B) {
 	}
 }
 
-func TestFirstMissing(t *testing.T) {
-	fields := []string{"model", "kvBytes"}
+func TestCheckFields(t *testing.T) {
+	fields := []string{"model", "kvBytes", "hits"} // hits is nullable
 	for _, tc := range []struct {
-		name, obj, missing string
+		name, obj, field, reason string
 	}{
-		{"all present", `{"model":"m","kvBytes":1}`, ""},
-		{"present with null", `{"model":null,"kvBytes":null}`, ""},
-		{"first missing", `{"kvBytes":1}`, "model"},
-		{"only in a nested object", `{"x":{"model":"m"},"kvBytes":1}`, "model"},
-		{"only in a nested array", `{"x":[{"model":"m"}],"kvBytes":1}`, "model"},
-		{"only as a value", `{"x":"model","kvBytes":1}`, "model"},
-		{"escaped key", `{"\u006dodel":"m","kvBytes":1}`, ""},
-		{"quotes and braces in strings", `{"x":"\"{model\"","model":"}","kvBytes":1}`, ""},
-		{"empty object", `{}`, "model"},
+		{"all present", `{"model":"m","kvBytes":1,"hits":2}`, "", ""},
+		{"nullable null", `{"model":"m","kvBytes":1,"hits": null}`, "", ""},
+		{"present with null", `{"model":null,"kvBytes":null,"hits":null}`, "model", "must not be null"},
+		{"null after spaces", `{"model":"m","kvBytes" : null,"hits":1}`, "kvBytes", "must not be null"},
+		{"a null string is a value", `{"model":"null","kvBytes":1,"hits":1}`, "", ""},
+		{"a nested null is not the field's", `{"model":"m","kvBytes":1,"hits":1,"x":{"model":null}}`, "", ""},
+		{"missing before null", `{"model":null,"hits":1}`, "kvBytes", "missing"},
+		{"first missing", `{"kvBytes":1,"hits":1}`, "model", "missing"},
+		{"only in a nested object", `{"x":{"model":"m"},"kvBytes":1,"hits":1}`, "model", "missing"},
+		{"only in a nested array", `{"x":[{"model":"m"}],"kvBytes":1,"hits":1}`, "model", "missing"},
+		{"only as a value", `{"x":"model","kvBytes":1,"hits":1}`, "model", "missing"},
+		{"escaped key", `{"\u006dodel":"m","kvBytes":1,"hits":1}`, "", ""},
+		{"quotes and braces in strings", `{"x":"\"{model\"","model":"}","kvBytes":1,"hits":1}`, "", ""},
+		{"empty object", `{}`, "model", "missing"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := firstMissing([]byte(tc.obj), fields)
-			if err != nil || got != tc.missing {
-				t.Fatalf("got %q, %v; want %q", got, err, tc.missing)
+			err := checkFields([]byte(tc.obj), fields)
+			var field, reason string
+			if err != nil {
+				field, reason = err.Field, err.Reason
+			}
+			if field != tc.field || reason != tc.reason {
+				t.Fatalf("got %q %q, want %q %q", field, reason, tc.field, tc.reason)
 			}
 		})
 	}
-	if _, err := firstMissing([]byte(` "str"`), fields); err == nil || err.Field != "data" {
+	if err := checkFields([]byte(` "str"`), fields); err == nil || err.Field != "data" {
 		t.Fatalf("a string passed as an object: %v", err)
 	}
 }
