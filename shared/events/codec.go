@@ -3,6 +3,7 @@ package events
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 )
@@ -111,7 +112,7 @@ func Parse(line []byte) (Event, error) {
 	payload := newPayload(env.Type)
 	if err := json.Unmarshal(env.Data, payload); err != nil {
 		var te *json.UnmarshalTypeError
-		if ok := asTypeError(err, &te); ok {
+		if errors.As(err, &te) {
 			return Event{}, reject(te.Field, "wrong type: want %s, got JSON %s", te.Type, te.Value)
 		}
 		return Event{}, reject("data", "%v", err)
@@ -121,14 +122,6 @@ func Parse(line []byte) (Event, error) {
 	}
 	ev.Payload = payload
 	return ev, nil
-}
-
-func asTypeError(err error, target **json.UnmarshalTypeError) bool {
-	te, ok := err.(*json.UnmarshalTypeError)
-	if ok {
-		*target = te
-	}
-	return ok
 }
 
 func newPayload(t Type) any {
