@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"syscall"
@@ -55,11 +56,12 @@ func (s *Service) run(j *job) {
 	}
 	code, waitErr := s.runProcess(j)
 	rec, recErr := readRecord(j.dir)
+	var histErr error
 	if recErr == nil {
 		if rec.ID == "" {
 			rec.ID = j.ID
 		}
-		s.keepRecord(j, rec)
+		histErr = s.keepRecord(j, rec)
 	}
 	// Free the GPU before the final status, so whoever sees the job end
 	// finds the lease passed on.
@@ -93,8 +95,11 @@ func (s *Service) run(j *job) {
 		s.finishLocked(j, bench.StatusFailed, withLast("the runner refused the plan (exit 2)", j.lastErr))
 	case recErr != nil:
 		s.finishLocked(j, bench.StatusFailed, withLast(fmt.Sprintf("the runner exited with code %d and wrote no readable run.json (%v)", code, shortErr(recErr)), j.lastErr))
-	case code == 0 && rec.Complete:
+	case code == 0 && rec.Complete && histErr == nil:
 		s.finishLocked(j, bench.StatusDone, fmt.Sprintf("complete: %s", cellSummary(rec)))
+	case code == 0 && rec.Complete:
+		s.finishLocked(j, bench.StatusFailed, fmt.Sprintf("complete (%s), but history could not keep it (%v); the record is in %s",
+			cellSummary(rec), histErr, filepath.Join(j.dir, recordFile)))
 	default:
 		msg := fmt.Sprintf("the run is incomplete (exit %d): %s", code, cellSummary(rec))
 		if len(j.Problems) > 0 {
@@ -217,17 +222,20 @@ func (s *Service) line(j *job, text string, stdout bool) {
 }
 
 // keepRecord hands a run's record to history; a failure to keep it is a
-// problem of the job (the record itself stays in the run directory).
-func (s *Service) keepRecord(j *job, rec bench.RunRecord) {
+// problem of the job, and returned, since it fails the job (the record
+// itself stays in the run directory).
+func (s *Service) keepRecord(j *job, rec bench.RunRecord) error {
 	if s.opts.Finished == nil {
-		return
+		return nil
 	}
-	if err := s.opts.Finished(rec, j.dir); err != nil {
+	err := s.opts.Finished(rec, j.dir)
+	if err != nil {
 		s.mu.Lock()
 		addProblem(&j.Job, "history: "+err.Error())
 		s.eventLocked(j, bench.EventLog, "problem: history: "+err.Error(), nil)
 		s.mu.Unlock()
 	}
+	return err
 }
 
 func addProblem(j *bench.Job, p string) {

@@ -345,6 +345,31 @@ func TestCancelAfterRunnerExited(t *testing.T) {
 	}
 }
 
+// TestHistoryFailureFailsJob: a complete run whose record history could not
+// keep fails its job (Options.Finished), saying where the record is.
+func TestHistoryFailureFailsJob(t *testing.T) {
+	argv, env := jobstest.RunnerArgv()
+	svc, err := New(Options{
+		RunsDir: t.TempDir(), Lease: lease.New("no GPU found", nil), Runner: argv, Env: env,
+		Clock: newFakeClock(), Logf: t.Logf,
+		Finished: func(bench.RunRecord, string) error { return errors.New("disk full") },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer svc.Close(context.Background())
+	j, err := svc.Submit("p-ok", plan("ok", 2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-mustDone(t, svc, j.ID)
+	j, _ = svc.Get(j.ID)
+	if j.Status != bench.StatusFailed || *j.ExitCode != 0 || !strings.Contains(j.Error, "history could not keep it (disk full)") ||
+		!strings.Contains(j.Error, recordFile) || len(j.Problems) != 1 || j.Problems[0] != "history: disk full" {
+		t.Fatalf("job = %+v", j)
+	}
+}
+
 func TestCancelKillsAfterGrace(t *testing.T) {
 	h := newHarness(t, t.TempDir(), 0)
 	j := h.submit("stubborn")
