@@ -51,8 +51,15 @@ type UI struct {
 	origins []string
 	built   bool
 
-	mu    sync.Mutex
-	etags map[string]string
+	mu     sync.Mutex
+	loaded map[string]asset // by name, read once: a revalidation costs no read
+}
+
+// asset is one file as served: its bytes (gzip-compressed when gz) and ETag.
+type asset struct {
+	data []byte
+	gz   bool
+	etag string
 }
 
 // New returns the feature serving opts.Assets, or the embedded build.
@@ -70,7 +77,7 @@ func New(opts Options) (*UI, error) {
 		return nil, err
 	}
 	_, statErr := fs.Stat(assets, "index.html")
-	return &UI{assets: assets, origins: origins, built: statErr == nil, etags: map[string]string{}}, nil
+	return &UI{assets: assets, origins: origins, built: statErr == nil, loaded: map[string]asset{}}, nil
 }
 
 // Built reports whether the panel was built into the binary.
@@ -163,7 +170,7 @@ func (u *UI) frameAncestors() string {
 // serve answers name from the assets. A name stored as name.gz goes out
 // compressed to clients that accept gzip and is inflated for the rest.
 func (u *UI) serve(c *fiber.Ctx, name string) error {
-	data, gz, err := u.open(name)
+	a, err := u.asset(name)
 	if err != nil {
 		return fiber.NewError(fiber.StatusNotFound, "no panel asset "+name)
 	}
@@ -186,19 +193,18 @@ func (u *UI) serve(c *fiber.Ctx, name string) error {
 	// in the browser. The ETag keeps revalidation a 304.
 	c.Set(fiber.HeaderCacheControl, "no-cache")
 	c.Set(fiber.HeaderVary, fiber.HeaderAcceptEncoding)
-	etag := u.etag(name, data)
-	c.Set(fiber.HeaderETag, etag)
-	if match := c.Get(fiber.HeaderIfNoneMatch); match != "" && strings.Contains(match, etag) {
+	c.Set(fiber.HeaderETag, a.etag)
+	if match := c.Get(fiber.HeaderIfNoneMatch); match != "" && strings.Contains(match, a.etag) {
 		return c.SendStatus(fiber.StatusNotModified)
 	}
-	if gz {
+	if a.gz {
 		// AcceptsEncodings weighs q-values ("gzip;q=0" refuses gzip); a
 		// request with no Accept-Encoding gets the plain bytes.
 		if c.Get(fiber.HeaderAcceptEncoding) != "" && c.AcceptsEncodings("gzip") != "" {
 			c.Set(fiber.HeaderContentEncoding, "gzip")
-			return c.Send(data)
+			return c.Send(a.data)
 		}
-		zr, err := gzip.NewReader(bytes.NewReader(data))
+		zr, err := gzip.NewReader(bytes.NewReader(a.data))
 		if err != nil {
 			return err
 		}
@@ -208,26 +214,27 @@ func (u *UI) serve(c *fiber.Ctx, name string) error {
 		}
 		return c.Send(raw)
 	}
-	return c.Send(data)
+	return c.Send(a.data)
 }
 
-// open reads name, or name.gz when only the compressed copy exists.
-func (u *UI) open(name string) (data []byte, gz bool, err error) {
-	if data, err = fs.ReadFile(u.assets, name+".gz"); err == nil {
-		return data, true, nil
-	}
-	data, err = fs.ReadFile(u.assets, name)
-	return data, false, err
-}
-
-func (u *UI) etag(name string, data []byte) string {
+// asset returns name, read from the assets on first use: name.gz when
+// there is a compressed copy, else name.
+func (u *UI) asset(name string) (asset, error) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
-	if e, ok := u.etags[name]; ok {
-		return e
+	if a, ok := u.loaded[name]; ok {
+		return a, nil
 	}
-	sum := sha256.Sum256(data)
-	e := `"` + hex.EncodeToString(sum[:8]) + `"`
-	u.etags[name] = e
-	return e
+	a := asset{gz: true}
+	var err error
+	if a.data, err = fs.ReadFile(u.assets, name+".gz"); err != nil {
+		a.gz = false
+		if a.data, err = fs.ReadFile(u.assets, name); err != nil {
+			return asset{}, err
+		}
+	}
+	sum := sha256.Sum256(a.data)
+	a.etag = `"` + hex.EncodeToString(sum[:8]) + `"`
+	u.loaded[name] = a
+	return a, nil
 }

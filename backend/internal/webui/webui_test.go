@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"compress/gzip"
 	"io"
+	"io/fs"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"testing/fstest"
 
@@ -172,5 +174,44 @@ func TestEmbeddedPlaceholderBuilds(t *testing.T) {
 	}
 	if res.StatusCode != want {
 		t.Fatalf("status %d, want %d", res.StatusCode, want)
+	}
+}
+
+// countingFS counts opens per name.
+type countingFS struct {
+	fs.FS
+	mu    sync.Mutex
+	opens map[string]int
+}
+
+func (c *countingFS) Open(name string) (fs.File, error) {
+	c.mu.Lock()
+	c.opens[name]++
+	c.mu.Unlock()
+	return c.FS.Open(name)
+}
+
+// TestAssetsReadOnce: an asset is read from the build once; later answers,
+// revalidations included, come from memory.
+func TestAssetsReadOnce(t *testing.T) {
+	assets := &countingFS{FS: built, opens: map[string]int{}}
+	u, _ := New(Options{Assets: assets})
+	app := server.New(server.Options{}, u)
+	var etag string
+	for i := 0; i < 3; i++ {
+		req := httptest.NewRequest("GET", "/api/metrics/panel/web/app.wasm", nil)
+		req.Header.Set("Accept-Encoding", "gzip")
+		req.Header.Set("If-None-Match", etag)
+		res, err := app.Test(req, -1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := map[bool]int{true: 200, false: 304}[i == 0]; res.StatusCode != want {
+			t.Fatalf("request %d: status %d, want %d", i, res.StatusCode, want)
+		}
+		etag = res.Header.Get("ETag")
+	}
+	if n := assets.opens["frame/web/app.wasm.gz"]; n != 1 {
+		t.Errorf("app.wasm.gz opened %d times, want 1", n)
 	}
 }
