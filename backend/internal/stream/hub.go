@@ -122,8 +122,8 @@ func New(src Source, opts Options) *Hub {
 func (h *Hub) Close() {
 	h.closed.Do(func() {
 		close(h.done)
+		h.loop.Wait() // then no Reset can restart the stopped ticker
 		h.ticker.Stop()
-		h.loop.Wait()
 	})
 }
 
