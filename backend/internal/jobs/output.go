@@ -1,6 +1,7 @@
 package jobs
 
 import (
+	"bytes"
 	"strings"
 )
 
@@ -37,7 +38,7 @@ type lineWriter struct {
 func (w *lineWriter) Write(p []byte) (int, error) {
 	n := len(p)
 	for len(p) > 0 {
-		i := indexByte(p, '\n')
+		i := bytes.IndexByte(p, '\n')
 		if i < 0 {
 			w.buf = append(w.buf, p...)
 			for len(w.buf) >= w.max {
@@ -60,13 +61,4 @@ func (w *lineWriter) flush() {
 		w.f(string(w.buf))
 		w.buf = w.buf[:0]
 	}
-}
-
-func indexByte(p []byte, c byte) int {
-	for i, b := range p {
-		if b == c {
-			return i
-		}
-	}
-	return -1
 }
