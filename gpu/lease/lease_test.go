@@ -3,6 +3,7 @@ package lease
 import (
 	"context"
 	"errors"
+	"runtime"
 	"testing"
 	"time"
 )
@@ -146,6 +147,14 @@ func TestAcquire(t *testing.T) {
 		}
 		got <- err
 	}()
+	for l.Position("c") == 0 { // until c waits behind a
+		select {
+		case err := <-got:
+			t.Fatalf("c's Acquire returned while a held the lease (err %v)", err)
+		default:
+			runtime.Gosched()
+		}
+	}
 	rel()
 	if err := <-got; err != nil {
 		t.Fatal(err)
