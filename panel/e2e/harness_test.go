@@ -202,13 +202,18 @@ func event(typ string, data string) string {
 func browser(t *testing.T) context.Context {
 	t.Helper()
 	ctx, cancel := chromedp.NewContext(allocCtx)
-	t.Cleanup(func() { closeBrowser(t, ctx, cancel) })
+	// The watchers below log to t: they must end before the test does.
+	var watchers sync.WaitGroup
+	t.Cleanup(func() {
+		closeBrowser(t, ctx, cancel)
+		watchers.Wait()
+	})
 	if _, err := chromedp.Run(ctx, chromedp.Navigate("about:blank")); err != nil {
 		t.Fatal(err)
 	}
 	// The page's console errors and exceptions go to the test log.
 	messages := chromedp.Console(ctx)
-	go func() {
+	watchers.Go(func() {
 		for m, err := range messages {
 			if err != nil {
 				return
@@ -217,7 +222,7 @@ func browser(t *testing.T) context.Context {
 				t.Logf("console: %s", s)
 			}
 		}
-	}()
+	})
 	dialogs := make(chan string, 8)
 	err := chromedp.Listen(ctx, func(ev any) {
 		var msg string
@@ -237,7 +242,7 @@ func browser(t *testing.T) context.Context {
 	if err != nil {
 		t.Fatal(err)
 	}
-	go func() {
+	watchers.Go(func() {
 		for {
 			select {
 			case msg := <-dialogs:
@@ -247,7 +252,7 @@ func browser(t *testing.T) context.Context {
 				return
 			}
 		}
-	}()
+	})
 	return ctx
 }
 
