@@ -215,6 +215,8 @@ func (s *Store) applyScheduler(at int64, p *events.SchedulerSample) bool {
 		s.schedulers[p.Model] = sc
 	} else if at < sc.At {
 		return false // out of order: the newer sample stands
+	} else if at == sc.At && sc.SchedulerSample == *p {
+		return false // a repeat
 	}
 	sc.SchedulerSample = *p
 	sc.At = at
@@ -231,8 +233,8 @@ func (s *Store) applyCache(at int64, p *events.CacheSample) bool {
 	if c == nil {
 		c = &snapshot.Cache{}
 		s.caches[key] = c
-	} else if at < c.At {
-		return false
+	} else if at < c.At || at == c.At && sameCache(&c.CacheSample, p) {
+		return false // out of order, or a repeat
 	}
 	c.CacheSample = *p
 	c.At = at
@@ -241,4 +243,15 @@ func (s *Store) applyCache(at int64, p *events.CacheSample) bool {
 		c.HitRate = ptr(float64(*p.Hits) / float64(*p.Hits+*p.Misses))
 	}
 	return true
+}
+
+func sameCache(a, b *events.CacheSample) bool {
+	return a.Model == b.Model && a.Cache == b.Cache && a.Bytes == b.Bytes &&
+		samePtr(a.CapacityBytes, b.CapacityBytes) && samePtr(a.Hits, b.Hits) &&
+		samePtr(a.Misses, b.Misses) && samePtr(a.UsageRatio, b.UsageRatio)
+}
+
+// samePtr reports whether two optional values are both absent or equal.
+func samePtr[T comparable](a, b *T) bool {
+	return a == nil && b == nil || a != nil && b != nil && *a == *b
 }

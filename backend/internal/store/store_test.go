@@ -436,6 +436,39 @@ func TestIgnoredTypesDoNotChangeVersion(t *testing.T) {
 	}
 }
 
+// A sample delivered twice changes nothing the second time; one that
+// differs at the same at replaces the first.
+func TestRepeatedSamples(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		ev   func() events.Event // a fresh decoding each call: no shared pointers
+		diff events.Event
+	}{
+		{"scheduler", func() events.Event { return sched(t0, "a", 2, 1, 50) }, sched(t0, "a", 2, 1, 51)},
+		{"kv cache", func() events.Event { return cache(t0, "a", events.CacheKV, 10, nil, nil) }, cache(t0, "a", events.CacheKV, 11, nil, nil)},
+		{"prefix cache", func() events.Event { return cache(t0, "a", events.CachePrefix, 10, i64(3), i64(1)) }, cache(t0, "a", events.CachePrefix, 10, i64(3), i64(2))},
+		{"memory", func() events.Event { return memory(t0, "a", 1, 2, 3) }, memory(t0, "a", 1, 2, 4)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := New(Options{}, t0)
+			if !s.Apply(tc.ev()) {
+				t.Fatal("the first sample changed nothing")
+			}
+			v := s.Version()
+			before, _ := json.Marshal(s.Snapshot(t0))
+			if s.Apply(tc.ev()) || s.Version() != v {
+				t.Fatalf("the repeat moved the version from %d to %d", v, s.Version())
+			}
+			if after, _ := json.Marshal(s.Snapshot(t0)); !bytes.Equal(before, after) {
+				t.Fatalf("the repeat changed the snapshot:\n%s\n%s", before, after)
+			}
+			if !s.Apply(tc.diff) || s.Version() != v+1 {
+				t.Fatalf("a different sample at the same at did not move the version (%d)", s.Version())
+			}
+		})
+	}
+}
+
 // A load or unload delivered twice (same model, at, phase or reason) is
 // counted once and does not move the version; the same phase at another
 // instant is a new event.
