@@ -2,6 +2,7 @@ package bus
 
 import (
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
 
@@ -36,18 +37,6 @@ func seq(from, to int) []int64 {
 	return s
 }
 
-func equal(a, b []int64) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
-}
-
 func TestDeliversInOrder(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
@@ -67,7 +56,7 @@ func TestDeliversInOrder(t *testing.T) {
 				b.Publish(ev(i))
 			}
 			b.Flush()
-			if got := r.seen(); !equal(got, seq(1, tc.n)) {
+			if got := r.seen(); !slices.Equal(got, seq(1, tc.n)) {
 				t.Fatalf("got %v, want 1..%d", got, tc.n)
 			}
 			st := b.Stats()
@@ -111,7 +100,7 @@ func TestDropsOldestWhenFull(t *testing.T) {
 			close(release)
 			b.Flush()
 			dropped := max(0, tc.extra-tc.queue)
-			if got, want := r.seen(), seq(dropped+1, tc.extra); !equal(got, want) {
+			if got, want := r.seen(), seq(dropped+1, tc.extra); !slices.Equal(got, want) {
 				t.Fatalf("got %v, want %v", got, want)
 			}
 			st := b.Stats()[0]
@@ -139,10 +128,10 @@ func TestPanickingHandlerIsSkipped(t *testing.T) {
 		b.Publish(ev(i))
 	}
 	b.Flush()
-	if got, want := r.seen(), []int64{1, 2, 4, 5, 7, 8, 10}; !equal(got, want) {
+	if got, want := r.seen(), []int64{1, 2, 4, 5, 7, 8, 10}; !slices.Equal(got, want) {
 		t.Fatalf("flaky got %v, want %v", got, want)
 	}
-	if got := other.seen(); !equal(got, seq(1, 10)) {
+	if got := other.seen(); !slices.Equal(got, seq(1, 10)) {
 		t.Fatalf("a panic in one subscriber affected another: %v", got)
 	}
 	st := b.Stats()
@@ -164,7 +153,7 @@ func TestCancel(t *testing.T) {
 	cancel() // idempotent
 	b.Publish(ev(2))
 	b.Flush()
-	if got := r.seen(); !equal(got, []int64{1}) {
+	if got := r.seen(); !slices.Equal(got, []int64{1}) {
 		t.Fatalf("got %v after cancel", got)
 	}
 	if st := b.Stats(); len(st) != 0 {
