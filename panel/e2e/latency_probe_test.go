@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"fmt"
 	"testing"
 	"time"
@@ -31,9 +32,14 @@ func TestRenderLatency(t *testing.T) {
 		}
 		waitFrame(t, ctx, "probe connected", fmt.Sprintf("window.__ready%d === true", i), 5*time.Second)
 		sample(b, "m", 1, q, 10)
+		// The probe resolves when the tile shows q; bound the wait so that a
+		// tile that never does fails the test instead of hanging it.
 		var ms float64
-		if err := inFrame(ctx, fmt.Sprintf("window.__probe%d", i), &ms); err != nil {
-			t.Fatal(err)
+		pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		err := inFrame(pctx, fmt.Sprintf("window.__probe%d", i), &ms)
+		cancel()
+		if err != nil {
+			t.Fatalf("queued tile showing %d: %v", q, err)
 		}
 		t.Logf("snapshot on the wire to tile updated: %.1f ms", ms)
 		record(t, fmt.Sprintf("render latency: snapshot frame received to tile updated %.1f ms", ms))
