@@ -359,8 +359,12 @@ func waitFrame(t *testing.T, ctx context.Context, what, expr string, timeout tim
 	start := time.Now()
 	var lastErr error
 	for time.Since(start) < timeout {
+		// One evaluation may not outlast the wait either (a busy page).
 		var ok bool
-		if lastErr = inFrame(ctx, expr, &ok); lastErr == nil && ok {
+		pctx, cancel := context.WithTimeout(ctx, timeout-time.Since(start))
+		lastErr = inFrame(pctx, expr, &ok)
+		cancel()
+		if lastErr == nil && ok {
 			return time.Since(start)
 		}
 		time.Sleep(20 * time.Millisecond) // polling the browser, which has no callback into the test
