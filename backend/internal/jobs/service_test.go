@@ -77,14 +77,18 @@ func newHarness(t *testing.T, dir string, maxQueued int) *harness {
 				svc.Cancel(j.ID)
 			}
 		}
-		go func() {
+		go func() { // ends every grace period at once, until Close is done
 			for ch := range h.clock.armed {
 				ch <- time.Time{}
 			}
 		}()
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		svc.Close(ctx)
+		if err := svc.Close(ctx); err != nil {
+			t.Errorf("a job outlived Close: %v", err)
+			return // its runner may still arm a timer
+		}
+		close(h.clock.armed)
 	})
 	return h
 }
