@@ -82,7 +82,9 @@ func newTestAPI(t *testing.T, maxQueued int) *testAPI {
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
-		svc.Close(ctx)
+		if err := svc.Close(ctx); err != nil {
+			t.Errorf("a job outlived Close: %v", err)
+		}
 		hist.Close()
 	})
 	api := &API{Jobs: svc, History: hist, Profiles: plans, Lease: l}
