@@ -38,11 +38,13 @@ func writeJSON(path string, v any) error {
 	if cerr := tmp.Close(); werr == nil {
 		werr = cerr
 	}
+	if werr == nil {
+		werr = os.Rename(tmp.Name(), path)
+	}
 	if werr != nil {
 		os.Remove(tmp.Name())
-		return werr
 	}
-	return os.Rename(tmp.Name(), path)
+	return werr
 }
 
 func readJSON(path string, v any) error {
