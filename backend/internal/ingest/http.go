@@ -62,14 +62,7 @@ func (h *HTTP) handle(c *fiber.Ctx) error {
 		return fiber.NewError(fiber.StatusBadRequest, "empty body: send events as NDJSON (one JSON object a line) or a JSON array")
 	}
 	reply := Reply{Errors: []Rejection{}}
-	err := Decode(bytes.NewReader(body), func(ev events.Event) {
-		reply.Accepted++
-		if ev.Payload == nil {
-			reply.Ignored++
-		}
-		h.accept()
-		h.bus.Publish(ev)
-	}, func(r Rejection) {
+	reject := func(r Rejection) {
 		reply.Rejected++
 		h.Counter.reject(r)
 		if len(reply.Errors) < MaxListedRejections {
@@ -77,14 +70,19 @@ func (h *HTTP) handle(c *fiber.Ctx) error {
 		} else {
 			reply.Truncated = true
 		}
-	})
+	}
+	err := Decode(bytes.NewReader(body), func(ev events.Event) {
+		reply.Accepted++
+		if ev.Payload == nil {
+			reply.Ignored++
+		}
+		h.accept()
+		h.bus.Publish(ev)
+	}, reject)
 	if err != nil {
 		// The array broke off: what came before it stands, the rest is one
 		// rejection.
-		r := Rejection{Reason: err.Error()}
-		reply.Rejected++
-		h.Counter.reject(r)
-		reply.Errors = append(reply.Errors, r)
+		reject(Rejection{Reason: err.Error()})
 	}
 	if reply.Accepted == 0 {
 		d := apierror.New(fiber.StatusBadRequest, fmt.Sprintf("no event accepted: %d rejected", reply.Rejected)).Error

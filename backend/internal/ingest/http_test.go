@@ -105,6 +105,10 @@ func TestPostEvents(t *testing.T) {
 			status: 200, accepted: 1, rejected: 150, listed: MaxListedRejections, truncated: true,
 			published: []events.Type{events.TypeSchedulerSample},
 		},
+		{
+			name: "too many to list, then a broken array", body: "[" + strings.Repeat(badNeg+",", 150) + "{oops",
+			status: 400, errType: "invalid_request_error", rejected: 151, listed: MaxListedRejections, truncated: true,
+		},
 		{name: "empty", body: "  \n", status: 400, errType: "invalid_request_error"},
 		{name: "token required, none sent", token: "s3cret", body: okLine, status: 401, errType: "invalid_request_error"},
 		{name: "wrong token", token: "s3cret", auth: "Bearer nope", body: okLine, status: 401, errType: "invalid_request_error"},
