@@ -99,12 +99,6 @@ func (s *Store) Put(e bench.HistoryEntry) error {
 	})
 }
 
-// Has reports whether id is in history.
-func (s *Store) Has(id string) bool {
-	_, err := s.Get(id)
-	return err == nil
-}
-
 // Get returns one entry; ErrNotFound when id is unknown or malformed.
 func (s *Store) Get(id string) (bench.HistoryEntry, error) {
 	var e bench.HistoryEntry

@@ -117,8 +117,8 @@ func TestPersists(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	if !s.Has(entry(1).ID) {
-		t.Fatal("entry lost on reopen")
+	if got, err := s.Get(entry(1).ID); err != nil || got.ID != entry(1).ID {
+		t.Fatalf("entry lost on reopen: %+v %v", got, err)
 	}
 }
 
