@@ -55,6 +55,7 @@ export class MlxMetricsPanel extends HTMLElement {
   #connection = null;
   #frame = null;
   #ready = false;
+  #height = 0; // the panel's content height, last reported by the frame
   #onMessage = (e) => this.#message(e);
   #themeObserver = null;
   #schemeQuery = window.matchMedia("(prefers-color-scheme: dark)");
@@ -69,7 +70,7 @@ export class MlxMetricsPanel extends HTMLElement {
   }
 
   static get observedAttributes() {
-    return ["theme"];
+    return ["theme", "fill"];
   }
 
   /** The connection {apiBase, eventsUrl}; setting it reconnects the panel. */
@@ -115,8 +116,9 @@ export class MlxMetricsPanel extends HTMLElement {
     this.#ready = false;
   }
 
-  attributeChangedCallback() {
-    this.#postTheme();
+  attributeChangedCallback(name) {
+    if (name === "fill") this.#size();
+    else this.#postTheme();
   }
 
   #message(e) {
@@ -127,9 +129,16 @@ export class MlxMetricsPanel extends HTMLElement {
       this.#ready = true;
       this.#postConnection();
       this.#postTheme();
-    } else if (msg.mlxMetrics === "size" && typeof msg.height === "number" && !this.hasAttribute("fill")) {
-      this.#frame.style.height = Math.max(120, Math.ceil(msg.height)) + "px";
+    } else if (msg.mlxMetrics === "size" && typeof msg.height === "number") {
+      this.#height = Math.max(120, Math.ceil(msg.height));
+      this.#size();
     }
+  }
+
+  /** Sizes the frame to the panel's content, or lets it fill the element. */
+  #size() {
+    if (!this.#frame) return;
+    this.#frame.style.height = this.hasAttribute("fill") || !this.#height ? "" : this.#height + "px";
   }
 
   #post(msg) {

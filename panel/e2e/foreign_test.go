@@ -119,6 +119,16 @@ func TestForeignHost(t *testing.T) {
 	if height < 300 {
 		t.Errorf("element height %.0f px: not sized to the panel", height)
 	}
+	// fill set later makes the frame fill the element; taking it away sizes
+	// the element to the panel again.
+	var filled, resized float64
+	evalTop(t, ctx, `window.panel.style.height = "200px"; window.panel.setAttribute("fill", "");
+		window.panel.shadowRoot.querySelector("iframe").getBoundingClientRect().height`, &filled)
+	evalTop(t, ctx, `window.panel.removeAttribute("fill"); window.panel.style.height = "";
+		window.panel.getBoundingClientRect().height`, &resized)
+	if filled != 200 || resized != height {
+		t.Errorf("frame height %.0f px with fill in a 200 px element, element %.0f px after, want 200 and %.0f", filled, resized, height)
+	}
 	shot(t, ctx, "embedded")
 
 	// theme="dark" switches the panel to its dark palette.
