@@ -117,7 +117,8 @@ func (c *Client) do(ctx context.Context, method, path string, body, out any) err
 			msg = e.Error.Message
 		}
 		if len(msg) > 300 {
-			msg = msg[:300] + "…"
+			// Cut on a character, not inside one.
+			msg = strings.ToValidUTF8(msg[:300], "") + "…"
 		}
 		if msg == "" {
 			msg = http.StatusText(res.StatusCode)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 
 	"github.com/mlx-bun/mlx-metrics/shared/bench"
@@ -41,6 +42,14 @@ func TestClient(t *testing.T) {
 		w.WriteHeader(http.StatusInternalServerError)
 		w.Write([]byte("boom"))
 	})
+	mux.HandleFunc("GET /api/metrics/history/{id}", func(w http.ResponseWriter, r *http.Request) {
+		if r.PathValue("id") != "long" {
+			http.NotFound(w, r)
+			return
+		}
+		w.WriteHeader(http.StatusBadGateway)
+		w.Write([]byte(strings.Repeat("a", 299) + "ééé"))
+	})
 	srv := httptest.NewServer(mux)
 	defer srv.Close()
 	c := &Client{Base: srv.URL + "/api/metrics/"}
@@ -59,6 +68,7 @@ func TestClient(t *testing.T) {
 		{"history", func() (any, error) { h, err := c.History(ctx, 20); return len(h), err }, 1, nil},
 		{"plain error", func() (any, error) { _, err := c.Jobs(ctx); return nil, err }, nil, &Error{500, "boom"}},
 		{"no route", func() (any, error) { _, err := c.Entry(ctx, "nope"); return nil, err }, nil, &Error{404, "404 page not found"}},
+		{"long error cut on a character", func() (any, error) { _, err := c.Entry(ctx, "long"); return nil, err }, nil, &Error{502, strings.Repeat("a", 299) + "…"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
