@@ -54,18 +54,25 @@ func defaultBenchConfig(t *testing.T) *benchConfig {
 
 func TestBenchFlags(t *testing.T) {
 	tests := []struct {
-		args []string
-		err  string // empty: opens
+		env   string // MLX_METRICS_BENCH_GRACE
+		args  []string
+		grace time.Duration // the grace it opens with
+		err   string        // empty: opens
 	}{
-		{nil, ""},
-		{[]string{"-bench-grace", "5s", "-bench-queue", "1"}, ""},
-		{[]string{"-bench-grace", "0s"}, "-bench-grace 0s"},
-		{[]string{"-bench-grace", "-1m"}, "-bench-grace -1m0s"},
-		{[]string{"-bench-queue", "0"}, "-bench-queue 0"},
-		{[]string{"-bench-queue", "-3"}, "-bench-queue -3"},
+		{"", nil, jobs.DefaultGrace, ""},
+		{"", []string{"-bench-grace", "5s", "-bench-queue", "1"}, 5 * time.Second, ""},
+		{"2m", nil, 2 * time.Minute, ""},
+		{"2m", []string{"-bench-grace", "5s"}, 5 * time.Second, ""},
+		{"", []string{"-bench-grace", "0s"}, 0, "-bench-grace 0s"},
+		{"", []string{"-bench-grace", "-1m"}, 0, "-bench-grace -1m0s"},
+		{"", []string{"-bench-queue", "0"}, 0, "-bench-queue 0"},
+		{"", []string{"-bench-queue", "-3"}, 0, "-bench-queue -3"},
+		{"30", nil, 0, `MLX_METRICS_BENCH_GRACE "30"`},
+		{"-5s", nil, 0, "-bench-grace -5s"},
 	}
 	for _, tt := range tests {
-		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
+		t.Run(tt.env+" "+strings.Join(tt.args, " "), func(t *testing.T) {
+			t.Setenv("MLX_METRICS_BENCH_GRACE", tt.env)
 			fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 			cfg := addBenchFlags(fs)
 			if err := fs.Parse(tt.args); err != nil {
@@ -76,7 +83,10 @@ func TestBenchFlags(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				b.close()
+				defer b.close()
+				if g := b.jobs.Grace(); g != tt.grace {
+					t.Fatalf("grace %v, want %v", g, tt.grace)
+				}
 				return
 			}
 			var ee *exitError
