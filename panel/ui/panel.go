@@ -77,12 +77,6 @@ func NewPanel(conn Connection, tab string) *Panel {
 }
 
 func (p *Panel) OnMount(ctx app.Context) {
-	if p.tab == "" {
-		p.tab = Tabs[0].Key
-	}
-	if p.state == "" {
-		p.state = StateWaiting
-	}
 	if !app.IsClient {
 		return
 	}
