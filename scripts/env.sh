@@ -1,0 +1,5 @@
+# Sourced by the scripts: a fresh machine may have Go installed in
+# /usr/local/go (the official tarball's place) without it on PATH.
+if ! command -v go >/dev/null 2>&1 && [[ -x /usr/local/go/bin/go ]]; then
+	export PATH="$PATH:/usr/local/go/bin"
+fi
