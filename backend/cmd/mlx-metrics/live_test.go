@@ -30,7 +30,7 @@ func TestLiveFlags(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 			fs.SetOutput(io.Discard)
-			cfg := addLiveFlags(fs)
+			cfg := addLiveFlags(fs, &envDefaults{})
 			if err := fs.Parse(tc.args); err != nil {
 				t.Fatal(err)
 			}

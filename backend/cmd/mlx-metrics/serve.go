@@ -47,11 +47,15 @@ func runServe(ctx context.Context, args []string) error {
 	fs.StringVar(&cfg.addr, "addr", envOr("MLX_METRICS_ADDR", "127.0.0.1:7878"), "listen address (env MLX_METRICS_ADDR)")
 	fs.StringVar(&cfg.home, "home", defaultHome(), "data home; storage lives under <home>/metrics (env MLX_METRICS_HOME)")
 	fs.StringVar(&cfg.corsOrigins, "cors-origins", os.Getenv("MLX_METRICS_CORS_ORIGINS"), "comma-separated host origins (scheme://host[:port]) allowed to embed the panel and call the API; none by default (env MLX_METRICS_CORS_ORIGINS)")
-	benchCfg := addBenchFlags(fs)
-	liveCfg := addLiveFlags(fs)
+	var env envDefaults
+	benchCfg := addBenchFlags(fs, &env)
+	liveCfg := addLiveFlags(fs, &env)
 	exportCfg := addExportFlags(fs)
-	refEngineCfg := addReferenceEngineFlags(fs)
+	refEngineCfg := addReferenceEngineFlags(fs, &env)
 	if err := fs.Parse(args); err != nil {
+		return &exitError{code: 2, err: err}
+	}
+	if err := env.err(); err != nil {
 		return &exitError{code: 2, err: err}
 	}
 	// Every event source publishes to eventBus; every consumer subscribes.

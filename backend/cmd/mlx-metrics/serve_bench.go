@@ -4,7 +4,6 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"os"
 	"path/filepath"
 	"sync"
 	"time"
@@ -27,22 +26,11 @@ type benchConfig struct {
 	// `bench run`) in tests.
 	runner    []string
 	runnerEnv []string
-	// envErr is a bad MLX_METRICS_BENCH_GRACE, refused as a bad
-	// --bench-grace is.
-	envErr error
 }
 
-func addBenchFlags(fs *flag.FlagSet) *benchConfig {
+func addBenchFlags(fs *flag.FlagSet, env *envDefaults) *benchConfig {
 	c := &benchConfig{}
-	grace := jobs.DefaultGrace
-	if v := os.Getenv("MLX_METRICS_BENCH_GRACE"); v != "" {
-		d, err := time.ParseDuration(v)
-		if err != nil {
-			c.envErr = fmt.Errorf("MLX_METRICS_BENCH_GRACE %q: not a duration such as 70s or 2m", v)
-		}
-		grace = d
-	}
-	fs.DurationVar(&c.grace, "bench-grace", grace,
+	fs.DurationVar(&c.grace, "bench-grace", env.duration("MLX_METRICS_BENCH_GRACE", jobs.DefaultGrace),
 		"how long a cancelled bench run has between SIGTERM and SIGKILL (env MLX_METRICS_BENCH_GRACE)")
 	fs.IntVar(&c.maxQueued, "bench-queue", jobs.DefaultMaxQueued,
 		"how many bench runs may wait for the GPU; POST /bench answers 409 beyond it")
@@ -66,9 +54,6 @@ type benchServe struct {
 // check refuses flag values the job service would otherwise replace with
 // its defaults without a word.
 func (c *benchConfig) check() error {
-	if c.envErr != nil {
-		return c.envErr
-	}
 	if c.grace <= 0 {
 		return fmt.Errorf("-bench-grace %v: must be more than 0 (the runner's time to stop its servers and write its record)", c.grace)
 	}

@@ -45,7 +45,7 @@ func TestMain(m *testing.M) {
 func defaultBenchConfig(t *testing.T) *benchConfig {
 	t.Helper()
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
-	c := addBenchFlags(fs)
+	c := addBenchFlags(fs, &envDefaults{})
 	if err := fs.Parse(nil); err != nil {
 		t.Fatal(err)
 	}
@@ -74,18 +74,28 @@ func TestBenchFlags(t *testing.T) {
 		t.Run(tt.env+" "+strings.Join(tt.args, " "), func(t *testing.T) {
 			t.Setenv("MLX_METRICS_BENCH_GRACE", tt.env)
 			fs := flag.NewFlagSet("serve", flag.ContinueOnError)
-			cfg := addBenchFlags(fs)
+			var env envDefaults
+			cfg := addBenchFlags(fs, &env)
 			if err := fs.Parse(tt.args); err != nil {
 				t.Fatal(err)
 			}
-			b, err := openBench(t.TempDir(), "no GPU found", cfg)
+			// As runServe does: a malformed environment value is refused
+			// before anything opens.
+			err := env.err()
+			if err != nil {
+				err = &exitError{code: 2, err: err}
+			} else {
+				var b *benchServe
+				if b, err = openBench(t.TempDir(), "no GPU found", cfg); err == nil {
+					defer b.close()
+					if g := b.jobs.Grace(); g != tt.grace {
+						t.Fatalf("grace %v, want %v", g, tt.grace)
+					}
+				}
+			}
 			if tt.err == "" {
 				if err != nil {
 					t.Fatal(err)
-				}
-				defer b.close()
-				if g := b.jobs.Grace(); g != tt.grace {
-					t.Fatalf("grace %v, want %v", g, tt.grace)
 				}
 				return
 			}

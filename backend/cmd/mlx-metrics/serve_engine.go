@@ -7,7 +7,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"strconv"
 	"sync"
 	"time"
 
@@ -25,11 +24,10 @@ type referenceEngineConfig struct {
 	engine *engine.Config
 }
 
-func addReferenceEngineFlags(fs *flag.FlagSet) *referenceEngineConfig {
+func addReferenceEngineFlags(fs *flag.FlagSet, env *envDefaults) *referenceEngineConfig {
 	c := &referenceEngineConfig{}
-	on, _ := strconv.ParseBool(os.Getenv("MLX_METRICS_REFERENCE_ENGINE"))
-	fs.BoolVar(&c.enabled, "reference-engine", on, "run the reference engine (a simulator) on a loopback port with synthetic traffic, publishing its events here (env MLX_METRICS_REFERENCE_ENGINE)")
-	fs.Float64Var(&c.rate, "reference-traffic", envFloat("MLX_METRICS_REFERENCE_TRAFFIC", 1), "mean synthetic requests per second sent to the reference engine (env MLX_METRICS_REFERENCE_TRAFFIC)")
+	fs.BoolVar(&c.enabled, "reference-engine", env.bool("MLX_METRICS_REFERENCE_ENGINE", false), "run the reference engine (a simulator) on a loopback port with synthetic traffic, publishing its events here (env MLX_METRICS_REFERENCE_ENGINE)")
+	fs.Float64Var(&c.rate, "reference-traffic", env.float("MLX_METRICS_REFERENCE_TRAFFIC", 1), "mean synthetic requests per second sent to the reference engine (env MLX_METRICS_REFERENCE_TRAFFIC)")
 	return c
 }
 
