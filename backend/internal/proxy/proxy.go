@@ -149,19 +149,23 @@ func (p *Proxy) handle(c *fiber.Ctx) error {
 	copyResponseHeaders(&c.Response().Header, resp.Header)
 	c.Status(resp.StatusCode)
 
-	// An answer of known length is read whole and sent with its length;
-	// an event stream, or any answer of unknown length (chunked), is
-	// streamed as it arrives.
+	// An answer of known length is sent with its length: a measured one
+	// (a completion, bounded JSON) read whole first, any other copied by
+	// fasthttp as it arrives, so a large download is never held whole. An
+	// event stream, or any answer of unknown length (chunked), is streamed
+	// and flushed read by read.
 	mediaType, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
 	sse := mediaType == "text/event-stream"
+	if !sse && resp.ContentLength >= 0 && m == nil {
+		c.Context().SetBodyStream(upstreamBody{resp.Body, cancel}, int(resp.ContentLength))
+		return nil
+	}
 	if !sse && resp.ContentLength >= 0 {
 		defer cancel()
 		defer resp.Body.Close()
 		b, err := io.ReadAll(resp.Body)
 		end := p.now()
-		if m != nil {
-			m.write(b, end)
-		}
+		m.write(b, end)
 		if err != nil {
 			p.finish(m, outcome{end: end, status: resp.StatusCode, broken: true})
 			c.Response().Header.Reset()
@@ -182,6 +186,20 @@ func (p *Proxy) handle(c *fiber.Ctx) error {
 		p.finish(m, o)
 	})
 	return nil
+}
+
+// upstreamBody is an answer fasthttp copies to the client; fasthttp closes
+// it once the response is written (or the client is gone), which ends the
+// upstream request.
+type upstreamBody struct {
+	io.ReadCloser
+	cancel context.CancelFunc
+}
+
+func (b upstreamBody) Close() error {
+	err := b.ReadCloser.Close()
+	b.cancel()
+	return err
 }
 
 // stream copies the upstream's answer to the client, flushing each read as

@@ -6,10 +6,12 @@ import (
 	"compress/gzip"
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -532,5 +534,64 @@ func TestBaseContextEndsStreamsForShutdown(t *testing.T) {
 		}
 	case <-time.After(5 * time.Second):
 		t.Fatal("Shutdown still waits for the stream")
+	}
+}
+
+// An unmeasured answer of known length (a file download) reaches the client
+// as it arrives, with its length, rather than being held whole first.
+func TestUnmeasuredAnswerOfKnownLengthStreams(t *testing.T) {
+	part1, part2 := strings.Repeat("a", 64<<10), strings.Repeat("b", 64<<10)
+	release := make(chan struct{})
+	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/octet-stream")
+		w.Header().Set("Content-Length", strconv.Itoa(len(part1)+len(part2)))
+		io.WriteString(w, part1)
+		w.(http.Flusher).Flush()
+		<-release
+		io.WriteString(w, part2)
+	}))
+	defer upstream.Close()
+	base, evs := start(t, upstream.URL, nil)
+
+	// The headers and the first part must arrive while the upstream still
+	// holds back the second.
+	type first struct {
+		resp *http.Response
+		err  error
+	}
+	firstc := make(chan first, 1)
+	go func() {
+		resp, err := http.Get(base + "/v1/files/file-1/content")
+		if err == nil {
+			b := make([]byte, len(part1))
+			if _, err = io.ReadFull(resp.Body, b); err == nil && string(b) != part1 {
+				err = errors.New("first part differs")
+			}
+		}
+		firstc <- first{resp, err}
+	}()
+	var f first
+	select {
+	case f = <-firstc:
+	case <-time.After(5 * time.Second):
+		close(release)
+		t.Fatal("the first part did not arrive before the upstream finished")
+	}
+	close(release) // the second part exists only now
+	if f.err != nil {
+		t.Fatal(f.err)
+	}
+	defer f.resp.Body.Close()
+	rest, err := io.ReadAll(f.resp.Body)
+	if err != nil || string(rest) != part2 {
+		t.Errorf("second part: %d bytes, %v", len(rest), err)
+	}
+	if f.resp.ContentLength != int64(len(part1)+len(part2)) {
+		t.Errorf("Content-Length %d", f.resp.ContentLength)
+	}
+	select {
+	case ev := <-evs:
+		t.Errorf("unexpected event %+v", ev.Payload)
+	default:
 	}
 }
