@@ -3,6 +3,7 @@ package proxy
 import (
 	"bytes"
 	"encoding/json"
+	"strings"
 	"time"
 
 	"github.com/mlx-bun/mlx-metrics/shared/events"
@@ -222,7 +223,8 @@ func (m *meter) event(o outcome, fallbackID string) events.Event {
 		p.Model = "unknown"
 	}
 	if len(p.Model) > events.MaxModelName {
-		p.Model = p.Model[:events.MaxModelName]
+		// Cut at a rune boundary: a split rune would not survive encoding.
+		p.Model = strings.ToValidUTF8(p.Model[:events.MaxModelName], "")
 	}
 	if p.RequestID == "" {
 		p.RequestID = fallbackID
