@@ -11,33 +11,20 @@ import (
 	"os"
 	"time"
 
+	"github.com/mlx-bun/mlx-metrics/backend/internal/clock"
 	"github.com/mlx-bun/mlx-metrics/backend/internal/ingest"
 	"github.com/mlx-bun/mlx-metrics/shared/events"
 )
 
 func runEvents(ctx context.Context, args []string) error {
-	return eventsCmd(ctx, args, osEnv(), realPacer{})
+	return eventsCmd(ctx, args, osEnv(), clock.Real{})
 }
 
-// pacer is the clock replay paces itself by (a fake one in tests).
+// pacer is the part of clock.Clock replay paces itself by (a fake one that
+// records its sleeps in tests).
 type pacer interface {
 	Now() time.Time
 	Sleep(ctx context.Context, d time.Duration) error
-}
-
-type realPacer struct{}
-
-func (realPacer) Now() time.Time { return time.Now() }
-
-func (realPacer) Sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
 }
 
 func eventsCmd(ctx context.Context, args []string, env cliEnv, clk pacer) error {

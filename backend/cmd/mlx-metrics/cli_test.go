@@ -11,6 +11,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -329,10 +330,10 @@ func TestReplay(t *testing.T) {
 					}
 				}
 			}
-			if !equalInts(sizes, tc.wantBatches) {
+			if !slices.Equal(sizes, tc.wantBatches) {
 				t.Errorf("batches %v, want %v", sizes, tc.wantBatches)
 			}
-			if !equalDurations(clk.sleeps, tc.wantSleeps) {
+			if !slices.Equal(clk.sleeps, tc.wantSleeps) {
 				t.Errorf("sleeps %v, want %v", clk.sleeps, tc.wantSleeps)
 			}
 			for _, a := range fb.auth {
@@ -342,30 +343,6 @@ func TestReplay(t *testing.T) {
 			}
 		})
 	}
-}
-
-func equalInts(a, b []int) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
-}
-
-func equalDurations(a, b []time.Duration) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 func TestProgress(t *testing.T) {
