@@ -51,7 +51,7 @@ func BenchmarkProxyTTFT64(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	proxyURL := serveForBench(b, p)
+	proxyURL, _ := serve(b, p)
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 2 * streams, DisableCompression: true}}
 
 	// ttft runs one stream to the end and returns the time until its first

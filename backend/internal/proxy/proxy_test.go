@@ -17,6 +17,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gofiber/fiber/v2"
+
 	"github.com/mlx-bun/mlx-metrics/backend/internal/server"
 	"github.com/mlx-bun/mlx-metrics/shared/events"
 )
@@ -60,14 +62,22 @@ func start(t *testing.T, upstream string, clk *clock) (string, chan events.Event
 	if err != nil {
 		t.Fatal(err)
 	}
+	url, _ := serve(t, p)
+	return url, evs
+}
+
+// serve serves p on 127.0.0.1 until the test ends, and returns its URL and
+// the app.
+func serve(tb testing.TB, p *Proxy) (string, *fiber.App) {
+	tb.Helper()
 	app := server.New(server.Options{}, p)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
 	go app.Listener(ln)
-	t.Cleanup(func() { app.Shutdown() })
-	return "http://" + ln.Addr().String(), evs
+	tb.Cleanup(func() { app.Shutdown() })
+	return "http://" + ln.Addr().String(), app
 }
 
 func next(t *testing.T, evs chan events.Event) *events.RequestFinished {
@@ -374,19 +384,6 @@ func TestNewRejectsBadUpstream(t *testing.T) {
 	}
 }
 
-// serveForBench serves p on 127.0.0.1 for a benchmark.
-func serveForBench(b *testing.B, p *Proxy) string {
-	b.Helper()
-	app := server.New(server.Options{}, p)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		b.Fatal(err)
-	}
-	go app.Listener(ln)
-	b.Cleanup(func() { app.Shutdown() })
-	return "http://" + ln.Addr().String()
-}
-
 // A chunked answer that is not an event stream (a large JSON body written
 // in pieces) streams through as well, and is still measured.
 func TestChunkedAnswerStreamsAndIsMeasured(t *testing.T) {
@@ -498,14 +495,9 @@ func TestBaseContextEndsStreamsForShutdown(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	app := server.New(server.Options{}, p)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	go app.Listener(ln)
+	base, app := serve(t, p)
 
-	resp, err := http.Post("http://"+ln.Addr().String()+"/v1/chat/completions", "application/json",
+	resp, err := http.Post(base+"/v1/chat/completions", "application/json",
 		strings.NewReader(`{"model":"m","stream":true}`))
 	if err != nil {
 		t.Fatal(err)
