@@ -105,6 +105,11 @@ func (e *Exporter) Observe(ev events.Event) {
 		}
 		e.m.cacheBytes.DeletePartialMatch(prometheus.Labels{"model": model})
 		e.m.cacheCapacity.DeletePartialMatch(prometheus.Labels{"model": model})
+		// Its prefix totals end here; the next load's start again at 0, and
+		// all of its first sample is new, even when it exceeds these.
+		e.mu.Lock()
+		delete(e.prefix, model)
+		e.mu.Unlock()
 	}
 }
 
@@ -150,7 +155,7 @@ func (e *Exporter) observeCache(p *events.CacheSample) {
 	if seen && now.hits >= last.hits && now.queries >= last.queries {
 		now.hits -= last.hits
 		now.queries -= last.queries
-	} // else the totals restarted (a reload): all of now is new.
+	} // else the totals restarted (a reload without an unload seen): all of now is new.
 	e.m.prefixHits.WithLabelValues(p.Model).Add(float64(now.hits))
 	e.m.prefixQueries.WithLabelValues(p.Model).Add(float64(now.queries))
 }

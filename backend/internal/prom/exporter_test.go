@@ -286,3 +286,33 @@ func TestModelLabelBounded(t *testing.T) {
 		})
 	}
 }
+
+// Prefix-cache totals restart with each load, so after an unload the first
+// sample counts in full, even when it exceeds the totals before.
+func TestPrefixTotalsAcrossReload(t *testing.T) {
+	sample := func(hits, misses int64) events.Event {
+		return events.Event{Type: events.TypeCacheSample, At: 1, Payload: &events.CacheSample{
+			Model: "m", Cache: events.CachePrefix, Hits: &hits, Misses: &misses}}
+	}
+	e := New()
+	for _, ev := range []events.Event{
+		sample(2, 1), sample(3, 1), // 3 hits of 4 lookups
+		{Type: events.TypeModelUnload, At: 2, Payload: &events.ModelUnload{Model: "m", Reason: events.ReasonEvicted}},
+		{Type: events.TypeModelLoad, At: 3, Payload: &events.ModelLoad{Model: "m", Phase: events.PhaseFinished}},
+		sample(10, 10), // 10 of 20 since the reload
+	} {
+		e.Observe(ev)
+	}
+	const want = `
+# HELP mlx_prefix_cache_hits_total Prefix cache lookups that hit.
+# TYPE mlx_prefix_cache_hits_total counter
+mlx_prefix_cache_hits_total{model="m"} 13
+# HELP mlx_prefix_cache_queries_total Prefix cache lookups.
+# TYPE mlx_prefix_cache_queries_total counter
+mlx_prefix_cache_queries_total{model="m"} 24
+`
+	if err := testutil.GatherAndCompare(e.Registry(), strings.NewReader(want),
+		"mlx_prefix_cache_hits_total", "mlx_prefix_cache_queries_total"); err != nil {
+		t.Error(err)
+	}
+}
