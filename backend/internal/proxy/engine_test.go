@@ -70,7 +70,12 @@ func TestAgainstReferenceEngine(t *testing.T) {
 			if tc.stream && !strings.HasSuffix(string(body), "data: [DONE]\n\n") {
 				t.Errorf("stream does not end with [DONE]: %q", body)
 			}
-			want := <-truth
+			var want *events.RequestFinished
+			select {
+			case want = <-truth:
+			case <-time.After(10 * time.Second):
+				t.Fatal("the engine reported no request.finished")
+			}
 			got := next(t, evs)
 			if got.RequestID == "" || got.Model != want.Model || got.Finish != want.Finish ||
 				got.PromptTokens != want.PromptTokens || got.CompletionTokens != want.CompletionTokens ||
