@@ -50,7 +50,7 @@ func runServe(ctx context.Context, args []string) error {
 	var env envDefaults
 	benchCfg := addBenchFlags(fs, &env)
 	liveCfg := addLiveFlags(fs, &env)
-	exportCfg := addExportFlags(fs)
+	exportCfg := addExportFlags(fs, &env)
 	refEngineCfg := addReferenceEngineFlags(fs, &env)
 	if err := fs.Parse(args); err != nil {
 		return &exitError{code: 2, err: err}

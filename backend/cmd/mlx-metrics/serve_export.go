@@ -22,20 +22,20 @@ type exportConfig struct {
 	proxyTo        string
 	scrapes        scrape.Targets
 	scrapeInterval time.Duration
-	// envErr is a bad MLX_METRICS_SCRAPE, refused as a bad --scrape is.
-	envErr error
 }
 
-func addExportFlags(fs *flag.FlagSet) *exportConfig {
+func addExportFlags(fs *flag.FlagSet, env *envDefaults) *exportConfig {
 	cfg := &exportConfig{}
 	fs.StringVar(&cfg.proxyTo, "proxy-to", os.Getenv("MLX_METRICS_PROXY_TO"),
 		"front this OpenAI-compatible server at /v1/* and measure each request (e.g. http://127.0.0.1:8000) (env MLX_METRICS_PROXY_TO)")
 	fs.Var(&cfg.scrapes, "scrape",
 		"poll an engine's Prometheus endpoint, URL[,kind[,model]] with kind vllm, sglang, llamacpp, mlx or auto; repeatable (env MLX_METRICS_SCRAPE, space-separated)")
-	fs.DurationVar(&cfg.scrapeInterval, "scrape-interval", 2*time.Second, "how often to poll --scrape targets")
+	fs.DurationVar(&cfg.scrapeInterval, "scrape-interval", env.duration("MLX_METRICS_SCRAPE_INTERVAL", 2*time.Second),
+		"how often to poll --scrape targets (env MLX_METRICS_SCRAPE_INTERVAL)")
+	// Refused once the flags are parsed, as a bad --scrape is.
 	for _, t := range strings.Fields(os.Getenv("MLX_METRICS_SCRAPE")) {
-		if err := cfg.scrapes.Set(t); err != nil && cfg.envErr == nil {
-			cfg.envErr = fmt.Errorf("MLX_METRICS_SCRAPE: %w", err)
+		if err := cfg.scrapes.Set(t); err != nil {
+			env.errs = append(env.errs, fmt.Errorf("MLX_METRICS_SCRAPE: %w", err))
 		}
 	}
 	return cfg
@@ -50,9 +50,6 @@ type exportSide struct {
 // startExport subscribes the Prometheus exporter to the bus, builds the
 // proxy when asked, and starts the scrapers.
 func startExport(ctx context.Context, cfg *exportConfig, b *bus.Bus) (*exportSide, error) {
-	if cfg.envErr != nil {
-		return nil, cfg.envErr
-	}
 	if cfg.scrapeInterval <= 0 {
 		return nil, fmt.Errorf("--scrape-interval must be > 0, got %v", cfg.scrapeInterval)
 	}

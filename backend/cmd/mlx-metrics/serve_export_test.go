@@ -79,37 +79,41 @@ func TestExportWiring(t *testing.T) {
 
 func TestExportFlags(t *testing.T) {
 	tests := []struct {
-		env     string // MLX_METRICS_SCRAPE
-		args    []string
-		targets int
-		wantErr bool
+		env      map[string]string
+		args     []string
+		targets  int
+		interval time.Duration
+		wantErr  bool
 	}{
-		{"", []string{"--scrape", "http://127.0.0.1:8000,vllm", "--scrape", "http://127.0.0.1:8080,llamacpp,tiny"}, 2, false},
-		{"", []string{"--scrape", "http://127.0.0.1:8000,tgi"}, 0, true},
-		{"", []string{"--proxy-to", "http://127.0.0.1:8000"}, 0, false},
-		{"http://127.0.0.1:8000,vllm http://127.0.0.1:8080,llamacpp", nil, 2, false},
-		{"http://127.0.0.1:8000,vllm http://127.0.0.1:8080,tgi", nil, 1, true}, // refused, not skipped
+		{nil, []string{"--scrape", "http://127.0.0.1:8000,vllm", "--scrape", "http://127.0.0.1:8080,llamacpp,tiny"}, 2, 2 * time.Second, false},
+		{nil, []string{"--scrape", "http://127.0.0.1:8000,tgi"}, 0, 0, true},
+		{nil, []string{"--proxy-to", "http://127.0.0.1:8000"}, 0, 2 * time.Second, false},
+		{map[string]string{"MLX_METRICS_SCRAPE": "http://127.0.0.1:8000,vllm http://127.0.0.1:8080,llamacpp", "MLX_METRICS_SCRAPE_INTERVAL": "5s"}, nil, 2, 5 * time.Second, false},
+		{map[string]string{"MLX_METRICS_SCRAPE_INTERVAL": "5s"}, []string{"--scrape-interval=1s"}, 0, time.Second, false},
+		// Refused, not skipped:
+		{map[string]string{"MLX_METRICS_SCRAPE": "http://127.0.0.1:8000,vllm http://127.0.0.1:8080,tgi"}, nil, 1, 0, true},
+		{map[string]string{"MLX_METRICS_SCRAPE_INTERVAL": "often"}, nil, 0, 0, true},
 	}
-	// Cancelled: the scrapers that start end at once, polling nothing.
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
 	for _, tc := range tests {
-		t.Setenv("MLX_METRICS_SCRAPE", tc.env)
+		for _, k := range []string{"MLX_METRICS_SCRAPE", "MLX_METRICS_SCRAPE_INTERVAL"} {
+			t.Setenv(k, tc.env[k])
+		}
 		fs := newFlagSetForTest()
-		cfg := addExportFlags(fs)
+		var env envDefaults
+		cfg := addExportFlags(fs, &env)
 		err := fs.Parse(tc.args)
 		if err == nil {
-			var side *exportSide
-			if side, err = startExport(ctx, cfg, bus.New()); err == nil {
-				side.stop()
-			}
+			err = env.err()
 		}
 		if (err != nil) != tc.wantErr {
-			t.Errorf("%q %q: err = %v", tc.env, tc.args, err)
+			t.Errorf("%v %q: err = %v", tc.env, tc.args, err)
 			continue
 		}
 		if len(cfg.scrapes) != tc.targets {
-			t.Errorf("%q %q: %d targets, want %d", tc.env, tc.args, len(cfg.scrapes), tc.targets)
+			t.Errorf("%v %q: %d targets, want %d", tc.env, tc.args, len(cfg.scrapes), tc.targets)
+		}
+		if !tc.wantErr && cfg.scrapeInterval != tc.interval {
+			t.Errorf("%v %q: interval %v, want %v", tc.env, tc.args, cfg.scrapeInterval, tc.interval)
 		}
 	}
 }
