@@ -61,7 +61,7 @@ func replayCmd(ctx context.Context, args []string, env cliEnv, clk pacer) error 
 	if len(pos) != 1 {
 		return usageErr("want exactly one FILE, got %d arguments", len(pos))
 	}
-	if *speed < 0 || *batch < 1 {
+	if !(*speed >= 0) || *batch < 1 { // !(>=) refuses NaN too
 		return usageErr("--speed must be >= 0 and --batch >= 1")
 	}
 	c, err := newAPIClient(*server)
@@ -96,12 +96,13 @@ func replayCmd(ctx context.Context, args []string, env cliEnv, clk pacer) error 
 		j := i + 1
 		for now := clk.Now(); j < len(lines) && j-i < *batch && !due(j).After(now); j++ {
 		}
-		a, r, err := postEvents(ctx, c, *token, lines[i:j])
+		reply, err := postEvents(ctx, c, *token, lines[i:j])
 		if err != nil {
 			return fmt.Errorf("after %d of %d events: %w", i, len(lines), err)
 		}
-		accepted += a
-		rejected += r
+		accepted += reply.Accepted
+		rejected += reply.Rejected
+		reportRejections(env, i, reply)
 		i = j
 		prog.set(i)
 	}
@@ -144,16 +145,32 @@ func readEventFile(path string) (lines [][]byte, ats []int64, err error) {
 	return lines, ats, nil
 }
 
-// postEvents sends one NDJSON batch and returns the backend's counts.
-func postEvents(ctx context.Context, c *apiClient, token string, lines [][]byte) (accepted, rejected int, err error) {
+// reportRejections prints why the backend refused events of a batch that
+// began at event first (events are numbered from 1 in the file's order).
+func reportRejections(env cliEnv, first int, reply ingest.Reply) {
+	for _, r := range reply.Errors {
+		where := "event ?"
+		if r.Line > 0 {
+			where = fmt.Sprintf("event %d", first+r.Line)
+		}
+		if r.Field != "" {
+			where += ": " + r.Field
+		}
+		fmt.Fprintf(env.stderr, "rejected %s: %s\n", where, r.Reason)
+	}
+	if reply.Truncated {
+		fmt.Fprintln(env.stderr, "rejected: more reasons than the backend lists")
+	}
+}
+
+// postEvents sends one NDJSON batch and returns the backend's reply.
+func postEvents(ctx context.Context, c *apiClient, token string, lines [][]byte) (ingest.Reply, error) {
 	body := append(bytes.Join(lines, []byte("\n")), '\n')
 	header := http.Header{"Content-Type": {"application/x-ndjson"}}
 	if token != "" {
 		header.Set("Authorization", "Bearer "+token)
 	}
 	var reply ingest.Reply
-	if err := c.do(ctx, http.MethodPost, "/events", header, bytes.NewReader(body), &reply); err != nil {
-		return 0, 0, err
-	}
-	return reply.Accepted, reply.Rejected, nil
+	err := c.do(ctx, http.MethodPost, "/events", header, bytes.NewReader(body), &reply)
+	return reply, err
 }

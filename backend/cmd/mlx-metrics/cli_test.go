@@ -291,6 +291,7 @@ func TestReplay(t *testing.T) {
 		wantSleeps  []time.Duration // waits asked of the pacer
 		wantAuth    string
 		contains    string // in stdout or the error
+		inStderr    string // the reasons given for rejections
 	}{
 		{name: "all at once", args: []string{good}, wantBatches: []int{5}, contains: "replayed 5 events: 5 accepted, 0 rejected"},
 		{name: "small batches", args: []string{"--batch=2", good}, wantBatches: []int{2, 2, 1}},
@@ -298,17 +299,21 @@ func TestReplay(t *testing.T) {
 			wantSleeps: []time.Duration{time.Second, time.Second}},
 		{name: "token", args: []string{"--token=s3cret", good}, wantBatches: []int{5}, wantAuth: "Bearer s3cret"},
 		{name: "bad line sends nothing", args: []string{bad}, code: 1, contains: "events.ndjson:2: active: missing"},
-		{name: "rejections fail", args: []string{good}, reject: 1, code: 1, wantBatches: []int{5}, contains: "rejected 1 events"},
+		{name: "rejections fail", args: []string{good}, reject: 1, code: 1, wantBatches: []int{5}, contains: "rejected 1 events",
+			inStderr: "rejected event 1: refused by the test"},
+		{name: "rejections numbered across batches", args: []string{"--batch=3", good}, reject: 1, code: 1, wantBatches: []int{3, 2},
+			contains: "rejected 2 events", inStderr: "rejected event 4: refused by the test"},
 		{name: "nothing accepted", args: []string{good}, reject: 5, code: 1, wantBatches: []int{5}, contains: "POST /events: no event accepted: 5 rejected (400)"},
 		{name: "missing file", args: []string{"/nonexistent.ndjson"}, code: 1, contains: "no such file"},
 		{name: "no file", args: []string{}, code: 2, contains: "exactly one FILE"},
 		{name: "negative speed", args: []string{"--speed=-1", good}, code: 2, contains: "--speed"},
+		{name: "NaN speed", args: []string{"--speed=NaN", good}, code: 2, contains: "--speed"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			fb := newFakeBackend(t)
 			fb.reject = tc.reject
-			env, out, _ := testEnv()
+			env, out, errOut := testEnv()
 			clk := &fakePacer{now: time.Unix(1764690000, 0)}
 			err := eventsCmd(context.Background(), append([]string{"replay", "--server", fb.URL}, tc.args...), env, clk)
 			if got := exitCode(err); got != tc.code {
@@ -320,6 +325,9 @@ func TestReplay(t *testing.T) {
 			}
 			if !strings.Contains(text, tc.contains) {
 				t.Errorf("output %q lacks %q", text, tc.contains)
+			}
+			if !strings.Contains(errOut.String(), tc.inStderr) {
+				t.Errorf("stderr %q lacks %q", errOut.String(), tc.inStderr)
 			}
 			var sizes []int
 			for _, b := range fb.batches {
