@@ -281,6 +281,13 @@ func (p *Panel) renderState() app.UI {
 		if p.snap != nil {
 			detail = "updated " + format.Clock(p.snap.At)
 		}
+		// A frame that failed to decode leaves the last good snapshot up;
+		// say so rather than look live and current.
+		if p.lastErr != "" {
+			detail = strings.TrimPrefix(detail+"; "+p.lastErr, "; ")
+		}
+	case StateWaiting:
+		detail = p.lastErr
 	}
 	return app.Div().Class("conn").ID("conn").DataSet("state", p.state).Attr("role", "status").Body(
 		app.Span().Class("dot"),

@@ -255,6 +255,13 @@ func TestPanelStates(t *testing.T) {
 		{"retrying", func(p *Panel) {
 			p.state, p.failures, p.lastErr = StateRetrying, 2, "stream lost at 15:41:00"
 		}, []string{`data-state="retrying"`, "reconnecting (attempt 2)"}},
+		{"live with a frame that failed to decode", func(p *Panel) {
+			p.Apply(busy, now)
+			p.lastErr = "bad snapshot: unexpected end of JSON input"
+		}, []string{`data-state="live"`, "updated 15:40:59; bad snapshot: unexpected end of JSON input", "327 tok/s"}},
+		{"waiting after a frame that failed to decode", func(p *Panel) {
+			p.lastErr = "bad snapshot: unexpected end of JSON input"
+		}, []string{`data-state="waiting"`, "bad snapshot: unexpected end of JSON input"}},
 		{"models tab", func(p *Panel) { p.Apply(busy, now); p.SetTab("models") }, []string{`id="view-models"`, "Memory per model"}},
 		{"caches tab", func(p *Panel) { p.Apply(busy, now); p.SetTab("caches") }, []string{`id="view-caches"`}},
 		{"requests tab", func(p *Panel) { p.Apply(busy, now); p.SetTab("requests") }, []string{`id="view-requests"`}},
