@@ -62,7 +62,8 @@ func run(ctx context.Context, args []string) int {
 				return 0 // -h printed the usage, as the go tool does
 			}
 			fmt.Fprintf(os.Stderr, "mlx-metrics %s: %v\n", name, err)
-			if ee, ok := err.(*exitError); ok {
+			var ee *exitError
+			if errors.As(err, &ee) {
 				return ee.code
 			}
 			return 1
