@@ -44,7 +44,7 @@ func benchListCmd(ctx context.Context, args []string, env cliEnv) error {
 	}
 	pos, err := parseFlags(fs, args)
 	if err != nil {
-		return helpOK(err)
+		return err
 	}
 	if len(pos) > 0 {
 		return usageErr("bench list takes no arguments, got %q", pos)
@@ -126,7 +126,7 @@ func benchShowCmd(ctx context.Context, args []string, env cliEnv) error {
 	}
 	pos, err := parseFlags(fs, args)
 	if err != nil {
-		return helpOK(err)
+		return err
 	}
 	if len(pos) != 1 {
 		return usageErr("want exactly one run ID, got %d arguments", len(pos))
@@ -274,7 +274,7 @@ func benchCompareCmd(ctx context.Context, args []string, env cliEnv) error {
 	}
 	pos, err := parseFlags(fs, args)
 	if err != nil {
-		return helpOK(err)
+		return err
 	}
 	if len(pos) != 2 {
 		return usageErr("want two run IDs, A and B, got %d arguments", len(pos))

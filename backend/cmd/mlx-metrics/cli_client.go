@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -41,15 +40,12 @@ func usageErr(format string, args ...any) error {
 
 // parseFlags parses args allowing flags after positional arguments
 // (`bench compare A B --threshold 0.1`), and returns the positionals.
-// -h prints the usage and returns flag.ErrHelp, which callers turn into
-// exit code 0.
+// A bad flag is exit code 2; -h prints the usage and its flag.ErrHelp,
+// wrapped the same way, is exit code 0 in main.
 func parseFlags(fs *flag.FlagSet, args []string) ([]string, error) {
 	var pos []string
 	for {
 		if err := fs.Parse(args); err != nil {
-			if errors.Is(err, flag.ErrHelp) {
-				return nil, err
-			}
 			return nil, &exitError{code: 2, err: err}
 		}
 		args = fs.Args()
@@ -62,14 +58,6 @@ func parseFlags(fs *flag.FlagSet, args []string) ([]string, error) {
 		pos = append(pos, args[0])
 		args = args[1:]
 	}
-}
-
-// helpOK turns -h into success.
-func helpOK(err error) error {
-	if errors.Is(err, flag.ErrHelp) {
-		return nil
-	}
-	return err
 }
 
 // apiClient calls a running backend's /api/metrics routes.

@@ -56,7 +56,7 @@ func replayCmd(ctx context.Context, args []string, env cliEnv, clk pacer) error 
 	}
 	pos, err := parseFlags(fs, args)
 	if err != nil {
-		return helpOK(err)
+		return err
 	}
 	if len(pos) != 1 {
 		return usageErr("want exactly one FILE, got %d arguments", len(pos))

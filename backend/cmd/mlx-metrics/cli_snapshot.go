@@ -30,7 +30,7 @@ func snapshotCmd(ctx context.Context, args []string, env cliEnv) error {
 	}
 	pos, err := parseFlags(fs, args)
 	if err != nil {
-		return helpOK(err)
+		return err
 	}
 	if len(pos) > 0 {
 		return usageErr("snapshot takes no arguments, got %q", pos)

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"net/http"
@@ -131,7 +132,7 @@ func testEnv() (cliEnv, *bytes.Buffer, *bytes.Buffer) {
 
 // exitCode is what run() would exit with for err.
 func exitCode(err error) int {
-	if err == nil {
+	if err == nil || errors.Is(err, flag.ErrHelp) {
 		return 0
 	}
 	var ee *exitError
