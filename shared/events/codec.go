@@ -5,31 +5,47 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
+	"strconv"
 )
 
 // MaxLineBytes bounds one encoded event. Real events are a few hundred
 // bytes; anything near this is a broken or hostile producer.
 const MaxLineBytes = 64 << 10
 
-// envelope is the wire form of an Event.
-type envelope struct {
+// head is what every event carries on the wire. A core event's payload
+// fields sit beside type and at (the host's flat form); the older envelope
+// form nests them in data, which is still read.
+type head struct {
 	Type Type            `json:"type"`
 	At   *int64          `json:"at"`
 	Data json.RawMessage `json:"data"`
 }
 
-// MarshalJSON writes the wire form {"type","at","data"}.
+// MarshalJSON writes the host's flat form {"type","at",...payload fields}.
 func (e Event) MarshalJSON() ([]byte, error) {
-	data := []byte("{}")
+	typ, err := json.Marshal(string(e.Type))
+	if err != nil {
+		return nil, err
+	}
+	buf := make([]byte, 0, 256)
+	buf = append(buf, `{"type":`...)
+	buf = append(buf, typ...)
+	buf = append(buf, `,"at":`...)
+	buf = strconv.AppendInt(buf, e.At, 10)
 	if e.Payload != nil {
-		var err error
-		if data, err = json.Marshal(e.Payload); err != nil {
+		data, err := json.Marshal(e.Payload)
+		if err != nil {
 			return nil, err
 		}
+		if len(data) < 2 || data[0] != '{' {
+			return nil, fmt.Errorf("events: %s payload does not encode as an object", e.Type)
+		}
+		if fields := data[1 : len(data)-1]; len(bytes.TrimSpace(fields)) > 0 {
+			buf = append(buf, ',')
+			buf = append(buf, fields...)
+		}
 	}
-	at := e.At
-	return json.Marshal(envelope{Type: e.Type, At: &at, Data: data})
+	return append(buf, '}'), nil
 }
 
 // UnmarshalJSON is Parse for encoding/json users.
@@ -78,44 +94,52 @@ var nullable = map[string]bool{
 	"capacityBytes": true, "hits": true, "misses": true,
 }
 
-// Parse decodes and validates one event. Unknown types are accepted with a
-// nil Payload; core types must carry every required field with sane values.
+// MaxAt bounds an event's at: the last millisecond of year 9999, past
+// which epoch milliseconds stop being a date anyone can format. How far
+// from now a live source may stamp its events is the ingest side's rule.
+const MaxAt = 253402300799999
+
+// Parse decodes and validates one event, in the host's flat form or the
+// envelope form (payload under data). Unknown types are accepted with a nil
+// Payload; core types must carry every required field with values inside
+// their physical bounds (see bounds.go).
 func Parse(line []byte) (Event, error) {
 	if len(line) > MaxLineBytes {
 		return Event{}, reject("", "event is %d bytes, over the %d-byte limit", len(line), MaxLineBytes)
 	}
 	line = bytes.TrimSpace(line)
-	var env envelope
-	if err := json.Unmarshal(line, &env); err != nil {
+	var h head
+	if err := json.Unmarshal(line, &h); err != nil {
 		return Event{}, reject("", "not a JSON event object: %v", err)
 	}
-	if env.Type == "" {
+	if h.Type == "" {
 		return Event{}, reject("type", "missing")
 	}
-	if env.At == nil {
+	if h.At == nil {
 		return Event{}, reject("at", "missing (epoch milliseconds)")
 	}
-	if *env.At <= 0 {
-		return Event{}, reject("at", "must be positive epoch milliseconds, got %d", *env.At)
+	if *h.At <= 0 || *h.At > MaxAt {
+		return Event{}, reject("at", "must be epoch milliseconds from 1 to %d, got %d", int64(MaxAt), *h.At)
 	}
-	ev := Event{Type: env.Type, At: *env.At}
-	fields, known := required[env.Type]
+	ev := Event{Type: h.Type, At: *h.At}
+	fields, known := required[h.Type]
 	if !known {
 		return ev, nil // ignored type: valid, nothing to decode
 	}
-	if len(env.Data) == 0 || bytes.Equal(env.Data, []byte("null")) {
-		return Event{}, reject("data", "missing payload for %s", env.Type)
+	obj := line // flat: the payload's fields are the event's own
+	if len(h.Data) > 0 && !bytes.Equal(h.Data, []byte("null")) {
+		obj = h.Data // envelope
 	}
-	if err := checkFields(env.Data, fields); err != nil {
+	if err := checkFields(obj, fields); err != nil {
 		return Event{}, err
 	}
-	payload := newPayload(env.Type)
-	if err := json.Unmarshal(env.Data, payload); err != nil {
+	payload := newPayload(h.Type)
+	if err := json.Unmarshal(obj, payload); err != nil {
 		var te *json.UnmarshalTypeError
 		if errors.As(err, &te) {
 			return Event{}, reject(te.Field, "wrong type: want %s, got JSON %s", te.Type, te.Value)
 		}
-		return Event{}, reject("data", "%v", err)
+		return Event{}, reject("", "%v", err)
 	}
 	if err := validate(payload); err != nil {
 		return Event{}, err
@@ -142,115 +166,6 @@ func newPayload(t Type) any {
 	return nil
 }
 
-func validate(p any) *Error {
-	switch p := p.(type) {
-	case *ModelLoad:
-		return firstErr(model(p.Model),
-			oneOf("phase", p.Phase, PhaseStarted, PhaseFinished, PhaseFailed),
-			optMs("ms", p.Ms), optBytes("weightsBytes", p.WeightsBytes))
-	case *ModelUnload:
-		return firstErr(model(p.Model),
-			oneOf("reason", p.Reason, ReasonEvicted, ReasonRequested, ReasonIdle, ReasonFailed),
-			ms("drainMs", p.DrainMs), optMs("flushMs", p.FlushMs))
-	case *ModelMemory:
-		return firstErr(model(p.Model), size("weightsBytes", p.WeightsBytes),
-			size("kvBytes", p.KVBytes), size("prefixCacheBytes", p.PrefixCacheBytes))
-	case *RequestFinished:
-		err := firstErr(model(p.Model),
-			oneOf("finish", p.Finish, FinishStop, FinishLength, FinishCancelled, FinishError),
-			size("promptTokens", p.PromptTokens), size("cachedPromptTokens", p.CachedPromptTokens),
-			size("completionTokens", p.CompletionTokens),
-			optMs("queueMs", p.QueueMs), optMs("ttftMs", p.TTFTMs),
-			optMs("prefillTokensPerSecond", p.PrefillTokensPerSecond),
-			optMs("decodeTokensPerSecond", p.DecodeTokensPerSecond), ms("totalMs", p.TotalMs))
-		if err == nil && p.CachedPromptTokens > p.PromptTokens {
-			err = reject("cachedPromptTokens", "%d exceeds promptTokens %d", p.CachedPromptTokens, p.PromptTokens)
-		}
-		return err
-	case *SchedulerSample:
-		return firstErr(model(p.Model), count("active", p.Active), count("capacity", p.Capacity),
-			count("queued", p.Queued), ms("tokensPerSecond", p.TokensPerSecond))
-	case *CacheSample:
-		return firstErr(model(p.Model), oneOf("cache", p.Cache, CacheKV, CachePrefix),
-			size("bytes", p.Bytes), optBytes("capacityBytes", p.CapacityBytes),
-			optBytes("hits", p.Hits), optBytes("misses", p.Misses), ratio("usageRatio", p.UsageRatio))
-	}
-	return nil
-}
-
-func firstErr(errs ...*Error) *Error {
-	for _, e := range errs {
-		if e != nil {
-			return e
-		}
-	}
-	return nil
-}
-
-// MaxModelName bounds model names; they are ids, not prose.
-const MaxModelName = 256
-
-func model(m string) *Error {
-	if m == "" {
-		return reject("model", "must not be empty")
-	}
-	if len(m) > MaxModelName {
-		return reject("model", "longer than %d bytes", MaxModelName)
-	}
-	return nil
-}
-
-func oneOf(field, v string, allowed ...string) *Error {
-	for _, a := range allowed {
-		if v == a {
-			return nil
-		}
-	}
-	return reject(field, "%q is not one of %v", v, allowed)
-}
-
-// ms checks a non-negative finite quantity (durations and rates).
-func ms(field string, v float64) *Error {
-	if math.IsNaN(v) || math.IsInf(v, 0) || v < 0 {
-		return reject(field, "must be a finite number >= 0, got %v", v)
-	}
-	return nil
-}
-
-func optMs(field string, v *float64) *Error {
-	if v == nil {
-		return nil
-	}
-	return ms(field, *v)
-}
-
-func size(field string, v int64) *Error {
-	if v < 0 {
-		return reject(field, "must be >= 0, got %d", v)
-	}
-	return nil
-}
-
-func optBytes(field string, v *int64) *Error {
-	if v == nil {
-		return nil
-	}
-	return size(field, *v)
-}
-
-// ratio checks an optional share in [0, 1].
-func ratio(field string, v *float64) *Error {
-	if v == nil {
-		return nil
-	}
-	if math.IsNaN(*v) || *v < 0 || *v > 1 {
-		return reject(field, "must be a number from 0 to 1, got %v", *v)
-	}
-	return nil
-}
-
-func count(field string, v int) *Error { return size(field, int64(v)) }
-
 // checkFields rejects the JSON object obj when one of fields (at most 64)
 // is not a key of it, or is null without being nullable. obj is known to be
 // valid JSON (the envelope decoded), so a scan of its top-level keys is
@@ -258,7 +173,7 @@ func count(field string, v int) *Error { return size(field, int64(v)) }
 func checkFields(obj []byte, fields []string) *Error {
 	obj = bytes.TrimSpace(obj)
 	if len(obj) == 0 || obj[0] != '{' {
-		return reject("data", "not an object")
+		return reject("", "not an object")
 	}
 	var seen, null uint64
 	depth, expectKey := 0, false

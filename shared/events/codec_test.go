@@ -71,6 +71,13 @@ func TestParseValid(t *testing.T) {
 			if !reflect.DeepEqual(got, tc.want) {
 				t.Fatalf("got %#v\nwant %#v", got, tc.want)
 			}
+			// The host's flat form of the same event parses the same.
+			if flat := flatten(t, tc.line); flat != "" {
+				fromFlat, err := Parse([]byte(flat))
+				if err != nil || !reflect.DeepEqual(fromFlat, tc.want) {
+					t.Fatalf("flat form %s: %#v, %v", flat, fromFlat, err)
+				}
+			}
 			// Encoding and parsing again gives the same event.
 			enc, err := json.Marshal(got)
 			if err != nil {
@@ -81,6 +88,77 @@ func TestParseValid(t *testing.T) {
 				t.Fatalf("round trip through %s: %#v, %v", enc, again, err)
 			}
 		})
+	}
+}
+
+// flatten rewrites an envelope-form core event {"type","at","data":{…}} as
+// the host's flat form; "" for a line without an object payload.
+func flatten(t *testing.T, line string) string {
+	t.Helper()
+	var env map[string]json.RawMessage
+	if err := json.Unmarshal([]byte(line), &env); err != nil {
+		t.Fatal(err)
+	}
+	var data map[string]json.RawMessage
+	if json.Unmarshal(env["data"], &data) != nil || data == nil {
+		return ""
+	}
+	delete(env, "data")
+	for k, v := range data {
+		env[k] = v
+	}
+	b, err := json.Marshal(env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+func TestMarshalIsFlat(t *testing.T) {
+	f := func(v float64) *float64 { return &v }
+	for _, tc := range []struct {
+		ev   Event
+		want string
+	}{
+		{Event{Type: TypeModelLoad, At: 1796280000000, Payload: &ModelLoad{Model: "mlx-community/Qwen3-4B-4bit", Phase: PhaseFinished, Ms: f(2400)}},
+			`{"type":"model.load","at":1796280000000,"model":"mlx-community/Qwen3-4B-4bit","phase":"finished","ms":2400}`},
+		{Event{Type: TypeRequestFinished, At: 1796280001000, Payload: &RequestFinished{Model: "m", RequestID: "r1", Finish: FinishStop, PromptTokens: 812, CachedPromptTokens: 768, CompletionTokens: 64, TTFTMs: f(88.1), DecodeTokensPerSecond: f(60), TotalMs: 1154}},
+			`{"type":"request.finished","at":1796280001000,"model":"m","requestId":"r1","finish":"stop","promptTokens":812,"cachedPromptTokens":768,"completionTokens":64,"queueMs":null,"ttftMs":88.1,"prefillTokensPerSecond":null,"decodeTokensPerSecond":60,"totalMs":1154}`},
+		{Event{Type: "catalog.changed", At: 5}, `{"type":"catalog.changed","at":5}`},
+	} {
+		got, err := json.Marshal(tc.ev)
+		if err != nil || string(got) != tc.want {
+			t.Errorf("Marshal = %s, %v\nwant %s", got, err, tc.want)
+		}
+	}
+}
+
+// The issue's examples, exactly as the host publishes them.
+func TestParseHostFlatEvents(t *testing.T) {
+	for _, line := range []string{
+		`{"type":"model.load","at":1796280000000,"model":"mlx-community/Qwen3-4B-4bit","phase":"finished","ms":2400,"weightsBytes":2263000000,"resumed":false}`,
+		`{"type":"request.finished","at":1796280001000,"model":"mlx-community/Qwen3-4B-4bit","requestId":"r1","finish":"stop","promptTokens":812,"cachedPromptTokens":768,"completionTokens":64,"queueMs":null,"ttftMs":88.1,"prefillTokensPerSecond":null,"decodeTokensPerSecond":60,"totalMs":1154}`,
+		`{"type":"cache.sample","at":1796280001000,"model":"mlx-community/Qwen3-4B-4bit","cache":"prefix","bytes":50331648,"capacityBytes":null,"hits":768,"misses":1737}`,
+		`{"type":"model.unload","at":1796280002000,"model":"m","reason":"evicted","drainMs":12,"flushed":true,"flushMs":30}`,
+		`{"type":"model.memory","at":1796280002000,"model":"m","weightsBytes":1,"kvBytes":2,"prefixCacheBytes":3}`,
+		`{"type":"scheduler.sample","at":1796280002000,"model":"m","active":3,"capacity":8,"queued":1,"tokensPerSecond":120.5}`,
+		`{"type":"job.state","at":1796280002000,"jobId":"j","kind":"bench-serve","status":"running"}`,
+	} {
+		ev, err := Parse([]byte(line))
+		if err != nil {
+			t.Fatalf("%s: %v", line, err)
+		}
+		// What the module writes is the same flat line, field for field.
+		if ev.Payload == nil {
+			continue
+		}
+		enc, _ := json.Marshal(ev)
+		var a, b map[string]any
+		_ = json.Unmarshal([]byte(line), &a)
+		_ = json.Unmarshal(enc, &b)
+		if !reflect.DeepEqual(a, b) {
+			t.Errorf("re-encoded differently:\n%s\n%s", line, enc)
+		}
 	}
 }
 
@@ -102,12 +180,13 @@ func TestParseRejects(t *testing.T) {
 		{"JSON array", `[1,2]`, "", "not a JSON event object"},
 		{"missing type", `{` + at + `}`, "type", "missing"},
 		{"missing at", `{"type":"x"}`, "at", "missing"},
-		{"zero at", `{"type":"x","at":0}`, "at", "positive"},
-		{"negative at", `{"type":"x","at":-5}`, "at", "positive"},
+		{"zero at", `{"type":"x","at":0}`, "at", "from 1 to"},
+		{"negative at", `{"type":"x","at":-5}`, "at", "from 1 to"},
+		{"at past year 9999", `{"type":"x","at":253402300800000}`, "at", "from 1 to"},
 		{"at as string", `{"type":"x","at":"now"}`, "", "not a JSON event object"},
-		{"core type without data", `{"type":"model.memory",` + at + `}`, "data", "missing payload"},
-		{"data null", `{"type":"model.memory",` + at + `,"data":null}`, "data", "missing payload"},
-		{"data not an object", `{"type":"model.memory",` + at + `,"data":[1]}`, "data", "not an object"},
+		{"core type without fields", `{"type":"model.memory",` + at + `}`, "model", "missing"},
+		{"data null and no fields", `{"type":"model.memory",` + at + `,"data":null}`, "model", "missing"},
+		{"data not an object", `{"type":"model.memory",` + at + `,"data":[1]}`, "", "not an object"},
 		{"missing field", req(strings.Replace(full, `"totalMs":5`, `"x":1`, 1)), "totalMs", "missing"},
 		{"nullable field absent", req(strings.Replace(full, `"ttftMs":2,`, ``, 1)), "ttftMs", "missing"},
 		{"null tokens", with(`"promptTokens":10`, `"promptTokens":null`), "promptTokens", "must not be null"},
@@ -116,20 +195,31 @@ func TestParseRejects(t *testing.T) {
 		{"null bytes", `{"type":"cache.sample",` + at + `,"data":{"model":"m","cache":"kv","bytes":null,"capacityBytes":null,"hits":null,"misses":null}}`, "bytes", "must not be null"},
 		{"wrong type", with(`"promptTokens":10`, `"promptTokens":"ten"`), "promptTokens", "wrong type"},
 		{"fractional tokens", with(`"promptTokens":10`, `"promptTokens":10.5`), "promptTokens", "wrong type"},
-		{"negative tokens", with(`"completionTokens":5`, `"completionTokens":-1`), "completionTokens", ">= 0"},
-		{"negative duration", with(`"queueMs":1`, `"queueMs":-1`), "queueMs", ">= 0"},
-		{"negative rate", with(`"decodeTokensPerSecond":4`, `"decodeTokensPerSecond":-4`), "decodeTokensPerSecond", ">= 0"},
+		{"negative tokens", with(`"completionTokens":5`, `"completionTokens":-1`), "completionTokens", "from 0 to"},
+		{"negative duration", with(`"queueMs":1`, `"queueMs":-1`), "queueMs", "from 0 to"},
+		{"negative rate", with(`"decodeTokensPerSecond":4`, `"decodeTokensPerSecond":-4`), "decodeTokensPerSecond", "from 0 to"},
 		{"cached over prompt", with(`"cachedPromptTokens":0`, `"cachedPromptTokens":11`), "cachedPromptTokens", "exceeds"},
 		{"unknown finish", with(`"finish":"stop"`, `"finish":"done"`), "finish", "not one of"},
 		{"empty model", with(`"model":"m"`, `"model":""`), "model", "empty"},
 		{"long model", with(`"model":"m"`, `"model":"`+strings.Repeat("m", 300)+`"`), "model", "longer"},
-		{"negative size", `{"type":"model.memory",` + at + `,"data":{"model":"m","weightsBytes":-1,"kvBytes":0,"prefixCacheBytes":0}}`, "weightsBytes", ">= 0"},
+		{"negative size", `{"type":"model.memory",` + at + `,"data":{"model":"m","weightsBytes":-1,"kvBytes":0,"prefixCacheBytes":0}}`, "weightsBytes", "from 0 to"},
 		{"unknown phase", `{"type":"model.load",` + at + `,"data":{"model":"m","phase":"halfway"}}`, "phase", "not one of"},
 		{"unknown reason", `{"type":"model.unload",` + at + `,"data":{"model":"m","reason":"bored","drainMs":0,"flushed":false}}`, "reason", "not one of"},
 		{"unknown cache", `{"type":"cache.sample",` + at + `,"data":{"model":"m","cache":"l2","bytes":0,"capacityBytes":null,"hits":null,"misses":null}}`, "cache", "not one of"},
-		{"negative hits", `{"type":"cache.sample",` + at + `,"data":{"model":"m","cache":"prefix","bytes":0,"capacityBytes":null,"hits":-1,"misses":null}}`, "hits", ">= 0"},
+		{"negative hits", `{"type":"cache.sample",` + at + `,"data":{"model":"m","cache":"prefix","bytes":0,"capacityBytes":null,"hits":-1,"misses":null}}`, "hits", "from 0 to"},
 		{"usage ratio over 1", `{"type":"cache.sample",` + at + `,"data":{"model":"m","cache":"kv","bytes":0,"capacityBytes":null,"hits":null,"misses":null,"usageRatio":1.5}}`, "usageRatio", "0 to 1"},
-		{"negative active", `{"type":"scheduler.sample",` + at + `,"data":{"model":"m","active":-1,"capacity":8,"queued":0,"tokensPerSecond":0}}`, "active", ">= 0"},
+		{"negative active", `{"type":"scheduler.sample",` + at + `,"data":{"model":"m","active":-1,"capacity":8,"queued":0,"tokensPerSecond":0}}`, "active", "from 0 to"},
+		{"rate over the bound", with(`"decodeTokensPerSecond":4`, `"decodeTokensPerSecond":1e308`), "decodeTokensPerSecond", "from 0 to 1e+09"},
+		{"duration over the bound", with(`"totalMs":5`, `"totalMs":2e9`), "totalMs", "from 0 to"},
+		{"tokens over the bound", with(`"promptTokens":10`, `"promptTokens":9000000000`), "promptTokens", "from 0 to"},
+		{"request id too long", with(`"requestId":"r"`, `"requestId":"`+strings.Repeat("r", 300)+`"`), "requestId", "longer"},
+		{"empty request id", with(`"requestId":"r"`, `"requestId":""`), "requestId", "empty"},
+		{"model not UTF-8", with(`"model":"m"`, `"model":"\xff"`), "", "not a JSON event object"},
+		{"scheduler rate 1e308", `{"type":"scheduler.sample",` + at + `,"model":"m","active":1,"capacity":8,"queued":0,"tokensPerSecond":1e308}`, "tokensPerSecond", "from 0 to"},
+		{"capacity over the bound", `{"type":"scheduler.sample",` + at + `,"model":"m","active":1,"capacity":9999999,"queued":0,"tokensPerSecond":1}`, "capacity", "from 0 to"},
+		{"bytes over 1 PiB", `{"type":"model.memory",` + at + `,"model":"m","weightsBytes":2000000000000000000,"kvBytes":0,"prefixCacheBytes":0}`, "weightsBytes", "from 0 to"},
+		{"flat: missing field", `{"type":"request.finished",` + at + `,` + strings.Replace(full, `"totalMs":5`, `"x":1`, 1) + `}`, "totalMs", "missing"},
+		{"flat: field nested under another key", `{"type":"model.memory",` + at + `,"x":{"model":"m","weightsBytes":1,"kvBytes":2,"prefixCacheBytes":3}}`, "model", "missing"},
 		{"1 MB line", `{"type":"x",` + at + `,"data":"` + strings.Repeat("a", 1<<20) + `"}`, "", "over the"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -197,7 +287,7 @@ func TestCheckFields(t *testing.T) {
 			}
 		})
 	}
-	if err := checkFields([]byte(` "str"`), fields); err == nil || err.Field != "data" {
+	if err := checkFields([]byte(` "str"`), fields); err == nil || err.Reason != "not an object" {
 		t.Fatalf("a string passed as an object: %v", err)
 	}
 }

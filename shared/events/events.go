@@ -1,11 +1,14 @@
 // Package events defines the serving events a host publishes and this module
-// consumes. On the wire each event is one JSON object
+// consumes. On the wire each event is one flat JSON object, as the host
+// publishes its core events:
 //
-//	{"type":"request.finished","at":1764690000000,"data":{...}}
+//	{"type":"request.finished","at":1764690000000,"model":"m","requestId":"r1",...}
 //
-// where at is epoch milliseconds and data is the type's payload. Every
-// duration is milliseconds and every size bytes. Payloads never carry prompt
-// or completion text.
+// where at is epoch milliseconds and the type's payload fields sit beside
+// type and at. The envelope form {"type","at","data":{...}}, which earlier
+// recordings of this module use, is read too; what the module writes is
+// always flat. Every duration is milliseconds and every size bytes.
+// Payloads never carry prompt or completion text.
 package events
 
 // Type names an event. Types this module does not know (catalog.changed,
