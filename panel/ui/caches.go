@@ -24,7 +24,7 @@ func (v *CachesView) Render() app.UI {
 	if v.Snap == nil || len(v.Snap.Caches) == 0 {
 		return app.Div().Class("view").ID("view-caches").Body(empty("No cache has reported yet."))
 	}
-	cs := v.Snap.Caches
+	cs := snapshot.Readings(v.Snap.Caches)
 	return app.Div().Class("view").ID("view-caches").Body(
 		app.Div().Class("gauges").Body(app.Range(cs).Slice(func(i int) app.UI {
 			return v.cache(i, cs[i])
@@ -32,7 +32,7 @@ func (v *CachesView) Render() app.UI {
 	)
 }
 
-func (v *CachesView) cache(i int, c snapshot.Cache) app.UI {
+func (v *CachesView) cache(i int, c snapshot.Reading) app.UI {
 	title := "KV cache"
 	if c.Cache == events.CachePrefix {
 		title = "Prefix cache"

@@ -32,8 +32,8 @@ func (v *ModelsView) Render() app.UI {
 					app.TBody().Body(app.Range(ms).Slice(func(i int) app.UI {
 						m := ms[i]
 						unload := format.MsPtr(m.LastUnloadMs)
-						if m.LastUnloadReason != "" && m.LastUnloadMs != nil {
-							unload += " (" + m.LastUnloadReason + ")"
+						if m.LastUnloadReason != nil && m.LastUnloadMs != nil {
+							unload += " (" + *m.LastUnloadReason + ")"
 						}
 						return app.Tr().Body(
 							app.Td().Class("model-name").Text(m.Model),
@@ -47,7 +47,7 @@ func (v *ModelsView) Render() app.UI {
 							tdNum(format.Bytes(m.WeightsBytes)),
 							tdNum(format.Bytes(m.KVBytes)),
 							tdNum(format.Bytes(m.PrefixCacheBytes)),
-							app.Td().Class("error-text").Text(m.LastError),
+							app.Td().Class("error-text").Text(deref(m.LastError)),
 						)
 					})),
 				),
@@ -69,4 +69,12 @@ func stateClass(s string) string {
 		return "state-" + s
 	}
 	return "state-other"
+}
+
+// deref is the text of an optional string, "" when null.
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
 }

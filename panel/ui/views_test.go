@@ -11,7 +11,6 @@ import (
 	"github.com/maxence-charriere/go-app/v10/pkg/app"
 
 	"github.com/mlx-bun/mlx-metrics/panel/charts"
-	"github.com/mlx-bun/mlx-metrics/shared/events"
 	"github.com/mlx-bun/mlx-metrics/shared/snapshot"
 )
 
@@ -104,7 +103,7 @@ func TestViews(t *testing.T) {
 		{
 			name: "caches reported as a ratio",
 			compo: &CachesView{Snap: &snapshot.Snapshot{Caches: []snapshot.Cache{{
-				CacheSample: events.CacheSample{Model: "vllm-model", Cache: "kv", UsageRatio: ptr(0.42)},
+				Model: "vllm-model", KV: &snapshot.KVCache{UsageRatio: ptr(0.42)},
 			}}}},
 			want:    []string{"42.0% in use (reported as a ratio)", `id="gauge-kv-0"`},
 			notWant: []string{"no capacity reported"},

@@ -1,5 +1,13 @@
 // Package snapshot defines the live view the backend serves at
 // /api/metrics/snapshot and streams at /api/metrics/stream.
+//
+// It is a strict superset of the original TypeScript module's
+// MetricsSnapshot (its protocol.ts), which other host code reads: every
+// field of it is here under the same name, and a field typed "T | null"
+// there is always present, null when unknown. The additions are:
+// Snapshot.version, Model.updatedAt, Window.size and Window.perModel,
+// Distribution.p99, SeriesPoint.capacity, and usageRatio on a cache
+// reading of an engine that reports a ratio rather than bytes.
 package snapshot
 
 import "github.com/mlx-bun/mlx-metrics/shared/events"
@@ -35,13 +43,13 @@ type Model struct {
 	Unloads          int64    `json:"unloads"`
 	LastLoadMs       *float64 `json:"lastLoadMs"`
 	LastUnloadMs     *float64 `json:"lastUnloadMs"`
-	LastUnloadReason string   `json:"lastUnloadReason,omitempty"`
+	LastUnloadReason *string  `json:"lastUnloadReason"`
 	Swaps            int64    `json:"swaps"`
 	LastSwapMs       *float64 `json:"lastSwapMs"`
 	WeightsBytes     int64    `json:"weightsBytes"`
 	KVBytes          int64    `json:"kvBytes"`
 	PrefixCacheBytes int64    `json:"prefixCacheBytes"`
-	LastError        string   `json:"lastError,omitempty"`
+	LastError        *string  `json:"lastError"`
 	UpdatedAt        int64    `json:"updatedAt"`
 }
 
@@ -51,12 +59,33 @@ type Scheduler struct {
 	At int64 `json:"at"`
 }
 
-// Cache is the latest sample of one model's kv or prefix cache. HitRate is
-// hits/(hits+misses), null before any lookup.
+// Cache is one model's caches, each its latest reading; null before the
+// model's first sample of that cache.
 type Cache struct {
-	events.CacheSample
-	At      int64    `json:"at"`
-	HitRate *float64 `json:"hitRate"`
+	Model  string       `json:"model"`
+	KV     *KVCache     `json:"kv"`
+	Prefix *PrefixCache `json:"prefix"`
+}
+
+// KVCache is a reading of the batch's KV cache.
+type KVCache struct {
+	At            int64    `json:"at"`
+	Bytes         int64    `json:"bytes"`
+	CapacityBytes *int64   `json:"capacityBytes"`
+	UsageRatio    *float64 `json:"usageRatio,omitempty"`
+}
+
+// PrefixCache is a reading of the prompt cache. Hits and misses are
+// lookups since the model loaded (0 when the engine reports none); HitRate
+// is hits/(hits+misses), null before any lookup.
+type PrefixCache struct {
+	At            int64    `json:"at"`
+	Bytes         int64    `json:"bytes"`
+	CapacityBytes *int64   `json:"capacityBytes"`
+	Hits          int64    `json:"hits"`
+	Misses        int64    `json:"misses"`
+	HitRate       *float64 `json:"hitRate"`
+	UsageRatio    *float64 `json:"usageRatio,omitempty"`
 }
 
 // Requests summarises finished requests: totals since start, a sliding
@@ -109,4 +138,35 @@ type SeriesPoint struct {
 	Active          int     `json:"active"`
 	Capacity        int     `json:"capacity"`
 	Queued          int     `json:"queued"`
+}
+
+// Reading is one cache of one model, flattened for tables and gauges.
+// Hits and misses are set for a prefix cache only.
+type Reading struct {
+	Model         string
+	Cache         string // events.CacheKV or events.CachePrefix
+	At            int64
+	Bytes         int64
+	CapacityBytes *int64
+	UsageRatio    *float64
+	Hits, Misses  *int64
+	HitRate       *float64
+}
+
+// Readings lists every cache reading of caches, a model's kv before its
+// prefix cache.
+func Readings(caches []Cache) []Reading {
+	out := make([]Reading, 0, 2*len(caches))
+	for _, c := range caches {
+		if kv := c.KV; kv != nil {
+			out = append(out, Reading{Model: c.Model, Cache: events.CacheKV, At: kv.At, Bytes: kv.Bytes,
+				CapacityBytes: kv.CapacityBytes, UsageRatio: kv.UsageRatio})
+		}
+		if p := c.Prefix; p != nil {
+			hits, misses := p.Hits, p.Misses
+			out = append(out, Reading{Model: c.Model, Cache: events.CachePrefix, At: p.At, Bytes: p.Bytes,
+				CapacityBytes: p.CapacityBytes, UsageRatio: p.UsageRatio, Hits: &hits, Misses: &misses, HitRate: p.HitRate})
+		}
+	}
+	return out
 }

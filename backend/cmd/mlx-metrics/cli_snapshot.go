@@ -7,8 +7,11 @@ import (
 	"fmt"
 	"io"
 	"sort"
+	"strconv"
 	"text/tabwriter"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/dustin/go-humanize"
 
@@ -66,7 +69,7 @@ func printSnapshot(w io.Writer, s snapshot.Snapshot) error {
 		fmt.Fprintln(tw, "(no models)")
 	}
 	for _, m := range s.Models {
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\t%d\n", m.Model, m.State, m.Loads, msOrDash(m.LastLoadMs),
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\t%d\n", termSafe(m.Model), m.State, m.Loads, msOrDash(m.LastLoadMs),
 			humanize.IBytes(uint64(m.WeightsBytes)), humanize.IBytes(uint64(m.KVBytes)),
 			humanize.IBytes(uint64(m.PrefixCacheBytes)), m.Swaps)
 	}
@@ -76,14 +79,14 @@ func printSnapshot(w io.Writer, s snapshot.Snapshot) error {
 		fmt.Fprintln(tw, "(no samples)")
 	}
 	for _, sc := range s.Schedulers {
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%d\t%.1f\n", sc.Model, sc.Active, capacityOrDash(sc.Capacity), sc.Queued, sc.TokensPerSecond)
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%d\t%.1f\n", termSafe(sc.Model), sc.Active, capacityOrDash(sc.Capacity), sc.Queued, sc.TokensPerSecond)
 	}
 
 	fmt.Fprintln(tw, "\nCACHE\tKIND\tUSED\tCAPACITY\tUSAGE\tHIT RATE")
 	if len(s.Caches) == 0 {
 		fmt.Fprintln(tw, "(no samples)")
 	}
-	for _, c := range s.Caches {
+	for _, c := range snapshot.Readings(s.Caches) {
 		used, capacity, usage := humanize.IBytes(uint64(c.Bytes)), "-", "-"
 		if c.CapacityBytes != nil {
 			capacity = humanize.IBytes(uint64(*c.CapacityBytes))
@@ -101,7 +104,7 @@ func printSnapshot(w io.Writer, s snapshot.Snapshot) error {
 		if c.HitRate != nil {
 			hit = fmt.Sprintf("%.1f%%", 100**c.HitRate)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", c.Model, c.Cache, used, capacity, usage, hit)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", termSafe(c.Model), c.Cache, used, capacity, usage, hit)
 	}
 
 	r := s.Requests
@@ -112,7 +115,7 @@ func printSnapshot(w io.Writer, s snapshot.Snapshot) error {
 	}
 	sort.Strings(reasons)
 	for _, k := range reasons {
-		fmt.Fprintf(tw, ", %s %d", k, r.ByFinish[k])
+		fmt.Fprintf(tw, ", %s %d", termSafe(k), r.ByFinish[k])
 	}
 	fmt.Fprintf(tw, "; last %d of window %d\n", r.Window.Count, r.Window.Size)
 	fmt.Fprintln(tw, "\nTIMING\tP50\tP95\tP99\tMAX\tMEAN")
@@ -152,4 +155,22 @@ func capacityOrDash(c int) string {
 		return "-"
 	}
 	return fmt.Sprint(c)
+}
+
+// termSafe escapes what a terminal would act on (control characters, ESC
+// sequences, C1 controls, tabs that would break the table), so a model
+// name a producer chose cannot rewrite the operator's screen.
+func termSafe(s string) string {
+	clean := true
+	for _, r := range s {
+		if unicode.IsControl(r) || r == utf8.RuneError {
+			clean = false
+			break
+		}
+	}
+	if clean {
+		return s
+	}
+	q := strconv.QuoteToGraphic(s)
+	return q[1 : len(q)-1]
 }

@@ -76,9 +76,9 @@ func newFakeBackend(t *testing.T) *fakeBackend {
 			Models: []snapshot.Model{{Model: "qwen3-8b", State: "resident", Loads: 1, LastLoadMs: p(4200),
 				WeightsBytes: 8 << 30, KVBytes: 1 << 30}},
 			Schedulers: []snapshot.Scheduler{{SchedulerSample: events.SchedulerSample{Model: "qwen3-8b", Active: 3, Capacity: 8, Queued: 2, TokensPerSecond: 140.5}}},
-			Caches: []snapshot.Cache{{CacheSample: events.CacheSample{Model: "qwen3-8b", Cache: "prefix", Bytes: 256 << 20,
-				CapacityBytes: pi(1 << 30), Hits: pi(3), Misses: pi(1)}, HitRate: p(0.75)},
-				{CacheSample: events.CacheSample{Model: "llama-8b", Cache: "kv", UsageRatio: p(0.5)}}},
+			Caches: []snapshot.Cache{{Model: "qwen3-8b", Prefix: &snapshot.PrefixCache{Bytes: 256 << 20,
+				CapacityBytes: pi(1 << 30), Hits: 3, Misses: 1, HitRate: p(0.75)}},
+				{Model: "llama-8b", KV: &snapshot.KVCache{UsageRatio: p(0.5)}}},
 			Requests: snapshot.Requests{Finished: 5, ByFinish: map[string]int64{"stop": 4, "length": 1},
 				Window: snapshot.Window{Size: 200, Count: 5, TTFTMs: &snapshot.Distribution{Count: 5, P50: 85, P95: 120, P99: 120, Max: 120, Mean: 90}}},
 		})

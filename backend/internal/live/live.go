@@ -3,7 +3,6 @@
 package live
 
 import (
-	"encoding/json"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -35,9 +34,10 @@ const DefaultQueue = 1 << 16
 type Live struct {
 	clock clock.Clock
 
-	mu      sync.Mutex
-	store   *store.Store
-	version atomic.Uint64 // the store's version, readable without the lock
+	mu        sync.Mutex
+	store     *store.Store
+	version   atomic.Uint64 // the store's version, readable without the lock
+	sanitized atomic.Uint64
 
 	hub         *stream.Hub
 	unsubscribe func()
@@ -87,11 +87,35 @@ func (l *Live) Snapshot(now time.Time) snapshot.Snapshot {
 	return l.store.Snapshot(now.UnixMilli())
 }
 
-// Encode is the snapshot as JSON, for the stream.
+// Encode is the snapshot as JSON, for the stream. It never fails (see
+// snapshot.Encode); a snapshot that had to be sanitized is counted.
 func (l *Live) Encode(now time.Time) (uint64, []byte, error) {
 	snap := l.Snapshot(now)
-	data, err := json.Marshal(snap)
-	return snap.Version, data, err
+	return snap.Version, l.encode(&snap), nil
+}
+
+func (l *Live) encode(snap *snapshot.Snapshot) []byte {
+	data, sanitized := snapshot.Encode(snap)
+	if sanitized {
+		l.sanitized.Add(1)
+	}
+	return data
+}
+
+// Stats is the live store's health: snapshots that carried a number JSON
+// cannot (never from validated events) and idle models forgotten to stay
+// under the model bound.
+type Stats struct {
+	Models        int    `json:"models"`
+	EvictedModels uint64 `json:"evictedModels"`
+	Sanitized     uint64 `json:"sanitizedSnapshots"`
+}
+
+// Stats reads the store's counters.
+func (l *Live) Stats() Stats {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return Stats{Models: l.store.Models(), EvictedModels: l.store.Evicted(), Sanitized: l.sanitized.Load()}
 }
 
 // StreamStats reports the stream hub's counters (for /healthz).
@@ -111,5 +135,7 @@ func (l *Live) Mount(_ *fiber.App, api fiber.Router) {
 
 func (l *Live) handleSnapshot(c *fiber.Ctx) error {
 	c.Set(fiber.HeaderCacheControl, "no-store")
-	return c.JSON(l.Snapshot(l.clock.Now()))
+	c.Set(fiber.HeaderContentType, fiber.MIMEApplicationJSON)
+	snap := l.Snapshot(l.clock.Now())
+	return c.Send(l.encode(&snap))
 }

@@ -13,6 +13,7 @@ type model struct {
 	unloadedAt    int64 // at of the last unload or failure; older samples are stale
 	lastChange    lifecycle
 	window        *requestWindow
+	lastSeen      uint64 // the store's seq when an event last named it
 }
 
 // lifecycle identifies a load or unload event: its at, its type and its
@@ -35,24 +36,51 @@ func (m *model) repeat(ev lifecycle) bool {
 	return false
 }
 
-// lookup returns the model named name, creating it in state when it is new
-// and the MaxModels bound allows; nil otherwise.
+// lookup returns the model named name, creating it in state when it is
+// new; nil when the MaxModels bound is reached and no model can make room.
 func (s *Store) lookup(name, state string, at int64) *model {
 	if m, ok := s.models[name]; ok {
+		m.lastSeen = s.seq
 		return m
 	}
-	if len(s.models) >= s.opts.MaxModels {
+	if len(s.models) >= s.opts.MaxModels && !s.evictIdle() {
 		return nil
 	}
-	m := &model{view: snapshot.Model{Model: name, State: state, UpdatedAt: at}}
+	m := &model{view: snapshot.Model{Model: name, State: state, UpdatedAt: at}, lastSeen: s.seq}
 	if !s.opts.NoPerModelWindows {
 		m.window = newRequestWindow(s.opts.Window)
 	}
 	s.models[name] = m
+	s.order = append(s.order, m)
 	return m
 }
 
-func ptr(v float64) *float64 { return &v }
+// evictIdle forgets the least recently named model that never finished a
+// load and is not loading, so names a producer invents cannot keep a real
+// model out; it reports whether one made room.
+func (s *Store) evictIdle() bool {
+	victim := -1
+	for i, m := range s.order {
+		if m.view.Loads > 0 || m.view.State == snapshot.StateLoading {
+			continue
+		}
+		if victim < 0 || m.lastSeen < s.order[victim].lastSeen {
+			victim = i
+		}
+	}
+	if victim < 0 {
+		return false
+	}
+	m := s.order[victim]
+	s.order = append(s.order[:victim], s.order[victim+1:]...)
+	delete(s.models, m.view.Model)
+	delete(s.schedulers, m.view.Model)
+	delete(s.caches, m.view.Model)
+	s.evicted++
+	return true
+}
+
+func ptr[T any](v T) *T { return &v }
 
 func (s *Store) applyLoad(at int64, p *events.ModelLoad) bool {
 	m := s.lookup(p.Model, snapshot.StateLoading, at)
@@ -64,10 +92,15 @@ func (s *Store) applyLoad(at int64, p *events.ModelLoad) bool {
 	switch p.Phase {
 	case events.PhaseStarted:
 		v.State = snapshot.StateLoading
+		v.LastError = nil
 		m.loadStartedAt = at
 	case events.PhaseFinished:
 		v.State = snapshot.StateResident
 		v.Loads++
+		v.LastError = nil
+		// The host's ms includes restored state; without it the time since
+		// the load started is the best measure, and without that it is
+		// unknown, never the previous load's.
 		var loadMs *float64
 		switch {
 		case p.Ms != nil:
@@ -75,9 +108,7 @@ func (s *Store) applyLoad(at int64, p *events.ModelLoad) bool {
 		case m.loadStartedAt > 0 && at >= m.loadStartedAt:
 			loadMs = ptr(float64(at - m.loadStartedAt))
 		}
-		if loadMs != nil {
-			v.LastLoadMs = loadMs
-		}
+		v.LastLoadMs = loadMs
 		m.loadStartedAt = 0
 		if p.WeightsBytes != nil {
 			v.WeightsBytes = *p.WeightsBytes
@@ -85,10 +116,11 @@ func (s *Store) applyLoad(at int64, p *events.ModelLoad) bool {
 		s.creditSwap(m, at, loadMs)
 	case events.PhaseFailed:
 		v.State = snapshot.StateFailed
-		v.LastError = p.Error
-		if v.LastError == "" {
-			v.LastError = "load failed"
+		msg := p.Error
+		if msg == "" {
+			msg = "load failed"
 		}
+		v.LastError = &msg
 		m.loadStartedAt = 0
 		s.clearResidency(m, at)
 	}
@@ -146,7 +178,7 @@ func (s *Store) applyUnload(at int64, p *events.ModelUnload) bool {
 		ms += *p.FlushMs
 	}
 	v.LastUnloadMs = ptr(ms)
-	v.LastUnloadReason = p.Reason
+	v.LastUnloadReason = ptr(p.Reason)
 	m.loadStartedAt = 0
 	s.clearResidency(m, at)
 	if p.Reason == events.ReasonEvicted {
@@ -166,8 +198,7 @@ func (s *Store) clearResidency(m *model, at int64) {
 	m.view.PrefixCacheBytes = 0
 	m.unloadedAt = at
 	delete(s.schedulers, m.view.Model)
-	delete(s.caches, cacheKey{m.view.Model, events.CacheKV})
-	delete(s.caches, cacheKey{m.view.Model, events.CachePrefix})
+	delete(s.caches, m.view.Model)
 }
 
 // resident returns the model a sample describes, or nil when the sample
@@ -228,30 +259,10 @@ func (s *Store) applyCache(at int64, p *events.CacheSample) bool {
 	if s.resident(p.Model, at) == nil {
 		return false
 	}
-	key := cacheKey{p.Model, p.Cache}
-	c := s.caches[key]
+	c := s.caches[p.Model]
 	if c == nil {
-		c = &snapshot.Cache{}
-		s.caches[key] = c
-	} else if at < c.At || at == c.At && sameCache(&c.CacheSample, p) {
-		return false // out of order, or a repeat
+		c = &modelCaches{model: p.Model}
+		s.caches[p.Model] = c
 	}
-	c.CacheSample = *p
-	c.At = at
-	c.HitRate = nil
-	if p.Hits != nil && p.Misses != nil && *p.Hits+*p.Misses > 0 {
-		c.HitRate = ptr(float64(*p.Hits) / float64(*p.Hits+*p.Misses))
-	}
-	return true
-}
-
-func sameCache(a, b *events.CacheSample) bool {
-	return a.Model == b.Model && a.Cache == b.Cache && a.Bytes == b.Bytes &&
-		samePtr(a.CapacityBytes, b.CapacityBytes) && samePtr(a.Hits, b.Hits) &&
-		samePtr(a.Misses, b.Misses) && samePtr(a.UsageRatio, b.UsageRatio)
-}
-
-// samePtr reports whether two optional values are both absent or equal.
-func samePtr[T comparable](a, b *T) bool {
-	return a == nil && b == nil || a != nil && b != nil && *a == *b
+	return c.apply(at, p)
 }

@@ -10,8 +10,6 @@
 package store
 
 import (
-	"sort"
-
 	"github.com/mlx-bun/mlx-metrics/shared/events"
 	"github.com/mlx-bun/mlx-metrics/shared/snapshot"
 )
@@ -71,9 +69,12 @@ type Store struct {
 	version   uint64
 
 	models     map[string]*model
+	order      []*model // first seen first, as the anchor lists them
 	schedulers map[string]*snapshot.Scheduler
-	caches     map[cacheKey]*snapshot.Cache
+	caches     map[string]*modelCaches
 	evictions  []eviction // evicted unloads not yet credited to a swap
+	seq        uint64     // counts events applied, for least-recently-used
+	evicted    uint64     // idle models forgotten to make room
 
 	finished int64
 	byFinish [len(finishNames)]int64
@@ -81,8 +82,6 @@ type Store struct {
 	recent   ring[snapshot.Recent]
 	series   series
 }
-
-type cacheKey struct{ model, cache string }
 
 // eviction is an evicted unload waiting for the load it made room for.
 type eviction struct {
@@ -111,7 +110,7 @@ func New(opts Options, startedAt int64) *Store {
 		startedAt:  startedAt,
 		models:     map[string]*model{},
 		schedulers: map[string]*snapshot.Scheduler{},
-		caches:     map[cacheKey]*snapshot.Cache{},
+		caches:     map[string]*modelCaches{},
 		window:     newRequestWindow(opts.Window),
 		recent:     newRing[snapshot.Recent](opts.Recent),
 		series:     newSeries(opts.Series),
@@ -121,6 +120,13 @@ func New(opts Options, startedAt int64) *Store {
 // Options reports the options in effect, defaults filled in.
 func (s *Store) Options() Options { return s.opts }
 
+// Models is how many models the store tracks.
+func (s *Store) Models() int { return len(s.models) }
+
+// Evicted counts the idle, never-loaded models forgotten to make room for
+// new ones under the MaxModels bound.
+func (s *Store) Evicted() uint64 { return s.evicted }
+
 // Version moves each time Apply changes the snapshot, and only then.
 func (s *Store) Version() uint64 { return s.version }
 
@@ -128,6 +134,7 @@ func (s *Store) Version() uint64 { return s.version }
 // Events of ignored types, and samples older than what the store already
 // holds for the same thing, change nothing.
 func (s *Store) Apply(ev events.Event) bool {
+	s.seq++
 	var changed bool
 	switch p := ev.Payload.(type) {
 	case *events.ModelLoad:
@@ -156,28 +163,23 @@ func (s *Store) Snapshot(now int64) snapshot.Snapshot {
 		At:         now,
 		StartedAt:  s.startedAt,
 		Version:    s.version,
-		Models:     make([]snapshot.Model, 0, len(s.models)),
+		Models:     make([]snapshot.Model, 0, len(s.order)),
 		Schedulers: make([]snapshot.Scheduler, 0, len(s.schedulers)),
 		Caches:     make([]snapshot.Cache, 0, len(s.caches)),
 	}
-	for _, m := range s.models {
+	// Models first seen first; their scheduler and cache readings in the
+	// same order.
+	for _, m := range s.order {
 		snap.Models = append(snap.Models, m.view)
 	}
-	sort.Slice(snap.Models, func(i, j int) bool { return snap.Models[i].Model < snap.Models[j].Model })
-	for _, sc := range s.schedulers {
-		snap.Schedulers = append(snap.Schedulers, *sc)
-	}
-	sort.Slice(snap.Schedulers, func(i, j int) bool { return snap.Schedulers[i].Model < snap.Schedulers[j].Model })
-	for _, c := range s.caches {
-		snap.Caches = append(snap.Caches, *c)
-	}
-	sort.Slice(snap.Caches, func(i, j int) bool {
-		a, b := snap.Caches[i], snap.Caches[j]
-		if a.Model != b.Model {
-			return a.Model < b.Model
+	for _, m := range s.order {
+		if sc := s.schedulers[m.view.Model]; sc != nil {
+			snap.Schedulers = append(snap.Schedulers, *sc)
 		}
-		return a.Cache < b.Cache
-	})
+		if c := s.caches[m.view.Model]; c != nil {
+			snap.Caches = append(snap.Caches, c.view())
+		}
+	}
 
 	byFinish := make(map[string]int64, len(finishNames))
 	for i, n := range finishNames {

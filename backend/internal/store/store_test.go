@@ -42,7 +42,8 @@ func readEvents(t testing.TB, path string) []events.Event {
 // time: the store has no clock of its own.
 func TestGoldenRecording(t *testing.T) {
 	evs := readEvents(t, filepath.Join("testdata", "recorded.ndjson"))
-	render := func() []byte {
+	flat := readEvents(t, filepath.Join("testdata", "recorded.flat.ndjson"))
+	render := func(evs []events.Event) []byte {
 		s := New(Options{}, t0)
 		for _, ev := range evs {
 			s.Apply(ev)
@@ -53,9 +54,13 @@ func TestGoldenRecording(t *testing.T) {
 		}
 		return append(out, '\n')
 	}
-	got := render()
-	if again := render(); !bytes.Equal(got, again) {
+	got := render(evs)
+	if again := render(evs); !bytes.Equal(got, again) {
 		t.Fatal("two reductions of the same recording differ")
+	}
+	// The host's flat form of the same session renders the same snapshot.
+	if fromFlat := render(flat); !bytes.Equal(got, fromFlat) {
+		t.Fatalf("the flat recording renders differently:\n%s", firstDiff(fromFlat, got))
 	}
 	golden := filepath.Join("testdata", "recorded.golden.json")
 	if *update {
@@ -90,17 +95,19 @@ func TestGoldenRecording(t *testing.T) {
 		{"llama state", llama.State, snapshot.StateUnloaded},
 		{"llama loads", llama.Loads, int64(2)},
 		{"llama unloads", llama.Unloads, int64(2)},
-		{"llama last unload reason", llama.LastUnloadReason, events.ReasonIdle},
+		{"llama last unload reason", derefS(llama.LastUnloadReason), events.ReasonIdle},
 		{"llama last unload ms", *llama.LastUnloadMs, 0.0},
 		{"llama last load ms (from started)", *llama.LastLoadMs, 2500.0},
-		{"llama last error", llama.LastError, "out of memory"},
+		{"llama last error (cleared by the load that finished after it)", llama.LastError, (*string)(nil)},
+		{"models in first-seen order", snap.Models[0].Model, "llama-3.2-3b"},
 		{"llama kv cleared", llama.KVBytes, int64(0)},
 		{"qwen state", qwen.State, snapshot.StateResident},
 		{"qwen swaps", qwen.Swaps, int64(1)},
 		{"qwen swap ms", *qwen.LastSwapMs, 350.0 + 120 + 5000},
 		{"qwen weights", qwen.WeightsBytes, int64(7_600_000_000)},
 		{"schedulers (only resident models)", len(snap.Schedulers), 1},
-		{"caches (only resident models)", len(snap.Caches), 2},
+		{"caches (one entry per resident model)", len(snap.Caches), 1},
+		{"qwen has both caches", snap.Caches[0].KV != nil && snap.Caches[0].Prefix != nil, true},
 		{"finished", snap.Requests.Finished, int64(260)},
 		{"window count", snap.Requests.Window.Count, 200},
 		{"recent", len(snap.Requests.Recent), 20},
@@ -275,6 +282,13 @@ func TestSwaps(t *testing.T) {
 	}
 }
 
+func derefS(p *string) string {
+	if p == nil {
+		return ""
+	}
+	return *p
+}
+
 func deref(p *float64) any {
 	if p == nil {
 		return nil
@@ -305,7 +319,7 @@ func TestLifecycle(t *testing.T) {
 				if a.State != snapshot.StateUnloaded || a.KVBytes != 0 || a.PrefixCacheBytes != 0 || a.WeightsBytes != 1000 {
 					t.Errorf("model a %+v", a)
 				}
-				if *a.LastUnloadMs != 42 || a.LastUnloadReason != events.ReasonRequested || a.Unloads != 1 {
+				if *a.LastUnloadMs != 42 || derefS(a.LastUnloadReason) != events.ReasonRequested || a.Unloads != 1 {
 					t.Errorf("unload figures %+v", a)
 				}
 				if len(s.Schedulers) != 1 || s.Schedulers[0].Model != "b" {
@@ -342,7 +356,7 @@ func TestLifecycle(t *testing.T) {
 			},
 			check: func(t *testing.T, s snapshot.Snapshot) {
 				a := modelOf(t, s, "a")
-				if a.State != snapshot.StateFailed || a.LastError != "no memory" || a.Loads != 0 {
+				if a.State != snapshot.StateFailed || derefS(a.LastError) != "no memory" || a.Loads != 0 {
 					t.Errorf("model %+v", a)
 				}
 			},
@@ -374,7 +388,7 @@ func TestLifecycle(t *testing.T) {
 				unload(t0+1, "a", events.ReasonFailed, 0, nil),
 			},
 			check: func(t *testing.T, s snapshot.Snapshot) {
-				if a := modelOf(t, s, "a"); a.State != snapshot.StateFailed || a.LastUnloadReason != events.ReasonFailed {
+				if a := modelOf(t, s, "a"); a.State != snapshot.StateFailed || derefS(a.LastUnloadReason) != events.ReasonFailed {
 					t.Errorf("model %+v", a)
 				}
 			},
@@ -387,9 +401,15 @@ func TestLifecycle(t *testing.T) {
 				cache(t0, "c", events.CacheKV, 10, nil, nil),
 			},
 			check: func(t *testing.T, s snapshot.Snapshot) {
-				want := map[string]any{"a": nil, "b": 0.75, "c": nil}
+				want := map[string]any{"a": nil, "b": 0.75}
 				for _, c := range s.Caches {
-					if got := deref(c.HitRate); got != want[c.Model] {
+					if c.Prefix == nil {
+						if c.Model != "c" || c.KV == nil {
+							t.Errorf("%s: no prefix reading %+v", c.Model, c)
+						}
+						continue
+					}
+					if got := deref(c.Prefix.HitRate); got != want[c.Model] {
 						t.Errorf("%s hitRate %v, want %v", c.Model, got, want[c.Model])
 					}
 				}
@@ -756,4 +776,123 @@ func BenchmarkSnapshot(b *testing.B) {
 		}
 		b.ReportMetric(float64(size), "bytes")
 	})
+}
+
+// A flood of invented model names must not keep a real one out: idle
+// models that never loaded are forgotten, least recently named first.
+func TestModelBoundEvictsIdleNeverLoaded(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		evs      func() []events.Event
+		present  []string
+		absent   []string
+		evicted  uint64
+		nModels  int
+		firstTwo []string
+	}{
+		{
+			name: "a real load after a name flood gets in",
+			evs: func() []events.Event {
+				evs := []events.Event{load(t0, "real-a", events.PhaseFinished, f(1))}
+				for i := range 10 {
+					evs = append(evs, sched(t0+1+int64(i), fmt.Sprintf("junk-%d", i), 1, 0, 1))
+				}
+				return append(evs, load(t0+100, "real-b", events.PhaseFinished, f(1)))
+			},
+			present: []string{"real-a", "real-b", "junk-9"},
+			absent:  []string{"junk-0", "junk-7"},
+			evicted: 8, nModels: 4,
+			firstTwo: []string{"real-a", "junk-8"},
+		},
+		{
+			name: "the least recently named junk goes first",
+			evs: func() []events.Event {
+				return []events.Event{
+					sched(t0, "junk-old", 1, 0, 1),
+					sched(t0+1, "junk-new", 1, 0, 1),
+					sched(t0+2, "junk-old", 2, 0, 1), // named again: now the newer
+					load(t0+3, "l1", events.PhaseFinished, f(1)),
+					load(t0+4, "l2", events.PhaseFinished, f(1)),
+					load(t0+5, "l3", events.PhaseFinished, f(1)),
+				}
+			},
+			present: []string{"junk-old", "l1", "l2", "l3"},
+			absent:  []string{"junk-new"},
+			evicted: 1, nModels: 4,
+			firstTwo: []string{"junk-old", "l1"},
+		},
+		{
+			name: "loaded and loading models are never evicted: the newcomer is refused",
+			evs: func() []events.Event {
+				return []events.Event{
+					load(t0, "l1", events.PhaseFinished, f(1)),
+					load(t0+1, "l2", events.PhaseFinished, f(1)),
+					load(t0+2, "l3", events.PhaseStarted, nil),
+					load(t0+3, "l4", events.PhaseFinished, f(1)),
+					load(t0+4, "l5", events.PhaseFinished, f(1)),
+				}
+			},
+			present: []string{"l1", "l2", "l3", "l4"},
+			absent:  []string{"l5"},
+			evicted: 0, nModels: 4,
+			firstTwo: []string{"l1", "l2"},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := New(Options{MaxModels: 4}, t0)
+			for _, ev := range tc.evs() {
+				s.Apply(ev)
+			}
+			snap := s.Snapshot(t0)
+			names := map[string]bool{}
+			for _, m := range snap.Models {
+				names[m.Model] = true
+			}
+			for _, n := range tc.present {
+				if !names[n] {
+					t.Errorf("%s missing from %v", n, names)
+				}
+			}
+			for _, n := range tc.absent {
+				if names[n] {
+					t.Errorf("%s still present", n)
+				}
+			}
+			if len(snap.Models) != tc.nModels || s.Evicted() != tc.evicted {
+				t.Errorf("%d models, %d evicted; want %d, %d", len(snap.Models), s.Evicted(), tc.nModels, tc.evicted)
+			}
+			if snap.Models[0].Model != tc.firstTwo[0] || snap.Models[1].Model != tc.firstTwo[1] {
+				t.Errorf("order %v, want first %v", snap.Models, tc.firstTwo)
+			}
+			for _, sc := range snap.Schedulers {
+				if !names[sc.Model] {
+					t.Errorf("scheduler row of a forgotten model %s", sc.Model)
+				}
+			}
+		})
+	}
+}
+
+// The anchor's rules on a load's time: finished without ms takes the time
+// since its started, and without that is unknown (never the previous load's).
+func TestLastLoadMs(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		evs  []events.Event
+		want any
+	}{
+		{"ms given", []events.Event{load(t0, "a", events.PhaseFinished, f(7))}, 7.0},
+		{"from started", []events.Event{load(t0, "a", events.PhaseStarted, nil), load(t0+250, "a", events.PhaseFinished, nil)}, 250.0},
+		{"unknown after a known one", []events.Event{load(t0, "a", events.PhaseFinished, f(7)), load(t0+10, "a", events.PhaseFinished, nil)}, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := New(Options{}, t0)
+			for _, ev := range tc.evs {
+				s.Apply(ev)
+			}
+			if got := deref(modelOf(t, s.Snapshot(t0), "a").LastLoadMs); got != tc.want {
+				t.Errorf("lastLoadMs %v, want %v", got, tc.want)
+			}
+		})
+	}
 }

@@ -80,6 +80,14 @@ for step in range(130):
         models = ["qwen2.5-7b"]
     ev(at + 5, "metrics.custom", {"anything": 1})
 
+# The same session twice: in the envelope form earlier recordings use, and
+# in the host's flat form ({"type","at",...fields}; module events keep data).
+CORE = {"model.load", "model.unload", "model.memory", "request.finished", "scheduler.sample", "cache.sample"}
 with open("recorded.ndjson", "w") as f:
     for e in out:
+        f.write(json.dumps(e, separators=(",", ":")) + "\n")
+with open("recorded.flat.ndjson", "w") as f:
+    for e in out:
+        if e["type"] in CORE:
+            e = {"type": e["type"], "at": e["at"], **e["data"]}
         f.write(json.dumps(e, separators=(",", ":")) + "\n")
