@@ -4,11 +4,13 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
 	"net/http"
 	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/mlx-bun/mlx-metrics/backend/internal/clock"
@@ -48,9 +50,11 @@ func replayCmd(ctx context.Context, args []string, env cliEnv, clk pacer) error 
 	speed := fs.Float64("speed", 0, "pace by the events' at: 1 is as recorded, 10 ten times faster; 0 sends at once")
 	batch := fs.Int("batch", 500, "events per POST, at most")
 	token := fs.String("token", os.Getenv("MLX_METRICS_EVENTS_TOKEN"), "bearer token for POST /events (env MLX_METRICS_EVENTS_TOKEN)")
+	asRecorded := fs.Bool("as-recorded", false, "send the events' recorded at; by default they are moved to now (the backend refuses live events over a day old)")
 	fs.Usage = func() {
-		fmt.Fprintln(env.stderr, "usage: mlx-metrics events replay [--server URL] [--speed X] [--batch N] FILE\n\n"+
-			"Posts a recorded NDJSON event file (- for stdin) to a running backend's /api/metrics/events.\n"+
+		fmt.Fprintln(env.stderr, "usage: mlx-metrics events replay [--server URL] [--speed X] [--batch N] [--as-recorded] FILE\n\n"+
+			"Posts a recorded NDJSON event file (- for stdin) to a running backend's /api/metrics/events,\n"+
+			"in the host's flat event form, each event moved in time to when it is sent (keeping the gaps).\n"+
 			"Every line is validated first; nothing is sent if one is bad.\n\nflags:")
 		fs.PrintDefaults()
 	}
@@ -68,15 +72,19 @@ func replayCmd(ctx context.Context, args []string, env cliEnv, clk pacer) error 
 	if err != nil {
 		return err
 	}
-	lines, ats, err := readEventFile(pos[0])
+	evs, err := readEventFile(pos[0])
 	if err != nil {
 		return err
 	}
-	if len(lines) == 0 {
+	if len(evs) == 0 {
 		return fmt.Errorf("%s holds no events", pos[0])
 	}
+	ats := make([]int64, len(evs))
+	for i, ev := range evs {
+		ats[i] = ev.At
+	}
 
-	prog := newProgress(env, "replay", len(lines))
+	prog := newProgress(env, "replay", len(evs))
 	defer prog.done()
 	start := clk.Now()
 	due := func(i int) time.Time {
@@ -84,6 +92,24 @@ func replayCmd(ctx context.Context, args []string, env cliEnv, clk pacer) error 
 			return start
 		}
 		return start.Add(time.Duration(float64(ats[i]-ats[0]) * float64(time.Millisecond) / *speed))
+	}
+	// Each event goes out stamped when it is due; sent at once, the last
+	// one is now and the gaps before it are kept.
+	lines := make([][]byte, len(evs))
+	for i, ev := range evs {
+		if !*asRecorded {
+			if *speed == 0 {
+				ev.At += start.UnixMilli() - ats[len(ats)-1]
+			} else {
+				ev.At = due(i).UnixMilli()
+			}
+			if ev.At <= 0 {
+				return fmt.Errorf("event %d would be stamped before 1970; use --as-recorded", i+1)
+			}
+		}
+		if lines[i], err = json.Marshal(ev); err != nil {
+			return fmt.Errorf("event %d: %w", i+1, err)
+		}
 	}
 	var accepted, rejected int
 	for i := 0; i < len(lines); {
@@ -115,12 +141,12 @@ func replayCmd(ctx context.Context, args []string, env cliEnv, clk pacer) error 
 }
 
 // readEventFile reads and validates every line; blank lines are skipped.
-func readEventFile(path string) (lines [][]byte, ats []int64, err error) {
+func readEventFile(path string) (evs []events.Event, err error) {
 	var r io.Reader = os.Stdin
 	if path != "-" {
 		f, err := os.Open(path)
 		if err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 		defer f.Close()
 		r = f
@@ -134,15 +160,14 @@ func readEventFile(path string) (lines [][]byte, ats []int64, err error) {
 		}
 		ev, err := events.Parse(line)
 		if err != nil {
-			return nil, nil, fmt.Errorf("%s:%d: %v", path, n, err)
+			return nil, fmt.Errorf("%s:%d: %v", filepath.Base(path), n, err)
 		}
-		lines = append(lines, bytes.Clone(line))
-		ats = append(ats, ev.At)
+		evs = append(evs, ev)
 	}
 	if err := sc.Err(); err != nil {
-		return nil, nil, fmt.Errorf("%s: %v", path, err)
+		return nil, fmt.Errorf("%s: %v", filepath.Base(path), err)
 	}
-	return lines, ats, nil
+	return evs, nil
 }
 
 // reportRejections prints why the backend refused events of a batch that

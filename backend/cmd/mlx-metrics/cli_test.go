@@ -281,6 +281,7 @@ func sample(at int64) string {
 func jsonInt(v int64) string { b, _ := json.Marshal(v); return string(b) }
 
 func TestReplay(t *testing.T) {
+	const now = 1_764_690_000_000
 	good := writeEvents(t, sample(1000), "", sample(1000), sample(3000), `{"type":"job.state","at":3000,"data":{}}`, sample(5000))
 	bad := writeEvents(t, sample(1000), `{"type":"scheduler.sample","at":2000,"data":{"model":"m"}}`)
 	tests := []struct {
@@ -291,9 +292,16 @@ func TestReplay(t *testing.T) {
 		wantBatches []int           // events per POST
 		wantSleeps  []time.Duration // waits asked of the pacer
 		wantAuth    string
-		contains    string // in stdout or the error
-		inStderr    string // the reasons given for rejections
+		contains    string  // in stdout or the error
+		inStderr    string  // the reasons given for rejections
+		wantAts     []int64 // the at of each posted event, when checked
 	}{
+		{name: "moved to now, gaps kept", args: []string{good}, wantBatches: []int{5},
+			wantAts: []int64{now - 4000, now - 4000, now - 2000, now - 2000, now}},
+		{name: "paced: each stamped when due", args: []string{good, "--speed=2"}, wantBatches: []int{2, 2, 1},
+			wantSleeps: []time.Duration{time.Second, time.Second}, wantAts: []int64{now, now, now + 1000, now + 1000, now + 2000}},
+		{name: "as recorded", args: []string{"--as-recorded", good}, wantBatches: []int{5},
+			wantAts: []int64{1000, 1000, 3000, 3000, 5000}},
 		{name: "all at once", args: []string{good}, wantBatches: []int{5}, contains: "replayed 5 events: 5 accepted, 0 rejected"},
 		{name: "small batches", args: []string{"--batch=2", good}, wantBatches: []int{2, 2, 1}},
 		{name: "paced at 2x", args: []string{good, "--speed=2"}, wantBatches: []int{2, 2, 1},
@@ -315,7 +323,7 @@ func TestReplay(t *testing.T) {
 			fb := newFakeBackend(t)
 			fb.reject = tc.reject
 			env, out, errOut := testEnv()
-			clk := &fakePacer{now: time.Unix(1764690000, 0)}
+			clk := &fakePacer{now: time.UnixMilli(now)}
 			err := eventsCmd(context.Background(), append([]string{"replay", "--server", fb.URL}, tc.args...), env, clk)
 			if got := exitCode(err); got != tc.code {
 				t.Fatalf("exit code %d (err %v), want %d", got, err, tc.code)
@@ -331,13 +339,22 @@ func TestReplay(t *testing.T) {
 				t.Errorf("stderr %q lacks %q", errOut.String(), tc.inStderr)
 			}
 			var sizes []int
+			var ats []int64
 			for _, b := range fb.batches {
 				sizes = append(sizes, len(b))
 				for _, line := range b {
-					if _, err := events.Parse([]byte(line)); err != nil {
+					ev, err := events.Parse([]byte(line))
+					if err != nil {
 						t.Errorf("posted an invalid line %q: %v", line, err)
 					}
+					if strings.Contains(line, `"data"`) {
+						t.Errorf("posted the envelope form, not the host's flat form: %s", line)
+					}
+					ats = append(ats, ev.At)
 				}
+			}
+			if tc.wantAts != nil && !slices.Equal(ats, tc.wantAts) {
+				t.Errorf("posted at %v, want %v", ats, tc.wantAts)
 			}
 			if !slices.Equal(sizes, tc.wantBatches) {
 				t.Errorf("batches %v, want %v", sizes, tc.wantBatches)

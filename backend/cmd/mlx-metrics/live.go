@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"path/filepath"
 	"sync"
 
 	"github.com/mlx-bun/mlx-metrics/backend/internal/bus"
@@ -71,14 +72,16 @@ func startLive(ctx context.Context, cfg *liveConfig, b *bus.Bus, healthz *health
 	ctx, cancel := context.WithCancel(ctx)
 	s := &liveService{cancel: cancel}
 	s.live = live.New(b, live.Options{Store: store.Options{Window: cfg.window, Recent: cfg.recent, Series: cfg.series}})
-	posted := ingest.NewHTTP(b, cfg.eventsToken)
+	posted := ingest.NewHTTP(b, cfg.eventsToken, ingest.Options{})
 	s.features = []server.Feature{s.live, posted}
+	// Every source's counts, under one section: /healthz lists each one
+	// configured, and each logs its first rejection and then a paced count.
+	sources := map[string]func() any{"http": func() any { return posted.Stats() }}
 
-	var follower *ingest.Follower
 	if cfg.eventsURL != "" {
-		f := ingest.NewFollower(b, cfg.eventsURL)
+		f := ingest.NewFollower(b, cfg.eventsURL, ingest.Options{})
 		f.Token = cfg.eventsURLToken
-		follower = f
+		sources["follow"] = func() any { return f.Status() }
 		s.sources.Add(1)
 		go func() {
 			defer s.sources.Done()
@@ -87,41 +90,43 @@ func startLive(ctx context.Context, cfg *liveConfig, b *bus.Bus, healthz *health
 	}
 	if cfg.replay != "" {
 		var (
-			counter     ingest.Counter
-			mu          sync.Mutex // guards replayState
-			replayState = map[string]any{"file": cfg.replay, "done": false}
+			src   = ingest.NewSource("replay", b, false, ingest.Options{})
+			mu    sync.Mutex // guards state
+			state = map[string]any{"file": filepath.Base(cfg.replay), "done": false}
 		)
 		s.sources.Add(1)
 		go func() {
 			defer s.sources.Done()
-			err := ingest.Replay(ctx, cfg.replay, b, cfg.replaySpeed, nil, &counter)
-			st := counter.Stats()
+			err := ingest.Replay(ctx, cfg.replay, src, cfg.replaySpeed)
+			st := src.Stats()
 			mu.Lock()
-			replayState["done"] = true
+			state["done"] = true
 			if err != nil && ctx.Err() == nil {
-				replayState["error"] = err.Error()
+				state["error"] = err.Error()
 				fmt.Fprintf(os.Stderr, "mlx-metrics: replay: %v\n", err)
 			}
 			mu.Unlock()
-			fmt.Fprintf(os.Stderr, "mlx-metrics: replayed %s: %d events accepted, %d rejected\n", cfg.replay, st.Accepted, st.Rejected)
+			fmt.Fprintf(os.Stderr, "mlx-metrics: replayed %s: %d events accepted, %d ignored, %d rejected\n",
+				cfg.replay, st.Accepted, st.Ignored, st.Rejected)
 		}()
-		healthz.Add("replay", func() any {
+		sources["replay"] = func() any {
 			mu.Lock()
 			defer mu.Unlock()
-			out := map[string]any{"events": counter.Stats()}
-			for k, v := range replayState {
+			out := map[string]any{"events": src.Stats()}
+			for k, v := range state {
 				out[k] = v
 			}
 			return out
-		})
+		}
 	}
 	healthz.Add("ingest", func() any {
-		out := map[string]any{"http": posted.Stats()}
-		if follower != nil {
-			out["follow"] = follower.Status()
+		out := make(map[string]any, len(sources))
+		for name, stats := range sources {
+			out[name] = stats()
 		}
 		return out
 	})
+	healthz.Add("store", func() any { return s.live.Stats() })
 	healthz.Add("stream", func() any { return s.live.StreamStats() })
 	return s, nil
 }

@@ -25,6 +25,21 @@ type Rejection struct {
 	Reason string `json:"reason"`
 }
 
+// String is the rejection as one log line: where, which field, why.
+func (r Rejection) String() string {
+	var where string
+	switch {
+	case r.Line > 0:
+		where = fmt.Sprintf("line %d: ", r.Line)
+	case r.Index != nil:
+		where = fmt.Sprintf("element %d: ", *r.Index)
+	}
+	if r.Field != "" {
+		return where + r.Field + ": " + r.Reason
+	}
+	return where + r.Reason
+}
+
 func rejection(err error) Rejection {
 	var pe *events.Error
 	if errors.As(err, &pe) {
@@ -34,11 +49,11 @@ func rejection(err error) Rejection {
 }
 
 // Decode reads events from r, NDJSON or a single JSON array (told apart by
-// the first non-space byte), calling accept for each valid event and reject
-// for each invalid one, in input order. It returns an error only when r
+// the first non-space byte), calling accept for each valid event, with its
+// position in the input, and reject for each invalid one, in input order. It returns an error only when r
 // itself fails or the array is not well-formed JSON past some point (the
 // elements before it still count).
-func Decode(r io.Reader, accept func(events.Event), reject func(Rejection)) error {
+func Decode(r io.Reader, accept func(events.Event, Rejection), reject func(Rejection)) error {
 	br := bufio.NewReaderSize(r, 64<<10)
 	for {
 		b, err := br.Peek(1)
@@ -59,7 +74,7 @@ func Decode(r io.Reader, accept func(events.Event), reject func(Rejection)) erro
 	}
 }
 
-func decodeArray(r io.Reader, accept func(events.Event), reject func(Rejection)) error {
+func decodeArray(r io.Reader, accept func(events.Event, Rejection), reject func(Rejection)) error {
 	dec := json.NewDecoder(r)
 	if _, err := dec.Token(); err != nil { // [
 		return fmt.Errorf("reading the JSON array: %w", err)
@@ -69,15 +84,15 @@ func decodeArray(r io.Reader, accept func(events.Event), reject func(Rejection))
 		if err := dec.Decode(&raw); err != nil {
 			return fmt.Errorf("JSON array element %d: %w", i, err)
 		}
+		idx := i
 		ev, err := events.Parse(raw)
 		if err != nil {
 			rj := rejection(err)
-			idx := i
 			rj.Index = &idx
 			reject(rj)
 			continue
 		}
-		accept(ev)
+		accept(ev, Rejection{Index: &idx})
 	}
 	if _, err := dec.Token(); err != nil { // ]
 		return fmt.Errorf("closing the JSON array: %w", err)
@@ -87,7 +102,7 @@ func decodeArray(r io.Reader, accept func(events.Event), reject func(Rejection))
 
 // decodeLines reads NDJSON. A line over events.MaxLineBytes is rejected
 // without being held in memory whole.
-func decodeLines(br *bufio.Reader, accept func(events.Event), reject func(Rejection)) error {
+func decodeLines(br *bufio.Reader, accept func(events.Event, Rejection), reject func(Rejection)) error {
 	return eachLine(br, func(n int, line []byte, tooLong int) {
 		if tooLong > 0 {
 			reject(Rejection{Line: n, Reason: fmt.Sprintf("line is %d bytes, over the %d-byte limit", tooLong, events.MaxLineBytes)})
@@ -104,7 +119,7 @@ func decodeLines(br *bufio.Reader, accept func(events.Event), reject func(Reject
 			reject(rj)
 			return
 		}
-		accept(ev)
+		accept(ev, Rejection{Line: n})
 	})
 }
 

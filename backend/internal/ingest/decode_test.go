@@ -9,7 +9,9 @@ import (
 )
 
 const (
-	okLine  = `{"type":"scheduler.sample","at":1764690000000,"data":{"model":"m","active":1,"capacity":8,"queued":0,"tokensPerSecond":10}}`
+	// okLine is in the host's flat form; the others in the envelope form
+	// earlier recordings use: both are read.
+	okLine  = `{"type":"scheduler.sample","at":1764690000000,"model":"m","active":1,"capacity":8,"queued":0,"tokensPerSecond":10}`
 	okOther = `{"type":"catalog.changed","at":1764690000001}`
 	badType = `{"type":"scheduler.sample","at":1764690000000,"data":{"model":"m","active":"one","capacity":8,"queued":0,"tokensPerSecond":10}}`
 	badNeg  = `{"type":"model.memory","at":1764690000000,"data":{"model":"m","weightsBytes":-1,"kvBytes":0,"prefixCacheBytes":0}}`
@@ -27,7 +29,7 @@ type decoded struct {
 func decode(input string) decoded {
 	var d decoded
 	err := Decode(strings.NewReader(input),
-		func(ev events.Event) { d.accepted = append(d.accepted, ev.Type) },
+		func(ev events.Event, _ Rejection) { d.accepted = append(d.accepted, ev.Type) },
 		func(r Rejection) { d.rejected = append(d.rejected, r) })
 	if err != nil {
 		d.err = err.Error()
@@ -62,7 +64,7 @@ func TestDecode(t *testing.T) {
 			accepted: []events.Type{events.TypeSchedulerSample, "catalog.changed"},
 			rejected: []Rejection{
 				{Line: 1, Field: "active", Reason: "wrong type: want int, got JSON string"},
-				{Line: 3, Field: "weightsBytes", Reason: "must be >= 0, got -1"},
+				{Line: 3, Field: "weightsBytes", Reason: "must be from 0 to 1125899906842624, got -1"},
 				{Line: 5, Field: "weightsBytes", Reason: "missing"},
 				{Line: 6, Reason: "not a JSON event object: invalid character 'o' in literal null (expecting 'u')"},
 			},
@@ -77,7 +79,7 @@ func TestDecode(t *testing.T) {
 			name:     "JSON array",
 			input:    " [" + okLine + "," + badNeg + "," + okOther + "]",
 			accepted: []events.Type{events.TypeSchedulerSample, "catalog.changed"},
-			rejected: []Rejection{{Index: idx(1), Field: "weightsBytes", Reason: "must be >= 0, got -1"}},
+			rejected: []Rejection{{Index: idx(1), Field: "weightsBytes", Reason: "must be from 0 to 1125899906842624, got -1"}},
 		},
 		{
 			name:     "broken JSON array keeps what came before",
@@ -135,8 +137,8 @@ func TestDecodeSSE(t *testing.T) {
 	var accepted []events.Type
 	var rejected []Rejection
 	retry, err := decodeSSE(strings.NewReader(input),
-		func(ev events.Event) { accepted = append(accepted, ev.Type) },
-		func(r Rejection) { rejected = append(rejected, r) })
+		func(ev events.Event, _ Rejection) { accepted = append(accepted, ev.Type) },
+		func(r Rejection) { rejected = append(rejected, r) }, func(string) {})
 	if err != nil {
 		t.Fatal(err)
 	}

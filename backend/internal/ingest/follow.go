@@ -22,6 +22,11 @@ import (
 // When the stream ends or fails it reconnects, waiting MinBackoff at first
 // and doubling up to MaxBackoff while attempts keep failing; a connection
 // that delivered events resets the wait. A bad line is counted, never fatal.
+//
+// On reconnecting it sends Last-Event-ID with the last SSE id it saw, and it
+// never publishes the same event twice, even from a host that replays its
+// stream from the start on each connection: it remembers the identity of
+// the last DedupeWindow events it published (see identity).
 type Follower struct {
 	URL        string
 	Token      string        // sent as a bearer token when set
@@ -32,29 +37,37 @@ type Follower struct {
 	// wait forever (60 s; wall-clock, as it guards a real socket).
 	IdleTimeout time.Duration
 	Client      *http.Client // one without a timeout when nil: the stream is long-lived
-	Clock       clock.Clock  // clock.Real{} when nil
 
-	bus *bus.Bus
-	Counter
+	*Source
+	clock  clock.Clock
+	seen   *seenSet
+	lastID string // the last SSE id: field seen, sent back on reconnect
 
 	mu     sync.Mutex
 	status FollowStatus
 }
 
+// DedupeWindow is how many recently published events a Follower remembers
+// to drop their repeats.
+const DedupeWindow = 1 << 16
+
 // FollowStatus is the follower's state, for /healthz.
 type FollowStatus struct {
-	URL         string       `json:"url"`
-	Connected   bool         `json:"connected"`
-	Connects    uint64       `json:"connects"`
-	Failures    uint64       `json:"failures"`
-	LastError   string       `json:"lastError,omitempty"`
-	NextRetryMs int64        `json:"nextRetryMs,omitempty"`
-	Events      CounterStats `json:"events"`
+	URL         string `json:"url"`
+	Connected   bool   `json:"connected"`
+	Connects    uint64 `json:"connects"`
+	Failures    uint64 `json:"failures"`
+	LastError   string `json:"lastError,omitempty"`
+	NextRetryMs int64  `json:"nextRetryMs,omitempty"`
+	LastEventID string `json:"lastEventId,omitempty"`
+	Duplicates  uint64 `json:"duplicates"` // repeats of published events, dropped
+	Events      Stats  `json:"events"`
 }
 
 // NewFollower returns a follower of url publishing to b; Run starts it.
-func NewFollower(b *bus.Bus, url string) *Follower {
-	return &Follower{URL: url, bus: b}
+func NewFollower(b *bus.Bus, url string, opts Options) *Follower {
+	src := NewSource("follow "+url, b, true, opts)
+	return &Follower{URL: url, Source: src, clock: src.opts.Clock, seen: newSeenSet(DedupeWindow)}
 }
 
 // Status reports the follower's state.
@@ -64,6 +77,7 @@ func (f *Follower) Status() FollowStatus {
 	f.mu.Unlock()
 	st.URL = f.URL
 	st.Events = f.Stats()
+	st.Duplicates = f.seen.dropped.Load()
 	return st
 }
 
@@ -82,10 +96,7 @@ func (f *Follower) Run(ctx context.Context) {
 	if maxB < minB {
 		maxB = max(30*time.Second, minB)
 	}
-	clk := f.Clock
-	if clk == nil {
-		clk = clock.Real{}
-	}
+	clk := f.clock
 	wait := minB
 	for ctx.Err() == nil {
 		got, retry, err := f.once(ctx)
@@ -139,6 +150,9 @@ func (f *Follower) once(ctx context.Context) (accepted int, retry time.Duration,
 	if f.Token != "" {
 		req.Header.Set("Authorization", "Bearer "+f.Token)
 	}
+	if id := f.LastID(); id != "" {
+		req.Header.Set("Last-Event-ID", id)
+	}
 	client := f.Client
 	if client == nil {
 		client = http.DefaultClient
@@ -152,35 +166,62 @@ func (f *Follower) once(ctx context.Context) (accepted int, retry time.Duration,
 		return 0, 0, fmt.Errorf("GET %s: %s", f.URL, resp.Status)
 	}
 	f.update(func(s *FollowStatus) { s.Connected, s.Connects, s.NextRetryMs = true, s.Connects+1, 0 })
-	accept := func(ev events.Event) {
-		accepted++
-		f.accept()
-		f.bus.Publish(ev)
+	accept := func(ev events.Event, pos Rejection) {
+		if f.seen.add(identity(ev)) {
+			return // published already, from this connection or an earlier one
+		}
+		if out, _ := f.offer(ev, pos); out != refused {
+			accepted++
+		}
 	}
 	body := &idleReader{r: resp.Body, watchdog: watchdog, idle: idle}
 	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
 	if mt == "text/event-stream" {
-		retry, err = decodeSSE(body, accept, f.Counter.reject)
+		retry, err = decodeSSE(body, accept, f.reject, f.setLastID)
 	} else {
-		err = Decode(body, accept, f.Counter.reject)
+		err = Decode(body, accept, f.reject)
 	}
 	return accepted, retry, err
 }
 
+// LastID is the last SSE event id the stream carried.
+func (f *Follower) LastID() string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.lastID
+}
+
+func (f *Follower) setLastID(id string) {
+	f.mu.Lock()
+	f.lastID = id
+	f.status.LastEventID = id
+	f.mu.Unlock()
+}
+
 // decodeSSE reads server-sent events whose data is one event object (or
 // an array of them). Comments and event names are ignored; an event's
-// number is its position in the stream, for rejections.
-func decodeSSE(r io.Reader, accept func(events.Event), reject func(Rejection)) (retry time.Duration, err error) {
+// number is its position in the stream, for rejections. Each id: field is
+// passed to setID once the event it ends is dispatched, as an EventSource
+// sets its last event ID.
+func decodeSSE(r io.Reader, accept func(events.Event, Rejection), reject func(Rejection), setID func(string)) (retry time.Duration, err error) {
 	var data bytes.Buffer
 	dispatched := 0
+	id, idChanged := "", false
 	dispatch := func() {
+		if idChanged {
+			setID(id)
+			idChanged = false
+		}
 		if data.Len() == 0 {
 			return
 		}
 		dispatched++
 		n := dispatched
-		_ = Decode(bytes.NewReader(data.Bytes()), accept, func(rj Rejection) {
+		_ = Decode(bytes.NewReader(data.Bytes()), func(ev events.Event, _ Rejection) {
+			accept(ev, Rejection{Line: n})
+		}, func(rj Rejection) {
 			rj.Line = n
+			rj.Index = nil
 			reject(rj)
 		})
 		data.Reset()
@@ -215,6 +256,12 @@ func decodeSSE(r io.Reader, accept func(events.Event), reject func(Rejection)) (
 				data.WriteByte('\n')
 			}
 			data.Write(value)
+		case "id":
+			// An id with a NUL is ignored, as the SSE spec says; one is
+			// bounded like a line so it cannot grow the header it goes in.
+			if bytes.IndexByte(value, 0) < 0 && len(value) <= 1024 {
+				id, idChanged = string(value), true
+			}
 		case "retry":
 			if ms, err := strconv.ParseInt(string(value), 10, 64); err == nil && ms > 0 {
 				retry = time.Duration(ms) * time.Millisecond

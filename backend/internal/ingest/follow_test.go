@@ -35,7 +35,7 @@ func TestFollowerReconnects(t *testing.T) {
 			http.Error(w, "busy", http.StatusServiceUnavailable)
 		default:
 			w.Header().Set("Content-Type", "application/x-ndjson")
-			fmt.Fprintf(w, "%s\n", okLine)
+			fmt.Fprintf(w, "%s\n", schedAt(t0+1))
 			w.(http.Flusher).Flush()
 			<-r.Context().Done() // stay connected until the follower leaves
 		}
@@ -45,9 +45,9 @@ func TestFollowerReconnects(t *testing.T) {
 	b := bus.New()
 	got := make(chan events.Event, 16)
 	defer b.Subscribe("sink", 64, func(ev events.Event) { got <- ev })()
-	clk := clock.NewFake(time.UnixMilli(1_764_690_000_000))
-	f := NewFollower(b, srv.URL)
-	f.Token, f.Clock, f.MaxBackoff = "tok", clk, 3*time.Second
+	clk := clock.NewFake(time.UnixMilli(t0))
+	f := NewFollower(b, srv.URL, Options{Clock: clk, Logf: t.Logf})
+	f.Token, f.MaxBackoff = "tok", 3*time.Second
 
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
@@ -75,7 +75,7 @@ func TestFollowerReconnects(t *testing.T) {
 		}
 	}
 	st := f.Status()
-	if st.Connects != 2 || st.Failures != 3 || st.Events.Accepted != 3 || st.Events.Rejected != 1 {
+	if st.Connects != 2 || st.Failures != 3 || st.Events.Accepted != 2 || st.Events.Ignored != 1 || st.Events.Rejected != 1 {
 		t.Fatalf("status %+v", st)
 	}
 	if st.Events.LastRejection == nil || st.Events.LastRejection.Field != "weightsBytes" {
@@ -94,6 +94,8 @@ func writeFile(t *testing.T, lines ...string) string {
 	return path
 }
 
+const t0 = 1_764_690_000_000
+
 func schedAt(at int64) string {
 	return fmt.Sprintf(`{"type":"scheduler.sample","at":%d,"data":{"model":"m","active":1,"capacity":8,"queued":0,"tokensPerSecond":10}}`, at)
 }
@@ -109,8 +111,8 @@ func TestReplay(t *testing.T) {
 	b := bus.New()
 	var n atomic.Int64
 	defer b.Subscribe("sink", 2*replayBatch, func(events.Event) { n.Add(1) })()
-	var c Counter
-	if err := Replay(context.Background(), path, b, 0, nil, &c); err != nil {
+	c := NewSource("replay", b, false, Options{Logf: t.Logf})
+	if err := Replay(context.Background(), path, c, 0); err != nil {
 		t.Fatal(err)
 	}
 	if n.Load() != 5000 || b.Stats()[0].Dropped != 0 {
@@ -119,7 +121,7 @@ func TestReplay(t *testing.T) {
 	if st := c.Stats(); st.Accepted != 5000 || st.Rejected != 2 {
 		t.Fatalf("counter %+v", st)
 	}
-	if err := Replay(context.Background(), filepath.Join(t.TempDir(), "missing"), b, 0, nil, &c); err == nil {
+	if err := Replay(context.Background(), filepath.Join(t.TempDir(), "missing"), c, 0); err == nil {
 		t.Fatal("a missing file replayed")
 	}
 }
@@ -137,8 +139,8 @@ func TestReplayCancelled(t *testing.T) {
 	defer b.Subscribe("sink", 2*replayBatch, func(events.Event) { n.Add(1) })()
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	var c Counter
-	if err := Replay(ctx, path, b, 0, nil, &c); !errors.Is(err, context.Canceled) {
+	c := NewSource("replay", b, false, Options{Logf: t.Logf})
+	if err := Replay(ctx, path, c, 0); !errors.Is(err, context.Canceled) {
 		t.Fatalf("error %v, want context.Canceled", err)
 	}
 	if n.Load() != 0 || c.Stats().Accepted != 0 {
@@ -148,15 +150,14 @@ func TestReplayCancelled(t *testing.T) {
 
 // At speed s, replay keeps the recorded gaps divided by s.
 func TestReplayPaced(t *testing.T) {
-	const t0 = 1_764_690_000_000
 	path := writeFile(t, schedAt(t0), schedAt(t0+1000), schedAt(t0+1000), schedAt(t0+5000))
 	b := bus.New()
 	got := make(chan int64, 8)
 	defer b.Subscribe("sink", 64, func(ev events.Event) { got <- ev.At })()
 	clk := clock.NewFake(time.UnixMilli(t0))
-	var c Counter
+	c := NewSource("replay", b, false, Options{Clock: clk, Logf: t.Logf})
 	done := make(chan error, 1)
-	go func() { done <- Replay(context.Background(), path, b, 2, clk, &c) }()
+	go func() { done <- Replay(context.Background(), path, c, 2) }()
 
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -204,9 +205,9 @@ func TestFollowerIdleTimeout(t *testing.T) {
 		<-r.Context().Done() // silent: no events, no keep-alives
 	}))
 	defer srv.Close()
-	clk := clock.NewFake(time.UnixMilli(1_764_690_000_000))
-	f := NewFollower(bus.New(), srv.URL)
-	f.Clock, f.IdleTimeout = clk, 50*time.Millisecond
+	clk := clock.NewFake(time.UnixMilli(t0))
+	f := NewFollower(bus.New(), srv.URL, Options{Clock: clk, Logf: t.Logf})
+	f.IdleTimeout = 50 * time.Millisecond
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { f.Run(ctx); close(done) }()

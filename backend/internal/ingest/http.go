@@ -19,26 +19,30 @@ const MaxListedRejections = 100
 
 // HTTP is the feature serving POST /events.
 type HTTP struct {
-	bus   *bus.Bus
 	token string
-	Counter
+	*Source
 }
 
 // NewHTTP publishes posted events to b. A non-empty token is required as
 // "Authorization: Bearer <token>".
-func NewHTTP(b *bus.Bus, token string) *HTTP { return &HTTP{bus: b, token: token} }
+func NewHTTP(b *bus.Bus, token string, opts Options) *HTTP {
+	return &HTTP{token: token, Source: NewSource("POST /events", b, true, opts)}
+}
 
 // Mount serves POST /events under the API group.
 func (h *HTTP) Mount(_ *fiber.App, api fiber.Router) {
 	api.Post("/events", h.handle)
 }
 
-// Reply is the answer to POST /events. When nothing was accepted the
-// status is 400 and Error says why, in the API's error format.
+// Reply is the answer to POST /events: core events accepted, valid events
+// of other types ignored (catalog.changed, job.state, module events), and
+// rejections. When events were rejected and no core event was accepted the
+// status is 400 and Error says why, in the API's error format; what was
+// accepted before a rejection always stands.
 type Reply struct {
 	Error     *apierror.Detail `json:"error,omitempty"`
 	Accepted  int              `json:"accepted"`
-	Ignored   int              `json:"ignored"` // accepted, but of a type the metrics do not use
+	Ignored   int              `json:"ignored"`
 	Rejected  int              `json:"rejected"`
 	Errors    []Rejection      `json:"errors"`
 	Truncated bool             `json:"errorsTruncated,omitempty"`
@@ -64,28 +68,38 @@ func (h *HTTP) handle(c *fiber.Ctx) error {
 	reply := Reply{Errors: []Rejection{}}
 	reject := func(r Rejection) {
 		reply.Rejected++
-		h.Counter.reject(r)
 		if len(reply.Errors) < MaxListedRejections {
 			reply.Errors = append(reply.Errors, r)
 		} else {
 			reply.Truncated = true
 		}
 	}
-	err := Decode(bytes.NewReader(body), func(ev events.Event) {
-		reply.Accepted++
-		if ev.Payload == nil {
+	err := Decode(bytes.NewReader(body), func(ev events.Event, pos Rejection) {
+		switch out, r := h.offer(ev, pos); out {
+		case accepted:
+			reply.Accepted++
+		case ignored:
 			reply.Ignored++
+		case refused:
+			reject(r) // offer counted and logged it
 		}
-		h.accept()
-		h.bus.Publish(ev)
-	}, reject)
+	}, func(r Rejection) {
+		h.reject(r)
+		reject(r)
+	})
 	if err != nil {
 		// The array broke off: what came before it stands, the rest is one
 		// rejection.
-		reject(Rejection{Reason: err.Error()})
+		r := Rejection{Reason: err.Error()}
+		h.reject(r)
+		reject(r)
 	}
-	if reply.Accepted == 0 {
-		d := apierror.New(fiber.StatusBadRequest, fmt.Sprintf("no event accepted: %d rejected", reply.Rejected)).Error
+	if reply.Accepted == 0 && reply.Rejected > 0 {
+		msg := fmt.Sprintf("no event accepted: %d rejected", reply.Rejected)
+		if reply.Ignored > 0 {
+			msg += fmt.Sprintf(" (%d of types the metrics ignore)", reply.Ignored)
+		}
+		d := apierror.New(fiber.StatusBadRequest, msg).Error
 		reply.Error = &d
 		return c.Status(fiber.StatusBadRequest).JSON(reply)
 	}

@@ -10,8 +10,10 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/mlx-bun/mlx-metrics/backend/internal/bus"
+	"github.com/mlx-bun/mlx-metrics/backend/internal/clock"
 	"github.com/mlx-bun/mlx-metrics/backend/internal/server"
 	"github.com/mlx-bun/mlx-metrics/shared/events"
 )
@@ -36,6 +38,16 @@ func (s *sink) types() []events.Type {
 		out = append(out, ev.Type)
 	}
 	return out
+}
+
+// hostFlat is the issue's example of what the host publishes.
+const hostFlat = `{"type":"model.load","at":1764690000000,"model":"mlx-community/Qwen3-4B-4bit","phase":"finished","ms":2400,"weightsBytes":2263000000,"resumed":false}
+{"type":"request.finished","at":1764690001000,"model":"mlx-community/Qwen3-4B-4bit","requestId":"r1","finish":"stop","promptTokens":812,"cachedPromptTokens":768,"completionTokens":64,"queueMs":null,"ttftMs":88.1,"prefillTokensPerSecond":null,"decodeTokensPerSecond":60,"totalMs":1154}
+{"type":"cache.sample","at":1764690001000,"model":"mlx-community/Qwen3-4B-4bit","cache":"prefix","bytes":50331648,"capacityBytes":null,"hits":768,"misses":1737}`
+
+// testOptions puts the clock at t0, when the test events happen.
+func testOptions(t *testing.T) Options {
+	return Options{Clock: clock.NewFake(time.UnixMilli(t0)), Logf: t.Logf}
 }
 
 type postReply struct {
@@ -83,7 +95,7 @@ func TestPostEvents(t *testing.T) {
 	}{
 		{
 			name: "NDJSON", body: okLine + "\n" + okOther + "\n",
-			status: 200, accepted: 2, ignored: 1,
+			status: 200, accepted: 1, ignored: 1,
 			published: []events.Type{events.TypeSchedulerSample, "catalog.changed"},
 		},
 		{
@@ -110,6 +122,33 @@ func TestPostEvents(t *testing.T) {
 			status: 400, errType: "invalid_request_error", rejected: 151, listed: MaxListedRejections, truncated: true,
 		},
 		{name: "empty", body: "  \n", status: 400, errType: "invalid_request_error"},
+		{
+			name: "only ignored events: nothing wrong", body: okOther + "\n" + okOther,
+			status: 200, ignored: 2, published: []events.Type{"catalog.changed", "catalog.changed"},
+		},
+		{
+			name: "core events all rejected, ignored ones beside them: still a 400", body: okOther + "\n" + badType,
+			status: 400, errType: "invalid_request_error", ignored: 1, rejected: 1, listed: 1,
+			published: []events.Type{"catalog.changed"},
+		},
+		{
+			name: "the host's flat events", body: hostFlat,
+			status: 200, accepted: 3,
+			published: []events.Type{events.TypeModelLoad, events.TypeRequestFinished, events.TypeCacheSample},
+		},
+		{
+			name: "stamped past the allowed skew", body: schedAt(t0+10*60_000) + "\n" + okLine,
+			status: 200, accepted: 1, rejected: 1, listed: 1,
+			published: []events.Type{events.TypeSchedulerSample},
+		},
+		{
+			name: "at 9e15 alone", body: schedAt(9_000_000_000_000_000),
+			status: 400, errType: "invalid_request_error", rejected: 1, listed: 1,
+		},
+		{
+			name: "more than a day old, from a live source", body: schedAt(t0 - 25*3600_000),
+			status: 400, errType: "invalid_request_error", rejected: 1, listed: 1,
+		},
 		{name: "token required, none sent", token: "s3cret", body: okLine, status: 401, errType: "invalid_request_error"},
 		{name: "wrong token", token: "s3cret", auth: "Bearer nope", body: okLine, status: 401, errType: "invalid_request_error"},
 		{
@@ -121,7 +160,7 @@ func TestPostEvents(t *testing.T) {
 			b := bus.New()
 			var s sink
 			defer b.Subscribe("sink", 1024, s.handle)()
-			h := NewHTTP(b, tc.token)
+			h := NewHTTP(b, tc.token, testOptions(t))
 			r := post(t, b, h, server.Options{}, tc.body, tc.auth)
 			if r.status != tc.status {
 				t.Fatalf("status %d, want %d (%+v)", r.status, tc.status, r.Reply)
@@ -139,7 +178,7 @@ func TestPostEvents(t *testing.T) {
 			if got := s.types(); !slices.Equal(got, tc.published) {
 				t.Fatalf("published %v, want %v", got, tc.published)
 			}
-			if st := h.Stats(); st.Accepted != uint64(tc.accepted) || st.Rejected != uint64(tc.rejected) {
+			if st := h.Stats(); st.Accepted != uint64(tc.accepted) || st.Ignored != uint64(tc.ignored) || st.Rejected != uint64(tc.rejected) {
 				t.Fatalf("counter %+v", st)
 			}
 		})
@@ -151,7 +190,7 @@ func TestPostKeepsServing(t *testing.T) {
 	b := bus.New()
 	var s sink
 	defer b.Subscribe("sink", 1024, s.handle)()
-	h := NewHTTP(b, "")
+	h := NewHTTP(b, "", testOptions(t))
 	for _, body := range []string{
 		"\x00\x01\x02", "[", "[{", "{}", `{"type":`, strings.Repeat("x", 2<<20), "[1," + strings.Repeat("[", 20_000),
 		`{"type":"request.finished","at":1,"data":{"totalMs":"NaN"}}`,
@@ -172,7 +211,7 @@ func TestPostKeepsServing(t *testing.T) {
 // connection (the limit is enforced while reading it).
 func TestPostBodyLimit(t *testing.T) {
 	b := bus.New()
-	app := server.New(server.Options{BodyLimit: 4096}, NewHTTP(b, ""))
+	app := server.New(server.Options{BodyLimit: 4096}, NewHTTP(b, "", testOptions(t)))
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

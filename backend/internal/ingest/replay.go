@@ -5,10 +5,9 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"time"
 
-	"github.com/mlx-bun/mlx-metrics/backend/internal/bus"
-	"github.com/mlx-bun/mlx-metrics/backend/internal/clock"
 	"github.com/mlx-bun/mlx-metrics/shared/events"
 )
 
@@ -21,12 +20,10 @@ const replayBatch = 1024
 // at path to b. With speed 0 it goes as fast as the subscribers take them;
 // with speed s > 0 it keeps the recorded gaps between events' at, divided
 // by s (1 is real time). Events keep their recorded at. Bad lines are
-// counted in c and skipped. When ctx ends Replay stops reading and returns
-// ctx's error.
-func Replay(ctx context.Context, path string, b *bus.Bus, speed float64, clk clock.Clock, c *Counter) error {
-	if clk == nil {
-		clk = clock.Real{}
-	}
+// counted in src and skipped. When ctx ends Replay stops reading and
+// returns ctx's error.
+func Replay(ctx context.Context, path string, src *Source, speed float64) error {
+	clk, b := src.opts.Clock, src.bus
 	f, err := os.Open(path)
 	if err != nil {
 		return err
@@ -37,7 +34,7 @@ func Replay(ctx context.Context, path string, b *bus.Bus, speed float64, clk clo
 		prevAt int64
 		stop   error
 	)
-	err = Decode(ctxReader{ctx, f}, func(ev events.Event) {
+	err = Decode(ctxReader{ctx, f}, func(ev events.Event, pos Rejection) {
 		if stop == nil {
 			stop = ctx.Err()
 		}
@@ -54,18 +51,17 @@ func Replay(ctx context.Context, path string, b *bus.Bus, speed float64, clk clo
 		if ev.At > prevAt {
 			prevAt = ev.At
 		}
-		c.accept()
-		b.Publish(ev)
+		src.offer(ev, pos)
 		if n++; n%replayBatch == 0 {
 			b.Flush()
 		}
-	}, c.reject)
+	}, src.reject)
 	b.Flush()
 	if stop != nil {
 		return stop
 	}
 	if err != nil {
-		return fmt.Errorf("%s: %w", path, err)
+		return fmt.Errorf("%s: %w", filepath.Base(path), err)
 	}
 	return nil
 }

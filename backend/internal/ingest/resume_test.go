@@ -1,0 +1,162 @@
+package ingest
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/mlx-bun/mlx-metrics/backend/internal/bus"
+	"github.com/mlx-bun/mlx-metrics/backend/internal/clock"
+	"github.com/mlx-bun/mlx-metrics/shared/events"
+)
+
+func requestAt(at int64, id string) string {
+	return fmt.Sprintf(`{"type":"request.finished","at":%d,"model":"m","requestId":%q,"finish":"stop","promptTokens":1,"cachedPromptTokens":0,"completionTokens":1,"queueMs":null,"ttftMs":1,"prefillTokensPerSecond":null,"decodeTokensPerSecond":null,"totalMs":2}`, at, id)
+}
+
+// A host that replays its whole stream from the start on every connection
+// (with or without SSE ids, numbered per connection or not) has each of its
+// requests counted once; the follower sends back the last id it saw.
+func TestFollowerResumesWithoutDoubleCounting(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		sse  bool
+		ids  func(conn, i int) string // "" for no id: field
+	}{
+		{name: "SSE with stable ids", sse: true, ids: func(_, i int) string { return fmt.Sprint(i + 1) }},
+		{name: "SSE with ids renumbered per connection", sse: true, ids: func(conn, i int) string { return fmt.Sprintf("c%d-%d", conn, i) }},
+		{name: "SSE without ids", sse: true, ids: func(int, int) string { return "" }},
+		{name: "NDJSON", ids: func(int, int) string { return "" }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var (
+				mu        sync.Mutex
+				conns     int
+				lastIDs   []string
+				published int // events the host has produced so far
+			)
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				mu.Lock()
+				conns++
+				conn := conns
+				lastIDs = append(lastIDs, r.Header.Get("Last-Event-ID"))
+				published += 2 // two new requests finished since the last connection
+				n := published
+				mu.Unlock()
+				if tc.sse {
+					w.Header().Set("Content-Type", "text/event-stream")
+				} else {
+					w.Header().Set("Content-Type", "application/x-ndjson")
+				}
+				for i := range n { // from the start, every time
+					line := requestAt(t0+int64(i), fmt.Sprintf("r%d", i))
+					switch {
+					case !tc.sse:
+						fmt.Fprintln(w, line)
+					case tc.ids(conn, i) != "":
+						fmt.Fprintf(w, "id: %s\ndata: %s\n\n", tc.ids(conn, i), line)
+					default:
+						fmt.Fprintf(w, "data: %s\n\n", line)
+					}
+				}
+				// Ends the connection: the follower reconnects.
+			}))
+			defer srv.Close()
+
+			b := bus.New()
+			var (
+				smu  sync.Mutex
+				seen = map[string]int{}
+			)
+			defer b.Subscribe("sink", 1024, func(ev events.Event) {
+				if p, ok := ev.Payload.(*events.RequestFinished); ok {
+					smu.Lock()
+					seen[p.RequestID]++
+					smu.Unlock()
+				}
+			})()
+			clk := clock.NewFake(time.UnixMilli(t0))
+			f := NewFollower(b, srv.URL, Options{Clock: clk, Logf: t.Logf})
+			ctx, cancel := context.WithCancel(context.Background())
+			done := make(chan struct{})
+			go func() { f.Run(ctx); close(done) }()
+			wctx, wcancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer wcancel()
+			for range 4 { // four connections: the fifth waits on the backoff
+				if err := clk.WaitForSleepers(wctx, 1); err != nil {
+					t.Fatal("the follower never backed off")
+				}
+				clk.Advance(time.Minute)
+			}
+			if err := clk.WaitForSleepers(wctx, 1); err != nil {
+				t.Fatal("the follower never backed off")
+			}
+			cancel()
+			<-done
+			b.Flush()
+
+			mu.Lock()
+			defer mu.Unlock()
+			smu.Lock()
+			defer smu.Unlock()
+			if len(seen) != published {
+				t.Errorf("%d distinct requests published, the host made %d", len(seen), published)
+			}
+			for id, n := range seen {
+				if n != 1 {
+					t.Errorf("request %s counted %d times", id, n)
+				}
+			}
+			if st := f.Status(); st.Events.Accepted != uint64(published) || st.Duplicates == 0 {
+				t.Errorf("status %+v", st)
+			}
+			if lastIDs[0] != "" {
+				t.Errorf("first connection sent Last-Event-ID %q", lastIDs[0])
+			}
+			if tc.sse && tc.ids(1, 0) != "" {
+				if want := tc.ids(len(lastIDs)-1, published-3); lastIDs[len(lastIDs)-1] != want {
+					t.Errorf("Last-Event-ID on reconnect %q, want %q (all %q)", lastIDs[len(lastIDs)-1], want, lastIDs)
+				}
+			}
+		})
+	}
+}
+
+// A source logs its first rejection at once, then at most one line per
+// LogEvery with the count since.
+func TestRejectionLogIsPaced(t *testing.T) {
+	clk := clock.NewFake(time.UnixMilli(t0))
+	var lines []string
+	src := NewSource("POST /events", bus.New(), true, Options{Clock: clk, LogEvery: time.Minute,
+		Logf: func(f string, a ...any) { lines = append(lines, fmt.Sprintf(f, a...)) }})
+	for _, step := range []struct {
+		advance time.Duration
+		rejects int
+		lines   int
+	}{
+		{0, 1, 1},              // the first, at once
+		{time.Second, 50, 1},   // a burst: counted, not logged
+		{time.Minute, 1, 2},    // a minute later: one line with the count
+		{time.Second, 1000, 2}, // and quiet again
+	} {
+		clk.Advance(step.advance)
+		for range step.rejects {
+			src.reject(Rejection{Line: 3, Field: "at", Reason: "bad"})
+		}
+		if len(lines) != step.lines {
+			t.Fatalf("after %d more rejections: %d log lines, want %d: %q", step.rejects, len(lines), step.lines, lines)
+		}
+	}
+	if !strings.Contains(lines[0], "POST /events: rejected an event: line 3: at: bad") ||
+		!strings.Contains(lines[1], "51 more events rejected in the last 1m1s") {
+		t.Errorf("log lines %q", lines)
+	}
+	if st := src.Stats(); st.Rejected != 1052 {
+		t.Errorf("counted %d", st.Rejected)
+	}
+}
