@@ -67,9 +67,9 @@ func TestExportWiring(t *testing.T) {
 	r.Body.Close()
 	text := string(body)
 	for _, want := range []string{
-		`mlx_generation_tokens_total{model="reference-sim"} 12`,
-		`mlx_request_success_total{finished_reason="length",model="reference-sim"} 1`,
-		`mlx_time_to_first_token_seconds_count{model="reference-sim"} 1`,
+		`mlx_generation_tokens_total{model_name="reference-sim"} 12`,
+		`mlx_request_success_total{finished_reason="length",model_name="reference-sim"} 1`,
+		`mlx_time_to_first_token_seconds_count{model_name="reference-sim"} 1`,
 	} {
 		if !strings.Contains(text, want) {
 			t.Errorf("exporter lacks %q:\n%s", want, text)

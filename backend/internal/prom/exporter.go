@@ -1,7 +1,10 @@
 package prom
 
 import (
+	"strings"
 	"sync"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/gofiber/fiber/v2"
 	"github.com/prometheus/client_golang/prometheus"
@@ -40,7 +43,7 @@ type Exporter struct {
 	prefix map[string]prefixTotals
 }
 
-type prefixTotals struct{ hits, queries int64 }
+type prefixTotals struct{ hits, queries float64 }
 
 // New returns an exporter with every metric registered and no series yet.
 func New() *Exporter {
@@ -75,8 +78,8 @@ func (e *Exporter) Observe(ev events.Event) {
 			e.m.tokensPerSecond.WithLabelValues(model).Set(p.TokensPerSecond)
 		}
 	case *events.CacheSample:
-		if _, ok := e.model(p.Model); ok {
-			e.observeCache(p)
+		if model, ok := e.model(p.Model); ok {
+			e.observeCache(model, p)
 		}
 	case *events.RequestFinished:
 		model, _ := e.model(p.Model)
@@ -92,7 +95,7 @@ func (e *Exporter) Observe(ev events.Event) {
 		e.observeLoad(model, ok, p)
 	case *events.ModelUnload:
 		model, ok := e.model(p.Model)
-		e.m.unloads.WithLabelValues(model, p.Reason).Inc()
+		e.m.unloads.WithLabelValues(model, LabelValue(p.Reason)).Inc()
 		if !ok {
 			return
 		}
@@ -103,8 +106,8 @@ func (e *Exporter) Observe(ev events.Event) {
 			e.m.tokensPerSecond, e.m.kvUsage, e.m.weights, e.m.kvBytes, e.m.prefixBytes} {
 			g.DeleteLabelValues(model)
 		}
-		e.m.cacheBytes.DeletePartialMatch(prometheus.Labels{"model": model})
-		e.m.cacheCapacity.DeletePartialMatch(prometheus.Labels{"model": model})
+		e.m.cacheBytes.DeletePartialMatch(prometheus.Labels{modelLabel: model})
+		e.m.cacheCapacity.DeletePartialMatch(prometheus.Labels{modelLabel: model})
 		// Its prefix totals end here; the next load's start again at 0, and
 		// all of its first sample is new, even when it exceeds these.
 		e.mu.Lock()
@@ -113,58 +116,116 @@ func (e *Exporter) Observe(ev events.Event) {
 	}
 }
 
-// model is the label value for name: name itself while it is one of the
-// first MaxModels seen (ok), else OtherModels.
+// model is the label value for name: name itself, made safe to export,
+// while it is one of the first MaxModels seen (ok), else OtherModels. An
+// empty name is no model (a request no model accepted): its counters go
+// under the empty label, and it has no gauges.
 func (e *Exporter) model(name string) (label string, ok bool) {
+	if name == "" {
+		return "", false
+	}
+	label = LabelValue(name)
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if !e.models[name] {
+	if !e.models[label] {
 		if len(e.models) >= MaxModels {
 			return OtherModels, false
 		}
-		e.models[name] = true
+		e.models[label] = true
 	}
-	return name, true
+	return label, true
 }
 
-func (e *Exporter) observeCache(p *events.CacheSample) {
+// LabelValue makes s safe as a label value: client_golang refuses invalid
+// UTF-8 (with a panic), and the exposition format passes control characters
+// such as NUL through raw, so both become U+FFFD (as does a rune the cut
+// to events.MaxModelName bytes splits).
+func LabelValue(s string) string {
+	if len(s) > events.MaxModelName {
+		s = s[:events.MaxModelName]
+	}
+	s = strings.ToValidUTF8(s, "\uFFFD")
+	if strings.IndexFunc(s, unicode.IsControl) < 0 {
+		return s
+	}
+	return strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) {
+			return utf8.RuneError
+		}
+		return r
+	}, s)
+}
+
+func (e *Exporter) observeCache(model string, p *events.CacheSample) {
+	cache := LabelValue(p.Cache)
 	// Engines scraped over their /metrics report a ratio and no bytes;
 	// a 0 here would claim an empty cache.
 	if p.UsageRatio == nil || p.Bytes > 0 {
-		e.m.cacheBytes.WithLabelValues(p.Model, p.Cache).Set(float64(p.Bytes))
+		e.m.cacheBytes.WithLabelValues(model, cache).Set(float64(p.Bytes))
 	}
 	if p.CapacityBytes != nil {
-		e.m.cacheCapacity.WithLabelValues(p.Model, p.Cache).Set(float64(*p.CapacityBytes))
+		e.m.cacheCapacity.WithLabelValues(model, cache).Set(float64(*p.CapacityBytes))
 	}
 	if p.Cache == events.CacheKV {
 		switch {
 		case p.UsageRatio != nil:
-			e.m.kvUsage.WithLabelValues(p.Model).Set(*p.UsageRatio)
+			e.m.kvUsage.WithLabelValues(model).Set(*p.UsageRatio)
 		case p.CapacityBytes != nil && *p.CapacityBytes > 0:
-			e.m.kvUsage.WithLabelValues(p.Model).Set(float64(p.Bytes) / float64(*p.CapacityBytes))
+			e.m.kvUsage.WithLabelValues(model).Set(float64(p.Bytes) / float64(*p.CapacityBytes))
 		}
 	}
-	if p.Cache != events.CachePrefix || p.Hits == nil || p.Misses == nil {
+	if p.Cache != events.CachePrefix || p.Hits == nil || p.Misses == nil || *p.Hits < 0 || *p.Misses < 0 {
 		return
 	}
-	now := prefixTotals{hits: *p.Hits, queries: *p.Hits + *p.Misses}
+	// In float64: hits + misses of two large int64 totals would overflow.
+	now := prefixTotals{hits: float64(*p.Hits), queries: float64(*p.Hits) + float64(*p.Misses)}
 	e.mu.Lock()
-	last, seen := e.prefix[p.Model]
-	e.prefix[p.Model] = now
+	last, seen := e.prefix[model]
+	e.prefix[model] = now
 	e.mu.Unlock()
 	if seen && now.hits >= last.hits && now.queries >= last.queries {
 		now.hits -= last.hits
 		now.queries -= last.queries
 	} // else the totals restarted (a reload without an unload seen): all of now is new.
-	e.m.prefixHits.WithLabelValues(p.Model).Add(float64(now.hits))
-	e.m.prefixQueries.WithLabelValues(p.Model).Add(float64(now.queries))
+	e.m.prefixHits.WithLabelValues(model).Add(now.hits)
+	e.m.prefixQueries.WithLabelValues(model).Add(now.queries)
+}
+
+// finishedReason is vLLM's finished_reason for one of the module's finish
+// values; ok is false for an error (or a value this module does not know),
+// which is no success.
+func finishedReason(finish string) (reason string, ok bool) {
+	switch finish {
+	case events.FinishStop:
+		return reasonStop, true
+	case events.FinishLength:
+		return reasonLength, true
+	case events.FinishCancelled:
+		return reasonAbort, true
+	}
+	return "", false
+}
+
+// count adds n, a token count, to c; a negative count (from no validated
+// source) would make client_golang panic.
+func count(c prometheus.Counter, n int64) {
+	if n > 0 {
+		c.Add(float64(n))
+	}
 }
 
 func (e *Exporter) observeRequest(model string, p *events.RequestFinished) {
-	e.m.success.WithLabelValues(model, p.Finish).Inc()
-	e.m.prompt.WithLabelValues(model).Add(float64(p.PromptTokens))
-	e.m.cached.WithLabelValues(model).Add(float64(p.CachedPromptTokens))
-	e.m.gen.WithLabelValues(model).Add(float64(p.CompletionTokens))
+	count(e.m.prompt.WithLabelValues(model), p.PromptTokens)
+	count(e.m.cached.WithLabelValues(model), p.CachedPromptTokens)
+	count(e.m.gen.WithLabelValues(model), p.CompletionTokens)
+	reason, ok := finishedReason(p.Finish)
+	if !ok {
+		// A failed request's timings say how fast it failed, not how fast
+		// the model serves; they stay out of the latency histograms.
+		e.m.errors.WithLabelValues(model).Inc()
+		return
+	}
+	e.m.success.WithLabelValues(model, reason).Inc()
 	e.m.e2e.WithLabelValues(model).Observe(p.TotalMs / 1000)
 	// A timing that did not happen (null) is not observed: a zero would
 	// drag the percentiles down.
@@ -183,8 +244,11 @@ func (e *Exporter) observeRequest(model string, p *events.RequestFinished) {
 // model's own label, whose gauges it may set.
 func (e *Exporter) observeLoad(model string, tracked bool, p *events.ModelLoad) {
 	switch p.Phase {
-	case events.PhaseFinished:
+	case events.PhaseFinished, events.PhaseFailed:
 		e.m.loads.WithLabelValues(model, p.Phase).Inc()
+	}
+	switch p.Phase {
+	case events.PhaseFinished:
 		if p.Ms != nil {
 			e.m.loadTime.WithLabelValues(model).Observe(*p.Ms / 1000)
 		}
@@ -198,12 +262,7 @@ func (e *Exporter) observeLoad(model string, tracked bool, p *events.ModelLoad) 
 		if p.WeightsBytes != nil {
 			e.m.weights.WithLabelValues(model).Set(float64(*p.WeightsBytes))
 		}
-	case events.PhaseFailed:
-		e.m.loads.WithLabelValues(model, p.Phase).Inc()
-		if tracked {
-			e.m.resident.WithLabelValues(model).Set(0)
-		}
-	case events.PhaseStarted:
+	case events.PhaseFailed, events.PhaseStarted:
 		if tracked {
 			e.m.resident.WithLabelValues(model).Set(0)
 		}

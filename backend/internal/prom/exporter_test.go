@@ -45,41 +45,41 @@ func TestExporterFromRecordedEvents(t *testing.T) {
 	// Counters and gauges, in the exposition format. Families listed but
 	// absent from want must have no series (the unload removed them).
 	const want = `
-# HELP mlx_request_success_total Finished requests by finish reason (stop, length, cancelled, error).
+# HELP mlx_request_success_total Requests that finished without an error, by vLLM's finished_reason (stop, length, abort: cancelled by the client).
 # TYPE mlx_request_success_total counter
-mlx_request_success_total{finished_reason="cancelled",model="qwen3-8b"} 1
-mlx_request_success_total{finished_reason="length",model="qwen3-8b"} 1
-mlx_request_success_total{finished_reason="stop",model="qwen3-8b"} 1
+mlx_request_success_total{finished_reason="abort",model_name="qwen3-8b"} 1
+mlx_request_success_total{finished_reason="length",model_name="qwen3-8b"} 1
+mlx_request_success_total{finished_reason="stop",model_name="qwen3-8b"} 1
 # HELP mlx_prompt_tokens_total Prompt tokens of finished requests.
 # TYPE mlx_prompt_tokens_total counter
-mlx_prompt_tokens_total{model="qwen3-8b"} 1040
+mlx_prompt_tokens_total{model_name="qwen3-8b"} 1040
 # HELP mlx_prompt_tokens_cached_total Prompt tokens of finished requests served from the prefix cache.
 # TYPE mlx_prompt_tokens_cached_total counter
-mlx_prompt_tokens_cached_total{model="qwen3-8b"} 256
+mlx_prompt_tokens_cached_total{model_name="qwen3-8b"} 256
 # HELP mlx_generation_tokens_total Generated tokens of finished requests.
 # TYPE mlx_generation_tokens_total counter
-mlx_generation_tokens_total{model="qwen3-8b"} 264
+mlx_generation_tokens_total{model_name="qwen3-8b"} 264
 # HELP mlx_prefix_cache_hits_total Prefix cache lookups that hit.
 # TYPE mlx_prefix_cache_hits_total counter
-mlx_prefix_cache_hits_total{model="qwen3-8b"} 55
+mlx_prefix_cache_hits_total{model_name="qwen3-8b"} 55
 # HELP mlx_prefix_cache_queries_total Prefix cache lookups.
 # TYPE mlx_prefix_cache_queries_total counter
-mlx_prefix_cache_queries_total{model="qwen3-8b"} 210
+mlx_prefix_cache_queries_total{model_name="qwen3-8b"} 210
 # HELP mlx_kv_cache_usage_ratio KV cache usage, 0 to 1 (1 means full).
 # TYPE mlx_kv_cache_usage_ratio gauge
-mlx_kv_cache_usage_ratio{model="llama-3b"} 0.25
+mlx_kv_cache_usage_ratio{model_name="llama-3b"} 0.25
 # HELP mlx_model_loads_total Model loads by outcome (finished, failed).
 # TYPE mlx_model_loads_total counter
-mlx_model_loads_total{model="qwen3-8b",outcome="finished"} 2
+mlx_model_loads_total{model_name="qwen3-8b",outcome="finished"} 2
 # HELP mlx_model_unloads_total Model unloads by reason.
 # TYPE mlx_model_unloads_total counter
-mlx_model_unloads_total{model="qwen3-8b",reason="evicted"} 1
+mlx_model_unloads_total{model_name="qwen3-8b",reason="evicted"} 1
 # HELP mlx_model_resident 1 while the model is loaded and serving, else 0.
 # TYPE mlx_model_resident gauge
-mlx_model_resident{model="qwen3-8b"} 1
+mlx_model_resident{model_name="qwen3-8b"} 1
 # HELP mlx_model_load_seconds Duration of the model's last finished load.
 # TYPE mlx_model_load_seconds gauge
-mlx_model_load_seconds{model="qwen3-8b"} 1.5
+mlx_model_load_seconds{model_name="qwen3-8b"} 1.5
 `
 	names := []string{
 		"mlx_request_success_total", "mlx_prompt_tokens_total", "mlx_prompt_tokens_cached_total",
@@ -190,8 +190,8 @@ func TestPrometheusRoute(t *testing.T) {
 		contentType string
 		contains    string
 	}{
-		{"", "text/plain; version=0.0.4", `mlx_prefix_cache_hits_total{model="qwen3-8b"} 55`},
-		{"application/openmetrics-text; version=1.0.0", "application/openmetrics-text", `mlx_prefix_cache_hits_total{model="qwen3-8b"} 55`},
+		{"", "text/plain; version=0.0.4", `mlx_prefix_cache_hits_total{model_name="qwen3-8b"} 55`},
+		{"application/openmetrics-text; version=1.0.0", "application/openmetrics-text", `mlx_prefix_cache_hits_total{model_name="qwen3-8b"} 55`},
 	}
 	for _, tc := range tests {
 		req := httptest.NewRequest("GET", "/api/metrics/prometheus", nil)
@@ -267,7 +267,7 @@ func TestModelLabelBounded(t *testing.T) {
 			for _, m := range f.GetMetric() {
 				v := m.GetCounter().GetValue() + m.GetGauge().GetValue() + float64(m.GetHistogram().GetSampleCount())
 				for _, l := range m.GetLabel() {
-					if l.GetName() == "model" {
+					if l.GetName() == modelLabel {
 						byModel[l.GetValue()] = v
 					}
 				}
@@ -306,10 +306,10 @@ func TestPrefixTotalsAcrossReload(t *testing.T) {
 	const want = `
 # HELP mlx_prefix_cache_hits_total Prefix cache lookups that hit.
 # TYPE mlx_prefix_cache_hits_total counter
-mlx_prefix_cache_hits_total{model="m"} 13
+mlx_prefix_cache_hits_total{model_name="m"} 13
 # HELP mlx_prefix_cache_queries_total Prefix cache lookups.
 # TYPE mlx_prefix_cache_queries_total counter
-mlx_prefix_cache_queries_total{model="m"} 24
+mlx_prefix_cache_queries_total{model_name="m"} 24
 `
 	if err := testutil.GatherAndCompare(e.Registry(), strings.NewReader(want),
 		"mlx_prefix_cache_hits_total", "mlx_prefix_cache_queries_total"); err != nil {

@@ -1,15 +1,28 @@
 // Package prom exports the live serving metrics in the Prometheus text
 // format at GET /api/metrics/prometheus.
 //
-// Names follow vLLM's (vllm:num_requests_running becomes
-// mlx_num_requests_running, …) so that dashboards and alerts written for
-// vLLM carry over with a prefix change. Every series carries a model label;
-// a fleet of hosts is told apart by the instance label Prometheus adds.
+// Names and labels follow vLLM's (vllm:num_requests_running{model_name}
+// becomes mlx_num_requests_running{model_name}, and finished_reason takes
+// vLLM's stop, length and abort), so that dashboards and alerts written for
+// vLLM carry over with a prefix change. Every series carries a model_name
+// label; a fleet of hosts is told apart by the instance label Prometheus
+// adds.
 package prom
 
 import "github.com/prometheus/client_golang/prometheus"
 
 const namespace = "mlx"
+
+// modelLabel is vLLM's name for the model label.
+const modelLabel = "model_name"
+
+// vLLM's finished_reason values. A request that ended in an error is not a
+// success in vLLM's sense; it is counted in mlx_request_errors_total.
+const (
+	reasonStop   = "stop"
+	reasonLength = "length"
+	reasonAbort  = "abort" // the module's "cancelled"
+)
 
 // Buckets, in seconds, as vLLM uses them, so histograms from both aggregate.
 var (
@@ -45,6 +58,7 @@ type metrics struct {
 	cached  *prometheus.CounterVec
 	gen     *prometheus.CounterVec
 	success *prometheus.CounterVec
+	errors  *prometheus.CounterVec
 
 	weights     *prometheus.GaugeVec
 	kvBytes     *prometheus.GaugeVec
@@ -72,38 +86,39 @@ func histogram(name, help string, buckets []float64, labels ...string) *promethe
 
 func newMetrics(reg prometheus.Registerer) *metrics {
 	m := &metrics{
-		running:         gauge("num_requests_running", "Requests decoding in the model's batch now.", "model"),
-		waiting:         gauge("num_requests_waiting", "Requests waiting for a batch slot now.", "model"),
-		capacity:        gauge("num_requests_capacity", "Batch slots of the model's scheduler.", "model"),
-		tokensPerSecond: gauge("generation_tokens_per_second", "Generation rate over the last scheduler sampling interval.", "model"),
+		running:         gauge("num_requests_running", "Requests decoding in the model's batch now.", modelLabel),
+		waiting:         gauge("num_requests_waiting", "Requests waiting for a batch slot now.", modelLabel),
+		capacity:        gauge("num_requests_capacity", "Batch slots of the model's scheduler.", modelLabel),
+		tokensPerSecond: gauge("generation_tokens_per_second", "Generation rate over the last scheduler sampling interval.", modelLabel),
 
-		kvUsage:       gauge("kv_cache_usage_ratio", "KV cache usage, 0 to 1 (1 means full).", "model"),
-		cacheBytes:    gauge("cache_bytes", "Bytes a cache holds now.", "model", "cache"),
-		cacheCapacity: gauge("cache_capacity_bytes", "Bytes a cache may hold.", "model", "cache"),
-		prefixHits:    counter("prefix_cache_hits_total", "Prefix cache lookups that hit.", "model"),
-		prefixQueries: counter("prefix_cache_queries_total", "Prefix cache lookups.", "model"),
+		kvUsage:       gauge("kv_cache_usage_ratio", "KV cache usage, 0 to 1 (1 means full).", modelLabel),
+		cacheBytes:    gauge("cache_bytes", "Bytes a cache holds now.", modelLabel, "cache"),
+		cacheCapacity: gauge("cache_capacity_bytes", "Bytes a cache may hold.", modelLabel, "cache"),
+		prefixHits:    counter("prefix_cache_hits_total", "Prefix cache lookups that hit.", modelLabel),
+		prefixQueries: counter("prefix_cache_queries_total", "Prefix cache lookups.", modelLabel),
 
-		ttft:    histogram("time_to_first_token_seconds", "Time to first token.", ttftBuckets, "model"),
-		queue:   histogram("request_queue_time_seconds", "Time a request waited before its prefill started.", queueBuckets, "model"),
-		e2e:     histogram("e2e_request_latency_seconds", "End-to-end request latency.", latencyBuckets, "model"),
-		tpot:    histogram("time_per_output_token_seconds", "Mean time per output token during decode.", tpotBuckets, "model"),
-		prompt:  counter("prompt_tokens_total", "Prompt tokens of finished requests.", "model"),
-		cached:  counter("prompt_tokens_cached_total", "Prompt tokens of finished requests served from the prefix cache.", "model"),
-		gen:     counter("generation_tokens_total", "Generated tokens of finished requests.", "model"),
-		success: counter("request_success_total", "Finished requests by finish reason (stop, length, cancelled, error).", "model", "finished_reason"),
+		ttft:    histogram("time_to_first_token_seconds", "Time to first token.", ttftBuckets, modelLabel),
+		queue:   histogram("request_queue_time_seconds", "Time a request waited before its prefill started.", queueBuckets, modelLabel),
+		e2e:     histogram("e2e_request_latency_seconds", "End-to-end request latency.", latencyBuckets, modelLabel),
+		tpot:    histogram("time_per_output_token_seconds", "Mean time per output token during decode.", tpotBuckets, modelLabel),
+		prompt:  counter("prompt_tokens_total", "Prompt tokens of finished requests.", modelLabel),
+		cached:  counter("prompt_tokens_cached_total", "Prompt tokens of finished requests served from the prefix cache.", modelLabel),
+		gen:     counter("generation_tokens_total", "Generated tokens of finished requests.", modelLabel),
+		success: counter("request_success_total", "Requests that finished without an error, by vLLM's finished_reason (stop, length, abort: cancelled by the client).", modelLabel, "finished_reason"),
+		errors:  counter("request_errors_total", "Requests that ended in an error, the engine's or the upstream's; model_name is empty when no model accepted the request.", modelLabel),
 
-		weights:     gauge("model_weights_bytes", "Bytes of the model's weights in memory.", "model"),
-		kvBytes:     gauge("model_kv_cache_bytes", "Bytes of the model's KV cache in memory.", "model"),
-		prefixBytes: gauge("model_prefix_cache_bytes", "Bytes of the model's prefix cache in memory.", "model"),
-		loadSeconds: gauge("model_load_seconds", "Duration of the model's last finished load.", "model"),
-		loadTime:    histogram("model_load_time_seconds", "Durations of finished model loads.", loadBuckets, "model"),
-		loads:       counter("model_loads_total", "Model loads by outcome (finished, failed).", "model", "outcome"),
-		unloads:     counter("model_unloads_total", "Model unloads by reason.", "model", "reason"),
-		resident:    gauge("model_resident", "1 while the model is loaded and serving, else 0.", "model"),
+		weights:     gauge("model_weights_bytes", "Bytes of the model's weights in memory.", modelLabel),
+		kvBytes:     gauge("model_kv_cache_bytes", "Bytes of the model's KV cache in memory.", modelLabel),
+		prefixBytes: gauge("model_prefix_cache_bytes", "Bytes of the model's prefix cache in memory.", modelLabel),
+		loadSeconds: gauge("model_load_seconds", "Duration of the model's last finished load.", modelLabel),
+		loadTime:    histogram("model_load_time_seconds", "Durations of finished model loads.", loadBuckets, modelLabel),
+		loads:       counter("model_loads_total", "Model loads by outcome (finished, failed).", modelLabel, "outcome"),
+		unloads:     counter("model_unloads_total", "Model unloads by reason.", modelLabel, "reason"),
+		resident:    gauge("model_resident", "1 while the model is loaded and serving, else 0.", modelLabel),
 	}
 	reg.MustRegister(m.running, m.waiting, m.capacity, m.tokensPerSecond,
 		m.kvUsage, m.cacheBytes, m.cacheCapacity, m.prefixHits, m.prefixQueries,
-		m.ttft, m.queue, m.e2e, m.tpot, m.prompt, m.cached, m.gen, m.success,
+		m.ttft, m.queue, m.e2e, m.tpot, m.prompt, m.cached, m.gen, m.success, m.errors,
 		m.weights, m.kvBytes, m.prefixBytes, m.loadSeconds, m.loadTime, m.loads, m.unloads, m.resident)
 	return m
 }

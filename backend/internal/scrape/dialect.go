@@ -14,13 +14,13 @@ import (
 // dialect names the metrics of one engine that carry what the events need.
 // Each list holds candidates, newest name first; the first present wins.
 type dialect struct {
-	modelLabel string   // "" when series carry no model label
-	running    []string // requests decoding now (gauge)
-	waiting    []string // requests queued (gauge)
-	capacity   []string // batch slots (gauge); the engines above have none
-	kvUsage    []string // KV cache usage, 0..1 (gauge)
-	genTotal   []string // generated tokens so far (counter): rate between polls
-	genRate    []string // generation rate (gauge), used when there is no counter rate
+	modelLabels []string // the model label's names, newest first; none when series carry none
+	running     []string // requests decoding now (gauge)
+	waiting     []string // requests queued (gauge)
+	capacity    []string // batch slots (gauge); the engines above have none
+	kvUsage     []string // KV cache usage, 0..1 (gauge)
+	genTotal    []string // generated tokens so far (counter): rate between polls
+	genRate     []string // generation rate (gauge), used when there is no counter rate
 	// Prefix cache lookups in tokens, as running totals (counters).
 	prefixHits    []string
 	prefixQueries []string
@@ -30,7 +30,8 @@ var dialects = map[Kind]dialect{
 	// Another mlx-metrics backend's GET /api/metrics/prometheus, so one
 	// backend can gather a fleet's hosts.
 	KindMLX: {
-		modelLabel:    "model",
+		// model_name since the exporter took vLLM's label; model before.
+		modelLabels:   []string{"model_name", "model"},
 		running:       []string{"mlx_num_requests_running"},
 		waiting:       []string{"mlx_num_requests_waiting"},
 		capacity:      []string{"mlx_num_requests_capacity"},
@@ -40,7 +41,7 @@ var dialects = map[Kind]dialect{
 		prefixQueries: []string{"mlx_prefix_cache_queries_total"},
 	},
 	KindVLLM: {
-		modelLabel:    "model_name",
+		modelLabels:   []string{"model_name"},
 		running:       []string{"vllm:num_requests_running"},
 		waiting:       []string{"vllm:num_requests_waiting"},
 		kvUsage:       []string{"vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc"},
@@ -49,12 +50,12 @@ var dialects = map[Kind]dialect{
 		prefixQueries: []string{"vllm:prefix_cache_queries_total", "vllm:gpu_prefix_cache_queries_total"},
 	},
 	KindSGLang: {
-		modelLabel: "model_name",
-		running:    []string{"sglang:num_running_reqs"},
-		waiting:    []string{"sglang:num_queue_reqs"},
-		kvUsage:    []string{"sglang:token_usage"},
-		genTotal:   []string{"sglang:generation_tokens_total"},
-		genRate:    []string{"sglang:gen_throughput"},
+		modelLabels: []string{"model_name"},
+		running:     []string{"sglang:num_running_reqs"},
+		waiting:     []string{"sglang:num_queue_reqs"},
+		kvUsage:     []string{"sglang:token_usage"},
+		genTotal:    []string{"sglang:generation_tokens_total"},
+		genRate:     []string{"sglang:gen_throughput"},
 		// SGLang counts prompt tokens served from its radix cache.
 		prefixHits:    []string{"sglang:cached_tokens_total"},
 		prefixQueries: []string{"sglang:prompt_tokens_total"},
@@ -95,7 +96,7 @@ type agg struct {
 // values is one scrape: metric name → model → aggregate.
 type values map[string]map[string]agg
 
-func read(fams map[string]*dto.MetricFamily, modelLabel, defaultModel string) values {
+func read(fams map[string]*dto.MetricFamily, modelLabels []string, defaultModel string) values {
 	v := values{}
 	for name, f := range fams {
 		for _, m := range f.GetMetric() {
@@ -113,12 +114,7 @@ func read(fams map[string]*dto.MetricFamily, modelLabel, defaultModel string) va
 			if math.IsNaN(x) || math.IsInf(x, 0) {
 				continue
 			}
-			model := defaultModel
-			for _, lp := range m.GetLabel() {
-				if modelLabel != "" && lp.GetName() == modelLabel && lp.GetValue() != "" {
-					model = lp.GetValue()
-				}
-			}
+			model := modelOf(m, modelLabels, defaultModel)
 			if v[name] == nil {
 				v[name] = map[string]agg{}
 			}
@@ -129,6 +125,18 @@ func read(fams map[string]*dto.MetricFamily, modelLabel, defaultModel string) va
 		}
 	}
 	return v
+}
+
+// modelOf is the value of the first of labels m carries, else def.
+func modelOf(m *dto.Metric, labels []string, def string) string {
+	for _, name := range labels {
+		for _, lp := range m.GetLabel() {
+			if lp.GetName() == name && lp.GetValue() != "" {
+				return lp.GetValue()
+			}
+		}
+	}
+	return def
 }
 
 // first is the first candidate metric present for model: its sum over
@@ -196,7 +204,7 @@ func (mp *mapper) Map(fams map[string]*dto.MetricFamily, now time.Time) []events
 	if !ok {
 		return nil
 	}
-	v := read(fams, d.modelLabel, mp.defaultModel)
+	v := read(fams, d.modelLabels, mp.defaultModel)
 	at := now.UnixMilli()
 	var out []events.Event
 	for _, model := range v.models(d) {

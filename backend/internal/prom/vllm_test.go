@@ -1,0 +1,188 @@
+package prom
+
+import (
+	"bytes"
+	"fmt"
+	"math"
+	"os/exec"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+
+	"github.com/mlx-bun/mlx-metrics/shared/events"
+)
+
+func finished(model, finish string, totalMs float64) events.Event {
+	return events.Event{Type: events.TypeRequestFinished, At: 1, Payload: &events.RequestFinished{
+		Model: model, RequestID: "r", Finish: finish, PromptTokens: 10, CompletionTokens: 5, TotalMs: totalMs}}
+}
+
+// The module's finish values map onto vLLM's finished_reason; an error is
+// no success and is counted apart, under no model when none accepted it.
+func TestFinishedReasonsAsVLLM(t *testing.T) {
+	tests := []struct {
+		name string
+		in   []events.Event
+		want string // exposition of success, errors and e2e count
+	}{
+		{"stop and length", []events.Event{finished("m", events.FinishStop, 100), finished("m", events.FinishLength, 100)}, `
+mlx_e2e_request_latency_seconds_count{model_name="m"} 2
+mlx_request_success_total{finished_reason="length",model_name="m"} 1
+mlx_request_success_total{finished_reason="stop",model_name="m"} 1
+`},
+		{"cancelled is abort", []events.Event{finished("m", events.FinishCancelled, 100)}, `
+mlx_e2e_request_latency_seconds_count{model_name="m"} 1
+mlx_request_success_total{finished_reason="abort",model_name="m"} 1
+`},
+		{"an error is no success and no latency", []events.Event{finished("m", events.FinishError, 1), finished("m", events.FinishStop, 100)}, `
+mlx_e2e_request_latency_seconds_count{model_name="m"} 1
+mlx_request_errors_total{model_name="m"} 1
+mlx_request_success_total{finished_reason="stop",model_name="m"} 1
+`},
+		{"a request no model accepted", []events.Event{finished("", events.FinishError, 1)}, `
+mlx_request_errors_total{model_name=""} 1
+`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			e := New()
+			for _, ev := range tc.in {
+				e.Observe(ev)
+			}
+			got := samples(t, e, "mlx_request_success_total", "mlx_request_errors_total", "mlx_e2e_request_latency_seconds_count")
+			if got != strings.TrimSpace(tc.want) {
+				t.Errorf("got\n%s\nwant\n%s", got, strings.TrimSpace(tc.want))
+			}
+		})
+	}
+}
+
+// samples is the exporter's text output, less comments, limited to lines
+// naming one of names, sorted as the encoder writes them.
+func samples(t *testing.T, e *Exporter, names ...string) string {
+	t.Helper()
+	var keep []string
+	for _, line := range strings.Split(exposition(t, e), "\n") {
+		for _, n := range names {
+			if strings.HasPrefix(line, n+"{") || strings.HasPrefix(line, n+" ") {
+				keep = append(keep, line)
+			}
+		}
+	}
+	slices.Sort(keep)
+	return strings.Join(keep, "\n")
+}
+
+// exposition is the registry in the text format, as a scrape gets it.
+func exposition(t *testing.T, e *Exporter) string {
+	t.Helper()
+	fams, err := e.Registry().Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b bytes.Buffer
+	enc := expfmt.NewEncoder(&b, expfmt.NewFormat(expfmt.TypeTextPlain))
+	for _, f := range fams {
+		if err := enc.Encode(f); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return b.String()
+}
+
+// A model name the exposition format cannot carry raw (a NUL, invalid
+// UTF-8, which client_golang refuses with a panic) must not corrupt or
+// crash the output: it is exported with U+FFFD in place.
+func TestLabelValuesAreSafe(t *testing.T) {
+	long := strings.Repeat("é", events.MaxModelName) // 2 bytes a rune
+	tests := []struct {
+		name, model, label string
+	}{
+		{"NUL", "qwen\x00evil", "qwen\uFFFDevil"},
+		{"invalid UTF-8", "qwen\xff\xfe", "qwen\uFFFD"},
+		{"terminal escape", "qwen\x1b[31m", "qwen\uFFFD[31m"},
+		{"newline", "a\nmlx_fake 1", "a\uFFFDmlx_fake 1"},
+		{"quote and backslash kept, escaped", `a"b\c`, `a"b\c`},
+		{"over-long", long + "x", long[:events.MaxModelName]},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			e := New()
+			e.Observe(finished(tc.model, events.FinishStop, 100))
+			e.Observe(events.Event{Type: events.TypeSchedulerSample, At: 1, Payload: &events.SchedulerSample{Model: tc.model, Active: 1, Capacity: 2}})
+			text := exposition(t, e)
+			if strings.IndexByte(text, 0) >= 0 || strings.IndexByte(text, 0x1b) >= 0 {
+				t.Fatalf("control byte in the output:\n%q", text)
+			}
+			parser := expfmt.NewTextParser(model.UTF8Validation)
+			fams, err := parser.TextToMetricFamilies(strings.NewReader(text))
+			if err != nil {
+				t.Fatalf("output does not parse: %v\n%s", err, text)
+			}
+			f := fams["mlx_num_requests_running"]
+			if f == nil || len(f.GetMetric()) != 1 {
+				t.Fatalf("want one running series, got %v", f)
+			}
+			if got := f.GetMetric()[0].GetLabel()[0].GetValue(); got != tc.label {
+				t.Errorf("label %q, want %q", got, tc.label)
+			}
+		})
+	}
+}
+
+// cache.sample's hits and misses are int64 running totals; their sum must
+// not wrap negative (client_golang panics on a counter decreasing).
+func TestPrefixTotalsDoNotOverflow(t *testing.T) {
+	tests := []struct {
+		name                 string
+		hits, misses         []int64
+		wantHits, wantQuerie float64
+	}{
+		{"two maximal totals", []int64{math.MaxInt64}, []int64{math.MaxInt64}, math.MaxInt64, 2 * float64(math.MaxInt64)},
+		{"growing past int64 together", []int64{1, math.MaxInt64}, []int64{1, math.MaxInt64 - 1}, math.MaxInt64, float64(math.MaxInt64) + float64(math.MaxInt64-1)},
+		{"negative totals are ignored", []int64{-5, 3}, []int64{-5, 1}, 3, 4},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			e := New()
+			for i := range tc.hits {
+				h, m := tc.hits[i], tc.misses[i]
+				e.Observe(events.Event{Type: events.TypeCacheSample, At: 1, Payload: &events.CacheSample{
+					Model: "m", Cache: events.CachePrefix, Hits: &h, Misses: &m}})
+			}
+			want := fmt.Sprintf(`
+# HELP mlx_prefix_cache_hits_total Prefix cache lookups that hit.
+# TYPE mlx_prefix_cache_hits_total counter
+mlx_prefix_cache_hits_total{model_name="m"} %g
+# HELP mlx_prefix_cache_queries_total Prefix cache lookups.
+# TYPE mlx_prefix_cache_queries_total counter
+mlx_prefix_cache_queries_total{model_name="m"} %g
+`, tc.wantHits, tc.wantQuerie)
+			if err := testutil.GatherAndCompare(e.Registry(), strings.NewReader(want),
+				"mlx_prefix_cache_hits_total", "mlx_prefix_cache_queries_total"); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+}
+
+// TestPromtoolCheckMetrics lints a scrape of every family with Prometheus'
+// own promtool, where it is installed (Debian: apt-get install prometheus).
+func TestPromtoolCheckMetrics(t *testing.T) {
+	promtool, err := exec.LookPath("promtool")
+	if err != nil {
+		t.Skip("promtool not installed")
+	}
+	e := replay(t, "testdata/events.ndjson")
+	e.Observe(finished("", events.FinishError, 1))
+	e.Observe(events.Event{Type: events.TypeSchedulerSample, At: 1, Payload: &events.SchedulerSample{Model: "qwen3-8b", Active: 1, Capacity: 2}})
+	cmd := exec.Command(promtool, "check", "metrics")
+	cmd.Stdin = strings.NewReader(exposition(t, e))
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Errorf("promtool check metrics: %v\n%s", err, out)
+	}
+}
