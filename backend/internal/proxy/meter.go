@@ -219,13 +219,19 @@ func (m *meter) event(o outcome, fallbackID string) events.Event {
 		Finish:    events.FinishStop,
 		TotalMs:   ms(o.end.Sub(m.start)),
 	}
-	if p.Model == "" {
+	switch {
+	case o.status == 0 || o.status >= 400:
+		// Not accepted: the name is the client's word only, and need not
+		// name any model.
+		p.Model = ""
+	case p.Model == "":
 		p.Model = "unknown"
 	}
 	if len(p.Model) > events.MaxModelName {
 		// Cut at a rune boundary: a split rune would not survive encoding.
 		p.Model = strings.ToValidUTF8(p.Model[:events.MaxModelName], "")
 	}
+	p.Model = strings.ToValidUTF8(p.Model, "\uFFFD")
 	if p.RequestID == "" {
 		p.RequestID = fallbackID
 	}

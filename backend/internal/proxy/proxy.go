@@ -2,9 +2,10 @@
 // measures each generation request from outside, for engines that publish
 // no mlx events of their own.
 //
-// Requests under /v1/ go to the upstream unchanged, and answers come back
-// unchanged: status, headers, body, and event streams chunk by chunk as the
-// upstream writes them. Completions and chat completions are measured on
+// Requests under /v1/ go to the upstream unchanged, but for their dot
+// segments, which are resolved (a path that leaves /v1 is refused with
+// 400), and answers come back unchanged: status, headers, body, and event
+// streams chunk by chunk as the upstream writes them. Completions and chat completions are measured on
 // the way through (time to first token, total time, token counts from the
 // answer's usage, decode rate) and published as request.finished events.
 package proxy
@@ -119,7 +120,10 @@ func (p *Proxy) Mount(root *fiber.App, _ fiber.Router) {
 func (p *Proxy) handle(c *fiber.Ctx) error {
 	start := p.now()
 	uri := c.Request().URI()
-	path := string(uri.PathOriginal())
+	path, decoded, err := cleanPath(string(uri.PathOriginal()))
+	if err != nil {
+		return server.Error(c, fiber.StatusBadRequest, err.Error())
+	}
 	target := p.base + path
 	if q := uri.QueryString(); len(q) > 0 {
 		target += "?" + string(q)
@@ -129,7 +133,7 @@ func (p *Proxy) handle(c *fiber.Ctx) error {
 	// would decode a Content-Encoding the upstream is told it still has.
 	body := bytes.Clone(c.Request().Body())
 	var m *meter
-	if c.Method() == fiber.MethodPost && measuredPaths[string(uri.Path())] {
+	if c.Method() == fiber.MethodPost && measuredPaths[decoded] {
 		m = newMeter(start, body)
 	}
 
