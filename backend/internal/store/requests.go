@@ -15,8 +15,12 @@ func (s *Store) applyRequest(at int64, p *events.RequestFinished) bool {
 	}
 	r := newRequestRecord(p)
 	s.window.add(r)
-	if m := s.lookup(p.Model, snapshot.StateResident, at); m != nil && m.window != nil {
-		m.window.add(r)
+	// A request under no model (one the proxy's upstream refused, such as
+	// an unknown model name) counts, but makes no model row.
+	if p.Model != "" {
+		if m := s.lookup(p.Model, snapshot.StateResident, at); m != nil && m.window != nil {
+			m.window.add(r)
+		}
 	}
 	s.recent.add(snapshot.Recent{RequestFinished: *p, At: at})
 	return true
