@@ -5,9 +5,10 @@
 // MetricsSnapshot (its protocol.ts), which other host code reads: every
 // field of it is here under the same name, and a field typed "T | null"
 // there is always present, null when unknown. The additions are:
-// Snapshot.version, Model.updatedAt, Window.size and Window.perModel,
-// Distribution.p99, SeriesPoint.capacity, and usageRatio on a cache
-// reading of an engine that reports a ratio rather than bytes.
+// Snapshot.version, Snapshot.timeline, Snapshot.intervalMs and
+// Snapshot.marks, Model.updatedAt, Window.size, Window.tpotMs and
+// Window.perModel, Distribution.p99, SeriesPoint.capacity, and usageRatio
+// on a cache reading of an engine that reports a ratio rather than bytes.
 package snapshot
 
 import "github.com/mlx-bun/mlx-metrics/shared/events"
@@ -23,6 +24,11 @@ type Snapshot struct {
 	Caches     []Cache       `json:"caches"`
 	Requests   Requests      `json:"requests"`
 	Series     []SeriesPoint `json:"series"`
+	// Timeline is the last intervals of IntervalMs each, oldest first;
+	// Marks the recent model loads, unloads and swaps, oldest first.
+	Timeline   []TimelinePoint `json:"timeline"`
+	IntervalMs int64           `json:"intervalMs"`
+	Marks      []ModelMark     `json:"marks"`
 }
 
 // Model states.
@@ -107,6 +113,11 @@ type Window struct {
 	PrefillTokensPerSecond *Distribution `json:"prefillTokensPerSecond"`
 	DecodeTokensPerSecond  *Distribution `json:"decodeTokensPerSecond"`
 	TotalMs                *Distribution `json:"totalMs"`
+	// TPOTMs is the time per output token after the first, derived as
+	// 1000 / decodeTokensPerSecond of each request that reports a decode
+	// rate (the host defines that rate as the tokens after the first over
+	// the decode time).
+	TPOTMs *Distribution `json:"tpotMs"`
 	// CachedPromptShare is cached prompt tokens over prompt tokens in the
 	// window, null when the window has no prompt tokens.
 	CachedPromptShare *float64 `json:"cachedPromptShare"`
@@ -170,3 +181,58 @@ func Readings(caches []Cache) []Reading {
 	}
 	return out
 }
+
+// TimelinePoint is one fixed interval of the live timeline (Interval ms
+// from At): the requests that finished in it, their timing quantiles, and
+// the caches as last sampled in it.
+type TimelinePoint struct {
+	At       int64        `json:"at"`
+	Requests int          `json:"requests"`
+	ByFinish FinishCounts `json:"byFinish"`
+	// TTFTMs, TPOTMs and TotalMs are quantiles over the requests finished
+	// in the interval that report the value; null when none did. They come
+	// from a log-linear histogram (16 bins an octave), so each is within
+	// about 3 % of the observed value.
+	TTFTMs  *Quantiles `json:"ttftMs"`
+	TPOTMs  *Quantiles `json:"tpotMs"`
+	TotalMs *Quantiles `json:"totalMs"`
+	// KVUsage is the resident models' KV bytes over their KV capacity at
+	// the interval's last kv sample (or the mean reported ratio where
+	// engines report one); null without a sample with a capacity.
+	KVUsage *float64 `json:"kvUsage"`
+	// PrefixHitRate is the prefix-cache lookups that hit, over the lookups
+	// made during the interval; null when none were.
+	PrefixHitRate *float64 `json:"prefixHitRate"`
+}
+
+// FinishCounts counts finished requests by finish reason.
+type FinishCounts struct {
+	Stop      int `json:"stop"`
+	Length    int `json:"length"`
+	Cancelled int `json:"cancelled"`
+	Error     int `json:"error"`
+}
+
+// Quantiles are the p50, p95 and p99 of one quantity in one interval.
+type Quantiles struct {
+	P50 float64 `json:"p50"`
+	P95 float64 `json:"p95"`
+	P99 float64 `json:"p99"`
+}
+
+// ModelMark is a model's load, unload, swap or failed load, for marks on
+// the timeline's time axis.
+type ModelMark struct {
+	At    int64    `json:"at"`
+	Model string   `json:"model"`
+	Kind  string   `json:"kind"` // MarkLoad, MarkUnload, MarkSwap, MarkFailed
+	Ms    *float64 `json:"ms"`   // the load's, unload's or swap's time when known
+}
+
+// Model mark kinds.
+const (
+	MarkLoad   = "load"
+	MarkUnload = "unload"
+	MarkSwap   = "swap"
+	MarkFailed = "failed"
+)

@@ -11,6 +11,7 @@ import (
 	"github.com/mlx-bun/mlx-metrics/backend/internal/bus"
 	"github.com/mlx-bun/mlx-metrics/backend/internal/clock"
 	"github.com/mlx-bun/mlx-metrics/shared/events"
+	"github.com/mlx-bun/mlx-metrics/shared/snapshot"
 )
 
 // The anchor's MetricsSnapshot (protocol.ts of the original TypeScript
@@ -37,6 +38,9 @@ type anchorSnapshot struct {
 		Capacity        int     `json:"capacity"` // addition
 		Queued          int     `json:"queued"`
 	} `json:"series"`
+	Timeline   []snapshot.TimelinePoint `json:"timeline"`   // addition
+	IntervalMs int64                    `json:"intervalMs"` // addition
+	Marks      []snapshot.ModelMark     `json:"marks"`      // addition
 }
 
 type anchorModel struct {
@@ -99,6 +103,7 @@ type anchorWindow struct {
 	PrefillTokensPerSecond *anchorDistribution      `json:"prefillTokensPerSecond"`
 	DecodeTokensPerSecond  *anchorDistribution      `json:"decodeTokensPerSecond"`
 	TotalMs                *anchorDistribution      `json:"totalMs"`
+	TPOTMs                 *anchorDistribution      `json:"tpotMs"` // addition
 	CachedPromptShare      *float64                 `json:"cachedPromptShare"`
 	PerModel               map[string]*anchorWindow `json:"perModel,omitempty"` // addition
 }

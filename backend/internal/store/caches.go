@@ -7,12 +7,14 @@ import (
 
 // modelCaches is one model's latest kv and prefix readings, each with the
 // sample it came from so a repeat or an older sample changes nothing.
+// Readings are held by value: a sample costs no allocation.
 type modelCaches struct {
 	model      string
-	kv, prefix *reading
+	kv, prefix reading
 }
 
 type reading struct {
+	set    bool
 	at     int64
 	sample events.CacheSample
 }
@@ -24,10 +26,10 @@ func (c *modelCaches) apply(at int64, p *events.CacheSample) bool {
 	if p.Cache == events.CachePrefix {
 		slot = &c.prefix
 	}
-	if r := *slot; r != nil && (at < r.at || at == r.at && sameCache(&r.sample, p)) {
+	if r := slot; r.set && (at < r.at || at == r.at && sameCache(&r.sample, p)) {
 		return false // out of order, or a repeat
 	}
-	*slot = &reading{at: at, sample: *p}
+	*slot = reading{set: true, at: at, sample: *p}
 	return true
 }
 
@@ -36,10 +38,10 @@ func (c *modelCaches) apply(at int64, p *events.CacheSample) bool {
 // hit rate, null before any lookup.
 func (c *modelCaches) view() snapshot.Cache {
 	out := snapshot.Cache{Model: c.model}
-	if r := c.kv; r != nil {
+	if r := c.kv; r.set {
 		out.KV = &snapshot.KVCache{At: r.at, Bytes: r.sample.Bytes, CapacityBytes: r.sample.CapacityBytes, UsageRatio: r.sample.UsageRatio}
 	}
-	if r := c.prefix; r != nil {
+	if r := c.prefix; r.set {
 		p := &snapshot.PrefixCache{At: r.at, Bytes: r.sample.Bytes, CapacityBytes: r.sample.CapacityBytes, UsageRatio: r.sample.UsageRatio}
 		if r.sample.Hits != nil {
 			p.Hits = *r.sample.Hits

@@ -48,30 +48,46 @@ func (s *Store) lookup(name, state string, at int64) *model {
 	}
 	m := &model{view: snapshot.Model{Model: name, State: state, UpdatedAt: at}, lastSeen: s.seq}
 	if !s.opts.NoPerModelWindows {
-		m.window = newRequestWindow(s.opts.Window)
+		if w := s.spareWindow; w != nil {
+			// The window of a model forgotten to make room: a host cycling
+			// through many models costs no new ring per model.
+			w.next, w.n, s.spareWindow = 0, 0, nil
+			m.window = w
+		} else {
+			m.window = newRequestWindow(s.opts.Window)
+		}
 	}
 	s.models[name] = m
 	s.order = append(s.order, m)
 	return m
 }
 
-// evictIdle forgets the least recently named model that never finished a
-// load and is not loading, so names a producer invents cannot keep a real
-// model out; it reports whether one made room.
+// evictIdle makes room for a new model by forgetting one that holds
+// nothing: the least recently named model that never finished a load (a
+// name a producer may have invented), or failing that the least recently
+// named one that is unloaded or failed. A resident or loading model is never
+// forgotten. It reports whether one was.
 func (s *Store) evictIdle() bool {
-	victim := -1
+	victim, victimTier := -1, 0
 	for i, m := range s.order {
-		if m.view.Loads > 0 || m.view.State == snapshot.StateLoading {
+		tier := 0
+		switch {
+		case m.view.State == snapshot.StateLoading || m.view.State == snapshot.StateResident && m.view.Loads > 0:
 			continue
+		case m.view.Loads == 0:
+			tier = 2
+		default:
+			tier = 1
 		}
-		if victim < 0 || m.lastSeen < s.order[victim].lastSeen {
-			victim = i
+		if tier > victimTier || tier == victimTier && m.lastSeen < s.order[victim].lastSeen {
+			victim, victimTier = i, tier
 		}
 	}
 	if victim < 0 {
 		return false
 	}
 	m := s.order[victim]
+	s.spareWindow = m.window
 	s.order = append(s.order[:victim], s.order[victim+1:]...)
 	delete(s.models, m.view.Model)
 	delete(s.schedulers, m.view.Model)
@@ -113,7 +129,11 @@ func (s *Store) applyLoad(at int64, p *events.ModelLoad) bool {
 		if p.WeightsBytes != nil {
 			v.WeightsBytes = *p.WeightsBytes
 		}
-		s.creditSwap(m, at, loadMs)
+		if s.creditSwap(m, at, loadMs) {
+			s.timeline.mark(snapshot.ModelMark{At: at, Model: p.Model, Kind: snapshot.MarkSwap, Ms: v.LastSwapMs})
+		} else {
+			s.timeline.mark(snapshot.ModelMark{At: at, Model: p.Model, Kind: snapshot.MarkLoad, Ms: loadMs})
+		}
 	case events.PhaseFailed:
 		v.State = snapshot.StateFailed
 		msg := p.Error
@@ -123,14 +143,16 @@ func (s *Store) applyLoad(at int64, p *events.ModelLoad) bool {
 		v.LastError = &msg
 		m.loadStartedAt = 0
 		s.clearResidency(m, at)
+		s.timeline.mark(snapshot.ModelMark{At: at, Model: p.Model, Kind: snapshot.MarkFailed})
 	}
 	return true
 }
 
 // creditSwap counts a swap for a model that finished loading within the
 // swap window of evicted unloads of other models: the time spent making
-// room plus the load itself. Every eviction is credited at most once.
-func (s *Store) creditSwap(m *model, at int64, loadMs *float64) {
+// room plus the load itself. Every eviction is credited at most once. It
+// reports whether the load was a swap.
+func (s *Store) creditSwap(m *model, at int64, loadMs *float64) bool {
 	var unloadMs float64
 	credited := false
 	kept := s.evictions[:0]
@@ -147,7 +169,7 @@ func (s *Store) creditSwap(m *model, at int64, loadMs *float64) {
 	}
 	s.evictions = kept
 	if !credited {
-		return
+		return false
 	}
 	m.view.Swaps++
 	if loadMs != nil {
@@ -155,6 +177,7 @@ func (s *Store) creditSwap(m *model, at int64, loadMs *float64) {
 	} else {
 		m.view.LastSwapMs = nil // the load time is unknown, so is the swap's
 	}
+	return true
 }
 
 // maxEvictions bounds pending evictions; more than this within the swap
@@ -179,6 +202,7 @@ func (s *Store) applyUnload(at int64, p *events.ModelUnload) bool {
 	}
 	v.LastUnloadMs = ptr(ms)
 	v.LastUnloadReason = ptr(p.Reason)
+	s.timeline.mark(snapshot.ModelMark{At: at, Model: p.Model, Kind: snapshot.MarkUnload, Ms: v.LastUnloadMs})
 	m.loadStartedAt = 0
 	s.clearResidency(m, at)
 	if p.Reason == events.ReasonEvicted {
@@ -264,5 +288,9 @@ func (s *Store) applyCache(at int64, p *events.CacheSample) bool {
 		c = &modelCaches{model: p.Model}
 		s.caches[p.Model] = c
 	}
-	return c.apply(at, p)
+	if !c.apply(at, p) {
+		return false
+	}
+	s.timeline.sampleCaches(at, s.caches)
+	return true
 }

@@ -15,6 +15,7 @@ func (s *Store) applyRequest(at int64, p *events.RequestFinished) bool {
 	}
 	r := newRequestRecord(p)
 	s.window.add(r)
+	s.timeline.addRequest(at, &r, p.Finish)
 	// A request under no model (one the proxy's upstream refused, such as
 	// an unknown model name) counts, but makes no model row.
 	if p.Model != "" {
@@ -33,8 +34,8 @@ var null = math.NaN()
 // requestRecord is what a window keeps of one request: plain values, no
 // pointers, so the ring costs nothing to the garbage collector.
 type requestRecord struct {
-	queueMs, ttftMs, prefill, decode, totalMs float64
-	promptTokens, cachedPromptTokens          int64
+	queueMs, ttftMs, prefill, decode, tpotMs, totalMs float64
+	promptTokens, cachedPromptTokens                  int64
 }
 
 func orNull(v *float64) float64 {
@@ -45,7 +46,12 @@ func orNull(v *float64) float64 {
 }
 
 func newRequestRecord(p *events.RequestFinished) requestRecord {
+	tpot := null
+	if p.DecodeTokensPerSecond != nil && *p.DecodeTokensPerSecond > 0 {
+		tpot = 1000 / *p.DecodeTokensPerSecond
+	}
 	return requestRecord{
+		tpotMs:             tpot,
 		queueMs:            orNull(p.QueueMs),
 		ttftMs:             orNull(p.TTFTMs),
 		prefill:            orNull(p.PrefillTokensPerSecond),
@@ -82,6 +88,7 @@ func (w *requestWindow) summary() snapshot.Window {
 	out.PrefillTokensPerSecond = dist(func(r requestRecord) float64 { return r.prefill })
 	out.DecodeTokensPerSecond = dist(func(r requestRecord) float64 { return r.decode })
 	out.TotalMs = dist(func(r requestRecord) float64 { return r.totalMs })
+	out.TPOTMs = dist(func(r requestRecord) float64 { return r.tpotMs })
 	var prompt, cached int64
 	for _, r := range recs {
 		prompt += r.promptTokens

@@ -32,6 +32,10 @@ type Options struct {
 	// PerModelWindows adds a request window per model (on by default;
 	// set NoPerModelWindows to turn it off).
 	NoPerModelWindows bool
+	// Timeline is how many intervals of TimelineIntervalMs the timeline
+	// keeps (120 of 5 000 ms: ten minutes).
+	Timeline           int
+	TimelineIntervalMs int64
 }
 
 // Defaults for Options.
@@ -41,6 +45,8 @@ const (
 	DefaultSeries       = 120
 	DefaultSwapWindowMs = 120_000
 	DefaultMaxModels    = 1024
+	DefaultTimeline     = 120
+	DefaultIntervalMs   = 5000
 )
 
 func (o Options) withDefaults() Options {
@@ -59,6 +65,12 @@ func (o Options) withDefaults() Options {
 	if o.MaxModels <= 0 {
 		o.MaxModels = DefaultMaxModels
 	}
+	if o.Timeline <= 0 {
+		o.Timeline = DefaultTimeline
+	}
+	if o.TimelineIntervalMs <= 0 {
+		o.TimelineIntervalMs = DefaultIntervalMs
+	}
 	return o
 }
 
@@ -75,12 +87,16 @@ type Store struct {
 	evictions  []eviction // evicted unloads not yet credited to a swap
 	seq        uint64     // counts events applied, for least-recently-used
 	evicted    uint64     // idle models forgotten to make room
+	// spareWindow is the request window of the last model forgotten, kept
+	// for the next new model.
+	spareWindow *requestWindow
 
 	finished int64
 	byFinish [len(finishNames)]int64
 	window   *requestWindow
 	recent   ring[snapshot.Recent]
 	series   series
+	timeline *timeline
 }
 
 // eviction is an evicted unload waiting for the load it made room for.
@@ -114,6 +130,7 @@ func New(opts Options, startedAt int64) *Store {
 		window:     newRequestWindow(opts.Window),
 		recent:     newRing[snapshot.Recent](opts.Recent),
 		series:     newSeries(opts.Series),
+		timeline:   newTimeline(opts.Timeline, opts.TimelineIntervalMs),
 	}
 }
 
@@ -204,5 +221,8 @@ func (s *Store) Snapshot(now int64) snapshot.Snapshot {
 		}
 	}
 	snap.Series = s.series.slice()
+	snap.Timeline = s.timeline.points()
+	snap.IntervalMs = s.opts.TimelineIntervalMs
+	snap.Marks = s.timeline.marks.slice()
 	return snap
 }

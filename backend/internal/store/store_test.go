@@ -738,19 +738,57 @@ func mixedEvents(n int) []events.Event {
 	return evs
 }
 
+// churnEvents is a host cycling through many models: each loads, serves a
+// few requests with samples, and is evicted for the next.
+func churnEvents(n, models int) []events.Event {
+	evs := make([]events.Event, 0, n)
+	for i := 0; len(evs) < n; i++ {
+		m := fmt.Sprintf("org/model-%04d", i%models)
+		at := t0 + int64(i)*10
+		evs = append(evs,
+			load(at, m, events.PhaseStarted, nil),
+			load(at+1, m, events.PhaseFinished, f(1200)),
+			sched(at+2, m, 2, 0, 100),
+			cache(at+3, m, events.CacheKV, 1<<20, nil, nil),
+			request(at+4, m, events.FinishStop, 500, f(40)),
+			request(at+5, m, events.FinishLength, 900, f(60)),
+			unload(at+6, m, events.ReasonEvicted, 3, nil),
+		)
+	}
+	return evs[:n]
+}
+
+// BenchmarkApply folds a recorded mix over and over with time moving
+// forward (each lap is shifted past the one before), so no sample is stale
+// and the figure is what a live stream costs.
 func BenchmarkApply(b *testing.B) {
-	evs := mixedEvents(1 << 16)
-	s := New(Options{}, t0)
-	for _, ev := range evs {
-		s.Apply(ev)
+	for _, mix := range []struct {
+		name string
+		evs  []events.Event
+	}{
+		{"serving", mixedEvents(1 << 16)},
+		{"model-churn", churnEvents(1<<16, 2000)},
+	} {
+		b.Run(mix.name, func(b *testing.B) {
+			evs := mix.evs
+			span := evs[len(evs)-1].At - evs[0].At + 1
+			s := New(Options{}, t0)
+			for _, ev := range evs {
+				s.Apply(ev)
+			}
+			b.ReportAllocs()
+			i, lap := 0, int64(1)
+			for b.Loop() {
+				ev := evs[i]
+				ev.At += lap * span
+				s.Apply(ev)
+				if i++; i == len(evs) {
+					i, lap = 0, lap+1
+				}
+			}
+			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "events/s")
+		})
 	}
-	b.ReportAllocs()
-	i := 0
-	for b.Loop() {
-		s.Apply(evs[i&(len(evs)-1)])
-		i++
-	}
-	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "events/s")
 }
 
 func BenchmarkSnapshot(b *testing.B) {
@@ -822,7 +860,25 @@ func TestModelBoundEvictsIdleNeverLoaded(t *testing.T) {
 			firstTwo: []string{"junk-old", "l1"},
 		},
 		{
-			name: "loaded and loading models are never evicted: the newcomer is refused",
+			name: "with no never-loaded model, the least recently named unloaded one goes",
+			evs: func() []events.Event {
+				return []events.Event{
+					load(t0, "l1", events.PhaseFinished, f(1)),
+					load(t0+1, "l2", events.PhaseFinished, f(1)),
+					unload(t0+2, "l2", events.ReasonIdle, 0, nil),
+					load(t0+3, "l3", events.PhaseFinished, f(1)),
+					unload(t0+4, "l3", events.ReasonIdle, 0, nil),
+					load(t0+5, "l4", events.PhaseFinished, f(1)),
+					load(t0+6, "l5", events.PhaseFinished, f(1)),
+				}
+			},
+			present: []string{"l1", "l3", "l4", "l5"},
+			absent:  []string{"l2"},
+			evicted: 1, nModels: 4,
+			firstTwo: []string{"l1", "l3"},
+		},
+		{
+			name: "resident and loading models are never evicted: the newcomer is refused",
 			evs: func() []events.Event {
 				return []events.Event{
 					load(t0, "l1", events.PhaseFinished, f(1)),

@@ -1,0 +1,186 @@
+package store
+
+import (
+	"github.com/mlx-bun/mlx-metrics/shared/events"
+	"github.com/mlx-bun/mlx-metrics/shared/snapshot"
+)
+
+// timeline is the last n intervals of fixed width, a ring indexed by
+// interval number (at / width). Only the intervals an event touched since
+// the last snapshot are summarised again.
+type timeline struct {
+	width  int64
+	slots  []interval
+	newest int64 // the newest interval's number; -1 before any
+	marks  ring[snapshot.ModelMark]
+
+	// The caches' running sums over resident models, sampled into the
+	// interval of each cache sample.
+	prefixHits, prefixLookups int64
+}
+
+type interval struct {
+	num        int64 // at / width; -1 when unused
+	requests   int
+	byFinish   snapshot.FinishCounts
+	ttft, tpot *histogram // allocated once, on the slot's first value
+	total      *histogram
+	kvUsage    float64
+	kvSampled  bool
+	// The running prefix totals where they stood before the interval's
+	// first sample, and at its last one: their difference is its lookups.
+	startHits, startLookups int64
+	endHits, endLookups     int64
+	prefixSampled           bool
+
+	dirty bool
+	view  snapshot.TimelinePoint
+}
+
+const maxMarks = 64
+
+func newTimeline(n int, width int64) *timeline {
+	t := &timeline{width: width, slots: make([]interval, n), newest: -1, marks: newRing[snapshot.ModelMark](maxMarks)}
+	for i := range t.slots {
+		t.slots[i].num = -1
+	}
+	return t
+}
+
+// slot returns the interval at falls in, starting it (and forgetting what
+// the ring held there) when it is newer than any; nil when it is older
+// than the ring holds.
+func (t *timeline) slot(at int64) *interval {
+	num := at / t.width
+	if t.newest >= 0 && num <= t.newest-int64(len(t.slots)) {
+		return nil
+	}
+	s := &t.slots[num%int64(len(t.slots))]
+	if s.num != num {
+		ttft, tpot, total := s.ttft, s.tpot, s.total
+		*s = interval{num: num, ttft: ttft, tpot: tpot, total: total}
+		for _, h := range []*histogram{ttft, tpot, total} {
+			if h != nil {
+				h.reset()
+			}
+		}
+	}
+	t.newest = max(t.newest, num)
+	s.dirty = true
+	return s
+}
+
+func (t *timeline) addRequest(at int64, r *requestRecord, finish string) {
+	s := t.slot(at)
+	if s == nil {
+		return
+	}
+	s.requests++
+	switch finish {
+	case events.FinishStop:
+		s.byFinish.Stop++
+	case events.FinishLength:
+		s.byFinish.Length++
+	case events.FinishCancelled:
+		s.byFinish.Cancelled++
+	case events.FinishError:
+		s.byFinish.Error++
+	}
+	if s.total == nil {
+		s.ttft, s.tpot, s.total = new(histogram), new(histogram), new(histogram)
+	}
+	s.total.add(r.totalMs)
+	if r.ttftMs == r.ttftMs { // not null
+		s.ttft.add(r.ttftMs)
+	}
+	if r.tpotMs == r.tpotMs {
+		s.tpot.add(r.tpotMs)
+	}
+}
+
+// sampleCaches records the caches of every resident model as they stand
+// after a cache sample at at.
+func (t *timeline) sampleCaches(at int64, caches map[string]*modelCaches) {
+	s := t.slot(at)
+	if s == nil {
+		return
+	}
+	var kvBytes, kvCap, hits, lookups int64
+	var ratios float64
+	var nRatios int
+	for _, c := range caches {
+		if r := c.kv; r.set {
+			switch {
+			case r.sample.CapacityBytes != nil && *r.sample.CapacityBytes > 0:
+				kvBytes += r.sample.Bytes
+				kvCap += *r.sample.CapacityBytes
+			case r.sample.UsageRatio != nil:
+				ratios += *r.sample.UsageRatio
+				nRatios++
+			}
+		}
+		if r := c.prefix; r.set && r.sample.Hits != nil && r.sample.Misses != nil {
+			hits += *r.sample.Hits
+			lookups += *r.sample.Hits + *r.sample.Misses
+		}
+	}
+	switch {
+	case kvCap > 0:
+		s.kvUsage, s.kvSampled = float64(kvBytes)/float64(kvCap), true
+	case nRatios > 0:
+		s.kvUsage, s.kvSampled = ratios/float64(nRatios), true
+	}
+	if !s.prefixSampled {
+		s.startHits, s.startLookups, s.prefixSampled = t.prefixHits, t.prefixLookups, true
+	}
+	if lookups < s.startLookups || lookups < s.endLookups || hits < s.startHits {
+		// A model left (or restarted its counters): count the interval's
+		// lookups from here.
+		s.startHits, s.startLookups = hits, lookups
+	}
+	s.endHits, s.endLookups = hits, lookups
+	t.prefixHits, t.prefixLookups = hits, lookups
+}
+
+// hitRate is the share of the interval's lookups that hit.
+func (s *interval) hitRate() *float64 {
+	if d := s.endLookups - s.startLookups; s.prefixSampled && d > 0 {
+		return ptr(float64(s.endHits-s.startHits) / float64(d))
+	}
+	return nil
+}
+
+func (t *timeline) mark(m snapshot.ModelMark) { t.marks.add(m) }
+
+// points lists the intervals from the oldest one used to the newest, empty
+// ones included so the time axis is even.
+func (t *timeline) points() []snapshot.TimelinePoint {
+	if t.newest < 0 {
+		return []snapshot.TimelinePoint{}
+	}
+	first := max(0, t.newest-int64(len(t.slots))+1)
+	for first < t.newest && t.slots[first%int64(len(t.slots))].num != first {
+		first++
+	}
+	out := make([]snapshot.TimelinePoint, 0, t.newest-first+1)
+	for num := first; num <= t.newest; num++ {
+		s := &t.slots[num%int64(len(t.slots))]
+		if s.num != num {
+			out = append(out, snapshot.TimelinePoint{At: num * t.width})
+			continue
+		}
+		if s.dirty {
+			s.view = snapshot.TimelinePoint{At: num * t.width, Requests: s.requests, ByFinish: s.byFinish,
+				PrefixHitRate: s.hitRate()}
+			if s.kvSampled {
+				s.view.KVUsage = ptr(s.kvUsage)
+			}
+			if s.total != nil {
+				s.view.TTFTMs, s.view.TPOTMs, s.view.TotalMs = s.ttft.quantiles(), s.tpot.quantiles(), s.total.quantiles()
+			}
+			s.dirty = false
+		}
+		out = append(out, s.view)
+	}
+	return out
+}

@@ -1,0 +1,160 @@
+package store
+
+import (
+	"math"
+	"testing"
+
+	"github.com/mlx-bun/mlx-metrics/shared/events"
+	"github.com/mlx-bun/mlx-metrics/shared/snapshot"
+)
+
+// Every value lands in a bin whose midpoint is within 3.2 % of it.
+func TestHistogramBins(t *testing.T) {
+	for _, v := range []float64{0.01, 0.5, 1, 1.5, 7.9, 88.1, 120, 1000, 1154, 65_432.1, 1e6, 9.99e8} {
+		got := histValue(histBin(v))
+		if rel := math.Abs(got-v) / v; rel > 0.032 {
+			t.Errorf("%v lands at %v (%.1f %% off)", v, got, 100*rel)
+		}
+	}
+	for _, v := range []float64{0, 1e-9, math.NaN()} {
+		if histBin(v) != 0 {
+			t.Errorf("%v not in the lowest bin", v)
+		}
+	}
+	if histBin(2e9) != histBins-1 {
+		t.Error("values past the range are not in the top bin")
+	}
+}
+
+func TestHistogramQuantiles(t *testing.T) {
+	for _, tc := range []struct {
+		name          string
+		values        []float64
+		p50, p95, p99 float64 // the observed nearest-rank values
+	}{
+		{"one", []float64{100}, 100, 100, 100},
+		{"two", []float64{88.1, 120}, 88.1, 120, 120},
+		{"1..100", seq(1, 100), 50, 95, 99},
+		{"a long tail", append(repeat(10, 10), 5000), 10, 5000, 5000},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var h histogram
+			for _, v := range tc.values {
+				h.add(v)
+			}
+			q := h.quantiles()
+			for _, c := range []struct{ got, want float64 }{{q.P50, tc.p50}, {q.P95, tc.p95}, {q.P99, tc.p99}} {
+				if math.Abs(c.got-c.want)/c.want > 0.032 {
+					t.Errorf("quantiles %+v, want about %v %v %v", q, tc.p50, tc.p95, tc.p99)
+				}
+			}
+		})
+	}
+	var empty histogram
+	if empty.quantiles() != nil {
+		t.Error("an empty histogram has quantiles")
+	}
+}
+
+func seq(from float64, n int) []float64 {
+	out := make([]float64, n)
+	for i := range out {
+		out[i] = from + float64(i)
+	}
+	return out
+}
+
+func repeat(v float64, n int) []float64 {
+	out := make([]float64, n)
+	for i := range out {
+		out[i] = v
+	}
+	return out
+}
+
+func reqFull(at int64, finish string, ttft, decode *float64, total float64) events.Event {
+	return events.Event{Type: events.TypeRequestFinished, At: at, Payload: &events.RequestFinished{
+		Model: "a", RequestID: "r", Finish: finish, PromptTokens: 10, CompletionTokens: 5,
+		TTFTMs: ttft, DecodeTokensPerSecond: decode, TotalMs: total}}
+}
+
+func kvSample(at int64, model string, bytes, capacity int64) events.Event {
+	return events.Event{Type: events.TypeCacheSample, At: at, Payload: &events.CacheSample{Model: model, Cache: events.CacheKV, Bytes: bytes, CapacityBytes: &capacity}}
+}
+
+// The timeline keeps fixed intervals: each request's timings and finish
+// reason in the interval it finished in, the KV use and the prefix hit rate
+// of the lookups made in it, and model marks.
+func TestTimeline(t *testing.T) {
+	const w = DefaultIntervalMs
+	base := (t0 / w) * w
+	evs := []events.Event{
+		load(base, "a", events.PhaseFinished, f(1500)),
+		reqFull(base+100, events.FinishStop, f(80), f(50), 1000), // tpot 20 ms
+		reqFull(base+200, events.FinishLength, f(120), f(25), 3000),
+		reqFull(base+300, events.FinishCancelled, nil, nil, 10),
+		kvSample(base+400, "a", 250, 1000),
+		cache(base+400, "a", events.CachePrefix, 1, i64(10), i64(10)),
+		// Two intervals later: nothing in between.
+		reqFull(base+2*w+1, events.FinishError, f(5), nil, 5),
+		kvSample(base+2*w+2, "a", 500, 1000),
+		cache(base+2*w+2, "a", events.CachePrefix, 1, i64(13), i64(11)), // 3 hits of 4 lookups here
+		unload(base+2*w+3, "a", events.ReasonIdle, 5, nil),
+	}
+	s := New(Options{}, t0)
+	for _, ev := range evs {
+		s.Apply(ev)
+	}
+	snap := s.Snapshot(t0)
+	if snap.IntervalMs != w || len(snap.Timeline) != 3 {
+		t.Fatalf("interval %d, %d points: %+v", snap.IntervalMs, len(snap.Timeline), snap.Timeline)
+	}
+	p0, gap, p2 := snap.Timeline[0], snap.Timeline[1], snap.Timeline[2]
+	checks := []struct {
+		name      string
+		got, want any
+	}{
+		{"first at", p0.At, base},
+		{"requests", p0.Requests, 3},
+		{"by finish", p0.ByFinish, snapshot.FinishCounts{Stop: 1, Length: 1, Cancelled: 1}},
+		{"ttft p50 (nulls skipped)", near(p0.TTFTMs.P50, 80), true},
+		{"ttft p95", near(p0.TTFTMs.P95, 120), true},
+		{"tpot p50", near(p0.TPOTMs.P50, 20), true},
+		{"total p99", near(p0.TotalMs.P99, 3000), true},
+		{"kv usage", *p0.KVUsage, 0.25},
+		{"prefix hit rate (no lookups before)", *p0.PrefixHitRate, 0.5},
+		{"the empty interval is there", gap.At, base + w},
+		{"and empty", gap.Requests == 0 && gap.TTFTMs == nil && gap.KVUsage == nil, true},
+		{"later interval", p2.ByFinish.Error, 1},
+		{"later tpot null", p2.TPOTMs, (*snapshot.Quantiles)(nil)},
+		{"later kv", *p2.KVUsage, 0.5},
+		{"hit rate of this interval's lookups", *p2.PrefixHitRate, 0.75},
+		{"marks", len(snap.Marks), 2},
+		{"load mark", snap.Marks[0], snapshot.ModelMark{At: base, Model: "a", Kind: snapshot.MarkLoad, Ms: f(1500)}},
+		{"unload mark", snap.Marks[1].Kind, snapshot.MarkUnload},
+		{"window tpot", near(snap.Requests.Window.TPOTMs.P50, 20), true},
+	}
+	for _, c := range checks {
+		if !equalish(c.got, c.want) {
+			t.Errorf("%s = %+v, want %+v", c.name, c.got, c.want)
+		}
+	}
+
+	// Far later, the ring forgets the old intervals; older events are dropped.
+	s.Apply(reqFull(base+1000*w, events.FinishStop, f(1), nil, 1))
+	s.Apply(reqFull(base+w, events.FinishStop, f(1), nil, 1))
+	if tl := s.Snapshot(t0).Timeline; len(tl) != 1 || tl[0].At != base+1000*w || tl[0].Requests != 1 {
+		t.Errorf("after a long gap: %+v", tl)
+	}
+}
+
+func near(got, want float64) bool { return math.Abs(got-want)/want <= 0.032 }
+
+func equalish(a, b any) bool {
+	switch x := a.(type) {
+	case snapshot.ModelMark:
+		y := b.(snapshot.ModelMark)
+		return x.At == y.At && x.Model == y.Model && x.Kind == y.Kind && deref(x.Ms) == deref(y.Ms)
+	}
+	return a == b
+}
