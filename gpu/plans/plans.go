@@ -73,8 +73,12 @@ func engineCell(kind, configuration string, flags ...string) bench.Cell {
 const ModelPlaceholder = "{model}"
 
 // Options is what `mlx-metrics bench plan` asks for: one cell per model,
-// each started by Argv (the reference engine when empty).
+// each started by Argv (the reference engine when empty), or, with Attach,
+// each measuring the server already running at BaseURL.
 type Options struct {
+	// Attach measures the running server at BaseURL (required); Argv, Env
+	// and Port stay empty, and ReadyURL may.
+	Attach        bool
 	Scope         string
 	Description   string
 	Models        []string
@@ -105,6 +109,9 @@ func FromOptions(o Options) (bench.Plan, error) {
 	if len(o.Models) == 0 {
 		o.Models = []string{ReferenceModel}
 	}
+	if o.Attach {
+		return attachPlan(o)
+	}
 	argv := o.Argv
 	if len(argv) == 0 {
 		argv = []string{bench.SelfPlaceholder, "engine", "--port", bench.PortPlaceholder, "--model", ModelPlaceholder}
@@ -130,6 +137,23 @@ func FromOptions(o Options) (bench.Plan, error) {
 			Server: bench.Server{
 				Argv: cellArgv, Env: o.Env, Port: o.Port,
 				BaseURL: o.BaseURL, ReadyURL: o.ReadyURL,
+				APIModel: o.APIModel, ReadyTimeoutMs: o.ReadyTimeoutMs,
+			},
+		})
+	}
+	return p, p.Validate()
+}
+
+// attachPlan is one attached cell per model, all at the same server; with
+// no ReadyURL the runner checks {base}/models, then /health.
+func attachPlan(o Options) (bench.Plan, error) {
+	p := bench.Plan{Scope: o.Scope, Description: o.Description, Models: o.Models, Phases: o.Phases}
+	for _, m := range o.Models {
+		p.Cells = append(p.Cells, bench.Cell{
+			Model: m, Kind: o.Kind, Configuration: o.Configuration,
+			Server: bench.Server{
+				Attach: true, Argv: o.Argv, Env: o.Env, Port: o.Port,
+				BaseURL: strings.TrimRight(o.BaseURL, "/"), ReadyURL: o.ReadyURL,
 				APIModel: o.APIModel, ReadyTimeoutMs: o.ReadyTimeoutMs,
 			},
 		})

@@ -58,6 +58,22 @@ func TestFromOptions(t *testing.T) {
 				t.Errorf("readyUrl %q, want the base URL's /models", got)
 			}
 		}},
+		{"attach to a running server", Options{
+			Attach: true, BaseURL: "http://10.0.0.5:8080/v1/", Models: []string{"a", "b"},
+		}, "", 2, func(t *testing.T, p bench.Plan) {
+			s := p.Cells[1].Server
+			if !s.Attach || len(s.Argv) != 0 || s.BaseURL != "http://10.0.0.5:8080/v1" || s.ReadyURL != "" || p.Cells[1].Model != "b" {
+				t.Errorf("cell %+v", p.Cells[1])
+			}
+		}},
+		{"attach with a ready url", Options{Attach: true, BaseURL: "http://127.0.0.1:8080/v1", ReadyURL: "http://127.0.0.1:8080/ping"}, "", 1, func(t *testing.T, p bench.Plan) {
+			if s := p.Cells[0].Server; s.ReadyURL != "http://127.0.0.1:8080/ping" {
+				t.Errorf("readyUrl %q", s.ReadyURL)
+			}
+		}},
+		{"attach needs its port written", Options{Attach: true, BaseURL: "http://127.0.0.1:{port}/v1"}, "write the port", 0, nil},
+		{"attach without a url", Options{Attach: true}, "cells[0].server.baseUrl: missing", 0, nil},
+		{"attach with a command", Options{Attach: true, BaseURL: "http://127.0.0.1:8080/v1", Argv: []string{"sleep", "3600"}}, "cells[0].server.argv", 0, nil},
 		{"bad kind", Options{Kind: "candidate"}, "cells[0].kind", 0, nil},
 		{"bad scope", Options{Scope: "some"}, "scope", 0, nil},
 		{"bad url", Options{BaseURL: "localhost:8080"}, "baseUrl", 0, nil},

@@ -28,12 +28,11 @@ const defaultReadyTimeout = 10 * time.Minute
 
 var unsafeName = regexp.MustCompile(`[^A-Za-z0-9._-]+`)
 
-// measure starts the cell's server, runs the phases and stops it.
+// measure starts the cell's server (or attaches to it), runs the phases
+// and stops the server it started.
 func (r *run) measure(ctx context.Context, i int, cell bench.Cell, res *bench.CellResult) {
-	logName := fmt.Sprintf("%02d-%s", i+1, unsafeName.ReplaceAllString(res.Key, "_"))
-	srv, err := startServer(cell, r.o.Self, r.logDir, logName)
-	if err != nil {
-		r.fail(res, "start", err, "")
+	srv, ok := r.open(i, cell, res)
+	if !ok {
 		return
 	}
 	sampler := r.sampleMemory(srv)
@@ -41,8 +40,10 @@ func (r *run) measure(ctx context.Context, i int, cell bench.Cell, res *bench.Ce
 		srv.stop(r.o.StopGrace)
 		sampler.stop(res)
 	}()
-	fmt.Fprintf(r.o.Out, "started %v (pid %d), waiting for %s\n", srv.cmd.Args, srv.pgid(), srv.readyURL)
 	timeout := defaultReadyTimeout
+	if srv.attached {
+		timeout = attachReadyTimeout
+	}
 	if ms := cell.Server.ReadyTimeoutMs; ms > 0 {
 		timeout = time.Duration(ms) * time.Millisecond
 	}
@@ -52,14 +53,23 @@ func (r *run) measure(ctx context.Context, i int, cell bench.Cell, res *bench.Ce
 			res.Status, res.Note = bench.CellFailed, "cancelled mid-cell"
 			return
 		}
+		if srv.attached {
+			r.fail(res, "attach", err, "")
+			return
+		}
 		// Stopped first, so the tail holds all it wrote (a server still
 		// loading may not have written anything yet when the wait ended).
 		srv.stop(r.o.StopGrace)
 		r.fail(res, "cold start", err, srv.stderr.String())
 		return
 	}
-	res.ColdStartMs = ms(cold)
-	fmt.Fprintf(r.o.Out, "ready after %.0f ms\n", res.ColdStartMs)
+	if srv.attached {
+		fmt.Fprintln(r.o.Out, "ready (attached: no cold start to measure)")
+	} else {
+		v := ms(cold)
+		res.ColdStartMs = &v
+		fmt.Fprintf(r.o.Out, "ready after %.0f ms\n", v)
+	}
 
 	m := &measurer{
 		run: r, srv: srv, res: res,
@@ -97,6 +107,29 @@ func (r *run) measure(ctx context.Context, i int, cell bench.Cell, res *bench.Ce
 	checkSpread(res, r.phases.UnstableSpread)
 }
 
+// open starts the cell's server, or attaches to the running one the plan
+// names; false when the cell failed already.
+func (r *run) open(i int, cell bench.Cell, res *bench.CellResult) (*server, bool) {
+	if cell.Server.Attach {
+		grace := r.o.AttachGrace
+		if grace <= 0 {
+			grace = defaultAttachGrace
+		}
+		srv := attachServer(cell.Server, grace)
+		res.Attached = true
+		fmt.Fprintf(r.o.Out, "attached to %s (this run starts and stops nothing), checking %s\n", srv.baseURL, strings.Join(srv.readyURLs, " or "))
+		return srv, true
+	}
+	logName := fmt.Sprintf("%02d-%s", i+1, unsafeName.ReplaceAllString(res.Key, "_"))
+	srv, err := startServer(cell, r.o.Self, r.logDir, logName)
+	if err != nil {
+		r.fail(res, "start", err, "")
+		return nil, false
+	}
+	fmt.Fprintf(r.o.Out, "started %v (pid %d), waiting for %s\n", srv.cmd.Args, srv.pgid(), srv.readyURLs[0])
+	return srv, true
+}
+
 // fail records a cell that could not be measured at all.
 func (r *run) fail(res *bench.CellResult, what string, err error, stderr string) {
 	res.Status = bench.CellFailed
@@ -119,6 +152,12 @@ type memorySampler struct {
 
 func (r *run) sampleMemory(srv *server) *memorySampler {
 	s := &memorySampler{done: make(chan struct{}), stopped: make(chan struct{})}
+	if srv.attached {
+		// Its processes are not the run's: no group to sum.
+		s.gpuNote = "not measured: the server was attached, not started by the run"
+		close(s.stopped)
+		return s
+	}
 	if r.gpuErr != nil {
 		s.gpuNote = "unavailable: " + r.gpuErr.Error()
 	}

@@ -43,10 +43,15 @@ func Report(rec bench.RunRecord) string {
 		if c.PeakGPUMemoryBytes != nil {
 			gpu = fmt.Sprintf("%.0f", float64(*c.PeakGPUMemoryBytes)/(1<<20))
 		}
+		cold, rss := num(cc.ColdStartMs, 0), num(cc.PeakRssMB, 0)
+		if c.Attached {
+			// Not applicable rather than not measured: the run did not start it.
+			cold, rss = "n/a (attached)", "n/a"
+		}
 		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n",
 			cc.Key, st, num(cc.DecodeTokensPerSecond, 1), num(cc.TTFTColdMs, 1), num(cc.Prefill1kTokensPerSecond, 0),
 			num(warmTTFT(c), 1), num(cc.ContextPrefillTokensPerSecond, 0), num(cc.AggregateTokensPerSecond, 1),
-			num(cc.ColdStartMs, 0), num(cc.PeakRssMB, 0), gpu)
+			cold, rss, gpu)
 	}
 
 	var notes []string

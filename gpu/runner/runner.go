@@ -47,6 +47,9 @@ type Options struct {
 	StopGrace time.Duration
 	// SampleEvery is the memory sampling period (250 ms by default).
 	SampleEvery time.Duration
+	// AttachGrace is how long an attached server may refuse connections
+	// before its cell fails (5 s by default).
+	AttachGrace time.Duration
 }
 
 // Run measures every cell and writes the record, also when ctx is

@@ -21,15 +21,20 @@ import (
 // server is one started server under test, in its own process group so
 // that stopping it stops whatever it started.
 type server struct {
-	cmd      *exec.Cmd
+	cmd *exec.Cmd // nil when attached
+	// attached: someone else started it (see attach.go).
+	attached bool
 	baseURL  string
-	readyURL string
-	started  time.Time
-	exited   chan struct{} // closed when the process has exited
-	waitErr  error
-	stderr   *tail
-	logs     []*os.File
-	stopOnce sync.Once
+	// readyURLs answer 2xx once it is ready: one for a started server;
+	// for an attached one, each is tried in turn.
+	readyURLs []string
+	grace     time.Duration // how long an attached server may refuse connections
+	started   time.Time
+	exited    chan struct{} // closed when the process has exited; nil when attached
+	waitErr   error
+	stderr    *tail
+	logs      []*os.File
+	stopOnce  sync.Once
 }
 
 // resolve fills the placeholders of a server's command and URLs.
@@ -77,7 +82,7 @@ func startServer(cell bench.Cell, self, logDir, logName string) (*server, error)
 		stdout.Close()
 		return nil, err
 	}
-	s := &server{baseURL: base, readyURL: ready, exited: make(chan struct{}), stderr: newTail(8 << 10), logs: []*os.File{stdout, stderrFile}}
+	s := &server{baseURL: base, readyURLs: []string{ready}, exited: make(chan struct{}), stderr: newTail(8 << 10), logs: []*os.File{stdout, stderrFile}}
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Env = append(os.Environ(), env...)
 	cmd.Stdout = stdout
@@ -124,6 +129,9 @@ func (s *server) exitErr() error {
 // exits, timeout passes or ctx ends. It returns the cold start: spawn to
 // ready.
 func (s *server) waitReady(ctx context.Context, timeout time.Duration) (time.Duration, error) {
+	if s.attached {
+		return 0, s.waitAttached(ctx, timeout)
+	}
 	client := &http.Client{Timeout: 5 * time.Second}
 	deadline := time.NewTimer(timeout)
 	defer deadline.Stop()
@@ -131,14 +139,14 @@ func (s *server) waitReady(ctx context.Context, timeout time.Duration) (time.Dur
 	defer poll.Stop()
 	var last error
 	for {
-		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, s.readyURL, nil)
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, s.readyURLs[0], nil)
 		resp, err := client.Do(req)
 		if err == nil {
 			resp.Body.Close()
 			if resp.StatusCode/100 == 2 {
 				return time.Since(s.started), nil
 			}
-			last = fmt.Errorf("%s answered %s", s.readyURL, resp.Status)
+			last = fmt.Errorf("%s answered %s", s.readyURLs[0], resp.Status)
 		} else {
 			last = err
 		}
@@ -156,7 +164,11 @@ func (s *server) waitReady(ctx context.Context, timeout time.Duration) (time.Dur
 
 // stop ends the process group: SIGTERM, then SIGKILL after grace. Only
 // the first call acts: the group's id is not the server's once it is gone.
+// An attached server is not the run's to stop.
 func (s *server) stop(grace time.Duration) {
+	if s.attached {
+		return
+	}
 	s.stopOnce.Do(func() { s.terminate(grace) })
 }
 

@@ -32,15 +32,15 @@ func Compact(r RunRecord, runDirectory string) HistoryEntry {
 func CompactCellOf(c CellResult) CompactCell {
 	cc := CompactCell{
 		Key: c.Key, Model: c.Model, Kind: c.Kind, Configuration: c.Configuration,
-		Status: c.Status, Note: c.Note,
+		Status: c.Status, Note: c.Note, Attached: c.Attached,
 		DecodeTokensPerSecond:         median(c.Samples, PhaseDecode, func(s Sample) float64 { return s.DecodeTokensPerSecond }),
 		TTFTColdMs:                    median(c.Samples, PhaseColdTTFT, func(s Sample) float64 { return s.TTFTMs }),
 		Prefill1kTokensPerSecond:      median(c.Samples, PhaseColdTTFT, func(s Sample) float64 { return s.PrefillTokensPerSecond }),
 		ContextPrefillTokensPerSecond: median(c.Samples, PhaseLongContext, func(s Sample) float64 { return s.PrefillTokensPerSecond }),
 		AggregateTokensPerSecond:      median(c.Samples, PhaseConcurrent, func(s Sample) float64 { return s.AggregateTokensPerSecond }),
 	}
-	if c.ColdStartMs > 0 {
-		v := c.ColdStartMs
+	if c.ColdStartMs != nil && *c.ColdStartMs > 0 {
+		v := *c.ColdStartMs
 		cc.ColdStartMs = &v
 	}
 	if c.PeakRSSBytes > 0 {

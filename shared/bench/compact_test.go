@@ -44,7 +44,7 @@ func TestCompactCellOf(t *testing.T) {
 			name: "medians per phase, errors and zero figures left out",
 			cell: CellResult{
 				Key: "m/tree/default", Model: "m", Kind: KindTree, Configuration: "default", Status: CellMeasured,
-				ColdStartMs: 1500, PeakRSSBytes: 512 << 20,
+				ColdStartMs: f(1500), PeakRSSBytes: 512 << 20,
 				Samples: []Sample{
 					{Phase: PhaseDecode, DecodeTokensPerSecond: 50},
 					{Phase: PhaseDecode, DecodeTokensPerSecond: 40},
@@ -83,6 +83,12 @@ func TestCompactCellOf(t *testing.T) {
 				},
 			},
 			want: CompactCell{Key: "k", Status: CellMeasured, DecodeTokensPerSecond: f(50), TTFTColdMs: f(200)},
+		},
+		{
+			name: "an attached cell has no cold start, and says so",
+			cell: CellResult{Key: "k", Status: CellMeasured, Attached: true,
+				Samples: []Sample{{Phase: PhaseDecode, DecodeTokensPerSecond: 50}}},
+			want: CompactCell{Key: "k", Status: CellMeasured, Attached: true, DecodeTokensPerSecond: f(50)},
 		},
 		{
 			name: "a failed cell keeps its note and has no figures",

@@ -19,12 +19,15 @@ type HistoryEntry struct {
 
 // CompactCell is one cell's medians; a figure that was not measured is null.
 type CompactCell struct {
-	Key                           string   `json:"key"`
-	Model                         string   `json:"model"`
-	Kind                          string   `json:"kind"`
-	Configuration                 string   `json:"configuration"`
-	Status                        string   `json:"status"`
-	Note                          string   `json:"note,omitempty"`
+	Key           string `json:"key"`
+	Model         string `json:"model"`
+	Kind          string `json:"kind"`
+	Configuration string `json:"configuration"`
+	Status        string `json:"status"`
+	Note          string `json:"note,omitempty"`
+	// Attached: the run measured a server it did not start, so ColdStartMs
+	// is null as not applicable rather than as not measured.
+	Attached                      bool     `json:"attached,omitempty"`
 	DecodeTokensPerSecond         *float64 `json:"decodeTokensPerSecond"`
 	TTFTColdMs                    *float64 `json:"ttftColdMs"`
 	Prefill1kTokensPerSecond      *float64 `json:"prefill1kTokensPerSecond"`

@@ -53,15 +53,22 @@ type Cell struct {
 // port chosen for the server.
 const PortPlaceholder = "{port}"
 
-// Server says how to start an OpenAI-compatible server and reach it.
+// Server says how to start an OpenAI-compatible server and reach it, or,
+// with Attach, how to reach one that is already running.
 type Server struct {
-	Argv []string          `json:"argv"`
-	Env  map[string]string `json:"env,omitempty"`
+	// Attach measures a server that is already running at BaseURL: the
+	// runner starts and stops nothing, and there is no cold start. Argv,
+	// Env and Port are then empty.
+	Attach bool              `json:"attach,omitempty"`
+	Argv   []string          `json:"argv,omitempty"`
+	Env    map[string]string `json:"env,omitempty"`
 	// Port is the port to give the server; 0 picks a free loopback port.
 	Port int `json:"port,omitempty"`
 	// BaseURL is the OpenAI API root, e.g. http://127.0.0.1:{port}/v1.
 	BaseURL string `json:"baseUrl"`
-	// ReadyURL answers 2xx once the server can take requests.
+	// ReadyURL answers 2xx once the server can take requests. An attached
+	// server may leave it empty: the runner then tries {base}/models, then
+	// /health at the base URL's host.
 	ReadyURL string `json:"readyUrl"`
 	// APIModel is the model name sent in requests (Cell.Model when empty).
 	APIModel       string `json:"apiModel,omitempty"`

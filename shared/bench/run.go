@@ -49,16 +49,20 @@ type Sample struct {
 
 // CellResult is everything measured for one cell.
 type CellResult struct {
-	Key           string   `json:"key"`
-	Model         string   `json:"model"`
-	Kind          string   `json:"kind"`
-	Configuration string   `json:"configuration"`
-	Status        string   `json:"status"`
-	Note          string   `json:"note,omitempty"`
-	Unstable      bool     `json:"unstable,omitempty"`
-	ColdStartMs   float64  `json:"coldStartMs,omitempty"`
-	Samples       []Sample `json:"samples"`
-	PeakRSSBytes  int64    `json:"peakRssBytes,omitempty"`
+	Key           string `json:"key"`
+	Model         string `json:"model"`
+	Kind          string `json:"kind"`
+	Configuration string `json:"configuration"`
+	Status        string `json:"status"`
+	Note          string `json:"note,omitempty"`
+	Unstable      bool   `json:"unstable,omitempty"`
+	// Attached is set when the runner measured a server it did not start.
+	Attached bool `json:"attached,omitempty"`
+	// ColdStartMs is spawn to ready; null when not measured (an attached
+	// server, or one that never got ready).
+	ColdStartMs  *float64 `json:"coldStartMs"`
+	Samples      []Sample `json:"samples"`
+	PeakRSSBytes int64    `json:"peakRssBytes,omitempty"`
 	// PeakGPUMemoryBytes is null where the gpu probes cannot read it;
 	// GPUMemoryNote then says why ("unavailable: no GPU found").
 	PeakGPUMemoryBytes *int64   `json:"peakGpuMemoryBytes"`

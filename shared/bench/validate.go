@@ -89,6 +89,9 @@ func (c Cell) validate(field string) []error {
 		return errs // a skipped cell starts nothing
 	}
 	s := c.Server
+	if s.Attach {
+		return append(errs, s.validateAttached(field)...)
+	}
 	if len(s.Argv) == 0 || strings.TrimSpace(s.Argv[0]) == "" {
 		bad("server.argv", "missing the command that starts the server (argv[0] is the program)")
 	}
@@ -108,6 +111,40 @@ func (c Cell) validate(field string) []error {
 	}
 	if s.ReadyTimeoutMs < 0 {
 		bad("server.readyTimeoutMs", "must be >= 0, got %d", s.ReadyTimeoutMs)
+	}
+	return errs
+}
+
+// validateAttached checks a server the runner attaches to: nothing starts
+// it, so there is no command, environment or chosen port to fill in.
+func (s Server) validateAttached(field string) []error {
+	var errs []error
+	bad := func(f, format string, args ...any) {
+		errs = append(errs, fmt.Errorf("%s.server.%s: %s", field, f, fmt.Sprintf(format, args...)))
+	}
+	if len(s.Argv) > 0 {
+		bad("argv", "an attached server is not started: give argv or attach, not both")
+	}
+	if len(s.Env) > 0 {
+		bad("env", "an attached server is not started, so it takes no environment")
+	}
+	if s.Port != 0 {
+		bad("port", "an attached server is not started: its port is the one in baseUrl")
+	}
+	if err := checkURL(s.BaseURL); err != nil {
+		bad("baseUrl", "%v", err)
+	} else if strings.Contains(s.BaseURL, PortPlaceholder) {
+		bad("baseUrl", "%q: an attached server's port is not chosen by the runner, so %s has no value; write the port", s.BaseURL, PortPlaceholder)
+	}
+	if s.ReadyURL != "" {
+		if err := checkURL(s.ReadyURL); err != nil {
+			bad("readyUrl", "%v", err)
+		} else if strings.Contains(s.ReadyURL, PortPlaceholder) {
+			bad("readyUrl", "%q: an attached server's port is not chosen by the runner, so %s has no value; write the port", s.ReadyURL, PortPlaceholder)
+		}
+	}
+	if s.ReadyTimeoutMs < 0 {
+		bad("readyTimeoutMs", "must be >= 0, got %d", s.ReadyTimeoutMs)
 	}
 	return errs
 }

@@ -58,6 +58,15 @@ func TestPlanValidate(t *testing.T) {
 		{"skip long context", func(p *Plan) { p.Phases.LongContextTokens = -1 }, nil},
 		{"long context below -1", func(p *Plan) { p.Phases.LongContextTokens = -2 }, []string{"phases.longContextTokens"}},
 		{"spread below 1", func(p *Plan) { p.Phases.UnstableSpread = 0.9 }, []string{"phases.unstableSpread"}},
+		{"attached", attach(nil), nil},
+		{"attached with a ready url", attach(func(s *Server) { s.ReadyURL = "http://10.0.0.5:8080/health" }), nil},
+		{"attached with a command", attach(func(s *Server) { s.Argv = []string{"sleep", "3600"} }), []string{"cells[0].server.argv: an attached server is not started"}},
+		{"attached with env", attach(func(s *Server) { s.Env = map[string]string{"A": "1"} }), []string{"cells[0].server.env"}},
+		{"attached with a port", attach(func(s *Server) { s.Port = 8080 }), []string{"cells[0].server.port"}},
+		{"attached without a base url", attach(func(s *Server) { s.BaseURL = "" }), []string{"cells[0].server.baseUrl: missing"}},
+		{"attached to {port}", attach(func(s *Server) { s.BaseURL = "http://127.0.0.1:{port}/v1" }), []string{"cells[0].server.baseUrl", "write the port"}},
+		{"attached, ready url with {port}", attach(func(s *Server) { s.ReadyURL = "http://127.0.0.1:{port}/health" }), []string{"cells[0].server.readyUrl", "write the port"}},
+		{"attached, bad ready url", attach(func(s *Server) { s.ReadyURL = "/health" }), []string{"cells[0].server.readyUrl"}},
 		{"every problem at once", func(p *Plan) { p.Scope = ""; p.Cells[0].Kind = "" }, []string{"scope: missing", "cells[0].kind"}},
 	}
 	for _, tt := range tests {
@@ -80,6 +89,17 @@ func TestPlanValidate(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// attach turns the valid plan's cell into one attached to a running
+// server, then applies edit.
+func attach(edit func(s *Server)) func(p *Plan) {
+	return func(p *Plan) {
+		p.Cells[0].Server = Server{Attach: true, BaseURL: "http://10.0.0.5:8080/v1"}
+		if edit != nil {
+			edit(&p.Cells[0].Server)
+		}
 	}
 }
 

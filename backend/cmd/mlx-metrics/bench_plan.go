@@ -30,7 +30,8 @@ func (l *listFlag) Set(v string) error {
 
 // runBenchPlan is `mlx-metrics bench plan`: it writes a plan from flags.
 // The server command follows `--`; {model}, {port} and {self} are filled in
-// per cell. Without a command the cells start the reference engine.
+// per cell. Without a command the cells start the reference engine, or,
+// given --base-url, attach to the server already running there.
 func runBenchPlan(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("bench plan", flag.ContinueOnError)
 	var o plans.Options
@@ -44,10 +45,10 @@ func runBenchPlan(ctx context.Context, args []string) error {
 	fs.StringVar(&o.Configuration, "configuration", "default", "label of the server configuration")
 	fs.Var(&env, "env", "KEY=VALUE for the server's environment (repeat)")
 	fs.IntVar(&o.Port, "port", 0, "port for the server ({port}); 0 picks a free one per run")
-	fs.StringVar(&o.BaseURL, "base-url", "", "OpenAI API root (default http://127.0.0.1:{port}/v1)")
-	fs.StringVar(&o.ReadyURL, "ready-url", "", "answers 2xx once the server is ready (default {base}/models; /health for the reference engine)")
+	fs.StringVar(&o.BaseURL, "base-url", "", "OpenAI API root (default http://127.0.0.1:{port}/v1); without a command, the running server to attach to")
+	fs.StringVar(&o.ReadyURL, "ready-url", "", "answers 2xx once the server is ready (default {base}/models; /health for the reference engine; attached: {base}/models, then /health)")
 	fs.StringVar(&o.APIModel, "api-model", "", "model name sent in requests, when it differs from --model")
-	readyTimeout := fs.Duration("ready-timeout", 0, "how long a server may take to become ready (default 10m)")
+	readyTimeout := fs.Duration("ready-timeout", 0, "how long a server may take to become ready (default 10m; 1m for an attached server)")
 	ph := &o.Phases
 	fs.IntVar(&ph.DecodeRuns, "decode-runs", 5, "decode runs")
 	fs.IntVar(&ph.DecodeTokens, "decode-tokens", 192, "tokens per decode run")
@@ -65,11 +66,16 @@ func runBenchPlan(ctx context.Context, args []string) error {
 
 Writes a bench-serve plan: one cell per --model, each starting the server
 command after -- ({model}, {port} and {self} are filled in). Without a
-command, the cells start the reference engine. Example (MLX):
+command, the cells start the reference engine; with --base-url and no
+command, they attach to the server already running there (nothing is
+started or stopped; there is no cold start). Examples (MLX):
 
   mlx-metrics bench plan --out ~/.mlx-metrics/metrics/bench/plans/qwen.json \
     --model mlx-community/Qwen3-0.6B-4bit -- \
     python -m mlx_lm.server --model {model} --port {port}
+
+  mlx-metrics bench plan --out ~/.mlx-metrics/metrics/bench/plans/running.json \
+    --model mlx-community/Qwen3-0.6B-4bit --base-url http://127.0.0.1:8080/v1
 
 flags:`)
 		fs.PrintDefaults()
@@ -79,6 +85,17 @@ flags:`)
 	}
 	o.Argv = fs.Args()
 	o.Models = models
+	o.Attach = o.BaseURL != "" && len(o.Argv) == 0
+	if o.Attach {
+		for _, f := range []struct {
+			set  bool
+			name string
+		}{{o.Port != 0, "-port"}, {len(env) > 0, "-env"}} {
+			if f.set {
+				return &exitError{code: 2, err: fmt.Errorf("%s: --base-url without a command attaches to a running server, which this plan does not start; drop %s or give the command after --", f.name, f.name)}
+			}
+		}
+	}
 	o.ReadyTimeoutMs = readyTimeout.Milliseconds()
 	if *readyTimeout < 0 || (*readyTimeout > 0 && *readyTimeout < time.Millisecond) {
 		return &exitError{code: 2, err: fmt.Errorf("-ready-timeout %v: must be positive", *readyTimeout)}
@@ -134,6 +151,13 @@ flags:`)
 	if err := f.Close(); err != nil {
 		return err
 	}
-	fmt.Fprintf(os.Stderr, "wrote %s: %d cell(s)\n", *out, len(p.Cells))
+	what := "cells"
+	if len(p.Cells) == 1 {
+		what = "cell"
+	}
+	if o.Attach {
+		what += " attached to " + o.BaseURL
+	}
+	fmt.Fprintf(os.Stderr, "wrote %s: %d %s\n", *out, len(p.Cells), what)
 	return nil
 }
