@@ -12,6 +12,7 @@ package runner
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -136,22 +137,71 @@ var lineBreaks = regexp.MustCompile(`\s*[\r\n]+\s*`)
 // oneLine keeps a problem on its line: the backend reads lines.
 func oneLine(s string) string { return lineBreaks.ReplaceAllString(s, " | ") }
 
-// writeRecord writes run.json and report.md, each atomically.
+// writeRecord writes report.md, then run.json, each atomically: run.json
+// is what the backend reads, so it comes last and a failure before it
+// leaves no record that hides the failure's reason (the runner's last
+// stderr line, which the backend's job keeps).
 func writeRecord(dir string, rec bench.RunRecord) error {
 	b, err := json.MarshalIndent(rec, "", "  ")
 	if err != nil {
 		return err
 	}
-	if err := writeAtomic(filepath.Join(dir, "run.json"), b); err != nil {
+	if err := saveFile(filepath.Join(dir, "report.md"), []byte(Report(rec))); err != nil {
 		return err
 	}
-	return writeAtomic(filepath.Join(dir, "report.md"), []byte(Report(rec)))
+	return saveFile(filepath.Join(dir, "run.json"), b)
 }
 
+// saveFile is writeAtomic; tests replace it to fail as a full disk does.
+var saveFile = writeAtomic
+
+// writeAtomic replaces path with b so that a reader, or a crash, sees the
+// old file or the new one, never a part: a temporary file of its own in
+// the same directory (never a fixed name another writer or a planted link
+// could share), synced, then renamed over path, then the directory synced
+// so the rename itself survives a crash. Errors name path, not the
+// temporary file.
 func writeAtomic(path string, b []byte) error {
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, b, 0o644); err != nil {
-		return err
+	dir := filepath.Dir(path)
+	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".*.tmp")
+	if err != nil {
+		return saveErr(path, err)
 	}
-	return os.Rename(tmp, path)
+	tmp := f.Name()
+	_, err = f.Write(b)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Chmod(tmp, 0o644) // CreateTemp makes it 0600
+	}
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err != nil {
+		os.Remove(tmp)
+		return saveErr(path, err)
+	}
+	if d, err := os.Open(dir); err == nil {
+		d.Sync() // best effort: not every file system syncs a directory
+		d.Close()
+	}
+	return nil
+}
+
+// saveErr is "save PATH: <cause>", the cause without the temporary file's
+// name ("no space left on device", "permission denied").
+func saveErr(path string, err error) error {
+	var pe *os.PathError
+	var le *os.LinkError
+	switch {
+	case errors.As(err, &pe):
+		err = pe.Err
+	case errors.As(err, &le):
+		err = le.Err
+	}
+	return &os.PathError{Op: "save", Path: path, Err: err}
 }
