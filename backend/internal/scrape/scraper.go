@@ -2,6 +2,7 @@ package scrape
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -30,9 +31,28 @@ type Scraper struct {
 	now     func() time.Time
 	logf    func(format string, args ...any)
 
-	mu      sync.Mutex
+	mu      sync.Mutex // one poll at a time
 	mapper  *mapper
 	lastErr string
+
+	statsMu sync.Mutex // apart from mu: /healthz must not wait on a poll
+	stats   Stats
+}
+
+// Stats is one target's reading, for /healthz: polls and failed polls, and
+// the events they made, accepted (published) or rejected (outside the
+// events' physical bounds, such as a counter past what an event may carry).
+type Stats struct {
+	URL           string `json:"url"`
+	Kind          Kind   `json:"kind"` // "" until auto-detection decided
+	Polls         uint64 `json:"polls"`
+	Failures      uint64 `json:"failures"`
+	Accepted      uint64 `json:"accepted"`
+	Rejected      uint64 `json:"rejected"`
+	LastError     string `json:"lastError,omitempty"`
+	LastRejection string `json:"lastRejection,omitempty"`
+	// LastPollAt is the last successful poll, epoch ms; 0 before one.
+	LastPollAt int64 `json:"lastPollAt"`
 }
 
 // Option adjusts a Scraper.
@@ -56,11 +76,19 @@ func New(t Target, publish func(events.Event), opts ...Option) *Scraper {
 		now:     time.Now,
 		logf:    log.Printf,
 		mapper:  newMapper(t.Kind, t.Model),
+		stats:   Stats{URL: t.URL, Kind: t.Kind},
 	}
 	for _, o := range opts {
 		o(s)
 	}
 	return s
+}
+
+// Stats reads the target's counts.
+func (s *Scraper) Stats() Stats {
+	s.statsMu.Lock()
+	defer s.statsMu.Unlock()
+	return s.stats
 }
 
 // Poll scrapes once and publishes the events, returning how many.
@@ -79,6 +107,17 @@ func (s *Scraper) Poll(ctx context.Context) (int, error) {
 		s.logf("scrape %s: answering again", s.target.URL)
 	}
 	s.lastErr = errString(err)
+	s.statsMu.Lock()
+	s.stats.Polls++
+	s.stats.Kind = s.mapper.kind
+	if err != nil {
+		s.stats.Failures++
+		s.stats.LastError = s.lastErr
+	} else {
+		s.stats.LastError = ""
+		s.stats.LastPollAt = s.now().UnixMilli()
+	}
+	s.statsMu.Unlock()
 	return n, err
 }
 
@@ -114,10 +153,33 @@ func (s *Scraper) poll(ctx context.Context) (int, error) {
 	if len(evs) == 0 && s.mapper.kind == KindAuto {
 		return 0, fmt.Errorf("no vllm:, sglang:, llamacpp: or mlx_ metrics found; give the kind as URL,kind")
 	}
+	n := 0
 	for _, ev := range evs {
+		if err := check(ev); err != nil {
+			s.statsMu.Lock()
+			s.stats.Rejected++
+			s.stats.LastRejection = string(ev.Type) + ": " + err.Error()
+			s.statsMu.Unlock()
+			continue
+		}
 		s.publish(ev)
+		n++
 	}
-	return len(evs), nil
+	s.statsMu.Lock()
+	s.stats.Accepted += uint64(n)
+	s.statsMu.Unlock()
+	return n, nil
+}
+
+// check validates a mapped event as any event from the wire is validated:
+// an engine's counters and gauges are input like any other.
+func check(ev events.Event) error {
+	b, err := json.Marshal(ev)
+	if err != nil {
+		return err
+	}
+	_, err = events.Parse(b)
+	return err
 }
 
 // Run polls at every tick until ctx ends; the first poll is immediate.
@@ -135,11 +197,24 @@ func (s *Scraper) Run(ctx context.Context, tick <-chan time.Time) {
 	}
 }
 
-// RunAll scrapes every target each interval until ctx ends.
-func RunAll(ctx context.Context, targets []Target, interval time.Duration, publish func(events.Event)) {
-	var wg sync.WaitGroup
+// Group is the scrapers of the --scrape targets.
+type Group struct {
+	scrapers []*Scraper
+}
+
+// NewGroup returns a scraper for each target, all publishing to publish.
+func NewGroup(targets []Target, publish func(events.Event), opts ...Option) *Group {
+	g := &Group{}
 	for _, t := range targets {
-		s := New(t, publish)
+		g.scrapers = append(g.scrapers, New(t, publish, opts...))
+	}
+	return g
+}
+
+// Run scrapes every target each interval until ctx ends.
+func (g *Group) Run(ctx context.Context, interval time.Duration) {
+	var wg sync.WaitGroup
+	for _, s := range g.scrapers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -149,4 +224,13 @@ func RunAll(ctx context.Context, targets []Target, interval time.Duration, publi
 		}()
 	}
 	wg.Wait()
+}
+
+// Stats is every target's reading, in the order given.
+func (g *Group) Stats() []Stats {
+	out := make([]Stats, len(g.scrapers))
+	for i, s := range g.scrapers {
+		out[i] = s.Stats()
+	}
+	return out
 }

@@ -1,0 +1,95 @@
+package scrape
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mlx-bun/mlx-metrics/shared/events"
+)
+
+// Each target reports its polls and the events they made, accepted or
+// rejected: a mapped event outside the events' physical bounds (an
+// engine's counter past what an event may carry) is not published.
+func TestScraperStats(t *testing.T) {
+	const huge = `# TYPE vllm:num_requests_running gauge
+vllm:num_requests_running{model_name="m"} 1
+# TYPE vllm:num_requests_waiting gauge
+vllm:num_requests_waiting{model_name="m"} 0
+# TYPE vllm:prefix_cache_queries_total counter
+vllm:prefix_cache_queries_total{model_name="m"} 2e300
+# TYPE vllm:prefix_cache_hits_total counter
+vllm:prefix_cache_hits_total{model_name="m"} 1e300
+`
+	const flood = `# TYPE vllm:num_requests_running gauge
+vllm:num_requests_running{model_name="m"} 1e9
+`
+	now := time.UnixMilli(1764690000000)
+	tests := []struct {
+		name               string
+		status             int
+		body               string // "" serves testdata/vllm-1.txt
+		kind               Kind   // the target's
+		wantKind           Kind
+		accepted, rejected uint64
+		failures           uint64
+		lastError          string // a part of it
+	}{
+		{"a vLLM scrape, kind detected", 200, "", KindAuto, KindVLLM, 3, 0, 0, ""},
+		{"an engine down", 503, "", KindVLLM, KindVLLM, 0, 0, 1, "503"},
+		{"prefix totals past the bounds", 200, huge, KindVLLM, KindVLLM, 1, 1, 0, ""},
+		{"a gauge past the bounds", 200, flood, KindVLLM, KindVLLM, 0, 1, 0, ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var srv *httptest.Server
+			if tc.body == "" {
+				srv = fixtureServer(t, tc.status, "testdata/vllm-1.txt")
+			} else {
+				srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+					w.Header().Set("Content-Type", "text/plain; version=0.0.4")
+					w.Write([]byte(tc.body))
+				}))
+				defer srv.Close()
+			}
+			var published []events.Event
+			s := New(Target{URL: srv.URL + "/metrics", Kind: tc.kind, Model: "x"},
+				func(ev events.Event) { published = append(published, ev) },
+				WithClock(func() time.Time { return now }), WithLogf(func(string, ...any) {}))
+			s.Poll(context.Background())
+			st := s.Stats()
+			if st.Polls != 1 || st.Failures != tc.failures || st.Accepted != tc.accepted || st.Rejected != tc.rejected ||
+				st.Kind != tc.wantKind || uint64(len(published)) != tc.accepted {
+				t.Errorf("stats %+v with %d published, want kind %q, %d accepted, %d rejected, %d failures",
+					st, len(published), tc.wantKind, tc.accepted, tc.rejected, tc.failures)
+			}
+			if !strings.Contains(st.LastError, tc.lastError) || (tc.lastError == "") != (st.LastError == "") {
+				t.Errorf("last error %q, want one with %q", st.LastError, tc.lastError)
+			}
+			if (tc.rejected > 0) != (st.LastRejection != "") {
+				t.Errorf("last rejection %q", st.LastRejection)
+			}
+			if wantAt := map[bool]int64{true: now.UnixMilli(), false: 0}[tc.failures == 0]; st.LastPollAt != wantAt {
+				t.Errorf("last poll at %d, want %d", st.LastPollAt, wantAt)
+			}
+		})
+	}
+}
+
+// A Group reports every target, in the order given.
+func TestGroupStats(t *testing.T) {
+	a := fixtureServer(t, 200, "testdata/vllm-1.txt")
+	b := fixtureServer(t, 503, "testdata/vllm-1.txt")
+	g := NewGroup([]Target{{URL: a.URL + "/metrics", Kind: KindVLLM}, {URL: b.URL + "/metrics"}},
+		func(events.Event) {}, WithLogf(func(string, ...any) {}))
+	for _, s := range g.scrapers {
+		s.Poll(context.Background())
+	}
+	st := g.Stats()
+	if len(st) != 2 || st[0].URL != a.URL+"/metrics" || st[0].Accepted == 0 || st[1].Failures != 1 {
+		t.Errorf("group stats %+v", st)
+	}
+}
