@@ -82,7 +82,7 @@ func runServe(ctx context.Context, args []string) error {
 	healthz.Add("gpu", func() any { return benchSrv.lease.State() })
 	features = append(features, benchSrv.api)
 	// Export: GET /prometheus, the --proxy-to proxy at /v1/*, --scrape.
-	exportSide, err := startExport(ctx, exportCfg, eventBus)
+	exportSide, err := startExport(ctx, exportCfg, eventBus, healthz)
 	if err != nil {
 		return &exitError{code: 2, err: err}
 	}

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/mlx-bun/mlx-metrics/backend/internal/bus"
+	"github.com/mlx-bun/mlx-metrics/backend/internal/health"
+	"github.com/mlx-bun/mlx-metrics/backend/internal/otlp"
 	"github.com/mlx-bun/mlx-metrics/backend/internal/prom"
 	"github.com/mlx-bun/mlx-metrics/backend/internal/proxy"
 	"github.com/mlx-bun/mlx-metrics/backend/internal/scrape"
@@ -17,11 +19,12 @@ import (
 )
 
 // exportConfig holds the flags of the export side: the Prometheus
-// exporter (always on), the proxy and the scrapers.
+// exporter (always on), the OTLP push, the proxy and the scrapers.
 type exportConfig struct {
 	proxyTo        string
 	scrapes        scrape.Targets
 	scrapeInterval time.Duration
+	otlp           otlp.Options
 }
 
 func addExportFlags(fs *flag.FlagSet, env *envDefaults) *exportConfig {
@@ -32,6 +35,12 @@ func addExportFlags(fs *flag.FlagSet, env *envDefaults) *exportConfig {
 		"poll an engine's Prometheus endpoint, URL[,kind[,model]] with kind vllm, sglang, llamacpp, mlx or auto; repeatable (env MLX_METRICS_SCRAPE, space-separated)")
 	fs.DurationVar(&cfg.scrapeInterval, "scrape-interval", env.duration("MLX_METRICS_SCRAPE_INTERVAL", 2*time.Second),
 		"how often to poll --scrape targets (env MLX_METRICS_SCRAPE_INTERVAL)")
+	fs.StringVar(&cfg.otlp.Endpoint, "otlp-endpoint", os.Getenv("MLX_METRICS_OTLP_ENDPOINT"),
+		"push the Prometheus metrics to this OTLP receiver, e.g. http://127.0.0.1:4318 (HTTP) or http://127.0.0.1:4317 (gRPC); off when empty (env MLX_METRICS_OTLP_ENDPOINT)")
+	fs.StringVar(&cfg.otlp.Protocol, "otlp-protocol", envOr("MLX_METRICS_OTLP_PROTOCOL", otlp.ProtocolHTTP),
+		"OTLP protocol: "+otlp.ProtocolHTTP+" or "+otlp.ProtocolGRPC+" (env MLX_METRICS_OTLP_PROTOCOL)")
+	fs.DurationVar(&cfg.otlp.Interval, "otlp-interval", env.duration("MLX_METRICS_OTLP_INTERVAL", otlp.DefaultInterval),
+		"how often to push to --otlp-endpoint (env MLX_METRICS_OTLP_INTERVAL)")
 	// Refused once the flags are parsed, as a bad --scrape is.
 	for _, t := range strings.Fields(os.Getenv("MLX_METRICS_SCRAPE")) {
 		if err := cfg.scrapes.Set(t); err != nil {
@@ -47,40 +56,72 @@ type exportSide struct {
 	stop     func()
 }
 
-// startExport subscribes the Prometheus exporter to the bus, builds the
-// proxy when asked, and starts the scrapers.
-func startExport(ctx context.Context, cfg *exportConfig, b *bus.Bus) (*exportSide, error) {
+// otlpShutdownTimeout bounds the last push at shutdown.
+const otlpShutdownTimeout = 5 * time.Second
+
+// startExport subscribes the Prometheus exporter to the bus, starts the
+// OTLP push from its registry, builds the proxy when asked, starts the
+// scrapers, and adds their /healthz sections (otlp, scrape).
+func startExport(ctx context.Context, cfg *exportConfig, b *bus.Bus, healthz *health.Health) (*exportSide, error) {
 	if cfg.scrapeInterval <= 0 {
 		return nil, fmt.Errorf("--scrape-interval must be > 0, got %v", cfg.scrapeInterval)
 	}
-	exp := prom.New()
-	unsubscribe := b.Subscribe("prometheus", 0, exp.Observe)
-	side := &exportSide{features: []server.Feature{exp}}
+	var p *proxy.Proxy
 	if cfg.proxyTo != "" {
 		// Streams in flight end with ctx, or they would hold serve's
 		// shutdown open until their generation finished.
-		p, err := proxy.New(cfg.proxyTo, b.Publish, proxy.WithBaseContext(ctx))
-		if err != nil {
-			unsubscribe()
+		var err error
+		if p, err = proxy.New(cfg.proxyTo, b.Publish, proxy.WithBaseContext(ctx)); err != nil {
 			return nil, err
 		}
+	}
+	exp := prom.New()
+	var pusher *otlp.Pusher
+	if cfg.otlp.Endpoint != "" {
+		o := cfg.otlp
+		o.Logf = exportLogf
+		var err error
+		if pusher, err = otlp.Start(ctx, o, exp.Registry()); err != nil {
+			return nil, fmt.Errorf("--otlp-endpoint: %w", err)
+		}
+		healthz.Add("otlp", func() any { return pusher.Stats() })
+		exportLogf("pushing metrics to %s (%s) every %s", pusher.Stats().Endpoint, o.Protocol, o.Interval)
+	}
+	unsubscribe := b.Subscribe("prometheus", 0, exp.Observe)
+	side := &exportSide{features: []server.Feature{exp}}
+	if p != nil {
 		side.features = append(side.features, p)
-		fmt.Fprintf(os.Stderr, "mlx-metrics: proxying /v1/* to %s\n", p.Upstream())
+		exportLogf("proxying /v1/* to %s", p.Upstream())
 	}
 	sctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	if len(cfg.scrapes) > 0 {
+		scrapers := scrape.NewGroup(cfg.scrapes, b.Publish)
+		healthz.Add("scrape", func() any { return scrapers.Stats() })
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			scrape.RunAll(sctx, cfg.scrapes, cfg.scrapeInterval, b.Publish)
+			scrapers.Run(sctx, cfg.scrapeInterval)
 		}()
-		fmt.Fprintf(os.Stderr, "mlx-metrics: scraping %s every %s\n", cfg.scrapes.String(), cfg.scrapeInterval)
+		exportLogf("scraping %s every %s", cfg.scrapes.String(), cfg.scrapeInterval)
 	}
 	side.stop = func() {
 		cancel()
 		wg.Wait()
 		unsubscribe()
+		if pusher != nil {
+			// A last push, so a collector sees the final totals.
+			sctx, cancel := context.WithTimeout(context.Background(), otlpShutdownTimeout)
+			defer cancel()
+			if err := pusher.Shutdown(sctx); err != nil {
+				exportLogf("otlp: last push: %v", err)
+			}
+		}
 	}
 	return side, nil
+}
+
+// exportLogf writes one line of serve's log.
+func exportLogf(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "mlx-metrics: "+format+"\n", args...)
 }
