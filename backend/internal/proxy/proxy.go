@@ -14,6 +14,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"mime"
@@ -141,13 +142,13 @@ func (p *Proxy) handle(c *fiber.Ctx) error {
 	req, err := upstreamRequest(ctx, c, target, body, m != nil)
 	if err != nil {
 		cancel()
-		return server.Error(c, fiber.StatusBadRequest, err.Error())
+		return server.Error(c, fiber.StatusBadRequest, "the request cannot be forwarded: "+unquoted(err))
 	}
 	resp, err := p.client.Do(req)
 	if err != nil {
 		cancel()
 		p.finish(m, outcome{end: p.now()})
-		return server.Error(c, fiber.StatusBadGateway, "upstream "+p.base+": "+err.Error())
+		return server.Error(c, fiber.StatusBadGateway, "upstream "+p.base+": "+unquoted(err))
 	}
 
 	copyResponseHeaders(&c.Response().Header, resp.Header)
@@ -173,7 +174,7 @@ func (p *Proxy) handle(c *fiber.Ctx) error {
 		if err != nil {
 			p.finish(m, outcome{end: end, status: resp.StatusCode, broken: true})
 			c.Response().Header.Reset()
-			return server.Error(c, fiber.StatusBadGateway, "upstream "+p.base+": "+err.Error())
+			return server.Error(c, fiber.StatusBadGateway, "upstream "+p.base+": "+unquoted(err))
 		}
 		p.finish(m, outcome{end: end, status: resp.StatusCode})
 		return c.Send(b)
@@ -190,6 +191,16 @@ func (p *Proxy) handle(c *fiber.Ctx) error {
 		p.finish(m, o)
 	})
 	return nil
+}
+
+// unquoted is err's text without the URL a *url.Error quotes: the client's
+// path and query are not the server's to echo back.
+func unquoted(err error) string {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		err = ue.Err
+	}
+	return err.Error()
 }
 
 // upstreamBody is an answer fasthttp copies to the client; fasthttp closes

@@ -308,7 +308,7 @@ func TestUpstreamDown(t *testing.T) {
 	dead := "http://" + ln.Addr().String()
 	ln.Close()
 	base, evs := start(t, dead, nil)
-	resp, err := http.Post(base+"/v1/completions", "application/json", strings.NewReader(`{"model":"m","prompt":"x"}`))
+	resp, err := http.Post(base+"/v1/completions?secret=s3", "application/json", strings.NewReader(`{"model":"m","prompt":"x"}`))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -319,6 +319,9 @@ func TestUpstreamDown(t *testing.T) {
 	json.NewDecoder(resp.Body).Decode(&body)
 	if resp.StatusCode != http.StatusBadGateway || body.Error.Type != "server_error" || body.Error.Message == "" {
 		t.Errorf("got %d %+v, want 502 with a server_error body", resp.StatusCode, body)
+	}
+	if m := body.Error.Message; strings.Contains(m, "completions") || strings.Contains(m, "s3") {
+		t.Errorf("the error echoes the client's path or query: %q", m)
 	}
 	if ev := next(t, evs); ev.Finish != events.FinishError || ev.Model != "" {
 		t.Errorf("event %+v, want an error under no model (nothing accepted it)", ev)
