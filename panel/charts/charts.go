@@ -89,13 +89,14 @@ func legend() opts.Legend {
 }
 
 // Throughput is the serving chart: tokens per second on the left axis,
-// active rows, capacity and queue depth on the right, over the series window.
-func Throughput(series []snapshot.SeriesPoint, p Palette) []byte {
+// active rows, capacity and queue depth on the right, over the series
+// window, with the model marks.
+func Throughput(series []snapshot.SeriesPoint, marks []snapshot.ModelMark, p Palette) []byte {
 	c := charts.NewLine()
 	c.SetGlobalOptions(
 		charts.WithLegendOpts(legend()),
 		charts.WithTooltipOpts(opts.Tooltip{Show: opts.Bool(true), Trigger: "axis"}),
-		charts.WithGridOpts(opts.Grid{Left: "56", Right: "48", Top: "36", Bottom: "28"}),
+		charts.WithGridOpts(opts.Grid{Left: "8", Right: "8", Top: "40", Bottom: "8", ContainLabel: opts.Bool(true)}),
 		charts.WithXAxisOpts(timeWindow(series)),
 		charts.WithYAxisOpts(opts.YAxis{Name: "tok/s", Type: "value", Min: 0}),
 	)
@@ -118,7 +119,7 @@ func Throughput(series []snapshot.SeriesPoint, p Palette) []byte {
 	c.AddSeries("active rows", active, right)
 	c.AddSeries("capacity", capacity, right, charts.WithLineStyleOpts(opts.LineStyle{Type: "dashed"}))
 	c.AddSeries("queued", queued, right)
-	return encode(c, p)
+	return withMarks(encode(c, p), marks, p)
 }
 
 // MinWindowMs is the least time span the serving chart shows, so that a
@@ -128,7 +129,7 @@ const MinWindowMs = 60_000
 // timeWindow is the x axis: the series' span, at least MinWindowMs, ending
 // at the newest sample.
 func timeWindow(series []snapshot.SeriesPoint) opts.XAxis {
-	x := opts.XAxis{Type: "time"}
+	x := opts.XAxis{Type: "time", SplitNumber: 4}
 	if n := len(series); n > 0 {
 		last := series[n-1].At
 		x.Max = last

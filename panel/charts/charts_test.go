@@ -32,7 +32,7 @@ func TestThroughput(t *testing.T) {
 		{At: 1000, TokensPerSecond: 120.5, Active: 3, Capacity: 8, Queued: 0},
 		{At: 2000, TokensPerSecond: 240, Active: 6, Capacity: 8, Queued: 2},
 	}
-	m := decode(t, Throughput(pts, Dark))
+	m := decode(t, Throughput(pts, nil, Dark))
 	ss := series(m)
 	tests := []struct {
 		name  string

@@ -3,6 +3,7 @@
 package ui
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -10,8 +11,10 @@ import (
 
 	"github.com/maxence-charriere/go-app/v10/pkg/app"
 
+	"github.com/mlx-bun/mlx-metrics/panel/api"
 	"github.com/mlx-bun/mlx-metrics/panel/charts"
 	"github.com/mlx-bun/mlx-metrics/panel/format"
+	"github.com/mlx-bun/mlx-metrics/shared/bench"
 	"github.com/mlx-bun/mlx-metrics/shared/snapshot"
 )
 
@@ -62,6 +65,10 @@ type Panel struct {
 	tab      string
 	palette  charts.Palette
 	dark     bool
+	// lostAt is when the stream was lost, kept through the retries that
+	// follow until a snapshot arrives again.
+	lostAt time.Time
+	lease  *bench.Lease
 
 	s        *stream
 	gen      int // connection generation; stale callbacks compare it
@@ -110,9 +117,31 @@ func (p *Panel) OnMount(ctx app.Context) {
 				p.connect(ctx)
 			}
 		})
-		return
+	} else {
+		p.connect(ctx)
 	}
-	p.connect(ctx)
+	p.pollLease(ctx)
+}
+
+// leasePoll is how often the panel reads the GPU lease, to show a bench
+// run holding the GPU beside the serving figures.
+const leasePoll = 5 * time.Second
+
+func (p *Panel) pollLease(ctx app.Context) {
+	c := &api.Client{Base: p.conn.APIBase}
+	ctx.Async(func() {
+		cctx, cancel := context.WithTimeout(context.Background(), requestTimeout)
+		defer cancel()
+		l, err := c.Jobs(cctx)
+		ctx.Dispatch(func(ctx app.Context) {
+			if err == nil {
+				p.lease = &l.Lease
+			} else {
+				p.lease = nil // unknown: show nothing rather than a stale claim
+			}
+			ctx.After(leasePoll, p.pollLease)
+		})
+	})
 }
 
 // connectionWait bounds how long an embedded frame waits for the element's
@@ -220,16 +249,28 @@ func (p *Panel) Apply(s *snapshot.Snapshot, now time.Time) {
 	if p.state != StateLive {
 		p.state, p.since = StateLive, now
 	}
-	p.failures, p.lastErr = 0, ""
+	p.failures, p.lastErr, p.lostAt = 0, "", time.Time{}
 }
+
+// Interrupt records the stream's failure at now: the time of the loss is
+// kept through the retries that follow, and the URL is named.
+func (p *Panel) Interrupt(now time.Time) {
+	if p.lostAt.IsZero() {
+		p.lostAt = now
+	}
+	p.state, p.since = StateInterrupted, now
+	p.retryIn = backoff(p.failures)
+	p.failures++
+	p.lastErr = "stream lost at " + format.Clock(p.lostAt.UnixMilli()) + ": cannot reach " + p.conn.EventsURL
+}
+
+// Stale reports whether the figures shown are no longer live.
+func (p *Panel) Stale() bool { return p.snap != nil && p.state != StateLive }
 
 // interrupted closes the failed stream and schedules a retry.
 func (p *Panel) interrupted(ctx app.Context, now time.Time) {
 	p.s.close()
-	p.state, p.since = StateInterrupted, now
-	p.retryIn = backoff(p.failures)
-	p.failures++
-	p.lastErr = "stream lost at " + format.Clock(now.UnixMilli())
+	p.Interrupt(now)
 	ctx.After(p.retryIn, func(ctx app.Context) {
 		if p.state != StateInterrupted {
 			return
@@ -260,8 +301,15 @@ func (p *Panel) Render() app.UI {
 					OnClick(func(ctx app.Context, e app.Event) { p.tab = t.Key }, app.EventScope(t.Key))
 			})),
 		),
-		app.Main().Class("body").Body(p.renderView()),
+		app.Main().Class(p.bodyClass()).Body(staleNote(p.Stale(), p.snap), p.renderView()),
 	)
+}
+
+func (p *Panel) bodyClass() string {
+	if p.Stale() && p.tab != "bench" {
+		return "body stale"
+	}
+	return "body"
 }
 
 func (p *Panel) renderState() app.UI {
@@ -307,6 +355,6 @@ func (p *Panel) renderView() app.UI {
 	case "bench":
 		return &BenchView{API: p.conn.APIBase, Palette: p.palette, Poll: time.Second}
 	default:
-		return &ServingView{Snap: p.snap, Palette: p.palette}
+		return &ServingView{Snap: p.snap, Palette: p.palette, Lease: p.lease}
 	}
 }

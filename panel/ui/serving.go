@@ -7,16 +7,22 @@ import (
 
 	"github.com/mlx-bun/mlx-metrics/panel/charts"
 	"github.com/mlx-bun/mlx-metrics/panel/format"
+	"github.com/mlx-bun/mlx-metrics/shared/bench"
 	"github.com/mlx-bun/mlx-metrics/shared/snapshot"
 )
 
-// ServingView shows the scheduler: headline tiles and the tokens-per-second
-// chart with active rows and queue depth over the series window.
+// ServingView answers what a serving dashboard is opened for: throughput,
+// latency (TTFT, TPOT, end to end), queue and batch, and the caches, as
+// headline tiles, a per-model table when several models are resident, and
+// a grid of charts over the timeline with model loads and swaps marked.
 type ServingView struct {
 	app.Compo
 
 	Snap    *snapshot.Snapshot
 	Palette charts.Palette
+	// Lease is the GPU lease as last read; a bench run holding the GPU is
+	// shown above the tiles.
+	Lease *bench.Lease
 }
 
 // Totals sums the latest scheduler sample of every model.
@@ -42,16 +48,113 @@ func SchedulerTotals(s *snapshot.Snapshot) Totals {
 	return t
 }
 
+// RequestsPerSecond is the rate of finished requests over the timeline's
+// last complete intervals (up to six: half a minute at 5 s), or over what
+// there is when none has completed yet.
+func RequestsPerSecond(s *snapshot.Snapshot) (rate float64, ok bool) {
+	if s == nil || len(s.Timeline) == 0 || s.IntervalMs <= 0 {
+		return 0, false
+	}
+	tl := s.Timeline
+	end := len(tl)
+	for end > 0 && tl[end-1].At+s.IntervalMs > s.At {
+		end-- // still filling
+	}
+	if end == 0 {
+		end = len(tl)
+	}
+	start := max(0, end-6)
+	n := 0
+	for _, pt := range tl[start:end] {
+		n += pt.Requests
+	}
+	return float64(n) * 1000 / float64(int64(end-start)*s.IntervalMs), true
+}
+
+// CacheTotals is the caches summed over models: KV bytes over capacity
+// (or the mean reported ratio), and prefix hits over lookups since load.
+func CacheTotals(s *snapshot.Snapshot) (kvUse, hitRate *float64) {
+	if s == nil {
+		return nil, nil
+	}
+	var used, capacity, hits, lookups int64
+	var ratios float64
+	var nRatios int
+	for _, c := range s.Caches {
+		if kv := c.KV; kv != nil {
+			switch {
+			case kv.CapacityBytes != nil && *kv.CapacityBytes > 0:
+				used += kv.Bytes
+				capacity += *kv.CapacityBytes
+			case kv.UsageRatio != nil:
+				ratios += *kv.UsageRatio
+				nRatios++
+			}
+		}
+		if p := c.Prefix; p != nil {
+			hits += p.Hits
+			lookups += p.Hits + p.Misses
+		}
+	}
+	switch {
+	case capacity > 0:
+		v := float64(used) / float64(capacity)
+		kvUse = &v
+	case nRatios > 0:
+		v := ratios / float64(nRatios)
+		kvUse = &v
+	}
+	if lookups > 0 {
+		v := float64(hits) / float64(lookups)
+		hitRate = &v
+	}
+	return kvUse, hitRate
+}
+
 func (v *ServingView) Render() app.UI {
 	s := v.Snap
 	if s == nil {
 		return app.Div().Class("view").ID("view-serving").Body(empty("Waiting for the first snapshot…"))
 	}
+	return app.Div().Class("view").ID("view-serving").Body(
+		app.If(v.Lease != nil && v.Lease.Held, func() app.UI {
+			return app.P().Class("banner").DataSet("lease", "held").Text(
+				fmt.Sprintf("A bench-serve run (job %s) holds the GPU since %s: serving figures may reflect it.", v.Lease.Holder, format.Clock(v.Lease.Since)))
+		}),
+		app.Div().Class("tiles").Body(v.tiles(s)...),
+		v.perModel(s),
+		v.charts(s),
+	)
+}
+
+// tiles are the headline figures, each from one snapshot field.
+func (v *ServingView) tiles(s *snapshot.Snapshot) []app.UI {
 	t := SchedulerTotals(s)
-	rows := fmt.Sprintf("%d / %d", t.Active, t.Capacity)
-	occupancy := ""
+	w := s.Requests.Window
+	q := func(d *snapshot.Distribution, p func(*snapshot.Distribution) float64) string {
+		if d == nil {
+			return format.Dash
+		}
+		return format.Ms(p(d))
+	}
+	p50 := func(d *snapshot.Distribution) float64 { return d.P50 }
+	p95 := func(d *snapshot.Distribution) float64 { return d.P95 }
+	p99 := func(d *snapshot.Distribution) float64 { return d.P99 }
+	reqRate := format.Dash
+	if r, ok := RequestsPerSecond(s); ok {
+		reqRate = fmt.Sprintf("%.2f req/s", r)
+	}
+	occupancy, rowsHint := format.Dash, "no scheduler sample"
 	if t.Capacity > 0 {
-		occupancy = format.Percent(float64(t.Active)/float64(t.Capacity)) + " occupied"
+		occupancy = format.Percent(float64(t.Active) / float64(t.Capacity))
+		rowsHint = fmt.Sprintf("%d of %d rows decoding", t.Active, t.Capacity)
+	}
+	kvUse, hitRate := CacheTotals(s)
+	pct := func(v *float64) string {
+		if v == nil {
+			return format.Dash
+		}
+		return format.Percent(*v)
 	}
 	resident := 0
 	for _, m := range s.Models {
@@ -59,19 +162,136 @@ func (v *ServingView) Render() app.UI {
 			resident++
 		}
 	}
-	return app.Div().Class("view").ID("view-serving").Body(
-		app.Div().Class("tiles").Body(
-			tile("throughput", "Throughput", format.Rate(t.TokensPerSecond), fmt.Sprintf("%d models sampled", len(s.Schedulers))),
-			tile("rows", "Batch rows", rows, occupancy),
-			tile("queued", "Queued", format.Count(int64(t.Queued)), "requests waiting"),
-			tile("finished", "Finished", format.Count(s.Requests.Finished), "requests since start"),
-			tile("models", "Models resident", itoa(resident), fmt.Sprintf("of %d known", len(s.Models))),
-		),
-		section("Tokens per second, active rows and queue depth",
-			app.If(len(s.Series) == 0, func() app.UI { return empty("No scheduler samples yet.") }).
-				Else(func() app.UI {
-					return &Chart{ID: "chart-throughput", Label: "tokens per second over time", Option: charts.Throughput(s.Series, v.Palette)}
-				}),
+	over := fmt.Sprintf("last %s requests", format.Count(int64(w.Count)))
+	return []app.UI{
+		tile("throughput", "Throughput", format.Rate(t.TokensPerSecond), plural(len(s.Schedulers), "model", "models")+" sampled"),
+		tile("requests", "Requests", reqRate, format.Count(s.Requests.Finished)+" finished since start"),
+		tile("ttft", "TTFT p50 · p95 · p99", q(w.TTFTMs, p50)+" · "+q(w.TTFTMs, p95)+" · "+q(w.TTFTMs, p99), over),
+		tile("tpot", "TPOT p50 · p95", q(w.TPOTMs, p50)+" · "+q(w.TPOTMs, p95), "per output token after the first"),
+		tile("e2e", "E2E latency p50 · p95", q(w.TotalMs, p50)+" · "+q(w.TotalMs, p95), over),
+		tile("queued", "Queue depth", format.Count(int64(t.Queued)), "requests waiting"),
+		tile("rows", "Batch occupancy", occupancy, rowsHint),
+		tile("kv", "KV cache use", pct(kvUse), "of the KV budget"),
+		tile("prefix", "Prefix hit rate", pct(hitRate), "lookups since load"),
+		tile("models", "Models resident", itoa(resident), fmt.Sprintf("of %d known", len(s.Models))),
+	}
+}
+
+// perModel breaks the figures down by model when more than one is
+// resident.
+func (v *ServingView) perModel(s *snapshot.Snapshot) app.UI {
+	var rows []snapshot.Model
+	for _, m := range s.Models {
+		if m.State == snapshot.StateResident {
+			rows = append(rows, m)
+		}
+	}
+	if len(rows) < 2 {
+		return nil
+	}
+	sched := map[string]snapshot.Scheduler{}
+	for _, sc := range s.Schedulers {
+		sched[sc.Model] = sc
+	}
+	caches := map[string]snapshot.Cache{}
+	for _, c := range s.Caches {
+		caches[c.Model] = c
+	}
+	return section("By model",
+		scrollTable("per-model",
+			[]string{"Model", "Throughput", "Rows", "Queued", "TTFT p50", "TTFT p95", "TPOT p50", "KV use", "Prefix hits"},
+			app.Range(rows).Slice(func(i int) app.UI {
+				m := rows[i]
+				sc, sampled := sched[m.Model]
+				one := &snapshot.Snapshot{Caches: []snapshot.Cache{caches[m.Model]}}
+				kv, hit := CacheTotals(one)
+				var w *snapshot.Window
+				if pm := s.Requests.Window.PerModel; pm != nil {
+					w = pm[m.Model]
+				}
+				dist := func(d func(*snapshot.Window) *snapshot.Distribution, q func(*snapshot.Distribution) float64) string {
+					if w == nil || d(w) == nil {
+						return format.Dash
+					}
+					return format.Ms(q(d(w)))
+				}
+				ttft := func(w *snapshot.Window) *snapshot.Distribution { return w.TTFTMs }
+				tpot := func(w *snapshot.Window) *snapshot.Distribution { return w.TPOTMs }
+				rate, rowsText, queued := format.Dash, format.Dash, format.Dash
+				if sampled {
+					rate = format.Rate(sc.TokensPerSecond)
+					rowsText = fmt.Sprintf("%d / %d", sc.Active, sc.Capacity)
+					queued = itoa(sc.Queued)
+				}
+				pct := func(v *float64) string {
+					if v == nil {
+						return format.Dash
+					}
+					return format.Percent(*v)
+				}
+				return app.Tr().DataSet("model", m.Model).Body(
+					app.Td().Body(modelName(m.Model)),
+					app.Td().Class("num").Text(rate),
+					app.Td().Class("num").Text(rowsText),
+					app.Td().Class("num").Text(queued),
+					app.Td().Class("num").Text(dist(ttft, func(d *snapshot.Distribution) float64 { return d.P50 })),
+					app.Td().Class("num").Text(dist(ttft, func(d *snapshot.Distribution) float64 { return d.P95 })),
+					app.Td().Class("num").Text(dist(tpot, func(d *snapshot.Distribution) float64 { return d.P50 })),
+					app.Td().Class("num").Text(pct(kv)),
+					app.Td().Class("num").Text(pct(hit)),
+				)
+			}),
 		),
 	)
+}
+
+// charts is the grid of time charts: two columns where the width allows.
+func (v *ServingView) charts(s *snapshot.Snapshot) app.UI {
+	tl, marks, pal := s.Timeline, s.Marks, v.Palette
+	chart := func(id, title, label string, has bool, option func() []byte) app.UI {
+		return app.Section().Class("card chart-card").DataSet("chart-card", id).Body(
+			app.H2().Text(title),
+			app.If(!has, func() app.UI { return empty("Nothing measured yet.") }).
+				Else(func() app.UI { return &Chart{ID: id, Label: label, Option: option()} }),
+		)
+	}
+	hasTimeline := len(tl) > 0
+	return app.Div().Class("chart-grid").Body(
+		chart("chart-throughput", "Tokens per second, batch rows and queue", "tokens per second, active rows and queue depth over time",
+			len(s.Series) > 0, func() []byte { return charts.Throughput(s.Series, marks, pal) }),
+		chart("chart-ttft", "Time to first token", "TTFT p50, p95 and p99 over time", hasTimeline,
+			func() []byte {
+				return charts.Latency(tl, marks, func(p snapshot.TimelinePoint) *snapshot.Quantiles { return p.TTFTMs }, "ms", pal)
+			}),
+		chart("chart-tpot", "Time per output token", "TPOT p50, p95 and p99 over time", hasTimeline,
+			func() []byte {
+				return charts.Latency(tl, marks, func(p snapshot.TimelinePoint) *snapshot.Quantiles { return p.TPOTMs }, "ms", pal)
+			}),
+		chart("chart-e2e", "End-to-end latency", "request latency p50, p95 and p99 over time", hasTimeline,
+			func() []byte {
+				return charts.Latency(tl, marks, func(p snapshot.TimelinePoint) *snapshot.Quantiles { return p.TotalMs }, "ms", pal)
+			}),
+		chart("chart-finish", "Requests per second by finish reason", "finished requests per second by finish reason over time", hasTimeline,
+			func() []byte { return charts.FinishRate(tl, s.IntervalMs, marks, pal) }),
+		chart("chart-cache", "KV cache use and prefix hit rate", "KV cache use and prefix-cache hit rate over time", hasTimeline,
+			func() []byte { return charts.CacheUse(tl, marks, pal) }),
+	)
+}
+
+// staleNote says the figures are no longer live, and as of when (the
+// panel greys them meanwhile).
+func staleNote(stale bool, s *snapshot.Snapshot) app.UI {
+	if !stale || s == nil {
+		return nil
+	}
+	return app.P().Class("stale-note").DataSet("stale", "true").Text(
+		"Not live: every figure below is as of " + format.Clock(s.At) + ", when the stream was last heard from.")
+}
+
+// plural is "1 model" or "2 models".
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return itoa(n) + " " + many
 }

@@ -28,3 +28,37 @@ func section(title string, body ...app.UI) app.UI {
 }
 
 func itoa(n int) string { return fmt.Sprint(n) }
+
+// modelName renders a model id with break opportunities after its
+// separators (org/name-variant.quant), so a narrow column wraps it there
+// rather than inside a word.
+func modelName(name string) app.UI {
+	var parts []app.UI
+	start := 0
+	for i := 0; i < len(name); i++ {
+		switch name[i] {
+		case '/', '-', '_', '.', ':', '@':
+			parts = append(parts, app.Text(name[start:i+1]), app.Wbr())
+			start = i + 1
+		}
+	}
+	if start < len(name) {
+		parts = append(parts, app.Text(name[start:]))
+	}
+	return app.Span().Class("model-name").Body(parts...)
+}
+
+// scrollTable is a table that scrolls sideways inside its card on a narrow
+// screen (with a shadow at the edge as the cue); the first column is text,
+// the others numbers, right-aligned under right-aligned headers.
+func scrollTable(class string, headers []string, rows app.UI) app.UI {
+	return app.Div().Class("table-wrap").Body(app.Table().Class("table "+class).Body(
+		app.THead().Body(app.Tr().Body(app.Range(headers).Slice(func(i int) app.UI {
+			if i == 0 {
+				return app.Th().Text(headers[i])
+			}
+			return app.Th().Class("num").Text(headers[i])
+		}))),
+		app.TBody().Body(rows),
+	))
+}

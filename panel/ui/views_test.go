@@ -11,6 +11,9 @@ import (
 	"github.com/maxence-charriere/go-app/v10/pkg/app"
 
 	"github.com/mlx-bun/mlx-metrics/panel/charts"
+	"github.com/mlx-bun/mlx-metrics/panel/format"
+	"github.com/mlx-bun/mlx-metrics/shared/bench"
+	"github.com/mlx-bun/mlx-metrics/shared/events"
 	"github.com/mlx-bun/mlx-metrics/shared/snapshot"
 )
 
@@ -57,9 +60,10 @@ func TestViews(t *testing.T) {
 			compo: &ServingView{Snap: busy, Palette: charts.Light},
 			want: []string{
 				`data-tile="throughput"`, "327 tok/s",
-				`data-tile="rows"`, "8 / 8", "100.0% occupied",
+				`data-tile="rows"`, ">100.0%<", "8 of 8 rows decoding",
 				`data-tile="queued"`, ">7<",
-				`data-tile="finished"`, "1,234",
+				`data-tile="requests"`, "1,234 finished since start",
+				`data-tile="ttft"`, `data-tile="tpot"`, `data-tile="e2e"`, `data-tile="kv"`, `data-tile="prefix"`,
 				`data-tile="models"`, "of 3 known",
 				`id="chart-throughput"`,
 			},
@@ -67,7 +71,7 @@ func TestViews(t *testing.T) {
 		{
 			name:    "serving empty",
 			compo:   &ServingView{Snap: empty},
-			want:    []string{"0.00 tok/s", "0 / 0", "No scheduler samples yet."},
+			want:    []string{"0.00 tok/s", "no scheduler sample", "Nothing measured yet."},
 			notWant: []string{`id="chart-throughput"`},
 		},
 		{
@@ -159,8 +163,8 @@ func TestRecordedSnapshot(t *testing.T) {
 		compo app.Composer
 		want  []string
 	}{
-		{"serving", &ServingView{Snap: rec}, []string{"0.00 tok/s", "0 / 8", ">3<", "260", "of 2 known", `id="chart-throughput"`}},
-		{"models", &ModelsView{Snap: rec}, []string{"llama-3.2-3b", "state-unloaded", "out of memory", "qwen2.5-7b", "state-resident", "5470 ms", "7.1 GiB"}},
+		{"serving", &ServingView{Snap: rec}, []string{"0.00 tok/s", "0 of 8 rows decoding", ">3<", "260 finished", "of 2 known", `id="chart-throughput"`}},
+		{"models", &ModelsView{Snap: rec}, []string{"llama-3.2-3b", "state-unloaded", "qwen2.5-7b", "state-resident", "5470 ms", "7.1 GiB"}},
 		{"caches", &CachesView{Snap: rec}, []string{"61.0 MiB of 976.6 MiB", "30.5 MiB of 244.1 MiB", "hit rate 82.7% (115 hits, 24 misses)"}},
 		{"requests", &RequestsView{Snap: rec}, []string{
 			"over the last 200 of 260 finished requests (window 200); 33.2% of prompt tokens cached",
@@ -190,7 +194,7 @@ func TestReferenceSnapshot(t *testing.T) {
 		compo app.Composer
 		want  []string
 	}{
-		{"serving", &ServingView{Snap: ref}, []string{"202 tok/s", "2 / 16", "12.5% occupied", ">29<", "of 1 known"}},
+		{"serving", &ServingView{Snap: ref}, []string{"202 tok/s", "2 of 16 rows decoding", ">12.5%<", "29 finished since start", "of 1 known"}},
 		{"models", &ModelsView{Snap: ref}, []string{"reference-sim", "state-resident", "400 ms", "4.0 GiB", "238.0 MiB", "1.6 GiB"}},
 		{"caches", &CachesView{Snap: ref}, []string{"238.0 MiB of 8.0 GiB", "1.6 GiB of 2.0 GiB", "hit rate 23.7%"}},
 		{"requests", &RequestsView{Snap: ref}, []string{`data-finish="length"`, "29 · 100.0%", `data-timing="ttft"`}},
@@ -290,5 +294,99 @@ func TestBackoff(t *testing.T) {
 		if got := backoff(tt.failures); got != tt.want {
 			t.Errorf("backoff(%d) = %v, want %v", tt.failures, got, tt.want)
 		}
+	}
+}
+
+// The Serving view over a recorded session: every tile, the time charts
+// from the timeline, and the model marks on them.
+func TestServingTimeline(t *testing.T) {
+	rec := recorded(t, "recorded")
+	html := render(t, &ServingView{Snap: rec, Palette: charts.Light})
+	for _, w := range []string{
+		`id="chart-ttft"`, `id="chart-tpot"`, `id="chart-e2e"`, `id="chart-finish"`, `id="chart-cache"`,
+		`data-tile="ttft"`, "TTFT p50 · p95 · p99", "421 ms · 828 ms · 885 ms",
+		`data-tile="kv"`, `data-tile="prefix"`, "82.7%",
+	} {
+		if !strings.Contains(html, w) {
+			t.Errorf("missing %q", w)
+		}
+	}
+	if strings.Contains(html, "Nothing measured yet.") {
+		t.Error("a chart is empty although the timeline has points")
+	}
+	if r, ok := RequestsPerSecond(rec); !ok || r <= 0 {
+		t.Errorf("requests per second %v %v", r, ok)
+	}
+}
+
+func TestServingPerModelAndLease(t *testing.T) {
+	two := &snapshot.Snapshot{
+		At: 1_764_690_000_000,
+		Models: []snapshot.Model{
+			{Model: "mlx-community/Qwen3-4B-4bit", State: snapshot.StateResident, Loads: 1},
+			{Model: "org/other-model", State: snapshot.StateResident, Loads: 1},
+		},
+		Schedulers: []snapshot.Scheduler{{SchedulerSample: events.SchedulerSample{Model: "org/other-model", Active: 2, Capacity: 8, TokensPerSecond: 50}}},
+		Caches:     []snapshot.Cache{{Model: "org/other-model", KV: &snapshot.KVCache{Bytes: 1, CapacityBytes: ptr(int64(4))}}},
+	}
+	for _, tc := range []struct {
+		name    string
+		snap    *snapshot.Snapshot
+		lease   *bench.Lease
+		want    []string
+		notWant []string
+	}{
+		{"two resident models: a breakdown", two, nil,
+			[]string{`data-model="org/other-model"`, "By model", "2 / 8", "25.0%", "<wbr>"},
+			[]string{`data-lease="held"`}},
+		{"one resident model: no breakdown", &snapshot.Snapshot{Models: two.Models[:1]}, nil,
+			nil, []string{"By model"}},
+		{"a bench run holds the GPU", &snapshot.Snapshot{}, &bench.Lease{Held: true, Holder: "run-7", Since: 1_764_690_000_000},
+			[]string{`data-lease="held"`, "job run-7"}, nil},
+		{"the lease is free", &snapshot.Snapshot{}, &bench.Lease{}, nil, []string{`data-lease="held"`}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			html := render(t, &ServingView{Snap: tc.snap, Lease: tc.lease})
+			for _, w := range tc.want {
+				if !strings.Contains(html, w) {
+					t.Errorf("missing %q", w)
+				}
+			}
+			for _, w := range tc.notWant {
+				if strings.Contains(html, w) {
+					t.Errorf("has %q", w)
+				}
+			}
+		})
+	}
+}
+
+// A lost stream marks every figure stale, keeps the time of the loss
+// through the retries, and names the URL it cannot reach.
+func TestStaleAfterLoss(t *testing.T) {
+	p := NewPanel(Connection{APIBase: "http://127.0.0.1:9/api/metrics", EventsURL: "http://127.0.0.1:9/api/metrics/stream"}, "")
+	snap := &snapshot.Snapshot{At: 1_764_690_000_000}
+	t0 := time.UnixMilli(1_764_690_001_000)
+	p.Apply(snap, t0)
+	if p.Stale() {
+		t.Fatal("stale while live")
+	}
+	p.Interrupt(t0.Add(time.Second))
+	first := p.lastErr
+	p.state = StateRetrying
+	p.Interrupt(t0.Add(time.Minute)) // the retry failed too
+	if p.lastErr != first || !strings.Contains(first, format.Clock(t0.Add(time.Second).UnixMilli())) ||
+		!strings.Contains(first, "cannot reach http://127.0.0.1:9/api/metrics/stream") {
+		t.Errorf("after the retry %q; first %q", p.lastErr, first)
+	}
+	html := render(t, p)
+	for _, w := range []string{`class="body stale"`, `data-stale`, "as of " + format.Clock(snap.At)} {
+		if !strings.Contains(html, w) {
+			t.Errorf("missing %q", w)
+		}
+	}
+	p.Apply(snap, t0.Add(2*time.Minute))
+	if p.Stale() || p.bodyClass() != "body" {
+		t.Error("still stale after a snapshot")
 	}
 }
