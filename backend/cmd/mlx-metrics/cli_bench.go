@@ -142,7 +142,13 @@ func benchShowCmd(ctx context.Context, args []string, env cliEnv) error {
 	if *asJSON {
 		return printIndented(env.stdout, raw)
 	}
-	tw := tabwriter.NewWriter(env.stdout, 0, 4, 2, ' ', 0)
+	return printBenchEntry(env.stdout, e)
+}
+
+// printBenchEntry prints a run's summary and per-cell medians; `bench run`
+// ends with it too.
+func printBenchEntry(w io.Writer, e bench.HistoryEntry) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintf(tw, "run\t%s\nprofile\t%s (%s)\nstarted\t%s\nduration\t%s\nresult\t%s\nmachine\t%s, %s, %s\n",
 		e.ID, e.Profile, e.Scope, time.UnixMilli(e.StartedAt).UTC().Format(time.RFC3339),
 		(time.Duration(e.DurationMs) * time.Millisecond).Round(time.Second), result(e),
