@@ -138,11 +138,15 @@ func (e *Exporter) model(name string) (label string, ok bool) {
 
 // LabelValue makes s safe as a label value: client_golang refuses invalid
 // UTF-8 (with a panic), and the exposition format passes control characters
-// such as NUL through raw, so both become U+FFFD (as does a rune the cut
-// to events.MaxModelName bytes splits).
+// such as NUL through raw, so both become U+FFFD. s is first cut to at most
+// events.MaxModelName bytes, before a rune the cut would split.
 func LabelValue(s string) string {
 	if len(s) > events.MaxModelName {
-		s = s[:events.MaxModelName]
+		cut := events.MaxModelName
+		for cut > events.MaxModelName-utf8.UTFMax+1 && !utf8.RuneStart(s[cut]) {
+			cut--
+		}
+		s = s[:cut]
 	}
 	s = strings.ToValidUTF8(s, "\uFFFD")
 	if strings.IndexFunc(s, unicode.IsControl) < 0 {

@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/prometheus/common/expfmt"
@@ -108,6 +110,7 @@ func TestLabelValuesAreSafe(t *testing.T) {
 		{"newline", "a\nmlx_fake 1", "a\uFFFDmlx_fake 1"},
 		{"quote and backslash kept, escaped", `a"b\c`, `a"b\c`},
 		{"over-long", long + "x", long[:events.MaxModelName]},
+		{"over-long, cut before a split rune", "a" + long, "a" + long[:events.MaxModelName-2]},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -185,4 +188,27 @@ func TestPromtoolCheckMetrics(t *testing.T) {
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Errorf("promtool check metrics: %v\n%s", err, out)
 	}
+}
+
+// FuzzLabelValue: whatever a producer names a model, the label is valid
+// UTF-8 without control characters, and the scrape parses.
+func FuzzLabelValue(f *testing.F) {
+	for _, seed := range []string{"qwen3-8b", "a\x00b", "\xff\xfe", "\x1b[2J", "a\nb", `"\`, strings.Repeat("é", 200), "\u2028", "\u0085"} {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, name string) {
+		v := LabelValue(name)
+		if !utf8.ValidString(v) || strings.IndexFunc(v, unicode.IsControl) >= 0 {
+			t.Fatalf("LabelValue(%q) = %q", name, v)
+		}
+		if name == "" {
+			return
+		}
+		e := New()
+		e.Observe(finished(name, events.FinishStop, 1))
+		parser := expfmt.NewTextParser(model.UTF8Validation)
+		if _, err := parser.TextToMetricFamilies(strings.NewReader(exposition(t, e))); err != nil {
+			t.Fatalf("model %q: the scrape does not parse: %v", name, err)
+		}
+	})
 }
