@@ -104,7 +104,7 @@ func (r *run) measure(ctx context.Context, i int, cell bench.Cell, res *bench.Ce
 	}
 	// Decode runs that were measured are checked also when a later phase
 	// failed: the record says whether they can be trusted.
-	checkSpread(res, r.phases.UnstableSpread)
+	checkSpread(res, r.phases.UnstableSpread, r.o.Strict)
 }
 
 // open starts the cell's server, or attaches to the running one the plan
@@ -446,8 +446,9 @@ func (m *measurer) concurrent(ctx context.Context, attempt int) ([]bench.Sample,
 }
 
 // checkSpread tags the cell unstable when its decode runs (those of the
-// phase's last attempt) spread more than limit allows (max/min).
-func checkSpread(res *bench.CellResult, limit float64) {
+// phase's last attempt) spread more than limit allows (max/min); strict
+// makes a measured cell that is unstable a failed one.
+func checkSpread(res *bench.CellResult, limit float64, strict bool) {
 	lo, hi := 0.0, 0.0
 	for _, s := range bench.PhaseSamples(res.Samples, bench.PhaseDecode) {
 		if s.DecodeTokensPerSecond <= 0 {
@@ -463,6 +464,10 @@ func checkSpread(res *bench.CellResult, limit float64) {
 		msg := fmt.Sprintf("unstable: decode runs spread %.2fx (max/min), over %.2f", hi/lo, limit)
 		res.Note = appendNote(res.Note, msg)
 		res.Problems = append(res.Problems, msg)
+		if strict && res.Status == bench.CellMeasured {
+			res.Status = bench.CellFailed
+			res.Note = appendNote(res.Note, "failed under --strict")
+		}
 	}
 }
 

@@ -48,6 +48,9 @@ type Options struct {
 	StopGrace time.Duration
 	// SampleEvery is the memory sampling period (250 ms by default).
 	SampleEvery time.Duration
+	// Strict fails a measured cell whose decode runs are unstable, so the
+	// run is incomplete (exit 1) rather than complete with a tag.
+	Strict bool
 	// AttachGrace is how long an attached server may refuse connections
 	// before its cell fails (5 s by default).
 	AttachGrace time.Duration
@@ -82,7 +85,11 @@ func Run(ctx context.Context, o Options) (bench.RunRecord, error) {
 		return rec, err
 	}
 	rec.Machine = o.Machine()
-	fmt.Fprintf(o.Out, "run %s: %d cells on %s (%s; %s)\n", rec.ID, len(o.Plan.Cells), rec.Machine.Host, rec.Machine.Chip, rec.Machine.GPU)
+	cells := "cells"
+	if len(o.Plan.Cells) == 1 {
+		cells = "cell"
+	}
+	fmt.Fprintf(o.Out, "run %s: %d %s on %s (%s; %s)\n", rec.ID, len(o.Plan.Cells), cells, rec.Machine.Host, rec.Machine.Chip, rec.Machine.GPU)
 
 	gpu, gpuErr := probe.OpenGPU()
 	if gpu != nil {

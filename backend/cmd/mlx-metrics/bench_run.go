@@ -3,36 +3,72 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
+	"path/filepath"
+	"strings"
+	"time"
 
+	"github.com/mlx-bun/mlx-metrics/backend/internal/history"
 	"github.com/mlx-bun/mlx-metrics/gpu/runner"
 	"github.com/mlx-bun/mlx-metrics/shared/bench"
 )
 
-// runBenchRun is `mlx-metrics bench run`: the runner process the backend's
-// job service starts (isolation: task), also usable by hand. Exit status: 0
-// every applicable cell measured, 1 incomplete, 2 usage or plan error, 143
-// stopped by SIGTERM (the record is written in every case but 2).
 func runBenchRun(ctx context.Context, args []string) error {
+	return benchRunCmd(ctx, args, osEnv())
+}
+
+// benchRunCmd is `mlx-metrics bench run`: the runner process the backend's
+// job service starts (isolation: task), also usable by hand. It ends with
+// the cells' medians (as `bench show` prints them) and the report's path.
+// Exit status: 0 every applicable cell measured, 1 incomplete (a failed
+// cell, an unstable one under --strict, or a record that could not be
+// saved), 2 usage or plan error, 143 stopped by SIGTERM (the record is
+// written in every case but 2 and a failed save).
+func benchRunCmd(ctx context.Context, args []string, env cliEnv) error {
 	fs := flag.NewFlagSet("bench run", flag.ContinueOnError)
-	planPath := fs.String("plan", "", "plan file (JSON; see `mlx-metrics bench plan`) (required)")
-	out := fs.String("out", "", "run directory: run.json, report.md, logs/ (required)")
-	id := fs.String("id", "", "run id (default: from the start time)")
-	profile := fs.String("profile", "", "profile name the plan came from, for the record")
+	fs.SetOutput(env.stderr)
+	planPath := fs.String("plan", "", "plan `FILE` (JSON, as mlx-metrics bench plan writes it) (required)")
+	out := fs.String("out", "", "run `DIR`: run.json, report.md, logs/ (required unless --home)")
+	home := fs.String("home", "", "record into the history of serve's home `DIR` (serve --home), so the run shows in bench list and the panel; the run directory is then DIR/metrics/bench/runs/<id> unless --out says otherwise")
+	id := fs.String("id", "", "run `ID` (default: from the start time)")
+	profile := fs.String("profile", "", "profile `NAME` the plan came from, for the record")
+	strict := fs.Bool("strict", false, "an unstable cell (decode runs spread over the plan's unstableSpread) fails, so the run exits 1")
 	fs.Usage = func() {
-		fmt.Fprintln(os.Stderr, "usage: mlx-metrics bench run --plan FILE --out DIR [--id ID] [--profile NAME]\n\nflags:")
+		fmt.Fprint(env.stderr, `usage: mlx-metrics bench run --plan FILE (--out DIR | --home DIR) [--id ID] [--profile NAME] [--strict]
+
+Runs a bench-serve plan: for each cell it starts the server (or attaches to
+a running one), measures it, and writes run.json, report.md and logs/. It
+ends with the cells' medians and the path of report.md.
+
+Exit status: 0 complete, 1 incomplete (a failed cell, an unstable one with
+--strict, or a record that could not be saved), 2 usage or plan error,
+143 stopped by SIGTERM.
+
+Examples:
+  mlx-metrics bench run --plan plans/qwen.json --out runs/qwen-1
+  mlx-metrics bench run --plan ~/.mlx-metrics/metrics/bench/plans/smoke.json --home ~/.mlx-metrics --strict
+
+flags:
+`)
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
-		return &exitError{code: runner.ExitUsage, err: err}
+	pos, err := parseFlags(fs, args)
+	if err != nil {
+		return err
 	}
-	if *planPath == "" || *out == "" || fs.NArg() > 0 {
+	if *planPath == "" || (*out == "" && *home == "") || len(pos) > 0 {
 		fs.Usage()
-		return &exitError{code: runner.ExitUsage, err: errors.New("--plan and --out are required, and nothing else")}
+		return usageErr("--plan and one of --out or --home are required, and no arguments")
+	}
+	if *id != "" && !history.IDPattern.MatchString(*id) {
+		return usageErr("--id %q: want letters, digits, '.', '_' or '-' (at most 128, not starting with a punctuation mark)", *id)
 	}
 	plan, err := readPlan(*planPath)
 	if err != nil {
@@ -42,18 +78,104 @@ func runBenchRun(ctx context.Context, args []string) error {
 	if err != nil {
 		return &exitError{code: runner.ExitUsage, err: fmt.Errorf("finding this executable for {self}: %w", err)}
 	}
-	rec, err := runner.Run(ctx, runner.Options{Plan: plan, Profile: *profile, ID: *id, OutDir: *out, Self: self, Out: os.Stdout})
+	if *id == "" {
+		*id = bench.NewRunID(time.Now(), randomSuffix())
+	}
+	dir := *out
+	if dir == "" {
+		// Mkdir, not MkdirAll, for the run's own directory: it is never
+		// another run's (or a backend job's).
+		runs := filepath.Join(*home, "metrics", "bench", "runs")
+		dir = filepath.Join(runs, *id)
+		if err := os.MkdirAll(runs, 0o755); err != nil {
+			return err
+		}
+		if err := os.Mkdir(dir, 0o755); err != nil {
+			return fmt.Errorf("run directory: %w", err)
+		}
+	}
+	rec, err := runner.Run(ctx, runner.Options{Plan: plan, Profile: *profile, ID: *id, OutDir: dir, Self: self, Out: env.stdout, Strict: *strict})
 	if err != nil {
-		return fmt.Errorf("writing the run record: %w", err)
+		// The backend's job keeps the runner's last stderr line as the
+		// reason: this one ("... no space left on device").
+		return fmt.Errorf("the run's record could not be saved: %w", err)
 	}
-	switch rec.ExitCode {
-	case runner.ExitComplete:
-		return nil
-	case runner.ExitCancelled:
+	entry := bench.Compact(rec, dir)
+	fmt.Fprintln(env.stdout)
+	if err := printBenchEntry(env.stdout, oneLineProblems(entry)); err != nil {
+		return err
+	}
+	fmt.Fprintf(env.stdout, "\nreport: %s\n", filepath.Join(dir, "report.md"))
+	var histErr error
+	if *home != "" {
+		histErr = keepInHistory(*home, entry, env.stdout)
+	}
+	switch {
+	case rec.ExitCode == runner.ExitCancelled:
 		return &exitError{code: rec.ExitCode, err: errors.New("stopped by a signal; the record is saved")}
-	default:
-		return &exitError{code: rec.ExitCode, err: fmt.Errorf("incomplete: %d problem(s), see %s/report.md", len(rec.Problems), *out)}
+	case rec.ExitCode != runner.ExitComplete:
+		return &exitError{code: rec.ExitCode, err: fmt.Errorf("incomplete: %s, see %s", problems(len(rec.Problems)), filepath.Join(dir, "report.md"))}
+	case histErr != nil:
+		return &exitError{code: runner.ExitIncomplete, err: histErr}
 	}
+	return nil
+}
+
+// keepInHistory puts the run's entry into home's history, as serve does
+// for the runs it starts. While serve runs on that home it holds the
+// history (one process at a time), and the run stays in serve's runs
+// directory: that is said, and is not a failure of the run.
+func keepInHistory(home string, e bench.HistoryEntry, w io.Writer) error {
+	h, err := history.Open(filepath.Join(home, "metrics", "history"))
+	if err != nil && historyHeld(err) {
+		fmt.Fprintf(w, "history: serve is running on %s and holds its history; the run is in %s, where serve's runs are\n", home, e.RunDirectory)
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("the run is saved in %s, but history could not keep it: %w", e.RunDirectory, err)
+	}
+	err = h.Put(e)
+	if cerr := h.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("the run is saved in %s, but history could not keep it: %w", e.RunDirectory, err)
+	}
+	fmt.Fprintf(w, "history: kept as %s in %s (bench list, the panel)\n", e.ID, home)
+	return nil
+}
+
+// oneLineProblems keeps each problem on its line in the summary: the
+// backend reads the runner's stdout by lines, and a problem quotes what a
+// server said.
+func oneLineProblems(e bench.HistoryEntry) bench.HistoryEntry {
+	ps := make([]string, len(e.Problems))
+	for i, p := range e.Problems {
+		ps[i] = strings.Join(strings.FieldsFunc(p, func(r rune) bool { return r == '\n' || r == '\r' }), " | ")
+	}
+	e.Problems = ps
+	return e
+}
+
+// historyHeld tells Badger's "another process holds the directory lock",
+// which it reports as text only (its error wraps no errno).
+func historyHeld(err error) bool {
+	return strings.Contains(err.Error(), "Another process is using this Badger database")
+}
+
+func problems(n int) string {
+	if n == 1 {
+		return "1 problem"
+	}
+	return fmt.Sprintf("%d problems", n)
+}
+
+// randomSuffix keeps runs started in the same second apart, as the job
+// service's ids do.
+func randomSuffix() string {
+	b := make([]byte, 3)
+	rand.Read(b)
+	return hex.EncodeToString(b)
 }
 
 // readPlan reads and validates a plan file; unknown fields are errors, so
