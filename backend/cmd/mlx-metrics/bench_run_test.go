@@ -117,7 +117,9 @@ func TestBenchRunSummaryAndExit(t *testing.T) {
 			[]string{"reference-sim/tree/attached  measured", "unstable: decode runs spread"}, "", false},
 		{"unstable under --strict", func(out, _ string) []string { return []string{"--plan", unevenPlan(), "--out", out, "--strict"} }, 1,
 			[]string{"reference-sim/tree/attached  failed"}, "incomplete", false},
-		{"--home records into history", func(_, home string) []string { return []string{"--plan", goodPlan, "--home", home, "--id", "20261203T120000Z-hand"} }, 0,
+		{"--home records into history", func(_, home string) []string {
+			return []string{"--plan", goodPlan, "--home", home, "--id", "20261203T120000Z-hand"}
+		}, 0,
 			[]string{"report: HOME/metrics/bench/runs/20261203T120000Z-hand/report.md", "history: kept as 20261203T120000Z-hand"}, "", true},
 		{"no --out or --home", func(_, _ string) []string { return []string{"--plan", goodPlan} }, 2, nil, "--plan and one of --out or --home", false},
 		{"an argument", func(out, _ string) []string { return []string{"--plan", goodPlan, "--out", out, "extra"} }, 2, nil, "no arguments", false},
