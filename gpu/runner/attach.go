@@ -94,7 +94,8 @@ func (s *server) waitAttached(ctx context.Context, timeout time.Duration) error 
 		case definite == len(s.readyURLs):
 			return fmt.Errorf("the attached server is not ready: %s (is the base URL the server's OpenAI API root, e.g. http://host:port/v1?)", what)
 		case refused > 0 && definite+refused == len(s.readyURLs) && elapsed >= s.grace:
-			return fmt.Errorf("the attached server is not running: %s, for %v", what, s.grace.Round(time.Millisecond))
+			s.goneErr = fmt.Errorf("the attached server is not running: %s, for %v", what, s.grace.Round(time.Millisecond))
+			return s.goneErr
 		case elapsed >= timeout:
 			return fmt.Errorf("the attached server is not ready after %v: %s", timeout, what)
 		}

@@ -200,3 +200,79 @@ func closedPort(t *testing.T) string {
 	l.Close()
 	return addr
 }
+
+// An attached server that stops listening mid-phase fails its cell as
+// gone after the grace (not every later phase twice); one the run was
+// cancelled against is left running.
+func TestAttachedServerGoneOrCancelled(t *testing.T) {
+	t.Run("stops listening mid-phase", func(t *testing.T) {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg := engine.DefaultConfig()
+		cfg.LoadTime = 0
+		e, err := engine.New(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		go e.Run(ctx)
+		h := e.Handler()
+		hs := &http.Server{}
+		hs.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.Method == http.MethodPost {
+				// The server goes away: nothing listens, no connection stays.
+				l.Close()
+				hs.SetKeepAlivesEnabled(false)
+				panic(http.ErrAbortHandler)
+			}
+			h.ServeHTTP(w, r)
+		})
+		go hs.Serve(l)
+		defer hs.Close()
+		good := serveEngine(t, nil)
+		plan := bench.Plan{Scope: bench.ScopeAll, Phases: smallPhases, Cells: []bench.Cell{
+			attachedCell("gone", "http://"+l.Addr().String()+"/v1"), attachedCell("good", good.URL+"/v1")}}
+		rec, err := Run(context.Background(), Options{Plan: plan, OutDir: t.TempDir(), Out: &syncBuffer{}, AttachGrace: 300 * time.Millisecond})
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := rec.Cells[0]
+		if c.Status != bench.CellFailed || !strings.Contains(c.Note, "the attached server is not running") {
+			t.Errorf("cell %s %q, want failed as not running", c.Status, c.Note)
+		}
+		for _, s := range c.Samples {
+			if s.Attempt > 1 || s.Phase != bench.PhaseDecode {
+				t.Errorf("sample %+v: only decode's first attempt should have run", s)
+			}
+		}
+		if rec.Cells[1].Status != bench.CellMeasured {
+			t.Errorf("the next cell: %s %q", rec.Cells[1].Status, rec.Cells[1].Note)
+		}
+	})
+	t.Run("cancelled mid-phase", func(t *testing.T) {
+		srv := serveEngine(t, nil)
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		out := &syncBuffer{onLine: func(l string) {
+			if strings.HasPrefix(l, "phase decode") {
+				cancel()
+			}
+		}}
+		plan := bench.Plan{Scope: bench.ScopeAll, Phases: smallPhases, Cells: []bench.Cell{attachedCell("attached", srv.URL+"/v1")}}
+		rec, err := Run(ctx, Options{Plan: plan, OutDir: t.TempDir(), Out: out})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !rec.Cancelled || rec.ExitCode != ExitCancelled || rec.Cells[0].Note != "cancelled mid-cell" {
+			t.Errorf("cancelled %v exit %d note %q", rec.Cancelled, rec.ExitCode, rec.Cells[0].Note)
+		}
+		resp, err := http.Get(srv.URL + "/health")
+		if err != nil || resp.StatusCode != http.StatusOK {
+			t.Fatalf("the attached server after a cancelled run: %v %v", resp, err)
+		}
+		resp.Body.Close()
+	})
+}

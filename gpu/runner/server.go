@@ -29,6 +29,7 @@ type server struct {
 	// for an attached one, each is tried in turn.
 	readyURLs []string
 	grace     time.Duration // how long an attached server may refuse connections
+	goneErr   error         // set when an attached server stopped listening
 	started   time.Time
 	exited    chan struct{} // closed when the process has exited; nil when attached
 	waitErr   error
@@ -112,8 +113,12 @@ func (s *server) closeLogs() {
 	}
 }
 
-// exitErr says how the server ended, once it has.
+// exitErr says how the server ended, once it has. An attached server has
+// ended, as far as the run can tell, when it stopped listening.
 func (s *server) exitErr() error {
+	if s.attached {
+		return s.goneErr
+	}
 	select {
 	case <-s.exited:
 		if s.waitErr != nil {
