@@ -58,6 +58,9 @@ func encode(c jsonOption, p Palette) []byte {
 	}
 	if l, ok := m["legend"].(map[string]any); ok {
 		l["textStyle"] = map[string]any{"color": p.Text}
+		// One line that scrolls rather than wrapping over the plot and the
+		// axis names on a narrow screen.
+		l["type"] = "scroll"
 	}
 	for _, key := range []string{"xAxis", "yAxis"} {
 		axes, _ := m[key].([]any)
@@ -81,6 +84,8 @@ func styleAxis(a map[string]any, p Palette) {
 		label = map[string]any{}
 	}
 	label["color"] = p.Text
+	// Labels that would overlap (time labels on a phone) are left out.
+	label["hideOverlap"] = true
 	a["axisLabel"] = label
 }
 
@@ -96,7 +101,7 @@ func Throughput(series []snapshot.SeriesPoint, marks []snapshot.ModelMark, p Pal
 	c.SetGlobalOptions(
 		charts.WithLegendOpts(legend()),
 		charts.WithTooltipOpts(opts.Tooltip{Show: opts.Bool(true), Trigger: "axis"}),
-		charts.WithGridOpts(opts.Grid{Left: "8", Right: "8", Top: "40", Bottom: "8", ContainLabel: opts.Bool(true)}),
+		charts.WithGridOpts(opts.Grid{Left: "8", Right: "8", Top: "48", Bottom: "8", ContainLabel: opts.Bool(true)}),
 		charts.WithXAxisOpts(timeWindow(series)),
 		charts.WithYAxisOpts(opts.YAxis{Name: "tok/s", Type: "value", Min: 0}),
 	)

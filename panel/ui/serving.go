@@ -166,9 +166,9 @@ func (v *ServingView) tiles(s *snapshot.Snapshot) []app.UI {
 	return []app.UI{
 		tile("throughput", "Throughput", format.Rate(t.TokensPerSecond), plural(len(s.Schedulers), "model", "models")+" sampled"),
 		tile("requests", "Requests", reqRate, format.Count(s.Requests.Finished)+" finished since start"),
-		tile("ttft", "TTFT p50 · p95 · p99", q(w.TTFTMs, p50)+" · "+q(w.TTFTMs, p95)+" · "+q(w.TTFTMs, p99), over),
-		tile("tpot", "TPOT p50 · p95", q(w.TPOTMs, p50)+" · "+q(w.TPOTMs, p95), "per output token after the first"),
-		tile("e2e", "E2E latency p50 · p95", q(w.TotalMs, p50)+" · "+q(w.TotalMs, p95), over),
+		multiTile("ttft", "TTFT p50 · p95 · p99", []string{q(w.TTFTMs, p50), q(w.TTFTMs, p95), q(w.TTFTMs, p99)}, over),
+		multiTile("tpot", "TPOT p50 · p95", []string{q(w.TPOTMs, p50), q(w.TPOTMs, p95)}, "per output token after the first"),
+		multiTile("e2e", "E2E latency p50 · p95", []string{q(w.TotalMs, p50), q(w.TotalMs, p95)}, over),
 		tile("queued", "Queue depth", format.Count(int64(t.Queued)), "requests waiting"),
 		tile("rows", "Batch occupancy", occupancy, rowsHint),
 		tile("kv", "KV cache use", pct(kvUse), "of the KV budget"),

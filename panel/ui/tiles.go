@@ -15,6 +15,23 @@ func tile(key, label, value, hint string) app.UI {
 	)
 }
 
+// multiTile is a tile of several figures of one quantity (p50 · p95 ·
+// p99): smaller, each figure kept whole when the tile wraps.
+func multiTile(key, label string, values []string, hint string) app.UI {
+	parts := make([]app.UI, 0, 2*len(values))
+	for i, v := range values {
+		if i > 0 {
+			parts = append(parts, app.Text(" · "))
+		}
+		parts = append(parts, app.Span().Class("figure").Text(v))
+	}
+	return app.Div().Class("tile tile-multi").DataSet("tile", key).Body(
+		app.Div().Class("tile-label").Text(label),
+		app.Div().Class("tile-value").Body(parts...),
+		app.If(hint != "", func() app.UI { return app.Div().Class("tile-hint").Text(hint) }),
+	)
+}
+
 // empty is the placeholder of a view with nothing to show yet.
 func empty(msg string) app.UI {
 	return app.P().Class("empty").Text(msg)

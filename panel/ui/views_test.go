@@ -304,7 +304,7 @@ func TestServingTimeline(t *testing.T) {
 	html := render(t, &ServingView{Snap: rec, Palette: charts.Light})
 	for _, w := range []string{
 		`id="chart-ttft"`, `id="chart-tpot"`, `id="chart-e2e"`, `id="chart-finish"`, `id="chart-cache"`,
-		`data-tile="ttft"`, "TTFT p50 · p95 · p99", "421 ms · 828 ms · 885 ms",
+		`data-tile="ttft"`, "TTFT p50 · p95 · p99", "421 ms", "828 ms", "885 ms",
 		`data-tile="kv"`, `data-tile="prefix"`, "82.7%",
 	} {
 		if !strings.Contains(html, w) {
