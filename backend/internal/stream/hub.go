@@ -1,27 +1,28 @@
 // Package stream serves the live snapshot as server-sent events.
 //
 // One hub goroutine owns the timing: every Interval it checks the source's
-// version and, when it moved, serialises the snapshot once and offers that
-// frame to every client. A source that calls Notify on a change gets the
-// leading edge too: a change after a quiet Interval goes out at once, and
-// the ticker restarts from it, so closer changes still wait a full
-// Interval. Each client has a single pending-frame slot, not a queue: a
-// client too slow to take a frame before the next one finds only the
-// newest, so a client that stops reading costs one pointer, never a
-// growing buffer. A client that never drains its socket is dropped after
-// WriteTimeout; one that went away is noticed at the next write, at the
-// latest the keep-alive.
+// version and, when it moved, serialises the snapshot once into an
+// immutable frame and offers it to every client. A source that calls
+// Notify on a change gets the leading edge too: a change after a quiet
+// Interval goes out at once, and the ticker restarts from it, so closer
+// changes still wait a full Interval.
+//
+// Each client is one goroutine that owns its hijacked connection and
+// writes the shared frame straight to the socket (one writev: chunk line,
+// frame, CRLF), so nothing is copied per client. Each client has a single
+// pending-frame slot, not a queue: a client still writing one frame when
+// the next comes finds only the newest when it is done, so a client that
+// stops reading holds at most the frame it is writing, never a growing
+// buffer. A write that has not completed WriteTimeout after it began (on
+// the hub's clock) is cut off and the client dropped; one that went away
+// is noticed at the next write, at the latest the keep-alive.
 package stream
 
 import (
-	"bufio"
-	"net"
 	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"github.com/gofiber/fiber/v2"
 
 	"github.com/mlx-bun/mlx-metrics/backend/internal/clock"
 )
@@ -31,19 +32,26 @@ type Source interface {
 	// Version moves when the content changes; it must be cheap.
 	Version() uint64
 	// Encode returns the snapshot as JSON stamped at now, and its version.
+	// A snapshot whose first member is "at" (a number of milliseconds) lets
+	// the hub restamp the opening frame of each client without encoding
+	// again; any other is encoded afresh for each client that joins.
 	Encode(now time.Time) (version uint64, data []byte, err error)
 }
 
 // Options tune a Hub; zero fields take the defaults.
 type Options struct {
-	Interval     time.Duration // shortest gap between two frames to a client (500 ms)
-	KeepAlive    time.Duration // idle time before a ": keepalive" comment (15 s)
-	Retry        time.Duration // reconnect delay advised to clients (1500 ms)
-	WriteTimeout time.Duration // a socket accepting nothing this long is dropped (30 s)
-	Clock        clock.Clock   // clock.Real{} when nil
+	Interval  time.Duration // shortest gap between two frames to a client (500 ms)
+	KeepAlive time.Duration // idle time before a ": keepalive" comment (15 s)
+	Retry     time.Duration // reconnect delay advised to clients (1500 ms)
+	// WriteTimeout bounds one write: a client whose socket has not taken
+	// the whole of a frame this long after the write began (on Clock,
+	// checked at every tick) is cut off (30 s).
+	WriteTimeout time.Duration
+	Clock        clock.Clock // clock.Real{} when nil
 
 	onRemove func() // test hook: a client left
 	onTick   func() // test hook: a tick (periodic or leading-edge) was handled
+	onWrite  func() // test hook: a client's writer began a write
 }
 
 func (o Options) withDefaults() Options {
@@ -65,12 +73,6 @@ func (o Options) withDefaults() Options {
 	return o
 }
 
-// frame is one serialised snapshot event, shared by every client.
-type frame struct {
-	version uint64
-	data    []byte // "id: …\nevent: snapshot\ndata: …\n\n"
-}
-
 // Stats counts the hub's work, for /healthz and tests.
 type Stats struct {
 	Clients    int    `json:"clients"`    // connected now
@@ -80,17 +82,29 @@ type Stats struct {
 	Skipped    uint64 `json:"skipped"`    // frames replaced before a slow client took them
 	KeepAlives uint64 `json:"keepAlives"` // keep-alive comments written
 	Dropped    uint64 `json:"dropped"`    // clients cut off by a failed or timed-out write
+	TimedOut   uint64 `json:"timedOut"`   // of those, writes cut off after WriteTimeout
+	// Writing is the clients with a write in progress now: a client that
+	// stopped reading stays in it until WriteTimeout.
+	Writing int `json:"writing"`
+	// HeldBytes is the frame bytes clients hold unsent (in a write or in
+	// their slot), each shared frame counted once; MaxClientBytes is the
+	// most one client holds. Frames are shared, never copied per client.
+	HeldBytes      int `json:"heldBytes"`
+	MaxClientBytes int `json:"maxClientBytes"`
 }
 
 // Hub fans the snapshot out to stream clients.
 type Hub struct {
-	src  Source
-	opts Options
+	src   Source
+	opts  Options
+	retry []byte // the opening "retry: …" advice
 
 	mu      sync.Mutex
 	latest  *frame
 	clients map[*client]struct{}
 	seq     uint64 // ticks handled
+	closing bool   // no client joins once set
+	writers sync.WaitGroup
 
 	ticker  clock.Ticker
 	changed chan struct{} // capacity 1: Notify's pending notice
@@ -98,7 +112,7 @@ type Hub struct {
 	closed  sync.Once
 	loop    sync.WaitGroup
 
-	connected, encoded, sent, skipped, keepAlives, dropped atomic.Uint64
+	connected, encoded, sent, skipped, keepAlives, dropped, timedOut atomic.Uint64
 }
 
 // New starts a hub streaming src. Close stops it.
@@ -107,6 +121,7 @@ func New(src Source, opts Options) *Hub {
 	h := &Hub{
 		src:     src,
 		opts:    opts,
+		retry:   []byte("retry: " + strconv.FormatInt(opts.Retry.Milliseconds(), 10) + "\n\n"),
 		clients: map[*client]struct{}{},
 		ticker:  opts.Clock.NewTicker(opts.Interval),
 		changed: make(chan struct{}, 1),
@@ -117,11 +132,21 @@ func New(src Source, opts Options) *Hub {
 	return h
 }
 
-// Close ends every stream and stops the hub. Streams end cleanly, so a
-// server shutting down is not held open by them.
+// Close ends every stream and stops the hub; it returns once every
+// client's goroutine is gone. Streams end cleanly (the closing chunk
+// written), except a client in the middle of a write, which is cut off
+// at once, so Close takes at most closeGrace whatever clients do. Streams
+// are hijacked connections: the server's Shutdown does not wait for them.
 func (h *Hub) Close() {
 	h.closed.Do(func() {
 		close(h.done)
+		h.mu.Lock()
+		h.closing = true
+		for c := range h.clients {
+			c.close()
+		}
+		h.mu.Unlock()
+		h.writers.Wait()
 		h.loop.Wait() // then no Reset can restart the stopped ticker
 		h.ticker.Stop()
 	})
@@ -129,18 +154,33 @@ func (h *Hub) Close() {
 
 // Stats reports the counters.
 func (h *Hub) Stats() Stats {
-	h.mu.Lock()
-	n := len(h.clients)
-	h.mu.Unlock()
-	return Stats{
-		Clients:    n,
+	st := Stats{
 		Connected:  h.connected.Load(),
 		Encoded:    h.encoded.Load(),
 		Sent:       h.sent.Load(),
 		Skipped:    h.skipped.Load(),
 		KeepAlives: h.keepAlives.Load(),
 		Dropped:    h.dropped.Load(),
+		TimedOut:   h.timedOut.Load(),
 	}
+	held := map[*frame]struct{}{}
+	h.mu.Lock()
+	st.Clients = len(h.clients)
+	for c := range h.clients {
+		writing, pending, inWrite, n := c.held()
+		if inWrite > 0 {
+			st.Writing++
+		}
+		st.MaxClientBytes = max(st.MaxClientBytes, n)
+		for _, f := range []*frame{writing, pending} {
+			if _, ok := held[f]; f != nil && !ok {
+				held[f] = struct{}{}
+				st.HeldBytes += len(f.data)
+			}
+		}
+	}
+	h.mu.Unlock()
+	return st
 }
 
 // Notify tells the hub the source's version moved. It never blocks and is
@@ -206,25 +246,24 @@ func (h *Hub) currentLocked(now time.Time) (*frame, error) {
 		return nil, err
 	}
 	h.encoded.Add(1)
-	buf := make([]byte, 0, len(data)+48)
-	buf = append(buf, "id: "...)
-	buf = strconv.AppendUint(buf, v, 10)
-	buf = append(buf, "\nevent: snapshot\ndata: "...)
-	buf = append(buf, data...) // compact JSON has no newlines
-	buf = append(buf, "\n\n"...)
-	h.latest = &frame{version: v, data: buf}
+	h.latest = newFrame(v, data)
 	return h.latest, nil
 }
 
-// tick offers the newest frame to every client due one, and a keep-alive
-// to every client idle for KeepAlive. It reports whether any client was
-// handed a frame.
+// tick cuts off writes older than WriteTimeout, then offers the newest
+// frame to every client due one, and a keep-alive to every client idle
+// for KeepAlive. It reports whether any client was handed a frame.
 func (h *Hub) tick(now time.Time, leading bool) (handed bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.seq++
 	if len(h.clients) == 0 {
 		return false
+	}
+	for c := range h.clients {
+		if c.expire(now, h.opts.WriteTimeout) {
+			h.timedOut.Add(1)
+		}
 	}
 	fr, err := h.currentLocked(now)
 	if err != nil {
@@ -238,131 +277,11 @@ func (h *Hub) tick(now time.Time, leading bool) (handed bool) {
 	return handed
 }
 
-// client is one stream: its pending slot and the bookkeeping the hub
-// needs to pace it.
-type client struct {
-	wake chan struct{} // capacity 1: a pending wake-up is enough
-
-	mu        sync.Mutex
-	pending   *frame
-	keepAlive bool
-	version   uint64    // newest version handed to this client
-	dueTick   uint64    // the first tick that may hand it a frame
-	lastSent  time.Time // when the hub last handed it anything
-}
-
-// offer hands fr to the client at tick seq if it is newer than what the
-// client has and the client is due: Interval after it was last sent
-// anything, or at a periodic tick, the tick after its last frame (counting
-// ticks, so one that fires a little early still serves every client). A
-// leading-edge tick comes between periodic ones, so only time counts then.
-// It reports whether it handed the client a frame.
-func (c *client) offer(h *Hub, fr *frame, seq uint64, now time.Time, leading bool) (handed bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	due := now.Sub(c.lastSent) >= h.opts.Interval || !leading && seq >= c.dueTick
-	switch {
-	case fr != nil && fr.version > c.version && due:
-		if c.pending != nil {
-			h.skipped.Add(1)
-		}
-		c.pending, c.version, c.dueTick, c.lastSent = fr, fr.version, seq+1, now
-		handed = true
-	case now.Sub(c.lastSent) >= h.opts.KeepAlive:
-		c.keepAlive, c.lastSent = true, now
-	default:
-		return
-	}
-	select {
-	case c.wake <- struct{}{}:
-	default:
-	}
-	return handed
-}
-
-// take empties the client's slot.
-func (c *client) take() (*frame, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	fr, ka := c.pending, c.keepAlive
-	c.pending, c.keepAlive = nil, false
-	return fr, ka
-}
-
-// Handler serves GET /stream.
-func (h *Hub) Handler(c *fiber.Ctx) error {
-	now := h.opts.Clock.Now()
-	h.mu.Lock()
-	fr, err := h.currentLocked(now)
-	if err != nil {
-		h.mu.Unlock()
-		return fiber.NewError(fiber.StatusInternalServerError, "encoding the snapshot: "+err.Error())
-	}
-	// The opening frame stands for the coming tick, which is less than an
-	// Interval away: the next frame waits for the tick after it.
-	cl := &client{wake: make(chan struct{}, 1), version: fr.version, dueTick: h.seq + 2, lastSent: now}
-	h.clients[cl] = struct{}{}
-	h.mu.Unlock()
-	h.connected.Add(1)
-
-	c.Set(fiber.HeaderContentType, "text/event-stream")
-	c.Set(fiber.HeaderCacheControl, "no-cache")
-	c.Set(fiber.HeaderConnection, "keep-alive")
-	c.Set("X-Accel-Buffering", "no") // let nginx pass frames straight through
-	conn := c.Context().Conn()
-	retry := "retry: " + strconv.FormatInt(h.opts.Retry.Milliseconds(), 10) + "\n\n"
-	c.Context().SetBodyStreamWriter(func(w *bufio.Writer) {
-		defer h.remove(cl)
-		h.sent.Add(1)
-		if !h.write(conn, w, []byte(retry), fr.data) {
-			return
-		}
-		for {
-			select {
-			case <-h.done:
-				return
-			case <-cl.wake:
-			}
-			next, ka := cl.take()
-			switch {
-			case next != nil:
-				h.sent.Add(1)
-				if !h.write(conn, w, next.data) {
-					return
-				}
-			case ka:
-				h.keepAlives.Add(1)
-				if !h.write(conn, w, []byte(": keepalive\n\n")) {
-					return
-				}
-			}
-		}
-	})
-	return nil
-}
-
-// write writes and flushes parts, reporting false when the client is gone
-// or its socket stayed full past WriteTimeout.
-func (h *Hub) write(conn net.Conn, w *bufio.Writer, parts ...[]byte) bool {
-	// The deadline is wall-clock on purpose: it guards a real socket.
-	_ = conn.SetWriteDeadline(time.Now().Add(h.opts.WriteTimeout))
-	for _, p := range parts {
-		if _, err := w.Write(p); err != nil {
-			h.dropped.Add(1)
-			return false
-		}
-	}
-	if err := w.Flush(); err != nil {
-		h.dropped.Add(1)
-		return false
-	}
-	return true
-}
-
 func (h *Hub) remove(c *client) {
 	h.mu.Lock()
 	delete(h.clients, c)
 	h.mu.Unlock()
+	h.writers.Done()
 	if h.opts.onRemove != nil {
 		h.opts.onRemove()
 	}

@@ -1,0 +1,187 @@
+package stream
+
+import (
+	"bufio"
+	"net"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+	"github.com/valyala/fasthttp"
+)
+
+// closeGrace bounds the closing chunk's write at Close. It is wall-clock
+// on purpose: it guards a real socket.
+const closeGrace = time.Second
+
+var (
+	crlf             = []byte("\r\n")
+	keepAliveComment = []byte(": keepalive\n\n")
+	lastChunk        = []byte("0\r\n\r\n")
+)
+
+// conn is a client's writing side: the socket and the scratch space that
+// lets every write be one writev of shared frames, with no copy.
+type conn struct {
+	net.Conn
+	chunked bool      // HTTP/1.1: each event is a chunk; else the body ends at close
+	vec     [8][]byte // one write's parts
+	line    []byte    // one write's chunk-size line
+	stamp   [3][]byte // the opening frame, restamped
+	digits  []byte    // the opening frame's "at"
+}
+
+// Handler serves GET /stream. Once the handler chain has run, the
+// connection is hijacked: the response head is written from the response
+// header the chain left (so headers a middleware set, CORS among them,
+// are kept), then the events, as chunks for HTTP/1.1 and until the close
+// for HTTP/1.0.
+func (h *Hub) Handler(c *fiber.Ctx) error {
+	h.mu.Lock()
+	closing := h.closing
+	fr, err := h.currentLocked(h.opts.Clock.Now())
+	h.mu.Unlock()
+	if closing {
+		return fiber.NewError(fiber.StatusServiceUnavailable, "the server is shutting down")
+	}
+	if err != nil {
+		return fiber.NewError(fiber.StatusInternalServerError, "encoding the snapshot: "+err.Error())
+	}
+	c.Set(fiber.HeaderContentType, "text/event-stream")
+	c.Set(fiber.HeaderCacheControl, "no-cache")
+	c.Set("X-Accel-Buffering", "no") // let nginx pass frames straight through
+	ctx := c.Context()
+	ctx.HijackSetNoResponse(true)
+	ctx.Hijack(func(nc net.Conn) { h.serve(ctx, nc, fr) })
+	return nil
+}
+
+// serve is the client's goroutine, from the hijack until the stream ends;
+// the server closes the connection when it returns.
+func (h *Hub) serve(ctx *fasthttp.RequestCtx, nc net.Conn, fr *frame) {
+	if u, ok := nc.(interface{ UnsafeConn() net.Conn }); ok {
+		nc = u.UnsafeConn() // the socket itself, whose writev takes several parts at once
+	}
+	resp := &ctx.Response
+	if resp.StatusCode() != fiber.StatusOK {
+		// A handler after this one answered otherwise: send that answer.
+		bw := bufio.NewWriter(nc)
+		if resp.Write(bw) == nil {
+			_ = bw.Flush()
+		}
+		return
+	}
+	cl := &client{wake: make(chan struct{}, 1), conn: nc}
+	w := &conn{Conn: nc, chunked: ctx.Request.Header.IsHTTP11()}
+	if w.chunked {
+		resp.Header.SetContentLength(-1)
+	} else {
+		resp.Header.SetConnectionClose()
+	}
+	head := resp.Header.Header()
+	if ctx.IsHead() {
+		_, _ = nc.Write(head)
+		return
+	}
+
+	// The opening frame carries the time it is sent.
+	now := h.opts.Clock.Now()
+	if !fr.stampable() {
+		if v, data, err := h.src.Encode(now); err == nil {
+			h.encoded.Add(1)
+			fr = newFrame(v, data)
+		}
+	}
+	opening := [][]byte{fr.data}
+	if fr.stampable() {
+		opening, _ = fr.stamped(w.stamp[:0], w.digits, now)
+	}
+
+	h.mu.Lock()
+	if h.closing {
+		h.mu.Unlock()
+		return
+	}
+	// The opening frame stands for the coming tick, which is less than an
+	// Interval away: the next frame waits for the tick after it.
+	cl.version, cl.dueTick, cl.lastSent = fr.version, h.seq+2, now
+	h.clients[cl] = struct{}{}
+	h.writers.Add(1)
+	h.mu.Unlock()
+	h.connected.Add(1)
+	defer h.remove(cl)
+
+	h.sent.Add(1)
+	ok := h.write(cl, w, fr, head, append([][]byte{h.retry}, opening...)...)
+	for ok {
+		select {
+		case <-h.done:
+			ok = false
+			continue
+		case <-cl.wake:
+		}
+		next, ka := cl.take()
+		switch {
+		case next != nil:
+			h.sent.Add(1)
+			ok = h.write(cl, w, next, nil, next.data)
+		case ka:
+			h.keepAlives.Add(1)
+			ok = h.write(cl, w, nil, nil, keepAliveComment)
+		}
+	}
+	h.finish(cl, w)
+}
+
+// write writes lead as it is, then parts as one event (a chunk for
+// HTTP/1.1), in one writev. It reports false when the stream is over:
+// the client went away, was cut off, or the hub is closing.
+func (h *Hub) write(cl *client, w *conn, fr *frame, lead []byte, parts ...[]byte) bool {
+	size := 0
+	for _, p := range parts {
+		size += len(p)
+	}
+	bufs := w.vec[:0]
+	if len(lead) > 0 {
+		bufs = append(bufs, lead)
+	}
+	if w.chunked {
+		w.line = chunkSize(w.line[:0], size)
+		bufs = append(bufs, w.line)
+	}
+	bufs = append(bufs, parts...)
+	if w.chunked {
+		bufs = append(bufs, crlf)
+	}
+	n := 0
+	for _, b := range bufs {
+		n += len(b)
+	}
+	if cl.begin(fr, n, h.opts.Clock.Now()) != nil {
+		return false
+	}
+	if h.opts.onWrite != nil {
+		h.opts.onWrite()
+	}
+	nb := net.Buffers(bufs)
+	_, err := nb.WriteTo(w.Conn)
+	clear(w.vec[:]) // hold no frame past its write
+	if closing := cl.end(); err != nil {
+		if !closing {
+			h.dropped.Add(1)
+		}
+		return false
+	}
+	return true
+}
+
+// finish ends a stream that was not cut off with the closing chunk.
+func (h *Hub) finish(cl *client, w *conn) {
+	cl.mu.Lock()
+	cut := cl.cut
+	cl.mu.Unlock()
+	if cut || !w.chunked {
+		return
+	}
+	_ = w.SetWriteDeadline(time.Now().Add(closeGrace))
+	_, _ = w.Write(lastChunk)
+}
