@@ -8,8 +8,8 @@
 // The panel is a go-app WebAssembly app, and go-app renders into a whole
 // document. So the element keeps a shadow root holding one iframe of the
 // backend's frame page: the app owns that document, host styles cannot reach
-// in, and panel styles cannot leak out. The connection (resolved against the
-// host page) and the theme (the documented --mlx-metrics-* custom properties
+// in, and panel styles cannot leak out. The connection (relative URLs
+// resolved against the loader's origin) and the theme (the documented --mlx-metrics-* custom properties
 // and the colour scheme) go to the frame by postMessage; the frame reports
 // its content height back and the element sizes itself to it, unless the
 // element has the `fill` attribute, when the frame fills the element and
@@ -37,8 +37,15 @@ iframe { display: block; width: 100%; height: 100%; min-height: 120px; border: 0
 :host([fill]) iframe { position: absolute; inset: 0; }
 `;
 
+// A relative connection URL ("/api/metrics") names a path on the backend
+// the loader came from, whatever page embeds it: a host page on another
+// origin that copies the README's snippet reaches the backend, and a host
+// that serves the loader itself (the host's own module routes) resolves it
+// against its own origin. Absolute URLs are taken as they are.
+const LOADER_BASE = new URL("/", import.meta.url).href;
+
 function resolve(url) {
-  return new URL(url, document.baseURI).href;
+  return new URL(url, LOADER_BASE).href;
 }
 
 /** Normalises a connection: absolute URLs, eventsUrl defaulting to apiBase/stream. */

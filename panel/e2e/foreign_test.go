@@ -27,7 +27,7 @@ const hostPage = `<!doctype html>
   try {
     await import("BACKEND/api/metrics/panel.js");
     const el = document.createElement("mlx-metrics-panel");
-    el.connection = { apiBase: "BACKEND/api/metrics", eventsUrl: "BACKEND/api/metrics/stream" };
+    el.connection = CONNECTION;
     document.getElementById("slot").append(el);
     window.panel = el;
   } catch (e) {
@@ -36,8 +36,21 @@ const hostPage = `<!doctype html>
 </script>
 </body></html>`
 
-// startHost serves hostPage on its own loopback port, naming backend.
-func startHost(t *testing.T, backend string) string {
+// The two forms of the connection the README documents: absolute URLs of
+// the backend, and the README's snippet as written, relative, which the
+// loader resolves against its own origin.
+const (
+	absoluteConnection = `{ apiBase: "BACKEND/api/metrics", eventsUrl: "BACKEND/api/metrics/stream" }`
+	readmeConnection   = `{ apiBase: "/api/metrics", eventsUrl: "/api/metrics/stream" }`
+)
+
+func hostHTML(backend, conn string) string {
+	return strings.ReplaceAll(strings.ReplaceAll(hostPage, "CONNECTION", conn), "BACKEND", backend)
+}
+
+// startHost serves hostPage on its own loopback port, naming backend, with
+// the connection conn.
+func startHost(t *testing.T, backend, conn string) string {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -49,7 +62,7 @@ func startHost(t *testing.T, backend string) string {
 			return
 		}
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
-		fmt.Fprint(w, strings.ReplaceAll(hostPage, "BACKEND", backend))
+		fmt.Fprint(w, hostHTML(backend, conn))
 	})}
 	go srv.Serve(l)
 	t.Cleanup(func() { srv.Close() })
@@ -81,7 +94,7 @@ func TestForeignHost(t *testing.T) {
 	}
 	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
-		fmt.Fprint(w, strings.ReplaceAll(hostPage, "BACKEND", b.URL()))
+		fmt.Fprint(w, hostHTML(b.URL(), absoluteConnection))
 	})}
 	go srv.Serve(l)
 	t.Cleanup(func() { srv.Close() })
@@ -162,7 +175,7 @@ func TestForeignHost(t *testing.T) {
 func TestForeignHostRefusedWithoutCORS(t *testing.T) {
 	needBrowser(t)
 	b := startBackend(t)
-	host := startHost(t, b.URL())
+	host := startHost(t, b.URL(), absoluteConnection)
 	ctx := browser(t)
 	navigate(t, ctx, host+"/")
 	var loadErr string
@@ -186,5 +199,39 @@ func waitFor(t *testing.T, what string, cond func() bool, timeout time.Duration)
 			t.Fatalf("%s: not within %s", what, timeout)
 		}
 		time.Sleep(200 * time.Millisecond) // polling the backend
+	}
+}
+
+// TestForeignHostReadmeSnippet: a host page on another origin that copies
+// the README's snippet as written (relative apiBase) connects to the
+// backend the loader came from, not to its own origin.
+func TestForeignHostReadmeSnippet(t *testing.T) {
+	needBrowser(t)
+	hostAddr := freePort(t)
+	b := startBackend(t, "--cors-origins", "http://"+hostAddr)
+	seed(b, "readme-model", 5)
+	l, err := net.Listen("tcp", hostAddr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/" {
+			http.NotFound(w, r) // the host has no /api/metrics of its own
+			return
+		}
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		fmt.Fprint(w, hostHTML(b.URL(), readmeConnection))
+	})}
+	go srv.Serve(l)
+	t.Cleanup(func() { srv.Close() })
+
+	ctx := browser(t)
+	navigate(t, ctx, "http://"+hostAddr+"/")
+	waitFrame(t, ctx, "the README's snippet connects", `document.querySelector("#conn").dataset.state === "live"`, 30*time.Second)
+	waitFrame(t, ctx, "its figures are the backend's", tileValue("queued")+` === "5"`, 5*time.Second)
+	var conn struct{ APIBase string }
+	evalTop(t, ctx, `({APIBase: window.panel.connection.apiBase})`, &conn)
+	if conn.APIBase != b.URL()+"/api/metrics" {
+		t.Errorf("apiBase resolved to %q, want the loader's backend %q", conn.APIBase, b.URL()+"/api/metrics")
 	}
 }
