@@ -26,27 +26,42 @@ func Command(ctx context.Context, args []string, stderr io.Writer) error {
 	fs := flag.NewFlagSet("engine", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: mlx-metrics engine [flags]\n\nThe reference engine: a simulator of an OpenAI-compatible LLM server (no model,\nno GPU). Step times follow the cost model below; see the README.\n\nflags:")
+		fmt.Fprint(stderr, `usage: mlx-metrics engine [--port PORT] [--model NAME] [flags]
+
+Serves the reference engine: a simulator of an OpenAI-compatible LLM server
+(/v1/completions, /v1/chat/completions, /v1/models, /health; no model, no
+GPU). Its step times follow the cost model the flags set, so a benchmark
+of it measures those rates.
+
+Examples:
+  mlx-metrics engine --port 8000
+  mlx-metrics engine --port 8000 --decode-rate 2000 --prefill-rate 100000 --load-ms 50
+  mlx-metrics engine --publish http://127.0.0.1:7878   # feed a backend's panel
+
+flags:
+`)
 		fs.PrintDefaults()
 	}
-	host := fs.String("host", "127.0.0.1", "address to listen on")
-	port := fs.Int("port", 8000, "port to listen on (0 picks one)")
-	publish := fs.String("publish", os.Getenv("MLX_METRICS_ENGINE_PUBLISH"), "POST events as NDJSON to this backend (http://127.0.0.1:7878 or its full /api/metrics/events URL) (env MLX_METRICS_ENGINE_PUBLISH, which a backend can set for the engines its bench runs start)")
-	publishToken := fs.String("publish-token", os.Getenv("MLX_METRICS_EVENTS_TOKEN"), "bearer token for --publish (env MLX_METRICS_EVENTS_TOKEN)")
-	fs.StringVar(&cfg.Model, "model", cfg.Model, "model name to serve")
-	fs.Float64Var(&cfg.PrefillRate, "prefill-rate", cfg.PrefillRate, "prompt tokens per second")
-	fs.Float64Var(&cfg.DecodeRate, "decode-rate", cfg.DecodeRate, "tokens per second of a lone stream")
-	fs.Float64Var(&cfg.BatchSlowdown, "batch-slowdown", cfg.BatchSlowdown, "extra decode step time per additional decoding row (0.05 = +5% each)")
-	fs.IntVar(&cfg.BatchCapacity, "batch-capacity", cfg.BatchCapacity, "rows in the batch (the rest wait in the queue)")
-	fs.IntVar(&cfg.PrefillChunk, "prefill-chunk", cfg.PrefillChunk, "prompt tokens prefilled per step (chunked prefill)")
-	fs.IntVar(&cfg.PageTokens, "page-tokens", cfg.PageTokens, "tokens per KV page and prefix-cache block")
-	fs.Int64Var(&cfg.KVBytesPerToken, "kv-bytes-per-token", cfg.KVBytesPerToken, "simulated KV bytes of one token")
-	fs.Int64Var(&cfg.KVBudgetBytes, "kv-budget", cfg.KVBudgetBytes, "KV cache byte budget")
-	fs.Int64Var(&cfg.PrefixCacheBytes, "prefix-cache-bytes", cfg.PrefixCacheBytes, "prefix cache byte budget (0 disables it)")
-	fs.IntVar(&cfg.MaxContext, "max-context", cfg.MaxContext, "prompt + completion tokens per request")
-	fs.Int64Var(&cfg.WeightsBytes, "weights-bytes", cfg.WeightsBytes, "simulated weights size")
-	loadMs := fs.Int64("load-ms", cfg.LoadTime.Milliseconds(), "simulated model load time in ms (/health answers 503 until then)")
-	sampleMs := fs.Int64("sample-ms", cfg.SampleInterval.Milliseconds(), "scheduler/cache sample period while busy, ms")
+	host := fs.String("host", "127.0.0.1", "`ADDRESS` to listen on")
+	port := fs.Int("port", 8000, "`PORT` to listen on (0 picks one)")
+	publish := fs.String("publish", os.Getenv("MLX_METRICS_ENGINE_PUBLISH"), "POST events as NDJSON to this backend `URL` (http://127.0.0.1:7878 or its full /api/metrics/events URL) (env MLX_METRICS_ENGINE_PUBLISH, which a backend can set for the engines its bench runs start)")
+	// The token's env twin is read after parsing: as a flag default -h
+	// would print it.
+	publishToken := fs.String("publish-token", "", "bearer `TOKEN` for --publish (env MLX_METRICS_EVENTS_TOKEN)")
+	fs.StringVar(&cfg.Model, "model", cfg.Model, "model `NAME` to serve")
+	fs.Float64Var(&cfg.PrefillRate, "prefill-rate", cfg.PrefillRate, "prefill `RATE` in prompt tokens per second")
+	fs.Float64Var(&cfg.DecodeRate, "decode-rate", cfg.DecodeRate, "decode `RATE` in tokens per second of a lone stream")
+	fs.Float64Var(&cfg.BatchSlowdown, "batch-slowdown", cfg.BatchSlowdown, "extra decode step time per additional decoding row, as a `FRACTION` (0.05 = +5% each)")
+	fs.IntVar(&cfg.BatchCapacity, "batch-capacity", cfg.BatchCapacity, "`ROWS` in the batch (the rest wait in the queue)")
+	fs.IntVar(&cfg.PrefillChunk, "prefill-chunk", cfg.PrefillChunk, "prompt `TOKENS` prefilled per step (chunked prefill)")
+	fs.IntVar(&cfg.PageTokens, "page-tokens", cfg.PageTokens, "`TOKENS` per KV page and prefix-cache block")
+	fs.Int64Var(&cfg.KVBytesPerToken, "kv-bytes-per-token", cfg.KVBytesPerToken, "simulated KV `BYTES` of one token")
+	fs.Int64Var(&cfg.KVBudgetBytes, "kv-budget", cfg.KVBudgetBytes, "KV cache budget in `BYTES`")
+	fs.Int64Var(&cfg.PrefixCacheBytes, "prefix-cache-bytes", cfg.PrefixCacheBytes, "prefix cache budget in `BYTES` (0 disables it)")
+	fs.IntVar(&cfg.MaxContext, "max-context", cfg.MaxContext, "prompt + completion `TOKENS` per request")
+	fs.Int64Var(&cfg.WeightsBytes, "weights-bytes", cfg.WeightsBytes, "simulated weights size in `BYTES`")
+	loadMs := fs.Int64("load-ms", cfg.LoadTime.Milliseconds(), "simulated model load time in `MS` (/health answers 503 until then)")
+	sampleMs := fs.Int64("sample-ms", cfg.SampleInterval.Milliseconds(), "scheduler/cache sample period while busy, in `MS`")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil
@@ -55,6 +70,9 @@ func Command(ctx context.Context, args []string, stderr io.Writer) error {
 	}
 	if fs.NArg() > 0 {
 		return &UsageError{fmt.Errorf("unexpected arguments %q", fs.Args())}
+	}
+	if *publishToken == "" {
+		*publishToken = os.Getenv("MLX_METRICS_EVENTS_TOKEN")
 	}
 	cfg.LoadTime = time.Duration(*loadMs) * time.Millisecond
 	cfg.SampleInterval = time.Duration(*sampleMs) * time.Millisecond

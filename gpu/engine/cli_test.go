@@ -1,0 +1,50 @@
+package engine
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"strings"
+	"testing"
+)
+
+// Command's -h is a synopsis, a description, examples and named flag
+// values, and never prints the events token it may read from the
+// environment; bad flags are usage errors.
+func TestCommandUsage(t *testing.T) {
+	t.Setenv("MLX_METRICS_EVENTS_TOKEN", "s3cret-token")
+	tests := []struct {
+		args    []string
+		usage   bool // a UsageError
+		outHas  []string
+		outLack []string
+	}{
+		{[]string{"-h"}, false,
+			[]string{"usage: mlx-metrics engine", "Examples:", "mlx-metrics engine --port 8000", "-port PORT", "-decode-rate RATE", "-publish-token TOKEN"},
+			[]string{"s3cret-token"}},
+		{[]string{"--decode-rate", "0"}, true, nil, nil},
+		{[]string{"--bogus"}, true, []string{"flag provided but not defined: -bogus"}, []string{"s3cret-token"}},
+		{[]string{"extra"}, true, nil, nil},
+		{[]string{"--port", "70000"}, true, nil, nil},
+	}
+	for _, tt := range tests {
+		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
+			var out bytes.Buffer
+			err := Command(context.Background(), tt.args, &out)
+			var ue *UsageError
+			if got := errors.As(err, &ue); got != tt.usage {
+				t.Fatalf("err = %v, want a usage error: %v", err, tt.usage)
+			}
+			for _, s := range tt.outHas {
+				if !strings.Contains(out.String(), s) {
+					t.Errorf("output lacks %q:\n%s", s, out.String())
+				}
+			}
+			for _, s := range tt.outLack {
+				if strings.Contains(out.String(), s) {
+					t.Errorf("output holds %q", s)
+				}
+			}
+		})
+	}
+}
