@@ -166,8 +166,8 @@ var saveFile = writeAtomic
 // old file or the new one, never a part: a temporary file of its own in
 // the same directory (never a fixed name another writer or a planted link
 // could share), synced, then renamed over path, then the directory synced
-// so the rename itself survives a crash. Errors name path, not the
-// temporary file.
+// so the rename itself survives a crash. Errors name the file, not the
+// temporary one.
 func writeAtomic(path string, b []byte) error {
 	dir := filepath.Dir(path)
 	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".*.tmp")
@@ -199,8 +199,10 @@ func writeAtomic(path string, b []byte) error {
 	return nil
 }
 
-// saveErr is "save PATH: <cause>", the cause without the temporary file's
-// name ("no space left on device", "permission denied").
+// saveErr is "save <file>: <cause>", the cause without the temporary
+// file's name ("no space left on device", "permission denied"), and the
+// file by its base name: the backend's job shows the runner's last stderr
+// line through its API, which never names the server's paths.
 func saveErr(path string, err error) error {
 	var pe *os.PathError
 	var le *os.LinkError
@@ -210,5 +212,5 @@ func saveErr(path string, err error) error {
 	case errors.As(err, &le):
 		err = le.Err
 	}
-	return &os.PathError{Op: "save", Path: path, Err: err}
+	return &os.PathError{Op: "save", Path: filepath.Base(path), Err: err}
 }

@@ -98,7 +98,7 @@ flags:
 	if err != nil {
 		// The backend's job keeps the runner's last stderr line as the
 		// reason: this one ("... no space left on device").
-		return fmt.Errorf("the run's record could not be saved: %w", err)
+		return fmt.Errorf("the run's record could not be saved in its run directory: %w", err)
 	}
 	entry := bench.Compact(rec, dir)
 	fmt.Fprintln(env.stdout)
