@@ -276,3 +276,49 @@ func TestAttachedServerGoneOrCancelled(t *testing.T) {
 		resp.Body.Close()
 	})
 }
+
+// Connection refused is retried for the grace: a server that starts
+// listening after the run's first check is measured.
+func TestAttachWaitsForAServerStarting(t *testing.T) {
+	addr := closedPort(t)
+	cfg := engine.DefaultConfig()
+	cfg.LoadTime, cfg.DecodeRate, cfg.PrefillRate = 0, 2000, 100000
+	e, err := engine.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go e.Run(ctx)
+	hs := &http.Server{Handler: e.Handler()}
+	defer hs.Close()
+	listenErr := make(chan error, 1)
+	out := &syncBuffer{onLine: func(l string) {
+		// The progress line comes just before the first check, which
+		// then finds nothing listening.
+		if strings.HasPrefix(l, "attached to ") {
+			go func() {
+				// Not synchronisation (either order passes): it makes the
+				// first check find nothing listening, so the retry is what
+				// is tested.
+				time.Sleep(50 * time.Millisecond)
+				l, err := net.Listen("tcp", addr)
+				listenErr <- err
+				if err == nil {
+					hs.Serve(l)
+				}
+			}()
+		}
+	}}
+	plan := bench.Plan{Scope: bench.ScopeAll, Phases: smallPhases, Cells: []bench.Cell{attachedCell("starting", "http://"+addr+"/v1")}}
+	rec, err := Run(context.Background(), Options{Plan: plan, OutDir: t.TempDir(), Out: out})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := <-listenErr; err != nil {
+		t.Skipf("the port was taken meanwhile: %v", err)
+	}
+	if rec.ExitCode != ExitComplete || rec.Cells[0].Status != bench.CellMeasured {
+		t.Fatalf("exit %d cell %s %q\n%s", rec.ExitCode, rec.Cells[0].Status, rec.Cells[0].Note, out)
+	}
+}
