@@ -193,9 +193,14 @@ func (b *backend) getJSON(path string, out any) {
 	}
 }
 
-// event renders one serving event at now.
+// event renders one serving event at now, in the host's flat form: data's
+// fields beside type and at.
 func event(typ string, data string) string {
-	return fmt.Sprintf(`{"type":%q,"at":%d,"data":%s}`, typ, time.Now().UnixMilli(), data)
+	fields := strings.TrimSpace(strings.TrimSuffix(strings.TrimPrefix(strings.TrimSpace(data), "{"), "}"))
+	if fields != "" {
+		fields = "," + fields
+	}
+	return fmt.Sprintf(`{"type":%q,"at":%d%s}`, typ, time.Now().UnixMilli(), fields)
 }
 
 // browser opens a tab for the test; dialogs (alert) fail the test.

@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"strings"
 	"testing"
 	"time"
 )
@@ -22,8 +23,20 @@ func TestInterruptedStream(t *testing.T) {
 	if got := frameText(t, ctx, "#conn"); got == "" {
 		t.Error("no connection text")
 	}
-	// The last data stays on screen while the stream is down.
+	// The last data stays on screen while the stream is down, greyed and
+	// marked as of the last snapshot; the state names the loss's time and
+	// the URL, and keeps that time through the retries.
 	waitFrame(t, ctx, "last data kept", tileValue("queued")+` === "5"`, time.Second)
+	waitFrame(t, ctx, "figures marked stale", `document.querySelector("main.body").classList.contains("stale") &&
+		/as of \d\d:\d\d:\d\d/.test(document.querySelector("[data-stale]").textContent)`, 5*time.Second)
+	lost := frameText(t, ctx, "#conn .conn-detail")
+	if !strings.Contains(lost, "stream lost at") || !strings.Contains(lost, "cannot reach "+b.URL()) {
+		t.Errorf("state while down: %q", lost)
+	}
+	waitFrame(t, ctx, "a retry failed too", `/attempt [2-9]/.test(document.querySelector("#conn .conn-detail").textContent)`, 10*time.Second)
+	if again := frameText(t, ctx, "#conn .conn-detail"); lostAt(again) != lostAt(lost) {
+		t.Errorf("the loss time moved with the retry: %q then %q", lost, again)
+	}
 	shot(t, ctx, "interrupted")
 	t.Logf("while down: %q", frameText(t, ctx, "#conn"))
 
@@ -32,5 +45,12 @@ func TestInterruptedStream(t *testing.T) {
 	took := waitFrame(t, ctx, "live again", `document.querySelector("#conn").dataset.state === "live"`, 15*time.Second)
 	t.Logf("recovered %s after the backend came back", took.Round(time.Millisecond))
 	waitFrame(t, ctx, "new data after recovery", tileValue("queued")+` === "8"`, 5*time.Second)
+	waitFrame(t, ctx, "no longer stale", `!document.querySelector("main.body").classList.contains("stale") && !document.querySelector("[data-stale]")`, 5*time.Second)
 	shot(t, ctx, "recovered")
+}
+
+// lostAt is the HH:MM:SS after "stream lost at ".
+func lostAt(s string) string {
+	_, after, _ := strings.Cut(s, "stream lost at ")
+	return strings.SplitN(after, ":", 4)[0] + strings.Join(strings.SplitN(after, ":", 4)[1:3], ":")
 }
