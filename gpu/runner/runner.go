@@ -58,7 +58,8 @@ type Options struct {
 
 // Run measures every cell and writes the record, also when ctx is
 // cancelled (SIGTERM) or a cell fails. The record's ExitCode is the
-// process's exit code. Only a failure to write the record is an error.
+// process's exit code. Only a failure to write the record (or to make the
+// run directory) is an error; it names files by their base name only.
 func Run(ctx context.Context, o Options) (bench.RunRecord, error) {
 	if o.Machine == nil {
 		o.Machine = probe.Machine
@@ -82,7 +83,7 @@ func Run(ctx context.Context, o Options) (bench.RunRecord, error) {
 	}
 	logDir := filepath.Join(o.OutDir, "logs")
 	if err := os.MkdirAll(logDir, 0o755); err != nil {
-		return rec, err
+		return rec, fmt.Errorf("the run directory could not be made: %w", pathless("mkdir", "logs", err))
 	}
 	rec.Machine = o.Machine()
 	cells := "cells"
@@ -133,7 +134,7 @@ func Run(ctx context.Context, o Options) (bench.RunRecord, error) {
 		rec.ExitCode = ExitIncomplete
 	}
 	if err := writeRecord(o.OutDir, rec); err != nil {
-		return rec, err
+		return rec, fmt.Errorf("the run's record could not be saved: %w", err)
 	}
 	fmt.Fprintf(o.Out, "run %s finished: complete=%v exit=%d (%s)\n", rec.ID, rec.Complete, rec.ExitCode, o.OutDir)
 	return rec, nil
@@ -204,6 +205,12 @@ func writeAtomic(path string, b []byte) error {
 // file by its base name: the backend's job shows the runner's last stderr
 // line through its API, which never names the server's paths.
 func saveErr(path string, err error) error {
+	return pathless("save", filepath.Base(path), err)
+}
+
+// pathless is "<op> <name>: <cause>", the cause stripped of the path the
+// os package put in it.
+func pathless(op, name string, err error) error {
 	var pe *os.PathError
 	var le *os.LinkError
 	switch {
@@ -212,5 +219,5 @@ func saveErr(path string, err error) error {
 	case errors.As(err, &le):
 		err = le.Err
 	}
-	return &os.PathError{Op: "save", Path: filepath.Base(path), Err: err}
+	return &os.PathError{Op: op, Path: name, Err: err}
 }

@@ -101,11 +101,54 @@ func TestSaveFailureIsTheRunsFailure(t *testing.T) {
 			if !errors.Is(err, syscall.ENOSPC) {
 				t.Fatalf("err = %v, want ENOSPC", err)
 			}
-			if want := "save " + tt.failOn + ": no space left on device"; err.Error() != want {
+			if want := "the run's record could not be saved: save " + tt.failOn + ": no space left on device"; err.Error() != want {
 				t.Errorf("err = %q, want %q", err, want)
 			}
 			if _, err := os.Stat(filepath.Join(dir, "run.json")); !errors.Is(err, os.ErrNotExist) {
 				t.Errorf("run.json exists after a failed save (%v)", err)
+			}
+		})
+	}
+}
+
+// A run directory that cannot take the logs fails plainly, naming files
+// relative to the run directory and never the directory's own path.
+func TestRunDirectoryFaults(t *testing.T) {
+	cell := engineCell(bench.KindTree, "x", "--load-ms", "0")
+	tests := []struct {
+		name    string
+		prepare func(t *testing.T, dir string)
+		errWant string // Run's error; empty: the cell fails instead
+		noteHas string
+	}{
+		{"logs is a file", func(t *testing.T, dir string) {
+			if err := os.WriteFile(filepath.Join(dir, "logs"), nil, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}, "the run directory could not be made: mkdir logs: not a directory", ""},
+		{"a log cannot be created", func(t *testing.T, dir string) {
+			if err := os.MkdirAll(filepath.Join(dir, "logs", "01-reference-sim_tree_x.stdout.log"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+		}, "", "start: create logs/01-reference-sim_tree_x.stdout.log: is a directory"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			tt.prepare(t, dir)
+			rec, err := Run(context.Background(), Options{Plan: bench.Plan{Scope: bench.ScopeAll, Cells: []bench.Cell{cell}}, OutDir: dir, Self: os.Args[0]})
+			if tt.errWant != "" {
+				if err == nil || err.Error() != tt.errWant {
+					t.Fatalf("err = %v, want %q", err, tt.errWant)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			c := rec.Cells[0]
+			if c.Status != bench.CellFailed || c.Note != tt.noteHas || strings.Contains(strings.Join(c.Problems, " "), dir) {
+				t.Errorf("cell %s %q problems %q, want failed with %q and no path", c.Status, c.Note, c.Problems, tt.noteHas)
 			}
 		})
 	}

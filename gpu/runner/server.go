@@ -76,12 +76,12 @@ func startServer(cell bench.Cell, self, logDir, logName string) (*server, error)
 	argv, env, base, ready := resolve(cell.Server, self, port)
 	stdout, err := os.Create(filepath.Join(logDir, logName+".stdout.log"))
 	if err != nil {
-		return nil, err
+		return nil, pathless("create", "logs/"+logName+".stdout.log", err)
 	}
 	stderrFile, err := os.Create(filepath.Join(logDir, logName+".stderr.log"))
 	if err != nil {
 		stdout.Close()
-		return nil, err
+		return nil, pathless("create", "logs/"+logName+".stderr.log", err)
 	}
 	s := &server{baseURL: base, readyURLs: []string{ready}, exited: make(chan struct{}), stderr: newTail(8 << 10), logs: []*os.File{stdout, stderrFile}}
 	cmd := exec.Command(argv[0], argv[1:]...)

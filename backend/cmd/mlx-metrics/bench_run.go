@@ -97,8 +97,8 @@ flags:
 	rec, err := runner.Run(ctx, runner.Options{Plan: plan, Profile: *profile, ID: *id, OutDir: dir, Self: self, Out: env.stdout, Strict: *strict})
 	if err != nil {
 		// The backend's job keeps the runner's last stderr line as the
-		// reason: this one ("... no space left on device").
-		return fmt.Errorf("the run's record could not be saved in its run directory: %w", err)
+		// reason: this one ("... save run.json: no space left on device").
+		return err
 	}
 	entry := bench.Compact(rec, dir)
 	fmt.Fprintln(env.stdout)
