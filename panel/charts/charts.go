@@ -143,17 +143,28 @@ func timeWindow(series []snapshot.SeriesPoint) opts.XAxis {
 	return x
 }
 
-// MiB is the unit of the memory chart.
-const MiB = 1 << 20
+// Units of the memory chart, the binary ones the tables use.
+const (
+	MiB = 1 << 20
+	GiB = 1 << 30
+)
 
-// Memory is a stacked bar per model: weights, KV cache and prefix cache.
+// Memory is a stacked bar per model: weights, KV cache and prefix cache,
+// in GiB once any model holds a GiB (as the models table shows it), MiB
+// below.
 func Memory(models []snapshot.Model, p Palette) []byte {
+	unit, div := "MiB", float64(MiB)
+	for _, m := range models {
+		if m.WeightsBytes+m.KVBytes+m.PrefixCacheBytes >= GiB {
+			unit, div = "GiB", GiB
+		}
+	}
 	c := charts.NewBar()
 	c.SetGlobalOptions(
 		charts.WithLegendOpts(legend()),
 		charts.WithTooltipOpts(opts.Tooltip{Show: opts.Bool(true), Trigger: "axis"}),
 		charts.WithGridOpts(opts.Grid{Left: "64", Right: "24", Top: "36", Bottom: "36", ContainLabel: opts.Bool(true)}),
-		charts.WithXAxisOpts(opts.XAxis{Type: "value", Name: "MiB", NameLocation: "middle", NameGap: 24}),
+		charts.WithXAxisOpts(opts.XAxis{Type: "value", Name: unit, NameLocation: "middle", NameGap: 24}),
 		charts.WithYAxisOpts(opts.YAxis{Type: "category"}),
 	)
 	names := make([]string, len(models))
@@ -162,9 +173,9 @@ func Memory(models []snapshot.Model, p Palette) []byte {
 	prefix := make([]opts.BarData, len(models))
 	for i, m := range models {
 		names[i] = m.Model
-		weights[i] = opts.BarData{Value: mib(m.WeightsBytes)}
-		kv[i] = opts.BarData{Value: mib(m.KVBytes)}
-		prefix[i] = opts.BarData{Value: mib(m.PrefixCacheBytes)}
+		weights[i] = opts.BarData{Value: in(m.WeightsBytes, div)}
+		kv[i] = opts.BarData{Value: in(m.KVBytes, div)}
+		prefix[i] = opts.BarData{Value: in(m.PrefixCacheBytes, div)}
 	}
 	c.SetXAxis(names) // category data; moved to the y axis below
 	stack := charts.WithBarChartOpts(opts.BarChart{Stack: "memory"})
@@ -175,8 +186,9 @@ func Memory(models []snapshot.Model, p Palette) []byte {
 	return encode(c, p)
 }
 
-func mib(b int64) float64 {
-	return float64(int64(float64(b)/MiB*10)) / 10
+// in is b in units of div, to two decimals.
+func in(b int64, div float64) float64 {
+	return float64(int64(float64(b)/div*100)) / 100
 }
 
 // Gauge is one cache's fill as a percentage of its capacity.
@@ -195,7 +207,9 @@ func Gauge(name string, percent float64, p Palette) []byte {
 		g := s[0].(map[string]any)
 		g["min"], g["max"] = 0, 100
 		g["progress"] = map[string]any{"show": true, "width": 10}
-		g["axisLine"] = map[string]any{"lineStyle": map[string]any{"width": 10}}
+		// The track in the theme's muted colour: ECharts' default is a light
+		// grey that glares on a dark page.
+		g["axisLine"] = map[string]any{"lineStyle": map[string]any{"width": 10, "color": []any{[]any{1, p.Muted}}}}
 		g["axisTick"] = map[string]any{"show": false}
 		g["splitLine"] = map[string]any{"show": false}
 		g["axisLabel"] = map[string]any{"show": false}
@@ -208,27 +222,15 @@ func Gauge(name string, percent float64, p Palette) []byte {
 	return out
 }
 
-// Figure picks one compact-cell figure for a trend chart.
-type Figure struct {
-	Name string
-	Unit string
-	Get  func(bench.CompactCell) *float64
-}
-
-// Figures are the per-cell medians a trend chart can follow.
-var Figures = []Figure{
-	{"decode", "tok/s", func(c bench.CompactCell) *float64 { return c.DecodeTokensPerSecond }},
-	{"cold TTFT", "ms", func(c bench.CompactCell) *float64 { return c.TTFTColdMs }},
-	{"prefill 1k", "tok/s", func(c bench.CompactCell) *float64 { return c.Prefill1kTokensPerSecond }},
-	{"aggregate", "tok/s", func(c bench.CompactCell) *float64 { return c.AggregateTokensPerSecond }},
-}
-
 // Trend follows one figure of each of a profile's cells across runs (oldest
 // left), one line per cell key; a cell not measured in a run leaves a gap.
-func Trend(entries []bench.HistoryEntry, profile string, f Figure, p Palette) []byte {
+// Runs that did not complete (cancelled, failed cells, unstable figures)
+// are left out unless withIncomplete. The value axis starts at zero, so a
+// small change looks small, and the time axis spans the runs.
+func Trend(entries []bench.HistoryEntry, profile string, f bench.Figure, withIncomplete bool, p Palette) []byte {
 	var runs []bench.HistoryEntry
 	for _, e := range entries {
-		if e.Profile == profile {
+		if e.Profile == profile && (e.Complete || withIncomplete) {
 			runs = append(runs, e)
 		}
 	}
@@ -243,13 +245,24 @@ func Trend(entries []bench.HistoryEntry, profile string, f Figure, p Palette) []
 			}
 		}
 	}
+	x := opts.XAxis{Type: "time", SplitNumber: 4}
+	if n := len(runs); n > 0 {
+		// One run is shown in an hour around it, not over days.
+		const pad = 30 * 60 * 1000
+		first, last := runs[0].StartedAt, runs[n-1].StartedAt
+		if last-first < 2*pad {
+			mid := (first + last) / 2
+			first, last = mid-pad, mid+pad
+		}
+		x.Min, x.Max = first, last
+	}
 	c := charts.NewLine()
 	c.SetGlobalOptions(
 		charts.WithLegendOpts(legend()),
 		charts.WithTooltipOpts(opts.Tooltip{Show: opts.Bool(true), Trigger: "axis"}),
-		charts.WithGridOpts(opts.Grid{Left: "56", Right: "24", Top: "48", Bottom: "28"}),
-		charts.WithXAxisOpts(opts.XAxis{Type: "time"}),
-		charts.WithYAxisOpts(opts.YAxis{Name: f.Name + " (" + f.Unit + ")", Type: "value", Scale: opts.Bool(true)}),
+		charts.WithGridOpts(opts.Grid{Left: "8", Right: "24", Top: "56", Bottom: "8", ContainLabel: opts.Bool(true)}),
+		charts.WithXAxisOpts(x),
+		charts.WithYAxisOpts(opts.YAxis{Name: f.Name + " (" + f.Unit + ")", Type: "value", Min: 0}),
 	)
 	for _, k := range keys {
 		data := make([]opts.LineData, 0, len(runs))

@@ -89,7 +89,7 @@ func TestMemoryStacksPerModel(t *testing.T) {
 	want := []struct {
 		name string
 		a    float64
-	}{{"weights", 2048}, {"KV cache", 512}, {"prefix cache", 0}}
+	}{{"weights", 2}, {"KV cache", 0.5}, {"prefix cache", 0}} // GiB, as the models table says
 	if len(ss) != 3 {
 		t.Fatalf("%d series, want 3", len(ss))
 	}
@@ -99,8 +99,15 @@ func TestMemoryStacksPerModel(t *testing.T) {
 		}
 		v, _ := ss[i]["data"].([]any)[0].(map[string]any)["value"].(float64)
 		if v != w.a {
-			t.Errorf("%s of a = %v MiB, want %v", w.name, v, w.a)
+			t.Errorf("%s of a = %v GiB, want %v", w.name, v, w.a)
 		}
+	}
+	if x := m["xAxis"].([]any)[0].(map[string]any); x["name"] != "GiB" {
+		t.Errorf("x axis unit %v, want GiB", x["name"])
+	}
+	small := decode(t, Memory([]snapshot.Model{{Model: "s", WeightsBytes: 300 << 20}}, Light))
+	if x := small["xAxis"].([]any)[0].(map[string]any); x["name"] != "MiB" {
+		t.Errorf("under a GiB the unit is %v, want MiB", x["name"])
 	}
 	// Models are categories on the y axis (horizontal bars).
 	y := m["yAxis"].([]any)[0].(map[string]any)
@@ -129,13 +136,17 @@ func TestGauge(t *testing.T) {
 
 func TestTrend(t *testing.T) {
 	entries := []bench.HistoryEntry{
-		{ID: "r3", Profile: "smoke", StartedAt: 3000, Cells: []bench.CompactCell{{Key: "m/tree/a", DecodeTokensPerSecond: f(30)}}},
-		{ID: "other", Profile: "standard", StartedAt: 2500, Cells: []bench.CompactCell{{Key: "x", DecodeTokensPerSecond: f(1)}}},
-		{ID: "r1", Profile: "smoke", StartedAt: 1000, Cells: []bench.CompactCell{
+		{ID: "r3", Profile: "smoke", Complete: true, StartedAt: 3000, Cells: []bench.CompactCell{{Key: "m/tree/a", DecodeTokensPerSecond: f(30)}}},
+		{ID: "other", Profile: "standard", Complete: true, StartedAt: 2500, Cells: []bench.CompactCell{{Key: "x", DecodeTokensPerSecond: f(1)}}},
+		{ID: "cancelled", Profile: "smoke", StartedAt: 2000, Cells: []bench.CompactCell{{Key: "m/tree/a", DecodeTokensPerSecond: f(1)}}},
+		{ID: "r1", Profile: "smoke", Complete: true, StartedAt: 1000, Cells: []bench.CompactCell{
 			{Key: "m/tree/a", DecodeTokensPerSecond: f(40)}, {Key: "m/reference/b", DecodeTokensPerSecond: f(35)},
 		}},
 	}
-	m := decode(t, Trend(entries, "smoke", Figures[0], Light))
+	if with := series(decode(t, Trend(entries, "smoke", bench.Figures[0], true, Light))); len(with[0]["data"].([]any)) != 3 {
+		t.Errorf("with incomplete runs asked for: %d points, want 3", len(with[0]["data"].([]any)))
+	}
+	m := decode(t, Trend(entries, "smoke", bench.Figures[0], false, Light))
 	ss := series(m)
 	if len(ss) != 2 {
 		t.Fatalf("%d series, want 2 (one per cell key of the profile)", len(ss))
@@ -159,7 +170,11 @@ func TestTrend(t *testing.T) {
 			}
 		}
 	}
-	if y := m["yAxis"].([]any)[0].(map[string]any); y["name"] != "decode (tok/s)" {
-		t.Errorf("y axis name %v", y["name"])
+	if y := m["yAxis"].([]any)[0].(map[string]any); y["name"] != "decode (tok/s)" || y["min"] != 0.0 {
+		t.Errorf("y axis %v: want named, from zero", y)
+	}
+	// Two runs 2 s apart are shown in an hour around them, not stretched.
+	if x := m["xAxis"].([]any)[0].(map[string]any); x["max"].(float64)-x["min"].(float64) != 3_600_000 {
+		t.Errorf("x axis %v..%v", x["min"], x["max"])
 	}
 }

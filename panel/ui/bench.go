@@ -50,8 +50,12 @@ type BenchView struct {
 
 	trendProfile string
 	figure       int
-	actionErr    string
-	busy         bool
+	// withIncomplete puts runs that did not complete in the trend too.
+	withIncomplete bool
+	actionErr      string
+	busy           bool
+	// now is the clock for elapsed and remaining time (time.Now when nil).
+	now func() time.Time
 }
 
 func (v *BenchView) client() *api.Client { return &api.Client{Base: v.API} }
@@ -315,8 +319,9 @@ func (v *BenchView) renderActive() app.UI {
 				app.Div().Class("progress-fill").Style("width", fmt.Sprintf("%.1f%%", pct)),
 			),
 			app.P().Class("job-stage").Text(fmt.Sprintf("%.0f%% · %s %s", pct, j.Stage, j.Message)),
+			app.P().Class("job-time").DataSet("timing", "job").Text(v.jobTiming(j)),
 			app.If(len(j.LogTail) > 0, func() app.UI {
-				return app.Pre().Class("log").Text(joinLines(j.LogTail))
+				return logTail(j.LogTail)
 			}),
 		),
 	)
@@ -349,9 +354,38 @@ func (v *BenchView) renderLastEnded() app.UI {
 			return app.P().Class(class).Text(why)
 		}),
 		app.If(len(j.LogTail) > 0, func() app.UI {
-			return app.Details().Body(app.Summary().Text("log tail"), app.Pre().Class("log").Text(joinLines(j.LogTail)))
+			return app.Details().Body(app.Summary().Text("log tail"), logTail(j.LogTail))
 		}),
 	)
+}
+
+// logTail shows the job's last lines; the box is anchored at its bottom
+// (column-reverse), so the newest line is the one in view.
+func logTail(lines []string) app.UI {
+	return app.Div().Class("log").Body(app.Pre().Text(joinLines(lines)))
+}
+
+// jobTiming is a running job's elapsed time and, once it has made
+// progress, an estimate of what is left (elapsed × the share still to do
+// over the share done: the plan's phases are of similar length).
+func (v *BenchView) jobTiming(j *bench.Job) string {
+	if j.StartedAt == 0 {
+		return "not started"
+	}
+	now := time.Now
+	if v.now != nil {
+		now = v.now
+	}
+	elapsed := now().Sub(time.UnixMilli(j.StartedAt)).Round(time.Second)
+	if elapsed < 0 {
+		elapsed = 0
+	}
+	out := "elapsed " + elapsed.String()
+	if p := j.Progress; p > 0.02 && p < 1 {
+		left := time.Duration(float64(elapsed) * (1 - p) / p).Round(time.Second)
+		out += " · about " + left.String() + " left"
+	}
+	return out
 }
 
 func joinLines(ls []string) string {
@@ -387,6 +421,17 @@ func measured(e bench.HistoryEntry) int {
 	return n
 }
 
+// problemSummary is the first problem and how many more.
+func problemSummary(ps []string) string {
+	switch len(ps) {
+	case 0:
+		return ""
+	case 1:
+		return ps[0]
+	}
+	return fmt.Sprintf("%s (+%d more)", ps[0], len(ps)-1)
+}
+
 func (v *BenchView) renderHistory() app.UI {
 	if v.historyErr != "" {
 		return section("History", app.P().Class("alert").DataSet("error", "history").Text("History unavailable: "+v.historyErr))
@@ -396,20 +441,27 @@ func (v *BenchView) renderHistory() app.UI {
 	}
 	hs := v.history
 	return section("History", app.Div().Class("table-wrap").Body(app.Table().Class("table history").Body(
-		app.THead().Body(app.Tr().Body(th("Profile"), th("When"), th("Duration"), th("Complete"), th("Cells measured"), th("Best decode"), th(""))),
+		app.THead().Body(app.Tr().Body(th("Profile"), th("When"), th("Duration"), th("Complete"), th("Cells measured"), th("Best decode"), th("Problems"), th(""))),
 		app.TBody().Body(app.Range(hs).Slice(func(i int) app.UI {
 			e := hs[i]
 			complete := "yes"
 			if !e.Complete {
 				complete = fmt.Sprintf("no (exit %d)", e.ExitCode)
 			}
-			return app.Tr().DataSet("run", e.ID).Body(
+			// A run that did not complete has no best figure: what it
+			// measured is not comparable with a whole run.
+			best := format.Dash
+			if e.Complete {
+				best = format.RatePtr(bestDecode(e))
+			}
+			return app.Tr().DataSet("run", e.ID).DataSet("complete", fmt.Sprint(e.Complete)).Body(
 				app.Td().Text(e.Profile),
 				app.Td().Text(format.When(e.StartedAt)),
 				tdNum(format.Ms(float64(e.DurationMs))),
 				app.Td().Class(map[bool]string{true: "ok", false: "bad"}[e.Complete]).Text(complete),
 				tdNum(fmt.Sprintf("%d / %d", measured(e), len(e.Cells))),
-				tdNum(format.RatePtr(bestDecode(e))),
+				tdNum(best),
+				app.Td().Class("reason").Text(problemSummary(e.Problems)),
 				app.Td().Body(app.Button().Class("btn").DataSet("action", "open").Text("Details").
 					OnClick(func(ctx app.Context, ev app.Event) { v.open(ctx, e.ID) }, app.EventScope(e.ID))),
 			)
@@ -436,25 +488,19 @@ func (v *BenchView) renderDetail() app.UI {
 					OnClick(func(ctx app.Context, ev app.Event) { v.detail = nil }),
 			),
 			app.Div().Class("table-wrap").Body(app.Table().Class("table cells").Body(
-				app.THead().Body(app.Tr().Body(th("Cell"), th("Status"), th("Decode"), th("Cold TTFT"), th("Prefill 1k"), th("Long-context prefill"), th("Aggregate"), th("Cold start"), th("Peak RSS"))),
+				app.THead().Body(app.Tr().Body(th("Cell"), th("Status"), app.Range(bench.Figures).Slice(func(i int) app.UI {
+					return app.Th().Class("num").Text(figureHeader(bench.Figures[i]))
+				}))),
 				app.TBody().Body(app.Range(cells).Slice(func(i int) app.UI {
 					c := cells[i]
-					rss := format.Dash
-					if c.PeakRssMB != nil {
-						rss = fmt.Sprintf("%.0f MiB", *c.PeakRssMB)
-					}
 					return app.Tr().Body(
 						app.Td().Body(app.Span().Class("model-name").Text(c.Key), app.If(c.Note != "", func() app.UI {
 							return app.Div().Class("muted").Text(c.Note)
 						})),
 						app.Td().Text(c.Status),
-						tdNum(format.RatePtr(c.DecodeTokensPerSecond)),
-						tdNum(format.MsPtr(c.TTFTColdMs)),
-						tdNum(format.RatePtr(c.Prefill1kTokensPerSecond)),
-						tdNum(format.RatePtr(c.ContextPrefillTokensPerSecond)),
-						tdNum(format.RatePtr(c.AggregateTokensPerSecond)),
-						tdNum(format.MsPtr(c.ColdStartMs)),
-						tdNum(rss),
+						app.Range(bench.Figures).Slice(func(i int) app.UI {
+							return tdNum(figureValue(bench.Figures[i], bench.Figures[i].Get(c)))
+						}),
 					)
 				})),
 			)),
@@ -466,6 +512,30 @@ func (v *BenchView) renderDetail() app.UI {
 			}),
 		),
 	)
+}
+
+// figureHeader is a figure's column name, with an arrow for which way is
+// better.
+func figureHeader(f bench.Figure) string {
+	arrow := "↓"
+	if f.HigherIsBetter {
+		arrow = "↑"
+	}
+	return strings.ToUpper(f.Name[:1]) + f.Name[1:] + " " + arrow
+}
+
+// figureValue renders a figure in its unit, the one the trend's axis uses.
+func figureValue(f bench.Figure, v *float64) string {
+	if v == nil {
+		return format.Dash
+	}
+	switch f.Unit {
+	case "tok/s":
+		return format.Rate(*v)
+	case "ms":
+		return format.Ms(*v)
+	}
+	return fmt.Sprintf("%.0f %s", *v, f.Unit)
 }
 
 func machine(m bench.Machine) string {
@@ -491,7 +561,7 @@ func (v *BenchView) renderTrend() app.UI {
 			names = append(names, e.Profile)
 		}
 	}
-	f := charts.Figures[v.figure]
+	f := bench.Figures[min(v.figure, len(bench.Figures)-1)]
 	return section("Trend across runs",
 		app.Div().Class("trend-controls").Body(
 			app.Label().Text("Profile "),
@@ -503,10 +573,15 @@ func (v *BenchView) renderTrend() app.UI {
 			app.Label().Text(" Figure "),
 			app.Select().DataSet("control", "trend-figure").OnChange(func(ctx app.Context, e app.Event) {
 				fmt.Sscan(ctx.JSSrc().Get("value").String(), &v.figure)
-			}).Body(app.Range(charts.Figures).Slice(func(i int) app.UI {
-				return app.Option().Value(itoa(i)).Selected(i == v.figure).Text(charts.Figures[i].Name)
+			}).Body(app.Range(bench.Figures).Slice(func(i int) app.UI {
+				return app.Option().Value(itoa(i)).Selected(i == v.figure).Text(bench.Figures[i].Name)
 			})),
+			app.Label().Body(
+				app.Input().Type("checkbox").DataSet("control", "trend-incomplete").Checked(v.withIncomplete).
+					OnChange(func(ctx app.Context, e app.Event) { v.withIncomplete = ctx.JSSrc().Get("checked").Bool() }),
+				app.Text(" include runs that did not complete"),
+			),
 		),
-		&Chart{ID: "chart-trend", Label: "trend of " + f.Name, Option: charts.Trend(v.history, v.trendProfile, f, v.Palette)},
+		&Chart{ID: "chart-trend", Label: "trend of " + f.Name, Option: charts.Trend(v.history, v.trendProfile, f, v.withIncomplete, v.Palette)},
 	)
 }

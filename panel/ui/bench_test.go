@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/maxence-charriere/go-app/v10/pkg/app"
 
@@ -195,5 +196,47 @@ func TestBenchViewUpdate(t *testing.T) {
 	}
 	if html := app.HTMLString(v); !strings.Contains(html, "device of backend 1") {
 		t.Errorf("the view does not show the new backend's answers:\n%s", html)
+	}
+}
+
+// A run that did not complete shows no best figure and says what went
+// wrong; a run's detail lists every figure of shared/bench, warm TTFT
+// beside cold; a running job says how long it has run and has left.
+func TestBenchHonestFigures(t *testing.T) {
+	cell := bench.CompactCell{Key: "m/tree/default", Status: bench.CellMeasured, DecodeTokensPerSecond: f(55.5), TTFTColdMs: f(420), TTFTWarmMs: f(38)}
+	history := &bench.HistoryList{Entries: []bench.HistoryEntry{
+		{ID: "ok-run", Profile: "standard", Complete: true, StartedAt: 2000, Cells: []bench.CompactCell{cell}},
+		{ID: "cut-run", Profile: "standard", Complete: false, ExitCode: 1, StartedAt: 1000,
+			Problems: []string{"m/tree/default decode: unstable (spread 31%)", "cancelled"}, Cells: []bench.CompactCell{cell}},
+	}}
+	srv := benchAPI{profiles: []bench.Profile{}, jobs: &bench.JobList{}, history: history}.server(t)
+	v := &BenchView{API: srv.URL + "/api/metrics", Palette: charts.Light}
+	v.apply(fetchBench(v.client(), true, 0))
+	html := render(t, v)
+	ok := regexp.MustCompile(`data-run="ok-run"[^>]*>(?s:.*?)55\.5 tok/s`)
+	cut := regexp.MustCompile(`data-run="cut-run"(?s:.*?)</tr>`).FindString(html)
+	if !ok.MatchString(html) || strings.Contains(cut, "55.5") || !strings.Contains(cut, "unstable (spread 31%) (+1 more)") {
+		t.Errorf("history rows:\n%s", cut)
+	}
+	v2 := &BenchView{API: v.API, Palette: charts.Light, detail: &history.Entries[0]}
+	html = render(t, v2)
+	for _, w := range []string{"Warm TTFT ↓", "38.0 ms", "Cold TTFT ↓", "420 ms", "Decode ↑"} {
+		if !strings.Contains(html, w) {
+			t.Errorf("detail lacks %q", w)
+		}
+	}
+	now := time.UnixMilli(1_764_690_600_000)
+	v.now = func() time.Time { return now }
+	for _, tc := range []struct {
+		job  bench.Job
+		want string
+	}{
+		{bench.Job{StartedAt: now.Add(-90 * time.Second).UnixMilli(), Progress: 0.25}, "elapsed 1m30s · about 4m30s left"},
+		{bench.Job{StartedAt: now.Add(-5 * time.Second).UnixMilli(), Progress: 0}, "elapsed 5s"},
+		{bench.Job{}, "not started"},
+	} {
+		if got := v.jobTiming(&tc.job); got != tc.want {
+			t.Errorf("jobTiming = %q, want %q", got, tc.want)
+		}
 	}
 }

@@ -35,6 +35,7 @@ func CompactCellOf(c CellResult) CompactCell {
 		Status: c.Status, Note: c.Note, Attached: c.Attached,
 		DecodeTokensPerSecond:         median(c.Samples, PhaseDecode, func(s Sample) float64 { return s.DecodeTokensPerSecond }),
 		TTFTColdMs:                    median(c.Samples, PhaseColdTTFT, func(s Sample) float64 { return s.TTFTMs }),
+		TTFTWarmMs:                    median(c.Samples, PhaseWarmTTFT, func(s Sample) float64 { return s.TTFTMs }),
 		Prefill1kTokensPerSecond:      median(c.Samples, PhaseColdTTFT, func(s Sample) float64 { return s.PrefillTokensPerSecond }),
 		ContextPrefillTokensPerSecond: median(c.Samples, PhaseLongContext, func(s Sample) float64 { return s.PrefillTokensPerSecond }),
 		AggregateTokensPerSecond:      median(c.Samples, PhaseConcurrent, func(s Sample) float64 { return s.AggregateTokensPerSecond }),

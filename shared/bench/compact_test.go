@@ -52,6 +52,9 @@ func TestCompactCellOf(t *testing.T) {
 					{Phase: PhaseDecode, DecodeTokensPerSecond: 1000, Error: "timeout"},
 					{Phase: PhaseColdTTFT, TTFTMs: 300, PrefillTokensPerSecond: 3400},
 					{Phase: PhaseColdTTFT, TTFTMs: 200, PrefillTokensPerSecond: 5000},
+					{Phase: PhaseWarmTTFT, TTFTMs: 40},
+					{Phase: PhaseWarmTTFT, TTFTMs: 30},
+					{Phase: PhaseWarmTTFT, TTFTMs: 35},
 					{Phase: PhaseLongContext, PrefillTokensPerSecond: 0}, // not measured
 					{Phase: PhaseConcurrent, AggregateTokensPerSecond: 180},
 				},
@@ -60,6 +63,7 @@ func TestCompactCellOf(t *testing.T) {
 				Key: "m/tree/default", Model: "m", Kind: KindTree, Configuration: "default", Status: CellMeasured,
 				DecodeTokensPerSecond:    f(50),
 				TTFTColdMs:               f(250),
+				TTFTWarmMs:               f(35),
 				Prefill1kTokensPerSecond: f(4200),
 				AggregateTokensPerSecond: f(180),
 				ColdStartMs:              f(1500),
@@ -119,5 +123,24 @@ func TestCompactRun(t *testing.T) {
 	r.Problems[0] = "changed"
 	if e.Problems[0] == "changed" {
 		t.Fatal("Compact shares the record's problems slice")
+	}
+}
+
+// Every figure reads its own field of a compact cell, and keys are unique.
+func TestFigures(t *testing.T) {
+	c := CompactCell{DecodeTokensPerSecond: f(1), TTFTColdMs: f(2), TTFTWarmMs: f(3), Prefill1kTokensPerSecond: f(4),
+		ContextPrefillTokensPerSecond: f(5), AggregateTokensPerSecond: f(6), ColdStartMs: f(7), PeakRssMB: f(8)}
+	seen := map[string]bool{}
+	for i, fig := range Figures {
+		if got := fig.Get(c); got == nil || *got != float64(i+1) {
+			t.Errorf("%s reads %v, want %d", fig.Key, deref(got), i+1)
+		}
+		if seen[fig.Key] || fig.Name == "" || fig.Unit == "" {
+			t.Errorf("figure %+v: duplicate key or no name/unit", fig.Key)
+		}
+		seen[fig.Key] = true
+		if got, ok := FigureByKey(fig.Key); !ok || got.Name != fig.Name {
+			t.Errorf("FigureByKey(%q)", fig.Key)
+		}
 	}
 }

@@ -27,9 +27,12 @@ type CompactCell struct {
 	Note          string `json:"note,omitempty"`
 	// Attached: the run measured a server it did not start, so ColdStartMs
 	// is null as not applicable rather than as not measured.
-	Attached                      bool     `json:"attached,omitempty"`
-	DecodeTokensPerSecond         *float64 `json:"decodeTokensPerSecond"`
-	TTFTColdMs                    *float64 `json:"ttftColdMs"`
+	Attached              bool     `json:"attached,omitempty"`
+	DecodeTokensPerSecond *float64 `json:"decodeTokensPerSecond"`
+	TTFTColdMs            *float64 `json:"ttftColdMs"`
+	// TTFTWarmMs is the time to first token of a prompt the server has
+	// seen: what its prefix cache saves, next to TTFTColdMs.
+	TTFTWarmMs                    *float64 `json:"ttftWarmMs"`
 	Prefill1kTokensPerSecond      *float64 `json:"prefill1kTokensPerSecond"`
 	ContextPrefillTokensPerSecond *float64 `json:"contextPrefillTokensPerSecond"`
 	AggregateTokensPerSecond      *float64 `json:"aggregateTokensPerSecond"`
