@@ -176,4 +176,3 @@ func TestHostFlatEventsThroughEveryPath(t *testing.T) {
 		})
 	}
 }
-
