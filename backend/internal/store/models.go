@@ -51,7 +51,8 @@ func (s *Store) lookup(name, state string, at int64) *model {
 		if w := s.spareWindow; w != nil {
 			// The window of a model forgotten to make room: a host cycling
 			// through many models costs no new ring per model.
-			w.next, w.n, s.spareWindow = 0, 0, nil
+			w.reset()
+			s.spareWindow = nil
 			m.window = w
 		} else {
 			m.window = newRequestWindow(s.opts.Window)

@@ -62,15 +62,42 @@ func newRequestRecord(p *events.RequestFinished) requestRecord {
 	}
 }
 
-// requestWindow is the last size finished requests.
-type requestWindow struct{ ring[requestRecord] }
-
-func newRequestWindow(size int) *requestWindow {
-	return &requestWindow{newRing[requestRecord](size)}
+// requestWindow is the last size finished requests. Its summary is kept
+// until a request is added: a snapshot of an unchanged window (the usual
+// case for most models' windows) sorts nothing.
+type requestWindow struct {
+	ring[requestRecord]
+	adds       uint64 // requests added, ever
+	summaryOf  uint64 // adds when summarised, +1 (0: never)
+	summarised snapshot.Window
 }
 
-// summary computes the window's distributions.
+func newRequestWindow(size int) *requestWindow {
+	return &requestWindow{ring: newRing[requestRecord](size)}
+}
+
+func (w *requestWindow) add(r requestRecord) {
+	w.ring.add(r)
+	w.adds++
+}
+
+// reset empties the window for reuse by another model.
+func (w *requestWindow) reset() {
+	w.next, w.n, w.summaryOf = 0, 0, 0
+}
+
+// summary is the window's distributions; the result shares its
+// distributions with later calls until the window changes, so callers must
+// not modify them.
 func (w *requestWindow) summary() snapshot.Window {
+	if w.summaryOf != w.adds+1 {
+		w.summarised = w.summarise()
+		w.summaryOf = w.adds + 1
+	}
+	return w.summarised
+}
+
+func (w *requestWindow) summarise() snapshot.Window {
 	recs := w.slice()
 	out := snapshot.Window{Size: len(w.buf), Count: len(recs)}
 	vals := make([]float64, 0, len(recs))

@@ -806,13 +806,34 @@ func BenchmarkSnapshot(b *testing.B) {
 		b.ReportAllocs()
 		var size int
 		for b.Loop() {
-			out, err := json.Marshal(s.Snapshot(t0))
-			if err != nil {
-				b.Fatal(err)
-			}
+			snap := s.Snapshot(t0)
+			out, _ := snapshot.Encode(&snap)
 			size = len(out)
 		}
 		b.ReportMetric(float64(size), "bytes")
+	})
+	// The stream's case: an event between snapshots, so the window it
+	// lands in is summarised again.
+	b.Run("request+build+encode", func(b *testing.B) {
+		b.ReportAllocs()
+		evs := mixedEvents(4096)
+		at := evs[len(evs)-1].At
+		i := 0
+		for b.Loop() {
+			at++
+			s.Apply(request(at, "llama-3.2-3b", events.FinishStop, float64(i%997), f(float64(i%89))))
+			snap := s.Snapshot(t0)
+			_, _ = snapshot.Encode(&snap)
+			i++
+		}
+	})
+	b.Run("build+encoding/json", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := json.Marshal(s.Snapshot(t0)); err != nil {
+				b.Fatal(err)
+			}
+		}
 	})
 }
 
