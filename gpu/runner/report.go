@@ -8,8 +8,9 @@ import (
 	"github.com/mlx-bun/mlx-metrics/shared/bench"
 )
 
-// Report renders report.md: a table of per-cell medians (bench.Compact's
-// figures plus warm TTFT), then the problems and failures as a footer.
+// Report renders report.md: a table of per-cell medians (bench.Figures,
+// the figures every view of a run shows, plus peak GPU memory), then the
+// problems and failures as a footer.
 func Report(rec bench.RunRecord) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# bench-serve run %s\n\n", rec.ID)
@@ -30,28 +31,26 @@ func Report(rec bench.RunRecord) string {
 		time.UnixMilli(rec.StartedAt).UTC().Format(time.RFC3339),
 		(time.Duration(rec.FinishedAt-rec.StartedAt) * time.Millisecond).Round(time.Millisecond), status, rec.ExitCode)
 
-	b.WriteString("Medians. Token counts come from the servers' usage.\n\n")
-	b.WriteString("| cell | status | decode tok/s | TTFT cold ms | prefill ~1k tok/s | TTFT warm ms | long-context prefill tok/s | aggregate tok/s | cold start ms | peak RSS MB | peak GPU MB |\n")
-	b.WriteString("|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n")
+	b.WriteString("Medians. Token counts come from the servers' usage.\n\n| cell | status")
+	for _, f := range bench.Figures {
+		fmt.Fprintf(&b, " | %s %s", f.Name, f.Unit)
+	}
+	b.WriteString(" | peak GPU MiB |\n|---|---" + strings.Repeat("|--:", len(bench.Figures)+1) + "|\n")
 	for _, c := range rec.Cells {
 		cc := bench.CompactCellOf(c)
 		st := c.Status
 		if c.Unstable {
 			st += " (unstable)"
 		}
+		fmt.Fprintf(&b, "| %s | %s", cc.Key, st)
+		for _, f := range bench.Figures {
+			fmt.Fprintf(&b, " | %s", figure(f, cc))
+		}
 		gpu := "n/a"
 		if c.PeakGPUMemoryBytes != nil {
 			gpu = fmt.Sprintf("%.0f", float64(*c.PeakGPUMemoryBytes)/(1<<20))
 		}
-		cold, rss := num(cc.ColdStartMs, 0), num(cc.PeakRssMB, 0)
-		if c.Attached {
-			// Not applicable rather than not measured: the run did not start it.
-			cold, rss = "n/a (attached)", "n/a"
-		}
-		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n",
-			cc.Key, st, num(cc.DecodeTokensPerSecond, 1), num(cc.TTFTColdMs, 1), num(cc.Prefill1kTokensPerSecond, 0),
-			num(warmTTFT(c), 1), num(cc.ContextPrefillTokensPerSecond, 0), num(cc.AggregateTokensPerSecond, 1),
-			cold, rss, gpu)
+		fmt.Fprintf(&b, " | %s |\n", gpu)
 	}
 
 	var notes []string
@@ -91,21 +90,26 @@ func hasFailure(rec bench.RunRecord) bool {
 	return false
 }
 
-func warmTTFT(c bench.CellResult) *float64 {
-	var xs []float64
-	for _, s := range bench.PhaseSamples(c.Samples, bench.PhaseWarmTTFT) {
-		if s.TTFTMs > 0 {
-			xs = append(xs, s.TTFTMs)
+// figure is one median as report.md shows it: whole numbers from 1000 up,
+// else one decimal; "–" when not measured, and "n/a" for what a run cannot
+// measure of a server it attached to (its cold start, its processes' RSS).
+func figure(f bench.Figure, cc bench.CompactCell) string {
+	v := f.Get(cc)
+	if v == nil && cc.Attached {
+		switch f.Key {
+		case "cold_start":
+			return "n/a (attached)"
+		case "peak_rss":
+			return "n/a"
 		}
 	}
-	return bench.Median(xs)
-}
-
-func num(v *float64, prec int) string {
-	if v == nil {
+	switch {
+	case v == nil:
 		return "–"
+	case *v >= 1000:
+		return fmt.Sprintf("%.0f", *v)
 	}
-	return fmt.Sprintf("%.*f", prec, *v)
+	return fmt.Sprintf("%.1f", *v)
 }
 
 func orDash(s string) string {
