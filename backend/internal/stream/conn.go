@@ -23,11 +23,12 @@ var (
 // lets every write be one writev of shared frames, with no copy.
 type conn struct {
 	net.Conn
-	chunked bool      // HTTP/1.1: each event is a chunk; else the body ends at close
-	vec     [8][]byte // one write's parts
-	line    []byte    // one write's chunk-size line
-	stamp   [3][]byte // the opening frame, restamped
-	digits  []byte    // the opening frame's "at"
+	chunked bool        // HTTP/1.1: each event is a chunk; else the body ends at close
+	vec     [8][]byte   // one write's parts
+	bufs    net.Buffers // over vec; a field, so that a write allocates nothing
+	line    []byte      // one write's chunk-size line
+	stamp   [3][]byte   // the opening frame, restamped
+	digits  []byte      // the opening frame's "at"
 }
 
 // Handler serves GET /stream. Once the handler chain has run, the
@@ -162,8 +163,8 @@ func (h *Hub) write(cl *client, w *conn, fr *frame, lead []byte, parts ...[]byte
 	if h.opts.onWrite != nil {
 		h.opts.onWrite()
 	}
-	nb := net.Buffers(bufs)
-	_, err := nb.WriteTo(w.Conn)
+	w.bufs = bufs
+	_, err := w.bufs.WriteTo(w.Conn)
 	clear(w.vec[:]) // hold no frame past its write
 	if closing := cl.end(); err != nil {
 		if !closing {

@@ -1,0 +1,3 @@
+module github.com/mlx-bun/mlx-metrics/scripts/benchstream
+
+go 1.26
