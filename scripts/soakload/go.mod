@@ -1,0 +1,3 @@
+module github.com/mlx-bun/mlx-metrics/scripts/soakload
+
+go 1.26
