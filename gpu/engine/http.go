@@ -152,6 +152,7 @@ func (e *Engine) checkCommon(w http.ResponseWriter, c commonRequest, def int) (i
 }
 
 func (e *Engine) completions(w http.ResponseWriter, r *http.Request) {
+	received := time.Now()
 	var req completionRequest
 	if !decode(w, r, &req) {
 		return
@@ -169,10 +170,11 @@ func (e *Engine) completions(w http.ResponseWriter, r *http.Request) {
 		}
 		prompt = list[0]
 	}
-	e.serve(w, r, tokenize(prompt), max, req.commonRequest, false)
+	e.serve(w, r, received, tokenize(prompt), max, req.commonRequest, false)
 }
 
 func (e *Engine) chatCompletions(w http.ResponseWriter, r *http.Request) {
+	received := time.Now()
 	var req chatRequest
 	if !decode(w, r, &req) {
 		return
@@ -191,7 +193,7 @@ func (e *Engine) chatCompletions(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	e.serve(w, r, chatTokens(req.Messages), max, req.commonRequest, true)
+	e.serve(w, r, received, chatTokens(req.Messages), max, req.commonRequest, true)
 }
 
 type usage struct {
@@ -210,10 +212,20 @@ func usageOf(res *Result) *usage {
 	return u
 }
 
+// serverTiming is the reference engine's own extension of the streamed
+// usage chunk: when the handler got the request and when it had written
+// and flushed the first token, in wall-clock Unix nanoseconds (not the
+// engine's scheduling clock), so a client on the same machine can tell
+// its own share of the TTFT it measures from the server's.
+type serverTiming struct {
+	ReceivedUnixNs   int64 `json:"received_unix_ns"`
+	FirstTokenUnixNs int64 `json:"first_token_unix_ns"`
+}
+
 // serve runs one request and writes its answer: an SSE stream ending with a
-// usage chunk (always, include_usage or not: benchmarks need it) and
-// [DONE], or one JSON body.
-func (e *Engine) serve(w http.ResponseWriter, r *http.Request, prompt []uint64, max int, req commonRequest, chat bool) {
+// usage chunk (always, include_usage or not: benchmarks need it; it carries
+// server_timing too) and [DONE], or one JSON body.
+func (e *Engine) serve(w http.ResponseWriter, r *http.Request, received time.Time, prompt []uint64, max int, req commonRequest, chat bool) {
 	ctx := r.Context()
 	s, err := e.Submit(ctx, prompt, max)
 	if err != nil {
@@ -305,6 +317,7 @@ func (e *Engine) serve(w http.ResponseWriter, r *http.Request, prompt []uint64, 
 	} else {
 		tokenPrefix = append(tokenPrefix, `"text":`...)
 	}
+	var firstToken time.Time
 	for {
 		toks, res, err := s.Next(ctx)
 		if err != nil {
@@ -325,8 +338,16 @@ func (e *Engine) serve(w http.ResponseWriter, r *http.Request, prompt []uint64, 
 				} else {
 					send(chunk(map[string]any{"index": 0, "text": "", "logprobs": nil, "finish_reason": finishReason(res.Finish)}))
 				}
+				if firstToken.IsZero() && len(toks) > 0 {
+					// They go out with this last write.
+					firstToken = time.Now()
+				}
+				timing := &serverTiming{ReceivedUnixNs: received.UnixNano()}
+				if !firstToken.IsZero() {
+					timing.FirstTokenUnixNs = firstToken.UnixNano()
+				}
 				send(map[string]any{"id": id, "object": object, "created": created, "model": e.cfg.Model,
-					"choices": []any{}, "usage": usageOf(res)})
+					"choices": []any{}, "usage": usageOf(res), "server_timing": timing})
 			}
 			buf = append(buf, "data: [DONE]\n\n"...)
 			flush()
@@ -334,6 +355,9 @@ func (e *Engine) serve(w http.ResponseWriter, r *http.Request, prompt []uint64, 
 		}
 		if !flush() {
 			return
+		}
+		if firstToken.IsZero() && len(toks) > 0 {
+			firstToken = time.Now()
 		}
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/mlx-bun/mlx-metrics/shared/events"
 )
@@ -83,5 +84,49 @@ func TestHealthWhileLoading(t *testing.T) {
 	e.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/health", nil))
 	if rec.Code != http.StatusServiceUnavailable || !strings.Contains(rec.Body.String(), "loading") {
 		t.Errorf("before Run: %d %s", rec.Code, rec.Body)
+	}
+}
+
+// A stream's usage chunk carries server_timing: when the handler got the
+// request and when it had flushed the first token, in wall-clock Unix
+// nanoseconds, ordered and within the request's span.
+func TestServerTiming(t *testing.T) {
+	cfg := testConfig()
+	cfg.DecodeRate, cfg.PrefillRate = 5000, 1e6
+	e, rec, _ := start(t, cfg)
+	rec.waitFor(func(evs []events.Event) bool { return len(evs) >= 2 })
+	srv := httptest.NewServer(e.Handler())
+	defer srv.Close()
+	tests := []struct{ name, path, body string }{
+		{"completions, several tokens", "/v1/completions", `{"model":"reference-sim","prompt":"a b","max_tokens":4,"stream":true}`},
+		{"completions, one token", "/v1/completions", `{"model":"reference-sim","prompt":"a b","max_tokens":1,"stream":true}`},
+		{"chat", "/v1/chat/completions", `{"model":"reference-sim","messages":[{"role":"user","content":"x"}],"max_tokens":3,"stream":true}`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			before := time.Now().UnixNano()
+			resp, err := http.Post(srv.URL+tt.path, "application/json", strings.NewReader(tt.body))
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			after := time.Now().UnixNano()
+			var timing *serverTiming
+			for _, line := range strings.Split(string(b), "\n") {
+				var ch struct {
+					ServerTiming *serverTiming `json:"server_timing"`
+				}
+				if data, ok := strings.CutPrefix(line, "data: "); ok && json.Unmarshal([]byte(data), &ch) == nil && ch.ServerTiming != nil {
+					timing = ch.ServerTiming
+				}
+			}
+			if timing == nil {
+				t.Fatalf("no server_timing in\n%s", b)
+			}
+			if !(before <= timing.ReceivedUnixNs && timing.ReceivedUnixNs <= timing.FirstTokenUnixNs && timing.FirstTokenUnixNs <= after) {
+				t.Errorf("server_timing %+v not within [%d, %d] in order", timing, before, after)
+			}
+		})
 	}
 }

@@ -78,6 +78,23 @@ type Result struct {
 	End        time.Time // stream ended
 	// ContentChunks counts chunks with generated text.
 	ContentChunks int
+
+	// ServerReceived and ServerFirstToken are the server's own stamps
+	// (the reference engine's server_timing): when it got the request and
+	// when it had flushed the first token. Zero from other servers.
+	ServerReceived, ServerFirstToken time.Time
+}
+
+// ClientShare is the part of TTFT that is not the server's: sending the
+// request, the network, reading and parsing the chunks (TTFT minus the
+// server's received-to-first-token time). ok is false without the
+// server's stamps. It compares the wall clocks of the two processes, so it
+// means something only with both on one machine.
+func (r Result) ClientShare() (d time.Duration, ok bool) {
+	if r.ServerReceived.IsZero() || r.ServerFirstToken.IsZero() || r.FirstToken.IsZero() {
+		return 0, false
+	}
+	return r.TTFT() - r.ServerFirstToken.Sub(r.ServerReceived), true
 }
 
 // TTFT is the time from sending the request to the first generated text.
@@ -216,6 +233,10 @@ type chunk struct {
 	Error *struct {
 		Message string `json:"message"`
 	} `json:"error"`
+	ServerTiming *struct {
+		ReceivedUnixNs   int64 `json:"received_unix_ns"`
+		FirstTokenUnixNs int64 `json:"first_token_unix_ns"`
+	} `json:"server_timing"`
 }
 
 // read parses server-sent events until [DONE] or the end of the body,
@@ -274,6 +295,9 @@ func (r *Result) add(data []byte, at time.Time) error {
 		if choice.FinishReason != nil && *choice.FinishReason != "" {
 			r.Finish = *choice.FinishReason
 		}
+	}
+	if st := ch.ServerTiming; st != nil && st.ReceivedUnixNs > 0 && st.FirstTokenUnixNs >= st.ReceivedUnixNs {
+		r.ServerReceived, r.ServerFirstToken = time.Unix(0, st.ReceivedUnixNs), time.Unix(0, st.FirstTokenUnixNs)
 	}
 	if u := ch.Usage; u != nil {
 		r.HasUsage = true

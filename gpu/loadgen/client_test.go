@@ -69,6 +69,11 @@ func TestDoAgainstEngine(t *testing.T) {
 			if res.Finish != "length" || res.TTFT() <= 0 || res.DecodeTokensPerSecond() <= 0 {
 				t.Errorf("finish %q ttft %v decode %v", res.Finish, res.TTFT(), res.DecodeTokensPerSecond())
 			}
+			// The engine's own stamps lie within the client's view of it.
+			share, ok := res.ClientShare()
+			if !ok || !res.Start.Before(res.ServerReceived) || res.ServerFirstToken.After(res.FirstToken) || share < 0 || share > res.TTFT() {
+				t.Errorf("client share %v (%v) of TTFT %v; server stamps %v, %v", share, ok, res.TTFT(), res.ServerReceived, res.ServerFirstToken)
+			}
 		})
 	}
 }
@@ -171,6 +176,51 @@ func TestResultRates(t *testing.T) {
 			}
 			if got := tt.r.PrefillTokensPerSecond(); math.Abs(got-tt.wantPre) > 1e-9*max(1, tt.wantPre) {
 				t.Errorf("prefill %v tok/s, want %v", got, tt.wantPre)
+			}
+		})
+	}
+}
+
+// ClientShare is TTFT minus the server's received-to-first-token time,
+// only with the server's stamps; stamps out of order are not taken.
+func TestClientShare(t *testing.T) {
+	t0 := time.Unix(1_764_000_000, 0)
+	at := func(us int) time.Time { return t0.Add(time.Duration(us) * time.Microsecond) }
+	tests := []struct {
+		name  string
+		r     Result
+		want  time.Duration
+		valid bool
+	}{
+		{"stamped", Result{Start: at(0), FirstToken: at(10_500), ServerReceived: at(200), ServerFirstToken: at(10_200)}, 500 * time.Microsecond, true},
+		{"no stamps (another server)", Result{Start: at(0), FirstToken: at(10_500)}, 0, false},
+		{"no first token", Result{Start: at(0), ServerReceived: at(200), ServerFirstToken: at(10_200)}, 0, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got, ok := tt.r.ClientShare(); got != tt.want || ok != tt.valid {
+				t.Errorf("ClientShare() = %v, %v; want %v, %v", got, ok, tt.want, tt.valid)
+			}
+		})
+	}
+	streams := []struct {
+		name, timing string
+		stamped      bool
+	}{
+		{"in order", `{"received_unix_ns":1764000000000200000,"first_token_unix_ns":1764000000010200000}`, true},
+		{"first token before received", `{"received_unix_ns":1764000000010200000,"first_token_unix_ns":1764000000000200000}`, false},
+		{"zero", `{"received_unix_ns":0,"first_token_unix_ns":0}`, false},
+	}
+	for _, tt := range streams {
+		t.Run("stream: "+tt.name, func(t *testing.T) {
+			srv := fixedStream("data: {\"choices\":[{\"text\":\"x\"}]}\n\ndata: {\"choices\":[],\"usage\":{\"prompt_tokens\":1,\"completion_tokens\":1},\"server_timing\":"+tt.timing+"}\n\ndata: [DONE]\n\n", 200)
+			defer srv.Close()
+			res, err := NewClient(srv.URL).Do(context.Background(), Request{Endpoint: Completions, Model: "m", Prompt: "p", MaxTokens: 1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if stamped := !res.ServerReceived.IsZero(); stamped != tt.stamped {
+				t.Errorf("stamped = %v, want %v (%v, %v)", stamped, tt.stamped, res.ServerReceived, res.ServerFirstToken)
 			}
 		})
 	}
