@@ -31,7 +31,10 @@ type pacer interface {
 
 func eventsCmd(ctx context.Context, args []string, env cliEnv, clk pacer) error {
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
-		fmt.Fprintln(env.stderr, "usage: mlx-metrics events replay [flags] FILE\n\nsubcommands:\n  replay     post a recorded NDJSON event file to a running backend")
+		fmt.Fprintln(env.stderr, "usage: mlx-metrics events replay [flags] FILE\n\n"+
+			"Works with recorded serving events.\n\n"+
+			"subcommands:\n  replay     post a recorded NDJSON event file to a running backend\n\n"+
+			"example:\n  mlx-metrics events replay --speed 10 session.ndjson")
 		if len(args) == 0 {
 			return &exitError{code: 2, err: fmt.Errorf("missing subcommand")}
 		}
@@ -46,16 +49,20 @@ func eventsCmd(ctx context.Context, args []string, env cliEnv, clk pacer) error 
 func replayCmd(ctx context.Context, args []string, env cliEnv, clk pacer) error {
 	fs := flag.NewFlagSet("events replay", flag.ContinueOnError)
 	fs.SetOutput(env.stderr)
-	server := fs.String("server", defaultServer(), "backend URL (env MLX_METRICS_SERVER)")
-	speed := fs.Float64("speed", 0, "pace by the events' at: 1 is as recorded, 10 ten times faster; 0 sends at once")
-	batch := fs.Int("batch", 500, "events per POST, at most")
-	token := fs.String("token", os.Getenv("MLX_METRICS_EVENTS_TOKEN"), "bearer token for POST /events (env MLX_METRICS_EVENTS_TOKEN)")
+	server := fs.String("server", defaultServer(), "backend `URL` (env MLX_METRICS_SERVER)")
+	speed := fs.Float64("speed", 0, "pace by the events' at, `FACTOR` times as fast as recorded (1 as recorded, 10 ten times faster); 0 sends at once")
+	batch := fs.Int("batch", 500, "send at most `N` events per POST")
+	token := fs.String("token", envFirst("MLX_METRICS_EVENTS_TOKEN", "MLX_METRICS_TOKEN"), "bearer `TOKEN` for POST /events (env MLX_METRICS_EVENTS_TOKEN, else MLX_METRICS_TOKEN)")
 	asRecorded := fs.Bool("as-recorded", false, "send the events' recorded at; by default they are moved to now (the backend refuses live events over a day old)")
 	fs.Usage = func() {
-		fmt.Fprintln(env.stderr, "usage: mlx-metrics events replay [--server URL] [--speed X] [--batch N] [--as-recorded] FILE\n\n"+
+		fmt.Fprintln(env.stderr, "usage: mlx-metrics events replay [--server URL] [--speed FACTOR] [--batch N] [--as-recorded] FILE\n\n"+
 			"Posts a recorded NDJSON event file (- for stdin) to a running backend's /api/metrics/events,\n"+
 			"in the host's flat event form, each event moved in time to when it is sent (keeping the gaps).\n"+
-			"Every line is validated first; nothing is sent if one is bad.\n\nflags:")
+			"Every line is validated first; nothing is sent if one is bad.\n\n"+
+			"examples:\n"+
+			"  mlx-metrics events replay session.ndjson\n"+
+			"  mlx-metrics events replay --speed 1 --server http://127.0.0.1:7878 session.ndjson\n"+
+			"  cat session.ndjson | mlx-metrics events replay -\n\nflags:")
 		fs.PrintDefaults()
 	}
 	pos, err := parseFlags(fs, args)
@@ -138,6 +145,16 @@ func replayCmd(ctx context.Context, args []string, env cliEnv, clk pacer) error 
 		return fmt.Errorf("the backend rejected %d events", rejected)
 	}
 	return nil
+}
+
+// envFirst is the first of the environment variables that is set.
+func envFirst(keys ...string) string {
+	for _, k := range keys {
+		if v := os.Getenv(k); v != "" {
+			return v
+		}
+	}
+	return ""
 }
 
 // readEventFile reads and validates every line; blank lines are skipped.
