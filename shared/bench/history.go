@@ -43,4 +43,13 @@ type CompactCell struct {
 // HistoryList is GET /history's body, newest first.
 type HistoryList struct {
 	Entries []HistoryEntry `json:"entries"`
+	// Problems are the entries in the listed range that could not be read:
+	// they are skipped, not fatal, and each can be removed by its id.
+	Problems []HistoryProblem `json:"problems"`
+}
+
+// HistoryProblem is one unreadable history entry.
+type HistoryProblem struct {
+	ID      string `json:"id"`
+	Message string `json:"message"`
 }

@@ -13,6 +13,7 @@ var benchCommands = []command{
 	{"list", "list finished runs of a running backend, newest first", runBenchList},
 	{"show", "show one finished run's medians", runBenchShow},
 	{"compare", "compare two finished runs cell by cell", runBenchCompare},
+	{"forget", "remove one run (readable or not) from a running backend's history", runBenchForget},
 }
 
 // runBench dispatches `mlx-metrics bench <sub>`.

@@ -8,7 +8,9 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"net/http"
 	"net/url"
+	"os"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -30,6 +32,55 @@ func runBenchShow(ctx context.Context, args []string) error {
 
 func runBenchCompare(ctx context.Context, args []string) error {
 	return benchCompareCmd(ctx, args, osEnv())
+}
+
+func runBenchForget(ctx context.Context, args []string) error {
+	return benchForgetCmd(ctx, args, osEnv())
+}
+
+// benchForgetCmd removes one run from history (an unreadable one, or one
+// not worth keeping); its run directory stays.
+func benchForgetCmd(ctx context.Context, args []string, env cliEnv) error {
+	fs := flag.NewFlagSet("bench forget", flag.ContinueOnError)
+	fs.SetOutput(env.stderr)
+	server := fs.String("server", defaultServer(), "backend URL (env MLX_METRICS_SERVER)")
+	token := fs.String("token", os.Getenv("MLX_METRICS_TOKEN"), "bearer token the backend requires of changes (env MLX_METRICS_TOKEN)")
+	fs.Usage = func() {
+		fmt.Fprintln(env.stderr, "usage: mlx-metrics bench forget [--server URL] [--token T] ID\n\n"+
+			"Removes one finished run from the backend's history, readable or not (as listed under\n"+
+			"problems by `bench list`). Its run directory, if any, is left on disk.\n\nflags:")
+		fs.PrintDefaults()
+	}
+	pos, err := parseFlags(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		return usageErr("want exactly one run ID, got %d arguments", len(pos))
+	}
+	c, err := newAPIClient(*server)
+	if err != nil {
+		return err
+	}
+	header := http.Header{}
+	if *token != "" {
+		header.Set("Authorization", "Bearer "+*token)
+	}
+	if err := c.do(ctx, http.MethodDelete, "/history/"+url.PathEscape(pos[0]), header, nil, nil); err != nil {
+		return err
+	}
+	fmt.Fprintf(env.stdout, "forgot run %s\n", pos[0])
+	return nil
+}
+
+// printProblems tells, on stderr, which history entries a listing skipped.
+func printProblems(w io.Writer, problems []bench.HistoryProblem) {
+	for _, p := range problems {
+		fmt.Fprintf(w, "skipped run %s: %s\n", p.ID, p.Message)
+	}
+	if len(problems) > 0 {
+		fmt.Fprintf(w, "%d unreadable history entries skipped; remove one with `mlx-metrics bench forget ID`\n", len(problems))
+	}
 }
 
 func benchListCmd(ctx context.Context, args []string, env cliEnv) error {
@@ -67,6 +118,7 @@ func benchListCmd(ctx context.Context, args []string, env cliEnv) error {
 	if err := json.Unmarshal(raw, &list); err != nil {
 		return fmt.Errorf("unreadable history: %w", err)
 	}
+	printProblems(env.stderr, list.Problems)
 	if len(list.Entries) == 0 {
 		fmt.Fprintln(env.stdout, "no finished runs yet (start one with POST /api/metrics/bench or `mlx-metrics bench run`)")
 		return nil

@@ -39,4 +39,5 @@ func (a *API) Mount(_ *fiber.App, api fiber.Router) {
 	api.Get("/bench/:id/report", a.jobReport)
 	api.Get("/history", a.listHistory)
 	api.Get("/history/:id", a.getHistory)
+	api.Delete("/history/:id", a.deleteHistory)
 }

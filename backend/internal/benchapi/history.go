@@ -3,6 +3,7 @@ package benchapi
 import (
 	"errors"
 	"fmt"
+	"strconv"
 
 	"github.com/gofiber/fiber/v2"
 
@@ -11,8 +12,14 @@ import (
 	"github.com/mlx-bun/mlx-metrics/shared/bench"
 )
 
+// HeaderUnreadable tells a CSV client how many unreadable entries the
+// export skipped (a CSV body has no place for them).
+const HeaderUnreadable = "X-History-Unreadable"
+
 // listHistory answers newest first: JSON (?limit, default 50, at most 1000)
 // or, with ?format=csv, one row per cell (every run unless ?limit is given).
+// Unreadable entries are skipped: listed under problems in JSON, counted in
+// the CSV's X-History-Unreadable header.
 func (a *API) listHistory(c *fiber.Ctx) error {
 	format := c.Query("format", "json")
 	switch format {
@@ -21,39 +28,65 @@ func (a *API) listHistory(c *fiber.Ctx) error {
 		if err != nil {
 			return server.Error(c, fiber.StatusBadRequest, err.Error())
 		}
-		entries, err := a.History.List(limit)
+		entries, problems, err := a.History.List(limit)
 		if err != nil {
-			return err
+			return storageError(c, "read the history", err)
 		}
-		return c.JSON(bench.HistoryList{Entries: entries})
+		return c.JSON(bench.HistoryList{Entries: entries, Problems: problems})
 	case "csv":
 		limit, err := parseLimit(c.Query("limit"), 0, 0)
 		if err != nil {
 			return server.Error(c, fiber.StatusBadRequest, err.Error())
 		}
-		c.Set(fiber.HeaderContentType, "text/csv; charset=utf-8")
-		c.Set(fiber.HeaderContentDisposition, `attachment; filename="mlx-metrics-history.csv"`)
+		// The body is buffered until the handler returns, so the header
+		// can still be set after the rows.
 		cw, err := history.NewCSVWriter(c.Response().BodyWriter())
 		if err != nil {
 			return err
 		}
-		if err := a.History.Each(limit, cw.Write); err != nil {
-			return err
+		problems, err := a.History.Each(limit, cw.Write)
+		if err == nil {
+			err = cw.Flush()
 		}
-		return cw.Flush()
+		if err != nil {
+			c.Response().ResetBody()
+			return storageError(c, "read the history", err)
+		}
+		c.Set(fiber.HeaderContentType, "text/csv; charset=utf-8")
+		c.Set(fiber.HeaderContentDisposition, `attachment; filename="mlx-metrics-history.csv"`)
+		c.Set(HeaderUnreadable, strconv.Itoa(len(problems)))
+		return nil
 	default:
-		return server.Error(c, fiber.StatusBadRequest, fmt.Sprintf("format %q is not json or csv", format))
+		return server.Error(c, fiber.StatusBadRequest, fmt.Sprintf("format %q is not json or csv", capEcho(format)))
 	}
 }
 
 func (a *API) getHistory(c *fiber.Ctx) error {
 	id := c.Params("id")
 	e, err := a.History.Get(id)
-	if errors.Is(err, history.ErrNotFound) {
-		return server.Error(c, fiber.StatusNotFound, fmt.Sprintf("no finished run %q in history", id))
-	}
-	if err != nil {
-		return err
+	switch {
+	case errors.Is(err, history.ErrNotFound):
+		return server.Error(c, fiber.StatusNotFound, fmt.Sprintf("no finished run %q in history", capEcho(id)))
+	case errors.Is(err, history.ErrUnreadable):
+		return server.Error(c, fiber.StatusConflict, fmt.Sprintf(
+			"run %s is in history but its entry is unreadable (%v); remove it with DELETE /api/metrics/history/%s or `mlx-metrics bench forget %s` (its run directory, if any, is untouched)",
+			id, errors.Unwrap(err), id, id))
+	case err != nil:
+		return storageError(c, "read the history", err)
 	}
 	return c.JSON(e)
+}
+
+// deleteHistory removes one entry from history, readable or not; the run's
+// directory is left alone.
+func (a *API) deleteHistory(c *fiber.Ctx) error {
+	id := c.Params("id")
+	err := a.History.Delete(id)
+	if errors.Is(err, history.ErrNotFound) {
+		return server.Error(c, fiber.StatusNotFound, fmt.Sprintf("no finished run %q in history", capEcho(id)))
+	}
+	if err != nil {
+		return storageError(c, "delete from the history", err)
+	}
+	return c.SendStatus(fiber.StatusNoContent)
 }

@@ -23,7 +23,7 @@ import (
 func (a *API) listProfiles(c *fiber.Ctx) error {
 	ps, err := a.Profiles.List()
 	if err != nil {
-		return err
+		return storageError(c, "list the profiles", err)
 	}
 	return c.JSON(ps)
 }
@@ -40,14 +40,14 @@ func (a *API) start(c *fiber.Ctx) error {
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&req); err != nil {
 		return server.Error(c, fiber.StatusBadRequest,
-			fmt.Sprintf(`POST /bench takes a JSON body {"profile": "<name>"} and nothing else: %v`, err))
+			fmt.Sprintf(`POST /bench takes a JSON body {"profile": "<name>"} and nothing else: %s`, capEcho(err.Error())))
 	}
 	if dec.More() {
 		return server.Error(c, fiber.StatusBadRequest, `POST /bench takes one JSON object {"profile": "<name>"}`)
 	}
 	if req.Profile == nil || *req.Profile == "" {
 		return server.Error(c, fiber.StatusBadRequest,
-			`missing profile: POST /bench takes {"profile": "<name>"} naming a plan in `+a.Profiles.Path()+
+			`missing profile: POST /bench takes {"profile": "<name>"} naming a plan in `+profiles.ShownDir+
 				" (GET /api/metrics/bench/profiles lists them); "+a.Profiles.HowToCreate(""))
 	}
 	name := *req.Profile
@@ -55,14 +55,14 @@ func (a *API) start(c *fiber.Ctx) error {
 	switch {
 	case errors.Is(err, profiles.ErrBadName):
 		return server.Error(c, fiber.StatusBadRequest,
-			err.Error()+"; it resolves to "+a.Profiles.FileFor("<name>")+" and nothing else; "+a.Profiles.HowToCreate(""))
+			err.Error()+"; it resolves to "+profiles.ShownFile("<name>")+" and nothing else; "+a.Profiles.HowToCreate(""))
 	case errors.Is(err, profiles.ErrNotFound):
 		return server.Error(c, fiber.StatusBadRequest, err.Error()+"; "+a.Profiles.HowToCreate(name))
 	case errors.Is(err, profiles.ErrInvalid):
 		return server.Error(c, fiber.StatusBadRequest,
-			err.Error()+"; fix "+a.Profiles.FileFor(name)+" or write it again with `mlx-metrics bench plan --out "+a.Profiles.FileFor(name)+"`")
+			err.Error()+"; fix "+profiles.ShownFile(name)+" or write it again with `mlx-metrics bench plan --out "+profiles.ShownFile(name)+"`")
 	case err != nil:
-		return err
+		return storageError(c, fmt.Sprintf("read profile %q", name), err)
 	}
 	j, err := a.Jobs.Submit(name, plan)
 	switch {
@@ -72,7 +72,7 @@ func (a *API) start(c *fiber.Ctx) error {
 		return server.Error(c, fiber.StatusServiceUnavailable, err.Error()+"; start the run again once it is back")
 	}
 	if err != nil {
-		return err
+		return storageError(c, fmt.Sprintf("start a run of profile %q", name), err)
 	}
 	c.Location(c.BaseURL() + c.Path() + "/" + j.ID)
 	return c.Status(fiber.StatusAccepted).JSON(j)
@@ -87,7 +87,7 @@ func (a *API) listJobs(c *fiber.Ctx) error {
 	status := c.Query("status")
 	if status != "" && !statuses[status] {
 		return server.Error(c, fiber.StatusBadRequest,
-			fmt.Sprintf("status %q is not one of queued, running, done, failed, cancelled", status))
+			fmt.Sprintf("status %q is not one of queued, running, done, failed, cancelled", capEcho(status)))
 	}
 	limit, err := parseLimit(c.Query("limit"), DefaultJobLimit, MaxJobLimit)
 	if err != nil {
@@ -142,7 +142,7 @@ func (a *API) jobEvents(c *fiber.Ctx) error {
 	if afterText != "" {
 		n, err := strconv.Atoi(afterText)
 		if err != nil || n < 0 {
-			return server.Error(c, fiber.StatusBadRequest, fmt.Sprintf("after %q is not an event sequence number (0 or more)", afterText))
+			return server.Error(c, fiber.StatusBadRequest, fmt.Sprintf("after %q is not an event sequence number (0 or more)", capEcho(afterText)))
 		}
 		after = n
 	}
@@ -207,7 +207,7 @@ func (a *API) jobReport(c *fiber.Ctx) error {
 		return server.Error(c, fiber.StatusNotFound, fmt.Sprintf("job %s (%s) has no report.md yet", id, j.Status))
 	}
 	if err != nil {
-		return err
+		return storageError(c, "read the report of job "+id, err)
 	}
 	c.Set(fiber.HeaderContentType, "text/markdown; charset=utf-8")
 	return c.Send(data)
@@ -215,9 +215,9 @@ func (a *API) jobReport(c *fiber.Ctx) error {
 
 func jobError(c *fiber.Ctx, err error) error {
 	if errors.Is(err, jobs.ErrNotFound) {
-		return server.Error(c, fiber.StatusNotFound, fmt.Sprintf("no bench-serve job %q", c.Params("id")))
+		return server.Error(c, fiber.StatusNotFound, fmt.Sprintf("no bench-serve job %q", capEcho(c.Params("id"))))
 	}
-	return err
+	return storageError(c, "read the job", err)
 }
 
 // parseLimit reads a limit query: def when absent, else 1..max.
@@ -228,9 +228,9 @@ func parseLimit(s string, def, max int) (int, error) {
 	n, err := strconv.Atoi(s)
 	if err != nil || n < 1 || (max > 0 && n > max) {
 		if max > 0 {
-			return 0, fmt.Errorf("limit %q is not a whole number from 1 to %d", s, max)
+			return 0, fmt.Errorf("limit %q is not a whole number from 1 to %d", capEcho(s), max)
 		}
-		return 0, fmt.Errorf("limit %q is not a whole number from 1", s)
+		return 0, fmt.Errorf("limit %q is not a whole number from 1", capEcho(s))
 	}
 	return n, nil
 }

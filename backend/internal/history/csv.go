@@ -4,6 +4,7 @@ import (
 	"encoding/csv"
 	"io"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/mlx-bun/mlx-metrics/shared/bench"
@@ -33,19 +34,19 @@ func NewCSVWriter(w io.Writer) (*CSVWriter, error) {
 // Write adds e's rows.
 func (cw *CSVWriter) Write(e bench.HistoryEntry) error {
 	run := []string{
-		e.ID, e.Profile, e.Scope,
+		text(e.ID), text(e.Profile), text(e.Scope),
 		time.UnixMilli(e.StartedAt).UTC().Format(time.RFC3339Nano),
 		strconv.FormatInt(e.DurationMs, 10),
 		strconv.FormatBool(e.Complete),
 		strconv.Itoa(e.ExitCode),
-		e.Machine.Chip,
+		text(e.Machine.Chip),
 	}
 	if len(e.Cells) == 0 {
 		return cw.w.Write(append(run, make([]string, len(CSVHeader)-len(run))...))
 	}
 	for _, c := range e.Cells {
 		row := append(append([]string{}, run...),
-			c.Key, c.Model, c.Kind, c.Configuration, c.Status, c.Note,
+			text(c.Key), text(c.Model), text(c.Kind), text(c.Configuration), text(c.Status), text(c.Note),
 			num(c.DecodeTokensPerSecond), num(c.TTFTColdMs), num(c.Prefill1kTokensPerSecond),
 			num(c.ContextPrefillTokensPerSecond), num(c.AggregateTokensPerSecond),
 			num(c.ColdStartMs), num(c.PeakRssMB))
@@ -60,6 +61,18 @@ func (cw *CSVWriter) Write(e bench.HistoryEntry) error {
 func (cw *CSVWriter) Flush() error {
 	cw.w.Flush()
 	return cw.w.Error()
+}
+
+// text is a text cell made inert for spreadsheets: one that starts with
+// = + - @ (or a tab or carriage return) would be read as a formula, so it
+// gets a leading single quote, as OWASP's CSV injection guidance says.
+// Plan text and model names come from files anyone with the plans
+// directory can write. Figures are written by num and need none.
+func text(s string) string {
+	if s != "" && strings.ContainsRune("=+-@\t\r", rune(s[0])) {
+		return "'" + s
+	}
+	return s
 }
 
 func num(v *float64) string {

@@ -10,11 +10,14 @@
 package history
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"log"
 	"regexp"
+	"strings"
+	"sync"
 
 	badger "github.com/dgraph-io/badger/v4"
 
@@ -36,6 +39,9 @@ const (
 // Store is the history database.
 type Store struct {
 	db *badger.DB
+
+	mu         sync.Mutex
+	unreadable map[string]bool // ids of entries met unreadable
 }
 
 // Open opens (creating) the history at dir.
@@ -51,7 +57,7 @@ func Open(dir string) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open history %s: %w", dir, err)
 	}
-	return &Store{db: db}, nil
+	return &Store{db: db, unreadable: map[string]bool{}}, nil
 }
 
 // Close closes the database.
@@ -99,26 +105,36 @@ func (s *Store) Put(e bench.HistoryEntry) error {
 	})
 }
 
-// Get returns one entry; ErrNotFound when id is unknown or malformed.
+// ErrUnreadable is Get's answer for an entry that is in history but whose
+// stored value does not decode (a bad write, a flipped byte on disk): it can
+// only be removed, with Delete.
+var ErrUnreadable = errors.New("the run's history entry is unreadable")
+
+// maxProblems bounds the unreadable entries one listing reports; the
+// listing itself skips every one of them.
+const maxProblems = 100
+
+// Get returns one entry; ErrNotFound when id is unknown or malformed,
+// ErrUnreadable when its value does not decode.
 func (s *Store) Get(id string) (bench.HistoryEntry, error) {
 	var e bench.HistoryEntry
 	if !IDPattern.MatchString(id) {
 		return e, ErrNotFound
 	}
 	err := s.db.View(func(txn *badger.Txn) error {
-		item, err := txn.Get([]byte(indexPrefix + id))
+		key, err := s.entryKeyOf(txn, id)
 		if err != nil {
 			return err
 		}
-		key, err := item.ValueCopy(nil)
+		item, err := txn.Get(key)
 		if err != nil {
 			return err
 		}
-		item, err = txn.Get(key)
-		if err != nil {
-			return err
+		if err := decodeItem(item, &e); err != nil {
+			s.noteUnreadable(id, true)
+			return fmt.Errorf("%w: %v", ErrUnreadable, err)
 		}
-		return item.Value(func(v []byte) error { return json.Unmarshal(v, &e) })
+		return nil
 	})
 	if errors.Is(err, badger.ErrKeyNotFound) {
 		return e, ErrNotFound
@@ -126,20 +142,91 @@ func (s *Store) Get(id string) (bench.HistoryEntry, error) {
 	return e, err
 }
 
-// List returns up to limit entries, newest first (limit <= 0: all).
-func (s *Store) List(limit int) ([]bench.HistoryEntry, error) {
+// entryKeyOf finds id's e/ key: from its index entry, or, when that is
+// missing or unreadable, from a scan of the keys alone (no values read), so
+// that an entry with a damaged index can still be found and deleted.
+func (s *Store) entryKeyOf(txn *badger.Txn, id string) ([]byte, error) {
+	if item, err := txn.Get([]byte(indexPrefix + id)); err == nil {
+		if key, err := item.ValueCopy(nil); err == nil && bytes.HasPrefix(key, []byte(entryPrefix)) && bytes.HasSuffix(key, []byte("/"+id)) {
+			return key, nil
+		}
+	} else if !errors.Is(err, badger.ErrKeyNotFound) {
+		return nil, err
+	}
+	opts := badger.DefaultIteratorOptions
+	opts.PrefetchValues = false
+	opts.Prefix = []byte(entryPrefix)
+	it := txn.NewIterator(opts)
+	defer it.Close()
+	for it.Rewind(); it.Valid(); it.Next() {
+		if idOfKey(it.Item().Key()) == id {
+			return it.Item().KeyCopy(nil), nil
+		}
+	}
+	return nil, badger.ErrKeyNotFound
+}
+
+// idOfKey is the id part of an e/<startedAt>/<id> key.
+func idOfKey(key []byte) string {
+	i := bytes.LastIndexByte(key, '/')
+	return string(key[i+1:])
+}
+
+func decodeItem(item *badger.Item, e *bench.HistoryEntry) error {
+	return item.Value(func(v []byte) error {
+		if err := json.Unmarshal(v, e); err != nil {
+			return err
+		}
+		if e.ID != idOfKey(item.Key()) {
+			return fmt.Errorf("the entry names run %q", e.ID)
+		}
+		return nil
+	})
+}
+
+// Delete removes one entry (readable or not) and its index; ErrNotFound
+// when there is none.
+func (s *Store) Delete(id string) error {
+	if !IDPattern.MatchString(id) {
+		return ErrNotFound
+	}
+	err := s.db.Update(func(txn *badger.Txn) error {
+		key, err := s.entryKeyOf(txn, id)
+		if err != nil {
+			return err
+		}
+		if err := txn.Delete(key); err != nil {
+			return err
+		}
+		return txn.Delete([]byte(indexPrefix + id))
+	})
+	if errors.Is(err, badger.ErrKeyNotFound) {
+		return ErrNotFound
+	}
+	if err == nil {
+		s.noteUnreadable(id, false)
+	}
+	return err
+}
+
+// List returns up to limit readable entries, newest first (limit <= 0:
+// all), and the unreadable ones it skipped.
+func (s *Store) List(limit int) ([]bench.HistoryEntry, []bench.HistoryProblem, error) {
 	out := []bench.HistoryEntry{}
-	err := s.Each(limit, func(e bench.HistoryEntry) error {
+	problems, err := s.Each(limit, func(e bench.HistoryEntry) error {
 		out = append(out, e)
 		return nil
 	})
-	return out, err
+	return out, problems, err
 }
 
-// Each calls f on up to limit entries, newest first (limit <= 0: all),
-// stopping at f's first error.
-func (s *Store) Each(limit int, f func(bench.HistoryEntry) error) error {
-	return s.db.View(func(txn *badger.Txn) error {
+// Each calls f on up to limit readable entries, newest first (limit <= 0:
+// all), stopping at f's first error. An entry whose value does not decode is
+// skipped and reported among the problems (at most maxProblems of them), so
+// one bad entry never hides the others.
+func (s *Store) Each(limit int, f func(bench.HistoryEntry) error) ([]bench.HistoryProblem, error) {
+	problems := []bench.HistoryProblem{}
+	err := s.db.View(func(txn *badger.Txn) error {
 		opts := badger.DefaultIteratorOptions
 		opts.Reverse = true
 		opts.Prefix = []byte(entryPrefix)
@@ -156,8 +243,13 @@ func (s *Store) Each(limit int, f func(bench.HistoryEntry) error) error {
 				return nil
 			}
 			var e bench.HistoryEntry
-			if err := it.Item().Value(func(v []byte) error { return json.Unmarshal(v, &e) }); err != nil {
-				return fmt.Errorf("history entry %s: %w", it.Item().Key(), err)
+			if err := decodeItem(it.Item(), &e); err != nil {
+				id := idOfKey(it.Item().Key())
+				s.noteUnreadable(id, true)
+				if len(problems) < maxProblems {
+					problems = append(problems, bench.HistoryProblem{ID: id, Message: "unreadable entry: " + err.Error()})
+				}
+				continue
 			}
 			if err := f(e); err != nil {
 				return err
@@ -166,6 +258,26 @@ func (s *Store) Each(limit int, f func(bench.HistoryEntry) error) error {
 		}
 		return nil
 	})
+	return problems, err
+}
+
+// Unreadable is how many distinct unreadable entries reads have met since
+// the store opened (and not deleted since), for /healthz.
+func (s *Store) Unreadable() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.unreadable)
+}
+
+func (s *Store) noteUnreadable(id string, bad bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if bad {
+		// Cloned: a caller's id may live in memory it reuses (Fiber's).
+		s.unreadable[strings.Clone(id)] = true
+	} else {
+		delete(s.unreadable, id)
+	}
 }
 
 // quietLogger passes Badger's warnings and errors to the standard logger and

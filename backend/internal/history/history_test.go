@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	badger "github.com/dgraph-io/badger/v4"
+
 	"github.com/mlx-bun/mlx-metrics/shared/bench"
 )
 
@@ -56,8 +58,8 @@ func TestOrderingAndLimits(t *testing.T) {
 	}{{1, 1}, {50, 50}, {1000, 1000}, {0, n}, {n + 5, n}}
 	for _, tt := range tests {
 		t.Run(fmt.Sprint(tt.limit), func(t *testing.T) {
-			got, err := s.List(tt.limit)
-			if err != nil {
+			got, problems, err := s.List(tt.limit)
+			if err != nil || len(problems) != 0 {
 				t.Fatal(err)
 			}
 			if len(got) != tt.want {
@@ -89,7 +91,7 @@ func TestGetAndReplace(t *testing.T) {
 	if err != nil || got.Complete || len(got.Problems) != 1 || *got.Cells[0].DecodeTokensPerSecond != 3 {
 		t.Fatalf("Get = %+v, %v", got, err)
 	}
-	if all, _ := s.List(0); len(all) != 1 {
+	if all, _, _ := s.List(0); len(all) != 1 {
 		t.Fatalf("replaced entry listed %d times", len(all))
 	}
 	for _, id := range []string{"nope", "", "../x", "a/b", e.ID + "x"} {
@@ -131,7 +133,12 @@ func TestCSV(t *testing.T) {
 	noCells := entry(2)
 	noCells.Cells = nil
 	noCells.Complete = false
-	for _, e := range []bench.HistoryEntry{entry(1), noCells} {
+	hostile := entry(3)
+	hostile.Profile = "=HYPERLINK(\"http://x\",\"y\")"
+	hostile.Machine.Chip = "@SUM(1)"
+	hostile.ExitCode = -1
+	hostile.Cells = []bench.CompactCell{{Key: "+cmd", Model: "-2+3", Configuration: "\t=1", Note: "fine = ok", Status: bench.CellFailed}}
+	for _, e := range []bench.HistoryEntry{entry(1), noCells, hostile} {
 		if err := cw.Write(e); err != nil {
 			t.Fatal(err)
 		}
@@ -164,9 +171,18 @@ func TestCSV(t *testing.T) {
 		{3, "id", noCells.ID},
 		{3, "complete", "false"},
 		{3, "cellKey", ""},
+		// Spreadsheet formulas from plan text are made inert; figures
+		// (a negative exit code) are left as numbers.
+		{4, "profile", "'=HYPERLINK(\"http://x\",\"y\")"},
+		{4, "chip", "'@SUM(1)"},
+		{4, "cellKey", "'+cmd"},
+		{4, "model", "'-2+3"},
+		{4, "configuration", "'\t=1"},
+		{4, "note", "fine = ok"},
+		{4, "exitCode", "-1"},
 	}
-	if len(rows) != 4 {
-		t.Fatalf("rows = %d, want 4:\n%v", len(rows), rows)
+	if len(rows) != 5 {
+		t.Fatalf("rows = %d, want 5:\n%v", len(rows), rows)
 	}
 	for _, tt := range tests {
 		if got := rows[tt.row][col[tt.column]]; got != tt.want {
@@ -187,7 +203,7 @@ func BenchmarkList50(b *testing.B) {
 				}
 			}
 			for b.Loop() {
-				got, err := s.List(50)
+				got, _, err := s.List(50)
 				if err != nil || len(got) != 50 {
 					b.Fatal(len(got), err)
 				}
@@ -207,6 +223,95 @@ func BenchmarkGet(b *testing.B) {
 	for b.Loop() {
 		if _, err := s.Get(id); err != nil {
 			b.Fatal(err)
+		}
+	}
+}
+
+// putRaw stores val as entry i's value, as a bad write or a flipped byte
+// would leave it.
+func putRaw(t *testing.T, s *Store, i int, val string) {
+	t.Helper()
+	e := entry(i)
+	err := s.db.Update(func(txn *badger.Txn) error {
+		if err := txn.Set(entryKey(e), []byte(val)); err != nil {
+			return err
+		}
+		return txn.Set([]byte(indexPrefix+e.ID), entryKey(e))
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestUnreadable(t *testing.T) {
+	tests := []struct {
+		name string
+		val  string
+	}{
+		{"torn json", `{"id":`},
+		{"binary", "\x00\xff\x10"},
+		{"another run", `{"id":"x"}`},
+		{"wrong type", `{"id":5}`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := open(t)
+			for i := range 3 {
+				if err := s.Put(entry(i)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			putRaw(t, s, 1, tt.val)
+			got, problems, err := s.List(0)
+			if err != nil || len(got) != 2 || len(problems) != 1 || problems[0].ID != entry(1).ID {
+				t.Fatalf("List = %d entries, %+v, %v", len(got), problems, err)
+			}
+			// The limit counts readable entries.
+			if got, _, _ := s.List(2); len(got) != 2 {
+				t.Fatalf("List(2) = %d entries", len(got))
+			}
+			if _, err := s.Get(entry(1).ID); !errors.Is(err, ErrUnreadable) {
+				t.Fatalf("Get err = %v", err)
+			}
+			if s.Unreadable() != 1 {
+				t.Fatalf("Unreadable = %d", s.Unreadable())
+			}
+			if err := s.Delete(entry(1).ID); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.Delete(entry(1).ID); !errors.Is(err, ErrNotFound) {
+				t.Fatalf("second Delete err = %v", err)
+			}
+			if got, problems, _ := s.List(0); len(got) != 2 || len(problems) != 0 || s.Unreadable() != 0 {
+				t.Fatalf("after Delete: %d entries, %+v", len(got), problems)
+			}
+		})
+	}
+}
+
+// TestDeleteWithBadIndex: an entry whose index entry is lost or damaged is
+// still found, by its key, and deleted.
+func TestDeleteWithBadIndex(t *testing.T) {
+	for _, idx := range []string{"", "garbage"} {
+		s := open(t)
+		e := entry(1)
+		if err := s.Put(e); err != nil {
+			t.Fatal(err)
+		}
+		s.db.Update(func(txn *badger.Txn) error {
+			if idx == "" {
+				return txn.Delete([]byte(indexPrefix + e.ID))
+			}
+			return txn.Set([]byte(indexPrefix+e.ID), []byte(idx))
+		})
+		if got, err := s.Get(e.ID); err != nil || got.ID != e.ID {
+			t.Fatalf("index %q: Get = %v", idx, err)
+		}
+		if err := s.Delete(e.ID); err != nil {
+			t.Fatalf("index %q: Delete = %v", idx, err)
+		}
+		if got, _, _ := s.List(0); len(got) != 0 {
+			t.Fatalf("index %q: still listed", idx)
 		}
 	}
 }

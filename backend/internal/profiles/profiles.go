@@ -13,7 +13,9 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"unicode/utf8"
 
+	"github.com/mlx-bun/mlx-metrics/shared/atomicfile"
 	"github.com/mlx-bun/mlx-metrics/shared/bench"
 )
 
@@ -24,13 +26,23 @@ var (
 	ErrInvalid  = errors.New("invalid plan")
 )
 
+// MaxNameLen bounds a profile name: with ".json" and the temporary file's
+// affixes it stays well inside a file name's 255 bytes.
+const MaxNameLen = 128
+
+// ShownDir is how messages to clients name the plans directory: by its
+// place under the home, never by the server's absolute path.
+const ShownDir = "<home>/metrics/bench/plans"
+
 // Dir is a plans directory.
 type Dir struct {
 	path string
+	// writeNew is atomicfile.WriteNew; tests make it fail as a full disk.
+	writeNew func(path string, data []byte, perm os.FileMode) error
 }
 
 // New returns the plans directory at path (created on Seed).
-func New(path string) *Dir { return &Dir{path: path} }
+func New(path string) *Dir { return &Dir{path: path, writeNew: atomicfile.WriteNew} }
 
 // Path is the directory.
 func (d *Dir) Path() string { return d.path }
@@ -38,12 +50,28 @@ func (d *Dir) Path() string { return d.path }
 // FileFor is where the plan of profile name lives (name unchecked).
 func (d *Dir) FileFor(name string) string { return filepath.Join(d.path, name+".json") }
 
+// ShownFile is FileFor as messages to clients say it (see ShownDir).
+func ShownFile(name string) string { return ShownDir + "/" + name + ".json" }
+
 // HowToCreate tells a person how to make profile name exist.
 func (d *Dir) HowToCreate(name string) string {
-	if !bench.ProfileNamePattern.MatchString(name) {
+	if CheckName(name) != nil {
 		name = "<name>"
 	}
-	return fmt.Sprintf("create one with `mlx-metrics bench plan --out %s` (see `mlx-metrics bench plan -h`)", d.FileFor(name))
+	return fmt.Sprintf("create one with `mlx-metrics bench plan --out %s` (see `mlx-metrics bench plan -h`)", ShownFile(name))
+}
+
+// Echo is name as an error message may quote it: cut to 64 bytes.
+func Echo(name string) string {
+	const max = 64
+	if len(name) <= max {
+		return fmt.Sprintf("%q", name)
+	}
+	i := max
+	for i > 0 && !utf8.RuneStart(name[i]) {
+		i--
+	}
+	return fmt.Sprintf("%q… (%d bytes)", name[:i], len(name))
 }
 
 // CheckName reports whether name may name a profile: it matches
@@ -53,8 +81,10 @@ func CheckName(name string) error {
 	switch {
 	case name == "":
 		return fmt.Errorf("%w: empty", ErrBadName)
+	case len(name) > MaxNameLen:
+		return fmt.Errorf("%w %s: longer than %d bytes", ErrBadName, Echo(name), MaxNameLen)
 	case !bench.ProfileNamePattern.MatchString(name):
-		return fmt.Errorf("%w %q: a profile is a name matching %s, not a path", ErrBadName, name, bench.ProfileNamePattern)
+		return fmt.Errorf("%w %s: a profile is a name matching %s, not a path", ErrBadName, Echo(name), bench.ProfileNamePattern)
 	}
 	return nil
 }
@@ -66,10 +96,10 @@ func (d *Dir) Load(name string) (bench.Plan, error) {
 	}
 	data, err := os.ReadFile(d.FileFor(name))
 	if errors.Is(err, fs.ErrNotExist) {
-		return bench.Plan{}, fmt.Errorf("%w %q: %s does not exist", ErrNotFound, name, d.FileFor(name))
+		return bench.Plan{}, fmt.Errorf("%w %q: %s does not exist", ErrNotFound, name, ShownFile(name))
 	}
 	if err != nil {
-		return bench.Plan{}, err
+		return bench.Plan{}, fmt.Errorf("read profile %q: %w", name, pathless(err))
 	}
 	return decode(name, data)
 }
@@ -118,41 +148,50 @@ func (d *Dir) List() ([]bench.Profile, error) {
 }
 
 // Seed writes each ready plan whose file is absent, so a fresh machine has
-// profiles to run; a plan already there (perhaps edited) is left alone.
+// profiles to run; a plan already there (perhaps edited) is left alone, and
+// when every one is there nothing is written at all (so a full disk does not
+// stop a start).
 func (d *Dir) Seed(ready map[string]bench.Plan) error {
-	if err := os.MkdirAll(d.path, 0o755); err != nil {
-		return err
-	}
-	for name, p := range ready {
+	var missing []string
+	for name := range ready {
 		if err := CheckName(name); err != nil {
 			return err
 		}
-		data, err := json.MarshalIndent(p, "", "  ")
+		if _, err := os.Lstat(d.FileFor(name)); errors.Is(err, fs.ErrNotExist) {
+			missing = append(missing, name)
+		} else if err != nil {
+			return fmt.Errorf("profile %q: %w", name, pathless(err))
+		}
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	if err := os.MkdirAll(d.path, 0o755); err != nil {
+		return fmt.Errorf("create the plans directory: %w", pathless(err))
+	}
+	sort.Strings(missing)
+	for _, name := range missing {
+		data, err := json.MarshalIndent(ready[name], "", "  ")
 		if err != nil {
 			return err
 		}
-		if err := writeNew(d.FileFor(name), append(data, '\n')); err != nil && !errors.Is(err, fs.ErrExist) {
-			return err
+		if err := d.writeNew(d.FileFor(name), append(data, '\n'), 0o644); err != nil && !errors.Is(err, fs.ErrExist) {
+			return fmt.Errorf("seed profile %q: %w", name, pathless(err))
 		}
 	}
 	return nil
 }
 
-// writeNew writes path unless it exists (fs.ErrExist), whole or not at all:
-// the data goes to a temporary file that is then linked into place, so a
-// crash mid-write cannot leave half a plan that every later Seed would keep.
-func writeNew(path string, data []byte) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
-	if err != nil {
-		return err
+// pathless is err without the path a *fs.PathError or *os.LinkError
+// carries, for messages that reach clients; errors.Is still sees through.
+func pathless(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return fmt.Errorf("%s: %w", pe.Op, pe.Err)
 	}
-	defer os.Remove(tmp.Name())
-	_, werr := tmp.Write(data)
-	if cerr := tmp.Close(); werr == nil {
-		werr = cerr
+	var le *os.LinkError
+	if errors.As(err, &le) {
+		return fmt.Errorf("%s: %w", le.Op, le.Err)
 	}
-	if werr != nil {
-		return werr
-	}
-	return os.Link(tmp.Name(), path)
+	return err
 }

@@ -2,8 +2,11 @@ package profiles
 
 import (
 	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/mlx-bun/mlx-metrics/shared/bench"
@@ -62,6 +65,9 @@ func TestLoad(t *testing.T) {
 		{"broken", ErrInvalid},
 		{"unknown-field", ErrInvalid},
 		{"invalid", ErrInvalid},
+		{strings.Repeat("a", MaxNameLen), ErrNotFound},
+		{strings.Repeat("a", MaxNameLen+1), ErrBadName},
+		{strings.Repeat("a", 300), ErrBadName}, // ENAMETOOLONG on disk: must not get that far
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -71,6 +77,10 @@ func TestLoad(t *testing.T) {
 			}
 			if err == nil && len(p.Cells) != 1 {
 				t.Fatalf("plan = %+v", p)
+			}
+			// Messages reach clients: no server path, no unbounded echo.
+			if err != nil && ((strings.Contains(err.Error(), dir) && !strings.Contains(tt.name, dir)) || len(err.Error()) > 400) {
+				t.Fatalf("message echoes a path or too much: %s", err)
 			}
 		})
 	}
@@ -97,6 +107,43 @@ func TestSeedKeepsExisting(t *testing.T) {
 	entries, err := os.ReadDir(d.Path())
 	if err != nil || len(entries) != 2 {
 		t.Fatalf("plans directory = %v %v", entries, err)
+	}
+}
+
+// TestSeedFullDisk: a start on a full disk seeds nothing when every ready
+// profile is there, and names the profile, not the path, when one is missing.
+func TestSeedFullDisk(t *testing.T) {
+	root := t.TempDir()
+	full := func(string, []byte, os.FileMode) error {
+		return &fs.PathError{Op: "open", Path: root + "/plans/.x.json.123", Err: syscall.ENOSPC}
+	}
+	tests := []struct {
+		name    string
+		present []string
+		wantErr bool
+	}{
+		{"all present", []string{"smoke", "full"}, false},
+		{"one missing", []string{"smoke"}, true},
+		{"none present", nil, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			d := New(filepath.Join(t.TempDir(), "plans"))
+			if err := os.MkdirAll(d.Path(), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			for _, name := range tt.present {
+				os.WriteFile(d.FileFor(name), []byte("{}"), 0o644)
+			}
+			d.writeNew = full
+			err := d.Seed(map[string]bench.Plan{"smoke": validPlan(), "full": validPlan()})
+			if (err != nil) != tt.wantErr {
+				t.Fatalf("Seed err = %v, want error %v", err, tt.wantErr)
+			}
+			if err != nil && (!errors.Is(err, syscall.ENOSPC) || strings.Contains(err.Error(), root)) {
+				t.Fatalf("Seed err = %v: want ENOSPC without the path", err)
+			}
+		})
 	}
 }
 

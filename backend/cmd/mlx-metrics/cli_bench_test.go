@@ -1,0 +1,81 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/mlx-bun/mlx-metrics/shared/apierror"
+	"github.com/mlx-bun/mlx-metrics/shared/bench"
+)
+
+// TestBenchListProblemsAndForget: `bench list` shows the readable runs and
+// names the unreadable ones; `bench forget` deletes one, with the token.
+func TestBenchListProblemsAndForget(t *testing.T) {
+	var gotAuth, gotPath string
+	writeJSON := func(w http.ResponseWriter, status int, v any) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(status)
+		json.NewEncoder(w).Encode(v)
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /api/metrics/history", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, 200, bench.HistoryList{
+			Entries:  []bench.HistoryEntry{{ID: "20261201T100000Z-aaaa", Profile: "smoke", Complete: true}},
+			Problems: []bench.HistoryProblem{{ID: "20261201T090000Z-bbbb", Message: "unreadable entry: unexpected end of JSON input"}},
+		})
+	})
+	mux.HandleFunc("DELETE /api/metrics/history/{id}", func(w http.ResponseWriter, r *http.Request) {
+		gotAuth, gotPath = r.Header.Get("Authorization"), r.PathValue("id")
+		if r.PathValue("id") != "20261201T090000Z-bbbb" {
+			writeJSON(w, 404, apierror.New(404, "no finished run in history"))
+			return
+		}
+		w.WriteHeader(http.StatusNoContent)
+	})
+	srv := httptest.NewServer(mux)
+	defer srv.Close()
+	server := "--server=" + srv.URL
+	tests := []struct {
+		name     string
+		cmd      func(context.Context, []string, cliEnv) error
+		args     []string
+		code     int
+		stdout   []string
+		stderr   []string
+		wantAuth string
+	}{
+		{"list", benchListCmd, []string{server}, 0, []string{"20261201T100000Z-aaaa"},
+			[]string{"skipped run 20261201T090000Z-bbbb: unreadable entry", "bench forget ID"}, ""},
+		{"forget", benchForgetCmd, []string{server, "--token=s3cret", "20261201T090000Z-bbbb"}, 0,
+			[]string{"forgot run 20261201T090000Z-bbbb"}, nil, "Bearer s3cret"},
+		{"forget unknown", benchForgetCmd, []string{server, "nope"}, 1, nil, nil, ""},
+		{"forget no id", benchForgetCmd, []string{server}, 2, nil, nil, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			gotAuth = ""
+			env, out, errb := testEnv()
+			err := tt.cmd(context.Background(), tt.args, env)
+			if got := exitCode(err); got != tt.code {
+				t.Fatalf("exit %d (%v), want %d", got, err, tt.code)
+			}
+			for _, s := range tt.stdout {
+				if !strings.Contains(out.String(), s) {
+					t.Errorf("stdout %q lacks %q", out, s)
+				}
+			}
+			for _, s := range tt.stderr {
+				if !strings.Contains(errb.String(), s) {
+					t.Errorf("stderr %q lacks %q", errb, s)
+				}
+			}
+			if tt.name == "forget" && (gotAuth != tt.wantAuth || gotPath != "20261201T090000Z-bbbb") {
+				t.Errorf("DELETE auth %q path %q", gotAuth, gotPath)
+			}
+		})
+	}
+}
