@@ -19,7 +19,9 @@ import (
 
 var histBase = time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)
 
-func histID(i int) string { return bench.NewRunID(histBase.Add(time.Duration(i)*time.Minute), fmt.Sprintf("%06x", i)) }
+func histID(i int) string {
+	return bench.NewRunID(histBase.Add(time.Duration(i)*time.Minute), fmt.Sprintf("%06x", i))
+}
 
 // newHistoryAPI serves the history routes over a history holding good
 // entries 0..n-1 and, written under history's key layout
