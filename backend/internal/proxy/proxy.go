@@ -5,13 +5,13 @@
 // Requests under /v1/ go to the upstream unchanged, but for their dot
 // segments, which are resolved (a path that leaves /v1 is refused with
 // 400), and answers come back unchanged: status, headers, body, and event
-// streams chunk by chunk as the upstream writes them. Completions and chat completions are measured on
-// the way through (time to first token, total time, token counts from the
-// answer's usage, decode rate) and published as request.finished events.
+// streams event by event as the upstream writes them. Completions and chat
+// completions are measured on the way through (time to first token, total
+// time, token counts from the answer's usage, decode rate) and published as
+// request.finished events.
 package proxy
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"errors"
@@ -22,7 +22,6 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -46,10 +45,6 @@ var hopByHop = map[string]bool{
 	"Proxy-Authorization": true, "Proxy-Connection": true, "Te": true,
 	"Trailer": true, "Transfer-Encoding": true, "Upgrade": true,
 }
-
-// bufPool holds stream copy buffers: SSE chunks are small, and 64
-// concurrent streams should not cost 64 fresh allocations each time.
-var bufPool = sync.Pool{New: func() any { b := make([]byte, 16<<10); return &b }}
 
 // Proxy forwards /v1/* to one upstream.
 type Proxy struct {
@@ -157,8 +152,8 @@ func (p *Proxy) handle(c *fiber.Ctx) error {
 	// An answer of known length is sent with its length: a measured one
 	// (a completion, bounded JSON) read whole first, any other copied by
 	// fasthttp as it arrives, so a large download is never held whole. An
-	// event stream, or any answer of unknown length (chunked), is streamed
-	// and flushed read by read.
+	// event stream, or any answer of unknown length (chunked), is relayed
+	// as it arrives, an event stream event by event (see relay).
 	mediaType, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
 	sse := mediaType == "text/event-stream"
 	if !sse && resp.ContentLength >= 0 && m == nil {
@@ -183,13 +178,8 @@ func (p *Proxy) handle(c *fiber.Ctx) error {
 	if m != nil {
 		m.sse = sse
 	}
-	c.Context().SetBodyStreamWriter(func(w *bufio.Writer) {
-		defer cancel()
-		defer resp.Body.Close()
-		o := p.stream(ctx, w, resp.Body, m)
-		o.status = resp.StatusCode
-		p.finish(m, o)
-	})
+	c.Context().SetBodyStream(&relay{p: p, ctx: ctx, cancel: cancel, body: resp.Body,
+		status: resp.StatusCode, m: m, sse: sse}, -1)
 	return nil
 }
 
@@ -215,41 +205,6 @@ func (b upstreamBody) Close() error {
 	err := b.ReadCloser.Close()
 	b.cancel()
 	return err
-}
-
-// stream copies the upstream's answer to the client, flushing each read as
-// it arrives, until either side ends or ctx does.
-func (p *Proxy) stream(ctx context.Context, w *bufio.Writer, upstream io.Reader, m *meter) outcome {
-	bp := bufPool.Get().(*[]byte)
-	defer bufPool.Put(bp)
-	buf := *bp
-	for {
-		n, err := upstream.Read(buf)
-		if n > 0 {
-			at := p.now()
-			// The client gets the bytes first; measuring waits for them.
-			_, werr := w.Write(buf[:n])
-			if werr == nil {
-				werr = w.Flush()
-			}
-			if m != nil {
-				m.write(buf[:n], at)
-			}
-			// A failed flush is the client gone; returning cancels the
-			// upstream request, which stops the generation there.
-			if werr != nil {
-				return outcome{end: p.now(), cancelled: true}
-			}
-		}
-		if err == io.EOF {
-			return outcome{end: p.now()}
-		}
-		if err != nil {
-			// The server shutting down, or the upstream failing mid-answer.
-			shutdown := ctx.Err() != nil
-			return outcome{end: p.now(), cancelled: shutdown, broken: !shutdown}
-		}
-	}
 }
 
 func (p *Proxy) finish(m *meter, o outcome) {

@@ -1,0 +1,141 @@
+package proxy
+
+import (
+	"context"
+	"io"
+	"time"
+)
+
+// relay is a streamed answer (an event stream, or any answer of unknown
+// length) as fasthttp reads it. fasthttp's connection goroutine reads the
+// upstream through it straight into its own buffer and writes and flushes
+// what each Read returns as one chunk: no pipe between two goroutines and
+// no copy into one.
+//
+// For an event stream a Read returns whole events where it can: up to the
+// last blank line in what the upstream has sent. Bytes after it, the start
+// of an event, wait in carry for the rest of their event, and a Read that
+// has no complete event yet reads on instead of returning. So a flush
+// carries every complete event that has arrived, never holds one back, and
+// never goes out for half an event. Any other answer is flushed read by
+// read, as it has no boundaries to wait for.
+//
+// The meter sees the bytes as they are handed on, stamped with the time of
+// the read that completed them. fasthttp closes the relay once the answer
+// is written or the client is gone; Close ends the upstream request and
+// publishes the measurement.
+type relay struct {
+	p      *Proxy
+	ctx    context.Context
+	cancel context.CancelFunc
+	body   io.ReadCloser
+	status int
+	m      *meter // nil: not measured
+	sse    bool
+
+	carry  []byte    // SSE: the incomplete event after the last boundary sent
+	prev   [2]byte   // SSE: the last two bytes sent, which a boundary may continue
+	at     time.Time // when the latest upstream read returned
+	ended  bool      // the upstream's answer is over (o says how)
+	closed bool
+	o      outcome
+}
+
+// Read fills p from the upstream, as described on relay. An upstream that
+// fails mid-answer, or a server shutting down, ends the client's answer
+// cleanly at what arrived; the event records it.
+func (r *relay) Read(p []byte) (int, error) {
+	if r.ended {
+		return 0, io.EOF
+	}
+	n := copy(p, r.carry)
+	r.carry = r.carry[:copy(r.carry, r.carry[n:])]
+	for n < len(p) && len(r.carry) == 0 {
+		k, err := r.body.Read(p[n:])
+		if k > 0 {
+			r.at = r.p.now()
+		}
+		from := n
+		n += k
+		if err != nil {
+			r.end(err)
+			break // all of it: nothing more will complete an event
+		}
+		if !r.sse {
+			if n > 0 {
+				break
+			}
+			continue
+		}
+		if cut := eventEnd(r.prev, p[:n], from); cut > 0 {
+			r.carry = append(r.carry[:0], p[cut:n]...)
+			n = cut
+			break
+		}
+	}
+	if n == 0 {
+		return 0, io.EOF
+	}
+	switch {
+	case n >= 2:
+		r.prev = [2]byte{p[n-2], p[n-1]}
+	default:
+		r.prev = [2]byte{r.prev[1], p[0]}
+	}
+	if r.m != nil {
+		r.m.write(p[:n], r.at)
+	}
+	return n, nil
+}
+
+// end records how the upstream's answer ended.
+func (r *relay) end(err error) {
+	r.ended = true
+	if err == io.EOF {
+		r.o = outcome{end: r.p.now()}
+		return
+	}
+	// The server shutting down, or the upstream failing mid-answer.
+	shutdown := r.ctx.Err() != nil
+	r.o = outcome{end: r.p.now(), cancelled: shutdown, broken: !shutdown}
+}
+
+// Close ends the upstream request and publishes the measurement. Closed
+// before the upstream's answer ended, the client went away: the upstream
+// request is cancelled, which stops the generation there.
+func (r *relay) Close() error {
+	if r.closed {
+		return nil
+	}
+	r.closed = true
+	if !r.ended {
+		r.ended, r.o = true, outcome{end: r.p.now(), cancelled: true}
+	}
+	r.cancel()
+	err := r.body.Close()
+	r.o.status = r.status
+	r.p.finish(r.m, r.o)
+	return err
+}
+
+// eventEnd is the length of b up to the end of its last blank line (the
+// end of an SSE event: "\n\n", "\n\r\n" or "\r\r"), 0 when it has none.
+// prev are the two bytes before b, which a blank line may begin in; b[:from]
+// is known to end none, so only blank lines ending from from on are looked
+// for.
+func eventEnd(prev [2]byte, b []byte, from int) int {
+	at := func(i int) byte {
+		if i < 0 {
+			return prev[2+i]
+		}
+		return b[i]
+	}
+	for i := len(b) - 1; i >= from; i-- {
+		c, before := b[i], at(i-1)
+		if c == '\n' && before == '\n' || c == '\r' && before == '\r' ||
+			c == '\n' && before == '\r' && at(i-2) == '\n' {
+			return i + 1
+		}
+	}
+	return 0
+}
