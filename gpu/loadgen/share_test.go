@@ -1,0 +1,124 @@
+package loadgen
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"sort"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+)
+
+// BenchmarkClientShare256 measures the load generator's own share of the
+// TTFT it reports, across processes as in a real run: the reference engine
+// runs as its own process (this test binary as `engine`), and each
+// stream's share is its TTFT minus the engine's own received-to-first-token
+// time (its server_timing stamps, read on the same machine's clock): the
+// request's writing, the loopback both ways, and the client's reading and
+// parsing of the chunk. Streams start one every 3 ms and each lasts 1.6 s,
+// so the later ones measure while up to 255 others stream.
+//
+//	go test -run '^$' -bench ClientShare -benchtime 3x ./gpu/loadgen/
+func BenchmarkClientShare256(b *testing.B) { benchClientShare(b, 256) }
+
+// BenchmarkClientShare64 is the same with 64 streams.
+func BenchmarkClientShare64(b *testing.B) { benchClientShare(b, 64) }
+
+// BenchmarkClientShare1 is one stream at a time: the floor.
+func BenchmarkClientShare1(b *testing.B) { benchClientShare(b, 1) }
+
+func benchClientShare(b *testing.B, streams int) {
+	base := spawnEngine(b, "--batch-capacity", strconv.Itoa(streams), "--prefill-rate", "1000000",
+		"--decode-rate", "25", "--batch-slowdown", "0", "--load-ms", "0")
+	c := NewClient(base + "/v1")
+	defer c.Close()
+	prompt := Prompt(100, "")
+	var shares, server []float64
+	// Round 0 opens the connections and is not counted: a load generator
+	// keeps its connections, and connection setup is not TTFT error.
+	b.ResetTimer()
+	for round := range b.N + 1 {
+		results := make([]Result, streams)
+		errs := make([]error, streams)
+		var wg sync.WaitGroup
+		tick := time.NewTicker(3 * time.Millisecond)
+		for i := range streams {
+			<-tick.C
+			wg.Go(func() {
+				results[i], errs[i] = c.Do(context.Background(), Request{
+					Endpoint: Completions, Model: "reference-sim", Prompt: prompt, MaxTokens: 40, Timeout: time.Minute,
+				})
+			})
+		}
+		tick.Stop()
+		wg.Wait()
+		b.StopTimer()
+		if round == 0 {
+			b.ResetTimer()
+			b.StartTimer()
+			continue
+		}
+		for i, r := range results {
+			if errs[i] != nil {
+				b.Fatal(errs[i])
+			}
+			share, ok := r.ClientShare()
+			if !ok {
+				b.Fatalf("stream %d: no server_timing from the engine", i)
+			}
+			shares = append(shares, ms(share))
+			server = append(server, ms(r.ServerFirstToken.Sub(r.ServerReceived)))
+		}
+		b.StartTimer()
+	}
+	sort.Float64s(shares)
+	sort.Float64s(server)
+	pct := func(xs []float64, p float64) float64 { return xs[int(p*float64(len(xs)-1))] }
+	b.ReportMetric(pct(shares, 0.5), "client-share-p50-ms")
+	b.ReportMetric(pct(shares, 0.99), "client-share-p99-ms")
+	b.ReportMetric(pct(server, 0.5), "server-ttft-p50-ms")
+	if testing.Verbose() {
+		fmt.Printf("client share of TTFT over %d streams: p50 %.3f ms, p99 %.3f ms; server's own TTFT p50 %.3f ms\n",
+			len(shares), pct(shares, 0.5), pct(shares, 0.99), pct(server, 0.5))
+	}
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+// spawnEngine runs the reference engine as a process on a free loopback
+// port and returns its URL once /health answers.
+func spawnEngine(tb testing.TB, flags ...string) string {
+	tb.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	l.Close()
+	cmd := exec.Command(os.Args[0], append([]string{"engine", "--port", strconv.Itoa(port)}, flags...)...)
+	if testing.Verbose() {
+		cmd.Stderr = os.Stderr
+	}
+	if err := cmd.Start(); err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { cmd.Process.Signal(os.Interrupt); cmd.Wait() })
+	base := "http://127.0.0.1:" + strconv.Itoa(port)
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		if resp, err := http.Get(base + "/health"); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return base
+			}
+		}
+		if time.Now().After(deadline) {
+			tb.Fatalf("the engine at %s did not get ready", base)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
