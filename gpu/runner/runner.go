@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/mlx-bun/mlx-metrics/gpu/probe"
+	"github.com/mlx-bun/mlx-metrics/shared/atomicfile"
 	"github.com/mlx-bun/mlx-metrics/shared/bench"
 )
 
@@ -163,37 +164,16 @@ func writeRecord(dir string, rec bench.RunRecord) error {
 // saveFile is writeAtomic; tests replace it to fail as a full disk does.
 var saveFile = writeAtomic
 
-// writeAtomic replaces path with b so that a reader, or a crash, sees the
-// old file or the new one, never a part: a temporary file of its own in
-// the same directory (never a fixed name another writer or a planted link
-// could share), synced, then renamed over path, then the directory synced
-// so the rename itself survives a crash. Errors name the file, not the
-// temporary one.
+// writeAtomic replaces path with b through atomicfile (a temporary file of
+// its own, synced, renamed over path: a reader or a crash sees the old
+// file or the new one, never a part), then syncs the directory so the
+// rename itself survives a crash. Errors name the file, not the temporary
+// one.
 func writeAtomic(path string, b []byte) error {
-	dir := filepath.Dir(path)
-	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".*.tmp")
-	if err != nil {
+	if err := atomicfile.WriteFile(path, b, 0o644); err != nil {
 		return saveErr(path, err)
 	}
-	tmp := f.Name()
-	_, err = f.Write(b)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Chmod(tmp, 0o644) // CreateTemp makes it 0600
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err != nil {
-		os.Remove(tmp)
-		return saveErr(path, err)
-	}
-	if d, err := os.Open(dir); err == nil {
+	if d, err := os.Open(filepath.Dir(path)); err == nil {
 		d.Sync() // best effort: not every file system syncs a directory
 		d.Close()
 	}
