@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/mlx-bun/mlx-metrics/gpu/plans"
+	"github.com/mlx-bun/mlx-metrics/shared/atomicfile"
 	"github.com/mlx-bun/mlx-metrics/shared/bench"
 )
 
@@ -130,25 +131,17 @@ flags:`)
 	if name := strings.TrimSuffix(filepath.Base(*out), ".json"); !bench.ProfileNamePattern.MatchString(name) || !strings.HasSuffix(*out, ".json") {
 		fmt.Fprintf(os.Stderr, "note: %s is not <name>.json with a name POST /bench accepts ([A-Za-z0-9][A-Za-z0-9._-]*); `bench run --plan` still takes it\n", *out)
 	}
-	flags := os.O_WRONLY | os.O_CREATE | os.O_EXCL
-	if *force {
-		flags = os.O_WRONLY | os.O_CREATE | os.O_TRUNC
-	}
 	if err := os.MkdirAll(filepath.Dir(*out), 0o755); err != nil {
 		return err
 	}
-	f, err := os.OpenFile(*out, flags, 0o644)
-	if errors.Is(err, os.ErrExist) {
+	// Whole or not at all: the backend may list the profile at any moment.
+	write := atomicfile.WriteNew
+	if *force {
+		write = atomicfile.WriteFile
+	}
+	if err := write(*out, b, 0o644); errors.Is(err, os.ErrExist) {
 		return &exitError{code: 2, err: fmt.Errorf("%s exists; --force overwrites it", *out)}
-	}
-	if err != nil {
-		return err
-	}
-	if _, err := f.Write(b); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
+	} else if err != nil {
 		return err
 	}
 	what := "cells"
