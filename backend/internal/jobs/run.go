@@ -132,6 +132,12 @@ func (s *Service) runProcess(j *job) (code int, err error) {
 		return -1, err
 	}
 	j.proc = cmd.Process
+	// Recorded in job.json for recovery after a crash (see recoverOrphan).
+	start, err := procStart(cmd.Process.Pid)
+	if err != nil {
+		s.opts.Logf("jobs: %s: runner start time: %v", j.ID, err)
+	}
+	j.runner = &runnerProc{Pid: cmd.Process.Pid, Pgid: cmd.Process.Pid, Start: start}
 	j.Stage = "running"
 	j.Message = fmt.Sprintf("runner pid %d", cmd.Process.Pid)
 	s.saveLocked(j)
@@ -145,6 +151,7 @@ func (s *Service) runProcess(j *job) (code int, err error) {
 	stderr.flush()
 	s.mu.Lock()
 	close(j.exited)
+	j.runner = nil
 	s.mu.Unlock()
 	st := cmd.ProcessState
 	if st == nil {
@@ -179,7 +186,7 @@ func (s *Service) terminateLocked(j *job) {
 			j.killed = true
 			s.eventLocked(j, bench.EventLog, fmt.Sprintf("the runner ignored SIGTERM for %s: SIGKILL to its process group", s.opts.Grace), nil)
 			s.mu.Unlock()
-			if err := killGroup(proc); err != nil {
+			if err := killGroup(proc.Pid); err != nil {
 				proc.Kill()
 			}
 		}

@@ -77,6 +77,9 @@ type Options struct {
 type Service struct {
 	opts Options
 	wg   sync.WaitGroup
+	// writeJSON writes job.json (and plan.json); tests make it fail as a
+	// full disk would.
+	writeJSON func(path string, v any) error
 
 	mu      sync.Mutex
 	jobs    map[string]*job
@@ -92,10 +95,12 @@ type job struct {
 	cell      int // cells started so far
 	ticket    *lease.Ticket
 	proc      *os.Process
-	cancelled bool // cancel requested
-	shutdown  bool // ... by Close, not by a user
-	killed    bool // SIGKILL sent after the grace period
+	runner    *runnerProc // the runner process while it runs, for job.json
+	cancelled bool        // cancel requested
+	shutdown  bool        // ... by Close, not by a user
+	killed    bool        // SIGKILL sent after the grace period
 	lastErr   string
+	unsaved   bool // its final job.json could not be written; Close retries
 	events    *os.File
 	seq       int
 	exited    chan struct{} // closed when the runner process has exited
@@ -132,61 +137,11 @@ func New(opts Options) (*Service, error) {
 	if err := os.MkdirAll(opts.RunsDir, 0o755); err != nil {
 		return nil, err
 	}
-	s := &Service{opts: opts, jobs: map[string]*job{}}
+	s := &Service{opts: opts, jobs: map[string]*job{}, writeJSON: writeJSON}
 	if err := s.recover(); err != nil {
 		return nil, err
 	}
 	return s, nil
-}
-
-func (s *Service) recover() error {
-	entries, err := os.ReadDir(s.opts.RunsDir)
-	if err != nil {
-		return err
-	}
-	for _, e := range entries {
-		if !e.IsDir() {
-			continue
-		}
-		dir := filepath.Join(s.opts.RunsDir, e.Name())
-		var bj bench.Job
-		if err := readJSON(filepath.Join(dir, jobFile), &bj); err != nil {
-			if !errors.Is(err, os.ErrNotExist) {
-				s.opts.Logf("jobs: skip %s: %v", dir, err)
-			}
-			continue // a run made outside the backend, or not a job
-		}
-		j := &job{Job: bj, dir: dir,
-			exited: make(chan struct{}), done: make(chan struct{}), changed: make(chan struct{})}
-		close(j.exited)
-		s.jobs[j.ID] = j
-		if isFinal(j.Status) {
-			close(j.done)
-			continue
-		}
-		// Only a job that gets its final event needs its log's last seq:
-		// the logs of jobs already final are not read at start-up.
-		j.seq = lastSeq(dir)
-		msg := MsgStoppedDuringRun
-		if j.Status == bench.StatusQueued {
-			msg = MsgStoppedQueued
-		}
-		if err := s.openEvents(j); err != nil {
-			return err
-		}
-		// The runner may have finished its record before the backend went
-		// away; keep it in history rather than lose it.
-		if rec, err := readRecord(dir); err == nil && rec.FinishedAt > 0 {
-			if rec.ID == "" {
-				rec.ID = j.ID
-			}
-			s.keepRecord(j, rec)
-		}
-		s.mu.Lock()
-		s.finishLocked(j, bench.StatusFailed, msg)
-		s.mu.Unlock()
-	}
-	return nil
 }
 
 // Submit queues a job for profile's plan and returns it: running when the
@@ -218,7 +173,7 @@ func (s *Service) Submit(profile string, plan bench.Plan) (bench.Job, error) {
 		os.RemoveAll(dir)
 		return bench.Job{}, err
 	}
-	if err := writeJSON(filepath.Join(dir, planFile), plan); err != nil {
+	if err := s.writeJSON(filepath.Join(dir, planFile), plan); err != nil {
 		return fail(err)
 	}
 	ticket, err := s.opts.Lease.Enqueue(id)
@@ -416,10 +371,19 @@ func (s *Service) Close(ctx context.Context) error {
 	go func() { s.wg.Wait(); close(done) }()
 	select {
 	case <-done:
-		return nil
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+	// The disk may have room again: a final state that could not be
+	// saved is tried once more, so a restart does not misreport it.
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, j := range s.jobs {
+		if j.unsaved && s.saveLocked(j) == nil {
+			j.unsaved = false
+		}
+	}
+	return nil
 }
 
 // Grace is how long a cancelled runner has between SIGTERM and SIGKILL
@@ -473,13 +437,17 @@ func (s *Service) eventLocked(j *job, typ, msg string, progress *float64) {
 	j.changed = make(chan struct{})
 }
 
-// saveLocked writes job.json.
-func (s *Service) saveLocked(j *job) {
-	v := j.Job
+// saveLocked writes job.json. A failure is logged and returned; only the
+// final save acts on it (finishLocked): a later save brings the file up to
+// date anyway.
+func (s *Service) saveLocked(j *job) error {
+	v := diskJob{Job: j.Job, Runner: j.runner}
 	v.Position = 0
-	if err := writeJSON(filepath.Join(j.dir, jobFile), v); err != nil {
+	err := s.writeJSON(filepath.Join(j.dir, jobFile), v)
+	if err != nil {
 		s.opts.Logf("jobs: %s: save: %v", j.ID, err)
 	}
+	return err
 }
 
 // startLocked marks the job running once it holds the lease.
@@ -511,8 +479,17 @@ func (s *Service) finishLocked(j *job, status, msg string) {
 		j.Error = msg
 	}
 	p := j.Progress
+	if err := s.saveLocked(j); err != nil {
+		// job.json still says the job runs, and a restart would say the
+		// backend stopped during it: the job failed here, for want of
+		// disk (ENOSPC, most likely). Say so, and let Close try again.
+		j.unsaved = true
+		typ, j.Status, j.Stage = bench.EventFailed, bench.StatusFailed, bench.StatusFailed
+		j.Message = fmt.Sprintf("could not save the job's final state (%s); the run had ended: %s", pathless(err), msg)
+		j.Error = j.Message
+		msg = j.Message
+	}
 	s.eventLocked(j, typ, msg, &p)
-	s.saveLocked(j)
 	if j.events != nil {
 		j.events.Close()
 		j.events = nil

@@ -2,6 +2,7 @@ package jobs
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"math"
 	"os"
@@ -455,30 +456,45 @@ func TestQueue(t *testing.T) {
 	}
 }
 
+// TestRestartMidRun: the jobs of a backend that went away with no runner
+// left running all end failed, with what their runners left kept.
 func TestRestartMidRun(t *testing.T) {
 	dir := t.TempDir()
-	first := newHarness(t, dir, 0)
-	a := first.submit("block")
-	first.waitEvent(a.ID, cellStarted)
-	b := first.submit("ok")
-
-	// A run the backend never saw end, whose runner still wrote its record.
-	orphan := filepath.Join(dir, "20261201T100000Z-abcdef")
-	os.MkdirAll(orphan, 0o755)
-	writeJSON(filepath.Join(orphan, jobFile), bench.Job{ID: "20261201T100000Z-abcdef", Kind: bench.JobKind, Status: bench.StatusRunning})
-	writeJSON(filepath.Join(orphan, recordFile), bench.RunRecord{StartedAt: 1, FinishedAt: 2})
+	mkjob := func(id string, dj diskJob, events ...string) {
+		os.MkdirAll(filepath.Join(dir, id), 0o755)
+		dj.ID, dj.Kind, dj.RunID = id, bench.JobKind, id
+		writeJSON(filepath.Join(dir, id, jobFile), dj)
+		for i, msg := range events {
+			writeJSONLine(t, filepath.Join(dir, id, eventsFile), bench.JobEvent{Seq: i + 1, Type: bench.EventLog, Message: msg})
+		}
+	}
+	const (
+		running = "20261201T100000Z-aaaaaa"
+		reused  = "20261201T100000Z-bbbbbb"
+		queued  = "20261201T100000Z-cccccc"
+		old     = "20261201T100000Z-dddddd"
+	)
+	// A runner pid that is now another process's (this test's own): it
+	// must neither be waited for nor signalled.
+	self := &runnerProc{Pid: os.Getpid(), Pgid: os.Getpid(), Start: "not its start time"}
+	mkjob(running, diskJob{Job: bench.Job{Status: bench.StatusRunning}, Runner: &runnerProc{Pid: 1 << 22, Pgid: 1 << 22, Start: "1"}}, "started", "cell 1/2")
+	mkjob(reused, diskJob{Job: bench.Job{Status: bench.StatusRunning}, Runner: self})
+	mkjob(queued, diskJob{Job: bench.Job{Status: bench.StatusQueued}}, "queued")
+	// A job.json from before runners were recorded, whose runner still
+	// wrote its record.
+	mkjob(old, diskJob{Job: bench.Job{Status: bench.StatusRunning}})
+	writeJSON(filepath.Join(dir, old, recordFile), bench.RunRecord{StartedAt: 1, FinishedAt: 2})
 	// Not a job at all: left alone.
 	os.MkdirAll(filepath.Join(dir, "manual-run"), 0o755)
 
-	// The second service over the same directory is the backend after a
-	// restart: none of those jobs has a process of its own.
 	second := newHarness(t, dir, 0)
 	tests := []struct {
 		id, status, err string
 	}{
-		{a.ID, bench.StatusFailed, MsgStoppedDuringRun},
-		{b.ID, bench.StatusFailed, MsgStoppedQueued},
-		{"20261201T100000Z-abcdef", bench.StatusFailed, MsgStoppedDuringRun},
+		{running, bench.StatusFailed, MsgStoppedDuringRun},
+		{reused, bench.StatusFailed, MsgStoppedDuringRun},
+		{queued, bench.StatusFailed, MsgStoppedQueued},
+		{old, bench.StatusFailed, MsgStoppedDuringRun},
 	}
 	for _, tt := range tests {
 		j, err := second.svc.Get(tt.id)
@@ -495,20 +511,34 @@ func TestRestartMidRun(t *testing.T) {
 			}
 		}
 	}
-	if len(second.records) != 1 || second.records[0].ID != "20261201T100000Z-abcdef" {
+	if second.lease.State().Held {
+		t.Error("the lease is held after recovery")
+	}
+	if len(second.records) != 1 || second.records[0].ID != old {
 		t.Errorf("orphan record not kept: %+v", second.records)
 	}
-	if len(second.svc.List(Filter{})) != 3 {
+	if len(second.svc.List(Filter{})) != 4 {
 		t.Errorf("list = %+v", second.svc.List(Filter{}))
 	}
 	// A third start finds them final and leaves them be.
 	third := newHarness(t, dir, 0)
-	if j, _ := third.svc.Get(a.ID); j.Error != MsgStoppedDuringRun {
+	if j, _ := third.svc.Get(running); j.Error != MsgStoppedDuringRun {
 		t.Errorf("third = %+v", j)
 	}
 	if _, err := third.svc.Get("manual-run"); !errors.Is(err, ErrNotFound) {
 		t.Errorf("manual-run: %v", err)
 	}
+}
+
+func writeJSONLine(t *testing.T, path string, v any) {
+	t.Helper()
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	data, _ := json.Marshal(v)
+	f.Write(append(data, '\n'))
 }
 
 // TestSubmitFailureLeavesNothing: a submit that fails half way leaves no

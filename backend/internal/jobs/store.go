@@ -5,11 +5,13 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 
+	"github.com/mlx-bun/mlx-metrics/shared/atomicfile"
 	"github.com/mlx-bun/mlx-metrics/shared/bench"
 )
 
@@ -23,28 +25,47 @@ const (
 	ReportFile = "report.md"
 )
 
-// writeJSON writes v to path atomically (temp file + rename), so a crash
-// never leaves half a file for recovery to trip on.
+// diskJob is job.json: the job as the API shows it, and the runner process
+// while one runs, so that recovery after a crash of the backend can tell an
+// orphaned runner that still runs (and holds the GPU) from one long gone.
+type diskJob struct {
+	bench.Job
+	Runner *runnerProc `json:"runner,omitempty"`
+}
+
+// runnerProc identifies a runner process: a pid alone could be another
+// process's by the time recovery looks, so its start time goes with it.
+type runnerProc struct {
+	Pid int `json:"pid"`
+	// Pgid is its process group (it leads one of its own).
+	Pgid int `json:"pgid"`
+	// Start is the process's start time as the system reports it
+	// (procStart); empty when it could not be read.
+	Start string `json:"start"`
+}
+
+// writeJSON writes v to path whole or not at all, so a crash never leaves
+// half a file for recovery to trip on.
 func writeJSON(path string, v any) error {
 	data, err := json.MarshalIndent(v, "", "  ")
 	if err != nil {
 		return err
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
-	if err != nil {
-		return err
+	return atomicfile.WriteFile(path, append(data, '\n'), 0o644)
+}
+
+// pathless is err without the path an *fs.PathError or *os.LinkError
+// carries: job messages reach API clients, the server's layout does not.
+func pathless(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return fmt.Errorf("%s: %w", pe.Op, pe.Err)
 	}
-	_, werr := tmp.Write(append(data, '\n'))
-	if cerr := tmp.Close(); werr == nil {
-		werr = cerr
+	var le *os.LinkError
+	if errors.As(err, &le) {
+		return fmt.Errorf("%s: %w", le.Op, le.Err)
 	}
-	if werr == nil {
-		werr = os.Rename(tmp.Name(), path)
-	}
-	if werr != nil {
-		os.Remove(tmp.Name())
-	}
-	return werr
+	return err
 }
 
 func readJSON(path string, v any) error {

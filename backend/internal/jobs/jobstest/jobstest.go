@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -54,6 +55,8 @@ func RunnerArgv() (argv, env []string) {
 //   - refuse: exit 2 (a plan error)
 //   - block: starts a cell and waits for SIGTERM, then saves a cancelled
 //     record and exits 143
+//   - slow-stop: block, but after SIGTERM it waits for its stdin to close
+//     before it saves and exits (a test holds it stopping while it looks)
 //   - stubborn: starts a cell and ignores SIGTERM until SIGKILL
 //   - stubborn-server: the same, with a server (in its own process group,
 //     also ignoring SIGTERM) whose pid it writes to ServerPIDFile
@@ -140,7 +143,7 @@ func Runner(args []string) int {
 	case "refuse":
 		fmt.Fprintln(os.Stderr, "plan: cells[0].server.argv: empty")
 		return 2
-	case "block":
+	case "block", "slow-stop":
 		// Handle SIGTERM before announcing the cell: the test cancels
 		// only after it saw the cell start.
 		term := make(chan os.Signal, 1)
@@ -148,6 +151,9 @@ func Runner(args []string) int {
 		fmt.Println("=== m/tree/a ===")
 		<-term
 		fmt.Println("SIGTERM: stopping the server")
+		if plan.Description == "slow-stop" {
+			io.Copy(io.Discard, os.Stdin)
+		}
 		rec.Cells = []bench.CellResult{cell("m/tree/a", bench.CellFailed, 0)}
 		rec.Cells[0].Note = "cancelled"
 		rec.Cancelled = true

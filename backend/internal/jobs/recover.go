@@ -1,0 +1,168 @@
+package jobs
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/mlx-bun/mlx-metrics/shared/bench"
+)
+
+// Bounds of recovering an orphaned runner.
+const (
+	// orphanPoll is how often recovery looks whether an orphaned runner
+	// has exited (it is not this process's child: there is no wait(2)).
+	orphanPoll = 50 * time.Millisecond
+	// orphanKillWait bounds the wait for the kernel to tear down a runner
+	// after SIGKILL.
+	orphanKillWait = 10 * time.Second
+)
+
+// recover scans the runs directory for the jobs of an earlier backend: a
+// final one is listed as it was; a queued one fails; a running one whose
+// runner is gone fails, with the record its runner left kept in history;
+// one whose runner still runs (the backend was killed, the runner was not)
+// holds the GPU lease until that runner has stopped (recoverOrphan).
+func (s *Service) recover() error {
+	entries, err := os.ReadDir(s.opts.RunsDir)
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		if !e.IsDir() {
+			continue
+		}
+		dir := filepath.Join(s.opts.RunsDir, e.Name())
+		var dj diskJob
+		if err := readJSON(filepath.Join(dir, jobFile), &dj); err != nil {
+			if !errors.Is(err, os.ErrNotExist) {
+				s.opts.Logf("jobs: skip %s: %v", dir, err)
+			}
+			continue // a run made outside the backend, or not a job
+		}
+		j := &job{Job: dj.Job, dir: dir,
+			exited: make(chan struct{}), done: make(chan struct{}), changed: make(chan struct{})}
+		s.jobs[j.ID] = j
+		if isFinal(j.Status) {
+			close(j.exited)
+			close(j.done)
+			continue
+		}
+		// Only a job that gets its final event needs its log's last seq:
+		// the logs of jobs already final are not read at start-up.
+		j.seq = lastSeq(dir)
+		if err := s.openEvents(j); err != nil {
+			return err
+		}
+		if p := dj.Runner; j.Status == bench.StatusRunning && p != nil && p.Start != "" && running(*p) {
+			if err := s.recoverOrphan(j, *p); err != nil {
+				return err
+			}
+			continue
+		}
+		close(j.exited)
+		msg := MsgStoppedDuringRun
+		if j.Status == bench.StatusQueued {
+			msg = MsgStoppedQueued
+		}
+		s.keepLeftRecord(j)
+		s.mu.Lock()
+		s.finishLocked(j, bench.StatusFailed, msg)
+		s.mu.Unlock()
+	}
+	return nil
+}
+
+// keepLeftRecord keeps in history the record a runner finished before the
+// backend saw it end, rather than lose it.
+func (s *Service) keepLeftRecord(j *job) {
+	if rec, err := readRecord(j.dir); err == nil && rec.FinishedAt > 0 {
+		if rec.ID == "" {
+			rec.ID = j.ID
+		}
+		s.keepRecord(j, rec)
+	}
+}
+
+// recoverOrphan takes the GPU lease for a job whose runner outlived the
+// backend (first in the queue: recovery runs before any Submit), and stops
+// that runner as a cancel would: SIGTERM to its process group (it stops its
+// servers and writes its record), SIGKILL to the group and its servers'
+// groups after the grace period. Only then is the lease free, and the job
+// failed with the record kept.
+func (s *Service) recoverOrphan(j *job, p runnerProc) error {
+	ticket, err := s.opts.Lease.Enqueue(j.ID)
+	if err != nil {
+		return err
+	}
+	j.ticket = ticket
+	j.Stage = "recovering"
+	j.Message = fmt.Sprintf("the backend restarted while runner pid %d ran: stopping it before the GPU is free", p.Pid)
+	s.mu.Lock()
+	s.eventLocked(j, bench.EventStage, fmt.Sprintf("%s (SIGTERM to its process group, SIGKILL after %s)", j.Message, s.opts.Grace), nil)
+	s.saveLocked(j)
+	s.mu.Unlock()
+	if err := syscall.Kill(-p.Pgid, syscall.SIGTERM); err != nil && !errors.Is(err, syscall.ESRCH) {
+		s.opts.Logf("jobs: %s: SIGTERM to orphaned runner group %d: %v", j.ID, p.Pgid, err)
+	}
+	s.wg.Add(1)
+	go s.reapOrphan(j, p)
+	return nil
+}
+
+func (s *Service) reapOrphan(j *job, p runnerProc) {
+	defer s.wg.Done()
+	stop := make(chan struct{})
+	defer close(stop)
+	gone := watchExit(p, stop)
+	how := "it stopped on SIGTERM"
+	select {
+	case <-gone:
+	case <-s.opts.Clock.After(s.opts.Grace):
+		s.mu.Lock()
+		s.eventLocked(j, bench.EventLog, fmt.Sprintf("the orphaned runner ignored SIGTERM for %s: SIGKILL to its process group", s.opts.Grace), nil)
+		s.mu.Unlock()
+		// Checked again just before: a pid that has been reused since
+		// must not be killed.
+		if running(p) {
+			killGroup(p.Pid)
+		}
+		how = fmt.Sprintf("it was killed after ignoring SIGTERM for %s", s.opts.Grace)
+		select {
+		case <-gone:
+		case <-time.After(orphanKillWait):
+			how += fmt.Sprintf(", and was still there %s later", orphanKillWait)
+		}
+	}
+	s.keepLeftRecord(j)
+	j.ticket.Release()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	close(j.exited)
+	msg := fmt.Sprintf("%s; its runner (pid %d) still ran at restart and held the GPU until it ended: %s", MsgStoppedDuringRun, p.Pid, how)
+	if _, err := readRecord(j.dir); err != nil {
+		msg += "; it wrote no run.json"
+	}
+	s.finishLocked(j, bench.StatusFailed, msg)
+}
+
+// watchExit returns a channel closed once p has exited (or stop is closed).
+func watchExit(p runnerProc, stop <-chan struct{}) <-chan struct{} {
+	gone := make(chan struct{})
+	go func() {
+		defer close(gone)
+		t := time.NewTicker(orphanPoll)
+		defer t.Stop()
+		for running(p) {
+			select {
+			case <-t.C:
+			case <-stop:
+				return
+			}
+		}
+	}()
+	return gone
+}

@@ -1,0 +1,152 @@
+package jobs
+
+import (
+	"bufio"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/mlx-bun/mlx-metrics/backend/internal/jobs/jobstest"
+	"github.com/mlx-bun/mlx-metrics/shared/bench"
+)
+
+// startOrphan starts the fake runner playing script in a process group of
+// its own, as the job service does, and writes the job.json a backend
+// killed mid-run would have left: the backend is gone, the runner is not.
+// It returns once the runner has started its cell, with a function that
+// closes the runner's stdin (which the slow-stop script waits for).
+func startOrphan(t *testing.T, dir, id, script string) (runnerProc, <-chan struct{}, func()) {
+	t.Helper()
+	jobDir := filepath.Join(dir, id)
+	if err := os.MkdirAll(jobDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	writeJSON(filepath.Join(jobDir, planFile), jobstest.Plan(script, 1))
+	argv, env := jobstest.RunnerArgv()
+	cmd := exec.Command(argv[0], append(argv[1:], "--plan", filepath.Join(jobDir, planFile), "--out", jobDir, "--id", id, "--profile", "p")...)
+	cmd.Env = append(os.Environ(), env...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stdout = w
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	exited := make(chan struct{})
+	go func() { cmd.Wait(); close(exited) }() // reaps it: this test is its parent
+	t.Cleanup(func() { syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL); <-exited })
+	sc := bufio.NewScanner(r)
+	for sc.Scan() && !strings.HasPrefix(sc.Text(), "=== ") {
+	}
+	go io.Copy(io.Discard, r)
+	start, err := procStart(cmd.Process.Pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := runnerProc{Pid: cmd.Process.Pid, Pgid: cmd.Process.Pid, Start: start}
+	writeJSON(filepath.Join(jobDir, jobFile), diskJob{
+		Job:    bench.Job{ID: id, Kind: bench.JobKind, Profile: "p", Status: bench.StatusRunning, RunID: id, Stage: "cell 1/1"},
+		Runner: &p,
+	})
+	return p, exited, func() { stdin.Close() }
+}
+
+// TestRestartWithLiveRunner: after a crash of the backend its runner may
+// still run, holding the GPU. The restarted backend keeps the lease until
+// that runner has stopped (SIGTERM, SIGKILL after the grace period), keeps
+// the record it wrote, and only then runs the next job.
+func TestRestartWithLiveRunner(t *testing.T) {
+	tests := []struct {
+		script  string
+		kill    bool // it ignores SIGTERM: the grace period ends
+		records int
+		errHas  string
+	}{
+		{"slow-stop", false, 1, "it stopped on SIGTERM"},
+		{"stubborn", true, 0, "killed after ignoring SIGTERM"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.script, func(t *testing.T) {
+			dir := t.TempDir()
+			const id = "20261201T100000Z-0rphan"
+			p, exited, letStop := startOrphan(t, dir, id, tt.script)
+
+			h := newHarness(t, dir, 0)
+			if st := h.lease.State(); !st.Held || st.Holder != id {
+				t.Fatalf("lease = %+v, want held by the orphan's job", st)
+			}
+			next := h.submit("ok")
+			if next.Status != bench.StatusQueued || next.Position != 1 {
+				t.Fatalf("next job = %+v, want queued behind the orphan", next)
+			}
+			timer := <-h.clock.armed // the grace period
+			if !running(p) {
+				t.Fatal("the orphan stopped before the test let it")
+			}
+			if tt.kill {
+				timer <- time.Time{}
+			} else {
+				letStop()
+			}
+			j := h.done(id)
+			if j.Status != bench.StatusFailed || !strings.HasPrefix(j.Error, MsgStoppedDuringRun) || !strings.Contains(j.Error, tt.errHas) {
+				t.Fatalf("orphan's job = %+v", j)
+			}
+			select {
+			case <-exited:
+			case <-time.After(wait):
+				t.Fatal("the orphaned runner still runs")
+			}
+			if running(p) {
+				t.Fatal("running() says the reaped runner runs")
+			}
+			h.mu.Lock()
+			n := len(h.records)
+			h.mu.Unlock()
+			if n != tt.records {
+				t.Fatalf("records = %d, want %d", n, tt.records)
+			}
+			if j := h.done(next.ID); j.Status != bench.StatusDone {
+				t.Fatalf("next job = %+v", j)
+			}
+		})
+	}
+}
+
+// TestRunnerRecorded: job.json names the running runner by pid, group and
+// start time, and drops it once the runner has exited.
+func TestRunnerRecorded(t *testing.T) {
+	h := newHarness(t, t.TempDir(), 0)
+	j := h.submit("block")
+	h.waitEvent(j.ID, cellStarted)
+	var dj diskJob
+	if err := readJSON(filepath.Join(h.dir, j.ID, jobFile), &dj); err != nil {
+		t.Fatal(err)
+	}
+	h.svc.mu.Lock()
+	pid := h.svc.jobs[j.ID].proc.Pid
+	h.svc.mu.Unlock()
+	start, err := procStart(pid)
+	if err != nil || dj.Runner == nil || dj.Runner.Pid != pid || dj.Runner.Pgid != pid || dj.Runner.Start != start || !running(*dj.Runner) {
+		t.Fatalf("job.json runner = %+v, want pid %d start %s (%v)", dj.Runner, pid, start, err)
+	}
+	h.svc.Cancel(j.ID)
+	h.done(j.ID)
+	dj = diskJob{}
+	readJSON(filepath.Join(h.dir, j.ID, jobFile), &dj)
+	if dj.Runner != nil || dj.Status != bench.StatusCancelled {
+		t.Fatalf("final job.json = %+v", dj)
+	}
+}
