@@ -274,6 +274,19 @@ func (c *Client) read(body io.Reader, res *Result) error {
 }
 
 func (r *Result) add(data []byte, at time.Time) error {
+	// Token chunks, once the stream's id is known, without Unmarshal.
+	if r.ID != "" {
+		if n, ok := scanTokenChunk(data); ok {
+			if n > 0 && r.ContentChunks == 0 {
+				r.FirstToken = at
+			}
+			if n > 0 {
+				r.LastToken = at
+			}
+			r.ContentChunks += n
+			return nil
+		}
+	}
 	var ch chunk
 	if err := json.Unmarshal(data, &ch); err != nil {
 		return fmt.Errorf("unreadable stream chunk %.200q: %v", data, err)
