@@ -38,6 +38,7 @@ type Live struct {
 	store     *store.Store
 	version   atomic.Uint64 // the store's version, readable without the lock
 	sanitized atomic.Uint64
+	lastSize  atomic.Int64 // bytes of the last encoded snapshot
 
 	hub         *stream.Hub
 	unsubscribe func()
@@ -95,7 +96,10 @@ func (l *Live) Encode(now time.Time) (uint64, []byte, error) {
 }
 
 func (l *Live) encode(snap *snapshot.Snapshot) []byte {
-	data, sanitized := snapshot.Encode(snap)
+	// Sized from the last snapshot, so the buffer is allocated once.
+	hint := int(l.lastSize.Load())
+	data, sanitized := snapshot.AppendJSON(make([]byte, 0, hint+hint/8+512), snap)
+	l.lastSize.Store(int64(len(data)))
 	if sanitized {
 		l.sanitized.Add(1)
 	}
