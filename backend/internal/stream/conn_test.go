@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/gofiber/fiber/v2"
+	"github.com/gofiber/fiber/v2/middleware/cors"
 )
 
 // The hijacked stream keeps the headers the handler chain set, before and
@@ -20,9 +21,17 @@ func TestHijackKeepsTheChainsResponse(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
 		before fiber.Handler
+		origin string
 		status int
 		header map[string]string
 	}{
+		{
+			name:   "fiber's CORS middleware, as the panel mounts it",
+			before: cors.New(cors.Config{AllowOrigins: "http://host.test", AllowHeaders: "Content-Type,Accept,Last-Event-ID"}),
+			origin: "http://host.test",
+			status: 200,
+			header: map[string]string{"Access-Control-Allow-Origin": "http://host.test", "Vary": "Origin"},
+		},
 		{
 			name: "headers before and after",
 			before: func(c *fiber.Ctx) error {
@@ -51,7 +60,11 @@ func TestHijackKeepsTheChainsResponse(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newHarnessWith(t, harnessConfig{before: []fiber.Handler{tc.before}})
-			resp, err := http.Get(h.url)
+			req, _ := http.NewRequest("GET", h.url, nil)
+			if tc.origin != "" {
+				req.Header.Set("Origin", tc.origin)
+			}
+			resp, err := http.DefaultClient.Do(req)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -120,5 +133,19 @@ func TestHTTP10AndHead(t *testing.T) {
 			t.Fatalf("first block %+v", it)
 		}
 		r.snapshot()
+	}
+}
+
+// A stream asked for while the hub closes is refused, not left hanging.
+func TestClosedHubRefusesStreams(t *testing.T) {
+	h := newHarness(t, Options{})
+	h.hub.Close()
+	resp, err := http.Get(h.url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != fiber.StatusServiceUnavailable {
+		t.Fatalf("status %d, want 503", resp.StatusCode)
 	}
 }
