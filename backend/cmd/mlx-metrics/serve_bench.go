@@ -4,6 +4,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"os"
 	"path/filepath"
 	"sync"
 	"time"
@@ -43,9 +44,12 @@ func addBenchFlags(fs *flag.FlagSet, env *envDefaults) *benchConfig {
 // history and bench keys).
 type benchServe struct {
 	api   *benchapi.API
-	hist  *history.Store
-	jobs  *jobs.Service
+	hist  *history.Store // nil when degraded
+	jobs  *jobs.Service  // nil when degraded
 	lease *lease.Lease
+	// degraded is why the storage did not open ("" when it did): the
+	// bench routes then answer 503 with it, and live metrics go on.
+	degraded string
 
 	closeOnce sync.Once
 	closeErr  error
@@ -63,10 +67,26 @@ func (c *benchConfig) check() error {
 	return nil
 }
 
+// openBench opens bench-serve's storage under <home>/metrics. Only a bad
+// flag is an error: live metrics need no disk, so when the storage cannot
+// open (a full disk, a home that cannot be written, a history Badger refuses)
+// bench-serve comes up degraded, its routes answering 503 with the reason,
+// and serve goes on.
 func openBench(home, device string, cfg *benchConfig) (*benchServe, error) {
 	if err := cfg.check(); err != nil {
 		return nil, &exitError{code: 2, err: err}
 	}
+	l := lease.New(device, nil)
+	b, err := openBenchStorage(home, l, cfg)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "mlx-metrics: bench-serve storage unavailable, serving live metrics only: %v\n", err)
+		reason := benchapi.SafeMessage(err)
+		return &benchServe{api: &benchapi.API{Lease: l, Unavailable: reason}, lease: l, degraded: reason}, nil
+	}
+	return b, nil
+}
+
+func openBenchStorage(home string, l *lease.Lease, cfg *benchConfig) (*benchServe, error) {
 	root := filepath.Join(home, "metrics")
 	dir := profiles.New(filepath.Join(root, "bench", "plans"))
 	if err := dir.Seed(plans.Ready()); err != nil {
@@ -76,7 +96,6 @@ func openBench(home, device string, cfg *benchConfig) (*benchServe, error) {
 	if err != nil {
 		return nil, err
 	}
-	l := lease.New(device, nil)
 	svc, err := jobs.New(jobs.Options{
 		RunsDir:   filepath.Join(root, "bench", "runs"),
 		Lease:     l,
@@ -90,12 +109,21 @@ func openBench(home, device string, cfg *benchConfig) (*benchServe, error) {
 	})
 	if err != nil {
 		hist.Close()
-		return nil, err
+		return nil, fmt.Errorf("open the bench runs: %w", err)
 	}
 	return &benchServe{
 		api:  &benchapi.API{Jobs: svc, History: hist, Profiles: dir, Lease: l},
 		hist: hist, jobs: svc, lease: l,
 	}, nil
+}
+
+// health is bench-serve's /healthz section: whether its storage is up, and
+// how many unreadable history entries reads have met.
+func (b *benchServe) health() any {
+	if b.degraded != "" {
+		return map[string]any{"status": "degraded", "reason": b.degraded}
+	}
+	return map[string]any{"status": "ok", "unreadableHistoryEntries": b.hist.Unreadable()}
 }
 
 // close cancels the runs in progress, giving each runner its grace period
@@ -105,11 +133,19 @@ func openBench(home, device string, cfg *benchConfig) (*benchServe, error) {
 // out: only the first call does anything.
 func (b *benchServe) close() error {
 	b.closeOnce.Do(func() {
+		if b.degraded != "" {
+			return
+		}
 		ctx, cancel := context.WithTimeout(context.Background(), b.jobs.Grace()+10*time.Second)
 		defer cancel()
 		b.closeErr = b.jobs.Close(ctx)
-		if err := b.hist.Close(); b.closeErr == nil {
-			b.closeErr = err
+		// Not fatal: on a nearly full disk history declines to close
+		// (history.ErrNotClosed) and the next start replays its log.
+		if err := b.hist.Close(); err != nil {
+			fmt.Fprintf(os.Stderr, "mlx-metrics: close the history: %v\n", err)
+			if b.closeErr == nil {
+				b.closeErr = err
+			}
 		}
 	})
 	return b.closeErr

@@ -283,3 +283,73 @@ func TestStopWithAFollowedRun(t *testing.T) {
 		t.Fatalf("the run's record is not in history: %v", err)
 	}
 }
+
+// TestOpenBenchDegraded: storage that cannot open does not stop serve: the
+// bench and history routes answer 503 with the reason (no server path in
+// it), /healthz's storage section says degraded, and closing is safe.
+func TestOpenBenchDegraded(t *testing.T) {
+	tests := []struct {
+		name string
+		home func(t *testing.T) string
+	}{
+		{"home is a file", func(t *testing.T) string {
+			p := filepath.Join(t.TempDir(), "home")
+			os.WriteFile(p, []byte("x"), 0o644)
+			return p
+		}},
+		{"history is a file", func(t *testing.T) string {
+			home := t.TempDir()
+			os.MkdirAll(filepath.Join(home, "metrics"), 0o755)
+			os.WriteFile(filepath.Join(home, "metrics", "history"), []byte("x"), 0o644)
+			return home
+		}},
+		{"history held by another backend", func(t *testing.T) string {
+			home := t.TempDir()
+			h, err := history.Open(filepath.Join(home, "metrics", "history"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { h.Close() })
+			return home
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			home := tt.home(t)
+			b, err := openBench(home, "no GPU found", defaultBenchConfig(t))
+			if err != nil {
+				t.Fatalf("openBench: %v (want degraded, not an error)", err)
+			}
+			defer b.close()
+			if b.degraded == "" || strings.Contains(b.degraded, home) {
+				t.Fatalf("degraded = %q", b.degraded)
+			}
+			if h := b.health().(map[string]any); h["status"] != "degraded" || h["reason"] != b.degraded {
+				t.Fatalf("health = %+v", h)
+			}
+			app := server.New(server.Options{}, b.api)
+			for _, r := range []struct{ method, path string }{
+				{"GET", "/bench"}, {"POST", "/bench"}, {"GET", "/bench/profiles"}, {"GET", "/bench/x/events"},
+				{"GET", "/history"}, {"GET", "/history?format=csv"}, {"DELETE", "/history/x"},
+			} {
+				req := httptest.NewRequest(r.method, server.APIPrefix+r.path, strings.NewReader(`{"profile":"smoke"}`))
+				req.Header.Set("Content-Type", "application/json")
+				res, err := app.Test(req, -1)
+				if err != nil {
+					t.Fatal(err)
+				}
+				body, _ := io.ReadAll(res.Body)
+				var e struct {
+					Error struct{ Message, Type string }
+				}
+				if res.StatusCode != 503 || json.Unmarshal(body, &e) != nil || e.Error.Type != "server_error" ||
+					!strings.Contains(e.Error.Message, "bench-serve is unavailable") || strings.Contains(e.Error.Message, home) {
+					t.Fatalf("%s %s: %d %s", r.method, r.path, res.StatusCode, body)
+				}
+			}
+			if err := b.close(); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"github.com/mlx-bun/mlx-metrics/backend/internal/history"
 	"github.com/mlx-bun/mlx-metrics/backend/internal/jobs"
 	"github.com/mlx-bun/mlx-metrics/backend/internal/profiles"
+	"github.com/mlx-bun/mlx-metrics/backend/internal/server"
 	"github.com/mlx-bun/mlx-metrics/gpu/lease"
 )
 
@@ -26,18 +27,39 @@ type API struct {
 	History  *history.Store
 	Profiles *profiles.Dir
 	Lease    *lease.Lease
+	// Unavailable, when set, is why bench-serve's storage could not open
+	// (a full disk, a home that cannot be written): every route answers 503
+	// with it, and the rest of the server (live metrics) is unaffected.
+	Unavailable string
 }
 
 // Mount adds the routes; /bench/profiles comes before /bench/:id.
 func (a *API) Mount(_ *fiber.App, api fiber.Router) {
-	api.Get("/bench/profiles", a.listProfiles)
-	api.Post("/bench", a.start)
-	api.Get("/bench", a.listJobs)
-	api.Get("/bench/:id", a.getJob)
-	api.Delete("/bench/:id", a.cancelJob)
-	api.Get("/bench/:id/events", a.jobEvents)
-	api.Get("/bench/:id/report", a.jobReport)
-	api.Get("/history", a.listHistory)
-	api.Get("/history/:id", a.getHistory)
-	api.Delete("/history/:id", a.deleteHistory)
+	routes := []struct {
+		method, path string
+		handler      fiber.Handler
+	}{
+		{fiber.MethodGet, "/bench/profiles", a.listProfiles},
+		{fiber.MethodPost, "/bench", a.start},
+		{fiber.MethodGet, "/bench", a.listJobs},
+		{fiber.MethodGet, "/bench/:id", a.getJob},
+		{fiber.MethodDelete, "/bench/:id", a.cancelJob},
+		{fiber.MethodGet, "/bench/:id/events", a.jobEvents},
+		{fiber.MethodGet, "/bench/:id/report", a.jobReport},
+		{fiber.MethodGet, "/history", a.listHistory},
+		{fiber.MethodGet, "/history/:id", a.getHistory},
+		{fiber.MethodDelete, "/history/:id", a.deleteHistory},
+	}
+	for _, r := range routes {
+		h := r.handler
+		if a.Unavailable != "" {
+			h = a.unavailable
+		}
+		api.Add(r.method, r.path, h)
+	}
+}
+
+func (a *API) unavailable(c *fiber.Ctx) error {
+	return server.Error(c, fiber.StatusServiceUnavailable,
+		"bench-serve is unavailable: "+a.Unavailable+"; live metrics are still served; free the disk or fix the home and restart")
 }

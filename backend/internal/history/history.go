@@ -38,7 +38,10 @@ const (
 
 // Store is the history database.
 type Store struct {
-	db *badger.DB
+	db  *badger.DB
+	dir string
+	// freeSpace is the filesystem's free space; tests fake a full disk.
+	freeSpace func(dir string) (uint64, error)
 
 	mu         sync.Mutex
 	unreadable map[string]bool // ids of entries met unreadable
@@ -55,13 +58,29 @@ func Open(dir string) (*Store, error) {
 		WithNumVersionsToKeep(1)
 	db, err := badger.Open(opts)
 	if err != nil {
-		return nil, fmt.Errorf("open history %s: %w", dir, err)
+		return nil, fmt.Errorf("open history: %w", err)
 	}
-	return &Store{db: db, unreadable: map[string]bool{}}, nil
+	return &Store{db: db, dir: dir, freeSpace: freeSpace, unreadable: map[string]bool{}}, nil
 }
 
-// Close closes the database.
-func (s *Store) Close() error { return s.db.Close() }
+// MinFreeToClose is the free space Close wants before it closes Badger.
+// Closing writes the memtable out as a new table file through a memory
+// map, and a write through a map on a full disk is SIGBUS, which no Go code
+// can catch: below this, Close leaves the memtable in its write-ahead log,
+// which the next Open replays, and the process may exit safely.
+const MinFreeToClose = 64 << 20
+
+// ErrNotClosed is Close's answer when it left the database open for want
+// of disk space; nothing committed is lost.
+var ErrNotClosed = errors.New("history left open: too little disk space to close it safely; the next start replays its log")
+
+// Close closes the database, unless the disk is nearly full (ErrNotClosed).
+func (s *Store) Close() error {
+	if free, err := s.freeSpace(s.dir); err == nil && free < MinFreeToClose {
+		return fmt.Errorf("%w (%d MiB free)", ErrNotClosed, free>>20)
+	}
+	return s.db.Close()
+}
 
 func entryKey(e bench.HistoryEntry) []byte {
 	return fmt.Appendf(nil, "%s%016x/%s", entryPrefix, uint64(e.StartedAt), e.ID)

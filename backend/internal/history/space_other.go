@@ -1,0 +1,8 @@
+//go:build !unix
+
+package history
+
+import "errors"
+
+// freeSpace is unknown here: Close then always closes.
+func freeSpace(string) (uint64, error) { return 0, errors.ErrUnsupported }
