@@ -80,6 +80,7 @@ func runServe(ctx context.Context, args []string) error {
 	}
 	defer benchSrv.close()
 	healthz.Add("gpu", func() any { return benchSrv.lease.State() })
+	healthz.Add("storage", benchSrv.health) // "degraded" when the disk kept bench-serve from opening
 	features = append(features, benchSrv.api)
 	// Export: GET /prometheus, the --proxy-to proxy at /v1/*, --scrape.
 	exportSide, err := startExport(ctx, exportCfg, eventBus, healthz)
