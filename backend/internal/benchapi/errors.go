@@ -1,16 +1,12 @@
 package benchapi
 
 import (
-	"errors"
-	"fmt"
-	"io/fs"
 	"log"
-	"os"
-	"regexp"
 	"unicode/utf8"
 
 	"github.com/gofiber/fiber/v2"
 
+	"github.com/mlx-bun/mlx-metrics/backend/internal/redact"
 	"github.com/mlx-bun/mlx-metrics/backend/internal/server"
 )
 
@@ -29,24 +25,8 @@ func capEcho(s string) string {
 	return s[:i] + "…"
 }
 
-// absPath matches what looks like an absolute file path in a message.
-var absPath = regexp.MustCompile(`(?:/[^\s/:"'()]+){2,}/?`)
-
-// SafeMessage is err as a client may read it: the paths a *fs.PathError or
-// *os.LinkError carries dropped, and anything else that looks like an
-// absolute path (a storage library's own messages) replaced, since the
-// server's layout is none of a client's business.
-func SafeMessage(err error) string {
-	var pe *fs.PathError
-	var le *os.LinkError
-	switch {
-	case errors.As(err, &pe):
-		err = fmt.Errorf("%s: %w", pe.Op, pe.Err)
-	case errors.As(err, &le):
-		err = fmt.Errorf("%s: %w", le.Op, le.Err)
-	}
-	return absPath.ReplaceAllString(err.Error(), "<path>")
-}
+// SafeMessage is err as a client may read it (redact.Message).
+func SafeMessage(err error) string { return redact.Message(err) }
 
 // storageError answers a failure of the disk under a route: 503 (it is the
 // server's storage, and may come back), with what failed and why but no

@@ -131,19 +131,3 @@ func TestUnreadableEntry(t *testing.T) {
 		t.Fatalf("after deletes: %d entries, problems %+v, unreadable %d", len(hl.Entries), hl.Problems, ta.api.History.Unreadable())
 	}
 }
-
-func TestSafeMessage(t *testing.T) {
-	tests := []struct {
-		msg, want string
-	}{
-		{"no space left on device", "no space left on device"},
-		{"open /home/u/.mlx-metrics/metrics/history/000001.vlog: no space left on device", "open <path>: no space left on device"},
-		{`While opening memtable: "/a/b/c.mem"`, `While opening memtable: "<path>"`},
-		{"cells/0 and/or a/b", "cells/0 and/or a/b"},
-	}
-	for _, tt := range tests {
-		if got := SafeMessage(fmt.Errorf("%s", tt.msg)); got != tt.want {
-			t.Errorf("SafeMessage(%q) = %q, want %q", tt.msg, got, tt.want)
-		}
-	}
-}

@@ -5,12 +5,12 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"runtime"
 	"strings"
 	"syscall"
 	"time"
 
+	"github.com/mlx-bun/mlx-metrics/backend/internal/redact"
 	"github.com/mlx-bun/mlx-metrics/shared/bench"
 )
 
@@ -90,7 +90,7 @@ func (s *Service) run(j *job) {
 		}
 		s.finishLocked(j, status, msg)
 	case waitErr != nil && code < 0:
-		s.finishLocked(j, bench.StatusFailed, "could not run the runner: "+waitErr.Error())
+		s.finishLocked(j, bench.StatusFailed, "could not run the runner: "+redact.Message(waitErr))
 	case code == 2 && recErr != nil:
 		s.finishLocked(j, bench.StatusFailed, withLast("the runner refused the plan (exit 2)", j.lastErr))
 	case recErr != nil:
@@ -98,8 +98,8 @@ func (s *Service) run(j *job) {
 	case code == 0 && rec.Complete && histErr == nil:
 		s.finishLocked(j, bench.StatusDone, fmt.Sprintf("complete: %s", cellSummary(rec)))
 	case code == 0 && rec.Complete:
-		s.finishLocked(j, bench.StatusFailed, fmt.Sprintf("complete (%s), but history could not keep it (%v); the record is in %s",
-			cellSummary(rec), histErr, filepath.Join(j.dir, recordFile)))
+		s.finishLocked(j, bench.StatusFailed, fmt.Sprintf("complete (%s), but history could not keep it (%s); the record stays in the run's %s",
+			cellSummary(rec), redact.Message(histErr), recordFile))
 	default:
 		msg := fmt.Sprintf("the run is incomplete (exit %d): %s", code, cellSummary(rec))
 		if len(j.Problems) > 0 {
@@ -126,7 +126,7 @@ func (s *Service) runProcess(j *job) (code int, err error) {
 
 	s.mu.Lock()
 	if err := cmd.Start(); err != nil {
-		s.eventLocked(j, bench.EventLog, "could not start the runner: "+err.Error(), nil)
+		s.eventLocked(j, bench.EventLog, "could not start the runner: "+redact.Message(err), nil)
 		close(j.exited)
 		s.mu.Unlock()
 		return -1, err
@@ -237,9 +237,11 @@ func (s *Service) keepRecord(j *job, rec bench.RunRecord) error {
 	}
 	err := s.opts.Finished(rec, j.dir)
 	if err != nil {
+		s.opts.Logf("jobs: %s: history: %v", j.ID, err)
+		msg := "history: " + redact.Message(err)
 		s.mu.Lock()
-		addProblem(&j.Job, "history: "+err.Error())
-		s.eventLocked(j, bench.EventLog, "problem: history: "+err.Error(), nil)
+		addProblem(&j.Job, msg)
+		s.eventLocked(j, bench.EventLog, "problem: "+msg, nil)
 		s.mu.Unlock()
 	}
 	return err
@@ -274,5 +276,5 @@ func shortErr(err error) string {
 	if errors.Is(err, os.ErrNotExist) {
 		return "missing"
 	}
-	return err.Error()
+	return redact.Message(err)
 }

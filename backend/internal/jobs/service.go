@@ -23,6 +23,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/mlx-bun/mlx-metrics/backend/internal/redact"
 	"github.com/mlx-bun/mlx-metrics/gpu/lease"
 	"github.com/mlx-bun/mlx-metrics/shared/bench"
 )
@@ -485,7 +486,7 @@ func (s *Service) finishLocked(j *job, status, msg string) {
 		// disk (ENOSPC, most likely). Say so, and let Close try again.
 		j.unsaved = true
 		typ, j.Status, j.Stage = bench.EventFailed, bench.StatusFailed, bench.StatusFailed
-		j.Message = fmt.Sprintf("could not save the job's final state (%s); the run had ended: %s", pathless(err), msg)
+		j.Message = fmt.Sprintf("could not save the job's final state (%s); the run had ended: %s", redact.Message(err), msg)
 		j.Error = j.Message
 		msg = j.Message
 	}

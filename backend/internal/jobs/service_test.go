@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -354,10 +355,14 @@ func TestCancelAfterRunnerExited(t *testing.T) {
 // keep fails its job (Options.Finished), saying where the record is.
 func TestHistoryFailureFailsJob(t *testing.T) {
 	argv, env := jobstest.RunnerArgv()
+	dir := t.TempDir()
 	svc, err := New(Options{
-		RunsDir: t.TempDir(), Lease: lease.New("no GPU found", nil), Runner: argv, Env: env,
+		RunsDir: dir, Lease: lease.New("no GPU found", nil), Runner: argv, Env: env,
 		Clock: newFakeClock(), Logf: t.Logf,
-		Finished: func(bench.RunRecord, string) error { return errors.New("disk full") },
+		// As Badger words it: with the path, which no client may see.
+		Finished: func(rec bench.RunRecord, runDir string) error {
+			return fmt.Errorf("write %s/history/000001.vlog: disk full", runDir)
+		},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -369,8 +374,8 @@ func TestHistoryFailureFailsJob(t *testing.T) {
 	}
 	<-mustDone(t, svc, j.ID)
 	j, _ = svc.Get(j.ID)
-	if j.Status != bench.StatusFailed || *j.ExitCode != 0 || !strings.Contains(j.Error, "history could not keep it (disk full)") ||
-		!strings.Contains(j.Error, recordFile) || len(j.Problems) != 1 || j.Problems[0] != "history: disk full" {
+	if j.Status != bench.StatusFailed || *j.ExitCode != 0 || !strings.Contains(j.Error, "history could not keep it (write <path>: disk full)") ||
+		!strings.Contains(j.Error, recordFile) || strings.Contains(j.Error, dir) || len(j.Problems) != 1 || j.Problems[0] != "history: write <path>: disk full" {
 		t.Fatalf("job = %+v", j)
 	}
 }

@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"io/fs"
 	"os"
@@ -52,20 +51,6 @@ func writeJSON(path string, v any) error {
 		return err
 	}
 	return atomicfile.WriteFile(path, append(data, '\n'), 0o644)
-}
-
-// pathless is err without the path an *fs.PathError or *os.LinkError
-// carries: job messages reach API clients, the server's layout does not.
-func pathless(err error) error {
-	var pe *fs.PathError
-	if errors.As(err, &pe) {
-		return fmt.Errorf("%s: %w", pe.Op, pe.Err)
-	}
-	var le *os.LinkError
-	if errors.As(err, &le) {
-		return fmt.Errorf("%s: %w", le.Op, le.Err)
-	}
-	return err
 }
 
 func readJSON(path string, v any) error {

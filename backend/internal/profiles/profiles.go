@@ -15,6 +15,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/mlx-bun/mlx-metrics/backend/internal/redact"
 	"github.com/mlx-bun/mlx-metrics/shared/atomicfile"
 	"github.com/mlx-bun/mlx-metrics/shared/bench"
 )
@@ -99,7 +100,7 @@ func (d *Dir) Load(name string) (bench.Plan, error) {
 		return bench.Plan{}, fmt.Errorf("%w %q: %s does not exist", ErrNotFound, name, ShownFile(name))
 	}
 	if err != nil {
-		return bench.Plan{}, fmt.Errorf("read profile %q: %w", name, pathless(err))
+		return bench.Plan{}, fmt.Errorf("read profile %q: %w", name, redact.Err(err))
 	}
 	return decode(name, data)
 }
@@ -160,14 +161,14 @@ func (d *Dir) Seed(ready map[string]bench.Plan) error {
 		if _, err := os.Lstat(d.FileFor(name)); errors.Is(err, fs.ErrNotExist) {
 			missing = append(missing, name)
 		} else if err != nil {
-			return fmt.Errorf("profile %q: %w", name, pathless(err))
+			return fmt.Errorf("profile %q: %w", name, redact.Err(err))
 		}
 	}
 	if len(missing) == 0 {
 		return nil
 	}
 	if err := os.MkdirAll(d.path, 0o755); err != nil {
-		return fmt.Errorf("create the plans directory: %w", pathless(err))
+		return fmt.Errorf("create the plans directory: %w", redact.Err(err))
 	}
 	sort.Strings(missing)
 	for _, name := range missing {
@@ -176,22 +177,8 @@ func (d *Dir) Seed(ready map[string]bench.Plan) error {
 			return err
 		}
 		if err := d.writeNew(d.FileFor(name), append(data, '\n'), 0o644); err != nil && !errors.Is(err, fs.ErrExist) {
-			return fmt.Errorf("seed profile %q: %w", name, pathless(err))
+			return fmt.Errorf("seed profile %q: %w", name, redact.Err(err))
 		}
 	}
 	return nil
-}
-
-// pathless is err without the path a *fs.PathError or *os.LinkError
-// carries, for messages that reach clients; errors.Is still sees through.
-func pathless(err error) error {
-	var pe *fs.PathError
-	if errors.As(err, &pe) {
-		return fmt.Errorf("%s: %w", pe.Op, pe.Err)
-	}
-	var le *os.LinkError
-	if errors.As(err, &le) {
-		return fmt.Errorf("%s: %w", le.Op, le.Err)
-	}
-	return err
 }
