@@ -1,9 +1,12 @@
 // Package server builds the Fiber application: the error convention, the
-// /api/metrics group, and the features mounted on it.
+// /api/metrics group, the timeouts, and the features mounted on it.
 package server
 
 import (
+	"context"
 	"errors"
+	"fmt"
+	"time"
 
 	"github.com/gofiber/fiber/v2"
 
@@ -12,6 +15,19 @@ import (
 
 // APIPrefix is where the manifest's routes are mounted.
 const APIPrefix = "/api/metrics"
+
+// Defaults of Options.
+const (
+	// DefaultReadTimeout bounds reading one request, headers and body: a
+	// client dribbling its header a line at a time is cut off after it.
+	// A 32 MiB batch at 2 MB/s fits.
+	DefaultReadTimeout = 20 * time.Second
+	// DefaultIdleTimeout bounds a kept-alive connection waiting for its
+	// next request.
+	DefaultIdleTimeout = 60 * time.Second
+	// ShutdownTimeout bounds Shutdown whatever clients do.
+	ShutdownTimeout = 5 * time.Second
+)
 
 // Feature mounts one responsibility's routes. api is the /api/metrics group;
 // root is the app itself, for routes outside it (the standalone page).
@@ -23,6 +39,15 @@ type Feature interface {
 type Options struct {
 	// BodyLimit bounds request bodies (event batches are the largest).
 	BodyLimit int
+	// ReadTimeout and IdleTimeout: DefaultReadTimeout and
+	// DefaultIdleTimeout when 0. There is no write timeout: the event
+	// streams write for as long as the client reads (the stream bounds
+	// what a client that stops reading may hold).
+	ReadTimeout, IdleTimeout time.Duration
+	// OnError, when set, sees the status of every error answer, including
+	// those made before any route ran (a body over BodyLimit, a request
+	// not read within ReadTimeout): /healthz counts refusals with it.
+	OnError func(c *fiber.Ctx, status int)
 }
 
 // New builds the app with every feature mounted in order.
@@ -30,35 +55,88 @@ func New(opts Options, features ...Feature) *fiber.App {
 	if opts.BodyLimit == 0 {
 		opts.BodyLimit = 32 << 20
 	}
+	if opts.ReadTimeout == 0 {
+		opts.ReadTimeout = DefaultReadTimeout
+	}
+	if opts.IdleTimeout == 0 {
+		opts.IdleTimeout = DefaultIdleTimeout
+	}
+	errorHandler := ErrorHandler
+	if opts.OnError != nil {
+		errorHandler = func(c *fiber.Ctx, err error) error {
+			opts.OnError(c, statusOf(err))
+			return ErrorHandler(c, err)
+		}
+	}
 	app := fiber.New(fiber.Config{
 		AppName:               "mlx-metrics",
 		BodyLimit:             opts.BodyLimit,
+		ReadTimeout:           opts.ReadTimeout,
+		IdleTimeout:           opts.IdleTimeout,
 		DisableStartupMessage: true,
-		ErrorHandler:          ErrorHandler,
+		ErrorHandler:          errorHandler,
+	})
+	app.Use(func(c *fiber.Ctx) error {
+		c.Set(fiber.HeaderXContentTypeOptions, "nosniff")
+		return c.Next()
 	})
 	api := app.Group(APIPrefix)
 	for _, f := range features {
 		f.Mount(app, api)
 	}
-	// Anything unmatched under the API answers in the API's error format.
+	// Anything unmatched under the API answers in the API's error format:
+	// 405 with Allow when the path has routes for other methods, else 404.
 	api.Use(func(c *fiber.Ctx) error {
-		return fiber.NewError(fiber.StatusNotFound, "no route "+c.Method()+" "+c.Path())
+		err := c.Next()
+		if statusOf(err) == fiber.StatusMethodNotAllowed {
+			return fiber.NewError(fiber.StatusMethodNotAllowed,
+				fmt.Sprintf("%s is not allowed here; allowed: %s", c.Method(), c.GetRespHeader(fiber.HeaderAllow)))
+		}
+		return fiber.NewError(fiber.StatusNotFound, "no route "+c.Method()+" "+clip(c.Path()))
 	})
 	return app
 }
 
+// Shutdown stops app within ShutdownTimeout whatever its clients do: it
+// stops accepting, lets requests in flight finish, and past the bound
+// returns with the connections still open (the process is ending).
+func Shutdown(app *fiber.App) error { return shutdown(app, ShutdownTimeout) }
+
+func shutdown(app *fiber.App, d time.Duration) error {
+	err := app.ShutdownWithTimeout(d)
+	if errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("connections still open after %v were cut", d)
+	}
+	return err
+}
+
+// clip bounds what an error message echoes of the request.
+func clip(s string) string {
+	const max = 200
+	if len(s) > max {
+		return s[:max] + "…"
+	}
+	return s
+}
+
 // Error answers status with the API's JSON error body.
 func Error(c *fiber.Ctx, status int, message string) error {
+	c.Set(fiber.HeaderXContentTypeOptions, "nosniff")
 	return c.Status(status).JSON(apierror.New(status, message))
+}
+
+// statusOf is the status err answers with: a *fiber.Error keeps its own,
+// anything else is a 500.
+func statusOf(err error) int {
+	var fe *fiber.Error
+	if errors.As(err, &fe) {
+		return fe.Code
+	}
+	return fiber.StatusInternalServerError
 }
 
 // ErrorHandler turns any error a handler returns into the JSON error body:
 // a *fiber.Error keeps its status, anything else is a 500.
 func ErrorHandler(c *fiber.Ctx, err error) error {
-	status := fiber.StatusInternalServerError
-	var fe *fiber.Error
-	if errors.As(err, &fe) {
-		status = fe.Code
-	}
-	return Error(c, status, err.Error())
+	return Error(c, statusOf(err), err.Error())
 }

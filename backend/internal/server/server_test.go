@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"net/http/httptest"
+	"strings"
 	"testing"
 
 	"github.com/gofiber/fiber/v2"
@@ -20,33 +21,53 @@ func (routes) Mount(root *fiber.App, api fiber.Router) {
 	api.Get("/conflict", func(c *fiber.Ctx) error { return fiber.NewError(fiber.StatusConflict, "queue full") })
 	api.Get("/broken", func(c *fiber.Ctx) error { return errors.New("disk on fire") })
 	api.Get("/explicit", func(c *fiber.Ctx) error { return Error(c, fiber.StatusBadRequest, "limit must be a number") })
+	api.Delete("/ok", func(c *fiber.Ctx) error { return c.SendStatus(fiber.StatusNoContent) })
 	root.Get("/page", func(c *fiber.Ctx) error { return c.SendString("page") })
 }
 
 func TestErrorConvention(t *testing.T) {
 	app := New(Options{}, routes{})
 	tests := []struct {
+		method  string // GET when empty
 		path    string
 		status  int
 		errType string // empty: not an error body
 		message string
+		allow   string // the Allow header a 405 carries
 	}{
-		{"/api/metrics/ok", 200, "", ""},
-		{"/page", 200, "", ""},
-		{"/api/metrics/conflict", 409, apierror.TypeInvalidRequest, "queue full"},
-		{"/api/metrics/explicit", 400, apierror.TypeInvalidRequest, "limit must be a number"},
-		{"/api/metrics/broken", 500, apierror.TypeServer, "disk on fire"},
-		{"/api/metrics/missing", 404, apierror.TypeInvalidRequest, "no route GET /api/metrics/missing"},
+		{path: "/api/metrics/ok", status: 200},
+		{path: "/page", status: 200},
+		{path: "/api/metrics/conflict", status: 409, errType: apierror.TypeInvalidRequest, message: "queue full"},
+		{path: "/api/metrics/explicit", status: 400, errType: apierror.TypeInvalidRequest, message: "limit must be a number"},
+		{path: "/api/metrics/broken", status: 500, errType: apierror.TypeServer, message: "disk on fire"},
+		{path: "/api/metrics/missing", status: 404, errType: apierror.TypeInvalidRequest, message: "no route GET /api/metrics/missing"},
+		{path: "/api/metrics/" + strings.Repeat("a", 3000), status: 404, errType: apierror.TypeInvalidRequest,
+			message: "no route GET /api/metrics/" + strings.Repeat("a", 200-len("/api/metrics/")) + "…"},
+		{method: "POST", path: "/api/metrics/ok", status: 405, errType: apierror.TypeInvalidRequest,
+			message: "POST is not allowed here; allowed: GET, HEAD, DELETE", allow: "GET, HEAD, DELETE"},
+		{method: "PUT", path: "/api/metrics/conflict", status: 405, errType: apierror.TypeInvalidRequest,
+			message: "PUT is not allowed here; allowed: GET, HEAD", allow: "GET, HEAD"},
+		{method: "POST", path: "/page", status: 405, errType: apierror.TypeInvalidRequest, message: "Method Not Allowed", allow: "GET, HEAD"},
+		{method: "POST", path: "/api/metrics/missing", status: 404, errType: apierror.TypeInvalidRequest, message: "no route POST /api/metrics/missing"},
 	}
 	for _, tt := range tests {
-		t.Run(tt.path, func(t *testing.T) {
-			resp, err := app.Test(httptest.NewRequest("GET", tt.path, nil))
+		if tt.method == "" {
+			tt.method = "GET"
+		}
+		t.Run(tt.method+" "+clip(tt.path), func(t *testing.T) {
+			resp, err := app.Test(httptest.NewRequest(tt.method, tt.path, nil))
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer resp.Body.Close()
 			if resp.StatusCode != tt.status {
 				t.Fatalf("status %d, want %d", resp.StatusCode, tt.status)
+			}
+			if got := resp.Header.Get("X-Content-Type-Options"); got != "nosniff" {
+				t.Errorf("X-Content-Type-Options %q, want nosniff", got)
+			}
+			if got := resp.Header.Get("Allow"); got != tt.allow {
+				t.Errorf("Allow %q, want %q", got, tt.allow)
 			}
 			if tt.errType == "" {
 				return

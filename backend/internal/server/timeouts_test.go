@@ -1,0 +1,160 @@
+package server
+
+import (
+	"bufio"
+	"errors"
+	"io"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+)
+
+// serve runs app on a loopback port until the test ends.
+func serve(t *testing.T, app *fiber.App) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = app.Listener(ln)
+	}()
+	t.Cleanup(func() {
+		_ = shutdown(app, time.Second)
+		<-done
+	})
+	return ln.Addr().String()
+}
+
+// streamRoutes has one route streaming for as long as it is asked to, as
+// the SSE routes do.
+type streamRoutes struct{ lines int }
+
+func (s streamRoutes) Mount(_ *fiber.App, api fiber.Router) {
+	api.Get("/stream", func(c *fiber.Ctx) error {
+		c.Set(fiber.HeaderContentType, "text/event-stream")
+		c.Context().SetBodyStreamWriter(func(w *bufio.Writer) {
+			for i := 0; i < s.lines; i++ {
+				_, _ = w.WriteString("data: x\n\n")
+				if w.Flush() != nil {
+					return
+				}
+				time.Sleep(20 * time.Millisecond) // outlast the read timeout
+			}
+		})
+		return nil
+	})
+}
+
+// The read timeout cuts off a client that sends its header a line at a
+// time, and only applies to reading: a stream that outlasts it is not cut.
+func TestReadTimeout(t *testing.T) {
+	const readTimeout = 200 * time.Millisecond
+	tests := []struct {
+		name     string
+		request  []string // sent one piece every gap
+		gap      time.Duration
+		wantCut  bool   // the server closes the connection
+		wantLines int   // else the stream carries this many events
+	}{
+		{name: "header dribbled past the timeout", request: strings.SplitAfter("GET /api/metrics/stream HTTP/1.1\r\nHost: 127.0.0.1\r\nX-A: 1\r\nX-B: 2\r\nX-C: 3\r\nX-D: 4\r\nX-E: 5\r\nX-F: 6\r\nX-G: 7\r\nX-H: 8\r\nX-I: 9\r\nX-J: 10\r\n", "\r\n"), gap: 50 * time.Millisecond, wantCut: true},
+		{name: "stream outlasting the timeout", request: []string{"GET /api/metrics/stream HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"}, wantLines: 25},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			app := New(Options{ReadTimeout: readTimeout, IdleTimeout: readTimeout}, streamRoutes{lines: 25})
+			addr := serve(t, app)
+			conn, err := net.Dial("tcp", addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close()
+			// A bound far past the timeout, so only a server that never cuts fails.
+			_ = conn.SetDeadline(time.Now().Add(10 * time.Second))
+			sent := make(chan struct{})
+			go func() {
+				defer close(sent)
+				for _, piece := range tt.request {
+					if _, err := io.WriteString(conn, piece); err != nil {
+						return
+					}
+					time.Sleep(tt.gap)
+				}
+			}()
+			got, err := io.ReadAll(conn)
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				t.Fatalf("the connection was still open after 10s (read %q)", got)
+			}
+			if tt.wantCut {
+				if strings.Contains(string(got), "data:") {
+					t.Fatalf("the dribbled request was served: %q", got)
+				}
+				return
+			}
+			if n := strings.Count(string(got), "data: x"); n != tt.wantLines {
+				t.Fatalf("stream cut short: %d events, want %d: %q", n, tt.wantLines, got)
+			}
+		})
+	}
+}
+
+// Shutdown returns within its bound with a half-sent request open (the
+// read timeout being far longer), and with none.
+func TestShutdownBounded(t *testing.T) {
+	tests := []struct {
+		name    string
+		partial string // sent and left hanging; empty: no connection
+		wantErr bool
+	}{
+		{name: "idle server"},
+		{name: "half-sent request", partial: "POST /api/metrics/ok HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 100\r\n\r\n{", wantErr: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			app := New(Options{ReadTimeout: time.Hour, IdleTimeout: time.Hour}, routes{})
+			ln, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			go func() { _ = app.Listener(ln) }()
+			if tt.partial != "" {
+				conn, err := net.Dial("tcp", ln.Addr().String())
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer conn.Close()
+				if _, err := io.WriteString(conn, tt.partial); err != nil {
+					t.Fatal(err)
+				}
+				waitOpen(t, app)
+			}
+			done := make(chan error, 1)
+			go func() { done <- shutdown(app, 100*time.Millisecond) }()
+			select {
+			case err := <-done:
+				if (err != nil) != tt.wantErr {
+					t.Fatalf("shutdown: %v, want error %v", err, tt.wantErr)
+				}
+			case <-time.After(10 * time.Second):
+				t.Fatal("shutdown still waiting after 10s")
+			}
+		})
+	}
+}
+
+// waitOpen waits until the server has accepted a connection.
+func waitOpen(t *testing.T, app *fiber.App) {
+	t.Helper()
+	for i := 0; app.Server().GetOpenConnectionsCount() == 0; i++ {
+		if i == 1000 {
+			t.Fatal("the server never accepted the connection")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
