@@ -56,11 +56,11 @@ func (s streamRoutes) Mount(_ *fiber.App, api fiber.Router) {
 func TestReadTimeout(t *testing.T) {
 	const readTimeout = 200 * time.Millisecond
 	tests := []struct {
-		name     string
-		request  []string // sent one piece every gap
-		gap      time.Duration
-		wantCut  bool   // the server closes the connection
-		wantLines int   // else the stream carries this many events
+		name      string
+		request   []string // sent one piece every gap
+		gap       time.Duration
+		wantCut   bool // the server closes the connection
+		wantLines int  // else the stream carries this many events
 	}{
 		{name: "header dribbled past the timeout", request: strings.SplitAfter("GET /api/metrics/stream HTTP/1.1\r\nHost: 127.0.0.1\r\nX-A: 1\r\nX-B: 2\r\nX-C: 3\r\nX-D: 4\r\nX-E: 5\r\nX-F: 6\r\nX-G: 7\r\nX-H: 8\r\nX-I: 9\r\nX-J: 10\r\n", "\r\n"), gap: 50 * time.Millisecond, wantCut: true},
 		{name: "stream outlasting the timeout", request: []string{"GET /api/metrics/stream HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"}, wantLines: 25},
