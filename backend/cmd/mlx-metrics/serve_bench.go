@@ -117,13 +117,18 @@ func openBenchStorage(home string, l *lease.Lease, cfg *benchConfig) (*benchServ
 	}, nil
 }
 
-// health is bench-serve's /healthz section: whether its storage is up, and
-// how many unreadable history entries reads have met.
+// health is bench-serve's /healthz section: whether its storage is up, how
+// many unreadable history entries reads have met, and any salvage of a
+// damaged history at start.
 func (b *benchServe) health() any {
 	if b.degraded != "" {
 		return map[string]any{"status": "degraded", "reason": b.degraded}
 	}
-	return map[string]any{"status": "ok", "unreadableHistoryEntries": b.hist.Unreadable()}
+	h := map[string]any{"status": "ok", "unreadableHistoryEntries": b.hist.Unreadable()}
+	if sv := b.hist.Salvaged(); sv != nil {
+		h["historySalvage"] = sv // damaged tables found at start, and what was kept
+	}
+	return h
 }
 
 // close cancels the runs in progress, giving each runner its grace period

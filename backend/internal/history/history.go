@@ -18,6 +18,7 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+	"time"
 
 	badger "github.com/dgraph-io/badger/v4"
 
@@ -43,9 +44,32 @@ type Store struct {
 	// freeSpace is the filesystem's free space; tests fake a full disk.
 	freeSpace func(dir string) (uint64, error)
 
+	salvage *Salvage // what Open did about damaged tables, if anything
+
 	mu         sync.Mutex
 	unreadable map[string]bool // ids of entries met unreadable
 }
+
+// verifyChecksum is db.VerifyChecksum, whose failure may come as a panic
+// (Badger v4.9 dereferences the block it could not read).
+func verifyChecksum(db *badger.DB) (err error) {
+	defer recoverDamage(&err)
+	return db.VerifyChecksum()
+}
+
+// ErrDamaged is a read that Badger gave up on with a panic: damaged files.
+var ErrDamaged = errors.New("the history's files are damaged")
+
+// recoverDamage turns a panic of Badger reading damaged files, in the
+// calling goroutine, into ErrDamaged in *err.
+func recoverDamage(err *error) {
+	if r := recover(); r != nil {
+		*err = fmt.Errorf("%w (Badger gave up reading them: %v)", ErrDamaged, r)
+	}
+}
+
+// Salvaged reports what Open did about a damaged history (nil: it was not).
+func (s *Store) Salvaged() *Salvage { return s.salvage }
 
 // Open opens (creating) the history at dir.
 func Open(dir string) (*Store, error) {
@@ -60,7 +84,20 @@ func Open(dir string) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open history: %w", err)
 	}
-	return &Store{db: db, dir: dir, freeSpace: freeSpace, unreadable: map[string]bool{}}, nil
+	// Badger checks no checksum as it reads, and a damaged block reads as
+	// the end of its table; so the tables are checked once here (they are a
+	// few MB), and a damaged history is salvaged.
+	var sv *Salvage
+	if cause := verifyChecksum(db); cause != nil {
+		log.Printf("history: %s is damaged, salvaging what it still reads: %v", dir, cause)
+		var got Salvage
+		if db, got = salvage(db, dir, opts, cause, time.Now()); db == nil {
+			return nil, fmt.Errorf("open history after salvaging it: %w", cause)
+		}
+		log.Printf("history: salvage: %+v", got)
+		sv = &got
+	}
+	return &Store{db: db, dir: dir, freeSpace: freeSpace, unreadable: map[string]bool{}, salvage: sv}, nil
 }
 
 // MinFreeToClose is the free space Close wants before it closes Badger.
@@ -135,12 +172,12 @@ const maxProblems = 100
 
 // Get returns one entry; ErrNotFound when id is unknown or malformed,
 // ErrUnreadable when its value does not decode.
-func (s *Store) Get(id string) (bench.HistoryEntry, error) {
-	var e bench.HistoryEntry
+func (s *Store) Get(id string) (e bench.HistoryEntry, err error) {
+	defer recoverDamage(&err)
 	if !IDPattern.MatchString(id) {
 		return e, ErrNotFound
 	}
-	err := s.db.View(func(txn *badger.Txn) error {
+	err = s.db.View(func(txn *badger.Txn) error {
 		key, err := s.entryKeyOf(txn, id)
 		if err != nil {
 			return err
@@ -243,9 +280,10 @@ func (s *Store) List(limit int) ([]bench.HistoryEntry, []bench.HistoryProblem, e
 // all), stopping at f's first error. An entry whose value does not decode is
 // skipped and reported among the problems (at most maxProblems of them), so
 // one bad entry never hides the others.
-func (s *Store) Each(limit int, f func(bench.HistoryEntry) error) ([]bench.HistoryProblem, error) {
-	problems := []bench.HistoryProblem{}
-	err := s.db.View(func(txn *badger.Txn) error {
+func (s *Store) Each(limit int, f func(bench.HistoryEntry) error) (problems []bench.HistoryProblem, err error) {
+	defer recoverDamage(&err)
+	problems = []bench.HistoryProblem{}
+	err = s.db.View(func(txn *badger.Txn) error {
 		opts := badger.DefaultIteratorOptions
 		opts.Reverse = true
 		opts.Prefix = []byte(entryPrefix)
