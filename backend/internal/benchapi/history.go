@@ -69,8 +69,8 @@ func (a *API) getHistory(c *fiber.Ctx) error {
 		return server.Error(c, fiber.StatusNotFound, fmt.Sprintf("no finished run %q in history", capEcho(id)))
 	case errors.Is(err, history.ErrUnreadable):
 		return server.Error(c, fiber.StatusConflict, fmt.Sprintf(
-			"run %s is in history but its entry is unreadable (%v); remove it with DELETE /api/metrics/history/%s or `mlx-metrics bench forget %s` (its run directory, if any, is untouched)",
-			id, errors.Unwrap(err), id, id))
+			"run %s is in history, but %s; remove it with DELETE /api/metrics/history/%s or `mlx-metrics bench forget %s` (its run directory, if any, is untouched)",
+			id, SafeMessage(err), id, id))
 	case err != nil:
 		return storageError(c, "read the history", err)
 	}

@@ -105,7 +105,7 @@ func TestUnreadableEntry(t *testing.T) {
 		errHas       string
 	}{
 		{"GET", "/history/" + histID(1), 200, ""},
-		{"GET", "/history/" + histID(2), fiber.StatusConflict, "unreadable"},
+		{"GET", "/history/" + histID(2), fiber.StatusConflict, "entry is unreadable: invalid character"},
 		{"GET", "/history/" + histID(4), fiber.StatusConflict, "bench forget"},
 		{"DELETE", "/history/" + histID(2), fiber.StatusNoContent, ""},
 		{"GET", "/history/" + histID(2), 404, "no finished run"},
