@@ -3,6 +3,7 @@ module github.com/mlx-bun/mlx-metrics/backend
 go 1.26.0
 
 require (
+	github.com/andybalholm/brotli v1.1.0
 	github.com/dgraph-io/badger/v4 v4.9.6
 	github.com/dustin/go-humanize v1.0.1
 	github.com/gofiber/fiber/v2 v2.52.15
@@ -26,7 +27,6 @@ require (
 
 require (
 	github.com/NVIDIA/go-nvml v0.13.4-1 // indirect
-	github.com/andybalholm/brotli v1.1.0 // indirect
 	github.com/beorn7/perks v1.0.1 // indirect
 	github.com/cenkalti/backoff/v5 v5.0.3 // indirect
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect

@@ -1,8 +1,10 @@
 // Package webui serves the panel the backend embeds: the standalone page at
 // / and /metrics, the <mlx-metrics-panel> loader at /api/metrics/panel.js,
 // and the go-app frame (wasm, ECharts, styles) under /api/metrics/panel/.
-// It also answers CORS for the host origins the operator configured, and for
-// none by default.
+// Both documents carry a Content-Security-Policy: scripts only from this
+// origin (and the standalone page's own inline script, by hash), WebAssembly
+// allowed in the frame, and framing only by this origin and the configured
+// hosts. CORS for those hosts is the access package's.
 package webui
 
 import (
@@ -10,18 +12,19 @@ import (
 	"compress/gzip"
 	"crypto/sha256"
 	"embed"
+	"encoding/base64"
 	"encoding/hex"
-	"errors"
 	"io"
 	"io/fs"
 	"mime"
 	"path"
+	"regexp"
 	"strings"
 	"sync"
 
 	"github.com/gofiber/fiber/v2"
-	"github.com/gofiber/fiber/v2/middleware/cors"
 
+	"github.com/mlx-bun/mlx-metrics/backend/internal/access"
 	"github.com/mlx-bun/mlx-metrics/backend/internal/server"
 )
 
@@ -37,8 +40,8 @@ const (
 // Options configure the feature.
 type Options struct {
 	// CORSOrigins are the host origins (scheme://host[:port]) allowed to
-	// load the loader module and call the API from their pages. Empty
-	// allows none: browsers then keep other origins out.
+	// embed the panel (frame-ancestors) and to serve its API (connect-src).
+	// The access package answers CORS for the same list.
 	CORSOrigins []string
 	// Assets replaces the embedded build (tests); its root holds what
 	// dist/ holds.
@@ -51,8 +54,9 @@ type UI struct {
 	origins []string
 	built   bool
 
-	mu     sync.Mutex
-	loaded map[string]asset // by name, read once: a revalidation costs no read
+	mu      sync.Mutex
+	loaded  map[string]asset // by name, read once: a revalidation costs no read
+	pageCSP string           // the standalone page's policy, once it is read
 }
 
 // asset is one file as served: its bytes (gzip-compressed when gz) and ETag.
@@ -72,7 +76,7 @@ func New(opts Options) (*UI, error) {
 		}
 		assets = sub
 	}
-	origins, err := ParseOrigins(opts.CORSOrigins)
+	origins, err := access.ParseOrigins(opts.CORSOrigins)
 	if err != nil {
 		return nil, err
 	}
@@ -83,38 +87,8 @@ func New(opts Options) (*UI, error) {
 // Built reports whether the panel was built into the binary.
 func (u *UI) Built() bool { return u.built }
 
-// ParseOrigins checks and normalises CORS origins: each a scheme and host
-// with an optional port, no path; "*" allows every origin.
-func ParseOrigins(in []string) ([]string, error) {
-	var out []string
-	for _, o := range in {
-		o = strings.TrimRight(strings.TrimSpace(o), "/")
-		if o == "" {
-			continue
-		}
-		if o != "*" {
-			scheme, rest, ok := strings.Cut(o, "://")
-			if !ok || (scheme != "http" && scheme != "https") || rest == "" || strings.ContainsAny(rest, "/?#@ ") {
-				return nil, errors.New("cors origin " + o + ": want scheme://host[:port], e.g. http://localhost:3000")
-			}
-			o = strings.ToLower(o)
-		}
-		out = append(out, o)
-	}
-	return out, nil
-}
-
-// Mount registers CORS first (so it wraps every route mounted after it) and
-// the panel's routes.
+// Mount registers the panel's routes.
 func (u *UI) Mount(root *fiber.App, api fiber.Router) {
-	if len(u.origins) > 0 {
-		root.Use(cors.New(cors.Config{
-			AllowOrigins: strings.Join(u.origins, ","),
-			AllowMethods: "GET,POST,DELETE,OPTIONS",
-			AllowHeaders: "Content-Type,Accept,Last-Event-ID",
-			MaxAge:       600,
-		}))
-	}
 	root.Get("/", u.page)
 	root.Get("/metrics", u.page)
 	root.Get("/metrics/", func(c *fiber.Ctx) error { return c.Redirect("/metrics", fiber.StatusMovedPermanently) })
@@ -128,7 +102,11 @@ func (u *UI) page(c *fiber.Ctx) error {
 		c.Status(fiber.StatusServiceUnavailable).Type("html", "utf-8")
 		return c.SendString(notBuilt)
 	}
-	return u.serve(c, "index.html")
+	if err := u.serve(c, "index.html"); err != nil {
+		return err
+	}
+	c.Set(fiber.HeaderContentSecurityPolicy, u.standalonePolicy())
+	return nil
 }
 
 const notBuilt = `<!doctype html><meta charset="utf-8"><title>mlx-metrics: panel not built</title>
@@ -153,18 +131,74 @@ func (u *UI) frame(c *fiber.Ctx) error {
 		return err
 	}
 	if p == "index.html" {
-		// Only the configured hosts (and this origin) may frame the panel.
-		c.Set("Content-Security-Policy", "frame-ancestors 'self'"+u.frameAncestors())
+		c.Set(fiber.HeaderContentSecurityPolicy, u.framePolicy())
 	}
 	return nil
 }
 
-func (u *UI) frameAncestors() string {
+// framePolicy is the frame's CSP: go-app needs 'wasm-unsafe-eval' to
+// compile the panel and a worker; ECharts and go-app set inline styles.
+// Only the configured hosts (and this origin) may frame the panel, or
+// serve its API (a host proxying the backend under its own origin).
+func (u *UI) framePolicy() string {
+	hosts := u.hosts()
+	return "default-src 'self'; script-src 'self' 'wasm-unsafe-eval'; style-src 'self' 'unsafe-inline'; " +
+		"img-src 'self' data:; font-src 'self' data:; connect-src 'self'" + hosts + "; worker-src 'self'; " +
+		"manifest-src 'self'; object-src 'none'; base-uri 'self'; form-action 'none'; frame-ancestors 'self'" + hosts
+}
+
+// standalonePolicy is the standalone page's CSP: its one inline script is
+// allowed by hash, the rest comes from this origin (the loader, the frame).
+func (u *UI) standalonePolicy() string {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.pageCSP == "" {
+		page, _ := inflated(u.loaded["index.html"]) // served just before: it was readable
+		u.pageCSP = "default-src 'self'; script-src 'self'" + scriptHashes(page) +
+			"; style-src 'self' 'unsafe-inline'; img-src 'self' data:; frame-src 'self'; connect-src 'self'" + u.hosts() +
+			"; object-src 'none'; base-uri 'none'; form-action 'none'; frame-ancestors 'self'"
+	}
+	return u.pageCSP
+}
+
+func (u *UI) hosts() string {
 	s := ""
 	for _, o := range u.origins {
 		s += " " + o
 	}
 	return s
+}
+
+// inlineScript matches a script element without a src, capturing its text.
+var (
+	inlineScript = regexp.MustCompile(`(?is)<script\b([^>]*)>(.*?)</script\s*>`)
+	srcAttr      = regexp.MustCompile(`(?i)\bsrc\s*=`)
+)
+
+// scriptHashes is " 'sha256-…'" for each inline script of page, as CSP
+// hashes them: over the text exactly as it stands between the tags.
+func scriptHashes(page []byte) string {
+	s := ""
+	for _, m := range inlineScript.FindAllSubmatch(page, -1) {
+		if srcAttr.Match(m[1]) {
+			continue
+		}
+		sum := sha256.Sum256(m[2])
+		s += " 'sha256-" + base64.StdEncoding.EncodeToString(sum[:]) + "'"
+	}
+	return s
+}
+
+// inflated is an asset's plain bytes.
+func inflated(a asset) ([]byte, error) {
+	if !a.gz {
+		return a.data, nil
+	}
+	zr, err := gzip.NewReader(bytes.NewReader(a.data))
+	if err != nil {
+		return nil, err
+	}
+	return io.ReadAll(zr)
 }
 
 // serve answers name from the assets. A name stored as name.gz goes out
@@ -204,11 +238,7 @@ func (u *UI) serve(c *fiber.Ctx, name string) error {
 			c.Set(fiber.HeaderContentEncoding, "gzip")
 			return c.Send(a.data)
 		}
-		zr, err := gzip.NewReader(bytes.NewReader(a.data))
-		if err != nil {
-			return err
-		}
-		raw, err := io.ReadAll(zr)
+		raw, err := inflated(a)
 		if err != nil {
 			return err
 		}

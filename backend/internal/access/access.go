@@ -1,0 +1,236 @@
+// Package access guards the backend's HTTP surface: who may change state
+// (bearer tokens), from which pages (Origin against the CORS list), through
+// which names (Host, against DNS rebinding, when bound to loopback) and with
+// what bodies (JSON or NDJSON, decompressed within a bound). It also answers
+// CORS for the host origins the operator configured.
+//
+// Reads (GET, HEAD, OPTIONS) stay open, as the panel and Prometheus need;
+// every other method under the API prefix is a change and is guarded, so a
+// route added later is covered without naming it here.
+package access
+
+import (
+	"crypto/subtle"
+	"strings"
+	"sync/atomic"
+
+	"github.com/gofiber/fiber/v2"
+	"github.com/gofiber/fiber/v2/middleware/cors"
+
+	"github.com/mlx-bun/mlx-metrics/backend/internal/server"
+)
+
+// DefaultMaxBody bounds a request body after decompression, as
+// server.Options.BodyLimit bounds it on the wire.
+const DefaultMaxBody = 32 << 20
+
+// EventsPath is the one route the producer token opens, under the prefix.
+const EventsPath = "/events"
+
+// Options configure the guard.
+type Options struct {
+	// Token is required, as "Authorization: Bearer <token>", of every
+	// change under the API. Empty requires none.
+	Token string
+	// ProducerToken is accepted for POST /events alone: an event source
+	// holds it without being able to start or cancel GPU jobs. When it is
+	// set and Token is not, it guards every change (it is then the only
+	// token, and a bench route left open would defeat it).
+	ProducerToken string
+	// Origins are the host origins (from ParseOrigins) whose pages may call
+	// the API: CORS answers them, and a change sent from any other page
+	// (its Origin neither this server nor listed) is refused.
+	Origins []string
+	// Loopback says the server is bound to a loopback address: every
+	// request must then name a loopback host, so that a page whose DNS name
+	// was rebound to 127.0.0.1 cannot reach it.
+	Loopback bool
+	// MaxBody bounds a body after Content-Encoding is undone;
+	// DefaultMaxBody when 0.
+	MaxBody int
+}
+
+// Guard is the access feature: mount it before every other feature.
+type Guard struct {
+	opts     Options
+	anyOrig  bool
+	cors     fiber.Handler
+	refusals refusals
+}
+
+// New returns the guard opts describe.
+func New(opts Options) *Guard {
+	if opts.MaxBody <= 0 {
+		opts.MaxBody = DefaultMaxBody
+	}
+	if opts.Token == "" {
+		opts.Token, opts.ProducerToken = opts.ProducerToken, ""
+	}
+	g := &Guard{opts: opts}
+	for _, o := range opts.Origins {
+		g.anyOrig = g.anyOrig || o == "*"
+	}
+	if len(opts.Origins) > 0 {
+		g.cors = cors.New(cors.Config{
+			AllowOrigins: strings.Join(opts.Origins, ","),
+			AllowMethods: "GET,HEAD,POST,DELETE,OPTIONS",
+			AllowHeaders: "Accept,Authorization,Content-Type,Last-Event-ID",
+			MaxAge:       600,
+		})
+	}
+	return g
+}
+
+// Protected reports whether changes need a token.
+func (g *Guard) Protected() bool { return g.opts.Token != "" }
+
+// Mount registers, ahead of every route: the Host check (all routes), CORS
+// for the configured origins, then the checks on changes under the API.
+func (g *Guard) Mount(root *fiber.App, _ fiber.Router) {
+	root.Use(g.checkHost)
+	if g.cors != nil {
+		root.Use(g.cors)
+	}
+	root.Use(g.checkChange)
+}
+
+func (g *Guard) checkHost(c *fiber.Ctx) error {
+	if g.opts.Loopback && !IsLoopbackHost(string(c.Request().Header.Host())) {
+		return fiber.NewError(fiber.StatusForbidden, "this server answers only to a loopback host name (127.0.0.1, localhost or [::1])")
+	}
+	return c.Next()
+}
+
+// isChange reports whether the request changes state under the API. The
+// API's routes match case-insensitively, so the prefix does too.
+func isChange(c *fiber.Ctx) bool {
+	switch c.Method() {
+	case fiber.MethodGet, fiber.MethodHead, fiber.MethodOptions:
+		return false
+	}
+	p := strings.ToLower(c.Path())
+	return p == server.APIPrefix || strings.HasPrefix(p, server.APIPrefix+"/")
+}
+
+func (g *Guard) checkChange(c *fiber.Ctx) error {
+	if !isChange(c) {
+		return c.Next()
+	}
+	if o := c.Get(fiber.HeaderOrigin); o != "" && !g.originAllowed(c, o) {
+		return fiber.NewError(fiber.StatusForbidden, "changes are refused from pages of other origins: add the page's origin to --cors-origins")
+	}
+	if !g.authorized(c) {
+		c.Set(fiber.HeaderWWWAuthenticate, `Bearer realm="mlx-metrics"`)
+		return fiber.NewError(fiber.StatusUnauthorized, "missing or wrong bearer token: send Authorization: Bearer <token> (the backend's --token)")
+	}
+	if err := checkContentType(c); err != nil {
+		return err
+	}
+	if err := decodeBody(c, g.opts.MaxBody); err != nil {
+		return err
+	}
+	return c.Next()
+}
+
+// originAllowed: the server's own origin (the Origin's host is the Host
+// the request was sent to) or a configured one.
+func (g *Guard) originAllowed(c *fiber.Ctx, origin string) bool {
+	o := strings.ToLower(strings.TrimRight(origin, "/"))
+	if _, host, ok := strings.Cut(o, "://"); ok && host == strings.ToLower(string(c.Request().Header.Host())) {
+		return true
+	}
+	if g.anyOrig {
+		return true
+	}
+	for _, allowed := range g.opts.Origins {
+		if o == allowed {
+			return true
+		}
+	}
+	return false
+}
+
+func (g *Guard) authorized(c *fiber.Ctx) bool {
+	if g.opts.Token == "" {
+		return true
+	}
+	got, ok := bearer(c.Get(fiber.HeaderAuthorization))
+	if !ok {
+		return false
+	}
+	if equal(got, g.opts.Token) {
+		return true
+	}
+	return g.opts.ProducerToken != "" && c.Method() == fiber.MethodPost &&
+		strings.EqualFold(strings.TrimRight(c.Path(), "/"), server.APIPrefix+EventsPath) &&
+		equal(got, g.opts.ProducerToken)
+}
+
+// bearer is the credentials of an "Authorization: Bearer <token>" header;
+// the scheme is case-insensitive (RFC 9110 11.1).
+func bearer(header string) (string, bool) {
+	scheme, cred, ok := strings.Cut(strings.TrimSpace(header), " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return "", false
+	}
+	cred = strings.TrimSpace(cred)
+	return cred, cred != ""
+}
+
+func equal(a, b string) bool { return subtle.ConstantTimeCompare([]byte(a), []byte(b)) == 1 }
+
+// refusals counts refused requests by kind, for /healthz.
+type refusals struct {
+	unauthorized, forbidden, tooLarge, unsupported, emptyBody, timeout, methodNotAllowed atomic.Int64
+}
+
+// Stats is the /healthz section of refusals: every request the server
+// refused before it reached a handler's logic, by kind.
+type Stats struct {
+	Unauthorized     int64 `json:"unauthorized"`     // 401: no or wrong token
+	Forbidden        int64 `json:"forbidden"`        // 403: foreign Origin, or a non-loopback Host
+	TooLarge         int64 `json:"tooLarge"`         // 413: over the body limit, on the wire or decoded
+	Unsupported      int64 `json:"unsupported"`      // 415: not JSON/NDJSON, or an unknown Content-Encoding
+	EmptyBody        int64 `json:"emptyBody"`        // 400 to a POST with no body
+	Timeout          int64 `json:"timeout"`          // 408: the request was not sent within the read timeout
+	MethodNotAllowed int64 `json:"methodNotAllowed"` // 405
+}
+
+// Refused notes a refusal; it is the server's OnError hook, so it sees
+// the refusals made before any route ran (413 on the wire, 408) as well as
+// the guard's and the handlers' own.
+func (g *Guard) Refused(c *fiber.Ctx, status int) {
+	r := &g.refusals
+	switch status {
+	case fiber.StatusUnauthorized:
+		r.unauthorized.Add(1)
+	case fiber.StatusForbidden:
+		r.forbidden.Add(1)
+	case fiber.StatusRequestEntityTooLarge:
+		r.tooLarge.Add(1)
+	case fiber.StatusUnsupportedMediaType:
+		r.unsupported.Add(1)
+	case fiber.StatusRequestTimeout:
+		r.timeout.Add(1)
+	case fiber.StatusMethodNotAllowed:
+		r.methodNotAllowed.Add(1)
+	case fiber.StatusBadRequest:
+		if c.Method() == fiber.MethodPost && len(c.Request().Body()) == 0 {
+			r.emptyBody.Add(1)
+		}
+	}
+}
+
+// Stats returns the counts so far.
+func (g *Guard) Stats() Stats {
+	r := &g.refusals
+	return Stats{
+		Unauthorized:     r.unauthorized.Load(),
+		Forbidden:        r.forbidden.Load(),
+		TooLarge:         r.tooLarge.Load(),
+		Unsupported:      r.unsupported.Load(),
+		EmptyBody:        r.emptyBody.Load(),
+		Timeout:          r.timeout.Load(),
+		MethodNotAllowed: r.methodNotAllowed.Load(),
+	}
+}

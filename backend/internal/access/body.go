@@ -1,0 +1,92 @@
+package access
+
+import (
+	"bytes"
+	"compress/flate"
+	"compress/gzip"
+	"compress/zlib"
+	"fmt"
+	"io"
+	"mime"
+	"strings"
+
+	"github.com/andybalholm/brotli"
+	"github.com/gofiber/fiber/v2"
+)
+
+// bodyTypes are the media types a change may carry: the API takes JSON,
+// and POST /events NDJSON under any of its names. Refusing the rest (the
+// form and text/plain types a page may post without a preflight) is half of
+// the CSRF defence; the Origin check is the other.
+var bodyTypes = map[string]bool{
+	"application/json":     true,
+	"application/x-ndjson": true,
+	"application/ndjson":   true,
+	"application/jsonl":    true,
+	"application/x-jsonl":  true,
+}
+
+// checkContentType refuses a body of any other type (415). A change with
+// no body and no Content-Type (DELETE) passes.
+func checkContentType(c *fiber.Ctx) error {
+	ct := c.Get(fiber.HeaderContentType)
+	if ct == "" && len(c.Request().Body()) == 0 {
+		return nil
+	}
+	mt, _, err := mime.ParseMediaType(ct)
+	if err != nil || !bodyTypes[mt] {
+		return fiber.NewError(fiber.StatusUnsupportedMediaType, "send the body as application/json or application/x-ndjson")
+	}
+	return nil
+}
+
+// decodeBody undoes a Content-Encoding (gzip, deflate, br) within max
+// bytes, streaming the inflate so that a small bomb cannot grow past the
+// bound, and leaves the plain body in the request for the handler. Fiber's
+// own Ctx.Body would inflate it whole.
+func decodeBody(c *fiber.Ctx, max int) error {
+	enc := strings.ToLower(strings.TrimSpace(c.Get(fiber.HeaderContentEncoding)))
+	if enc == "" || enc == "identity" {
+		return nil
+	}
+	raw := c.Request().Body()
+	var (
+		r   io.Reader
+		err error
+	)
+	switch enc {
+	case "gzip", "x-gzip":
+		r, err = gzip.NewReader(bytes.NewReader(raw))
+	case "deflate":
+		// RFC 9110 deflate is zlib-wrapped; some clients send it raw.
+		if r, err = zlib.NewReader(bytes.NewReader(raw)); err != nil {
+			r, err = flate.NewReader(bytes.NewReader(raw)), nil
+		}
+	case "br":
+		r = brotli.NewReader(bytes.NewReader(raw))
+	default:
+		return fiber.NewError(fiber.StatusUnsupportedMediaType, "unsupported Content-Encoding: send the body plain, or as one of gzip, deflate, br")
+	}
+	if err != nil {
+		return fiber.NewError(fiber.StatusBadRequest, "the body is not valid "+enc)
+	}
+	var out bytes.Buffer
+	n, err := io.Copy(&out, io.LimitReader(r, int64(max)+1))
+	if err != nil {
+		return fiber.NewError(fiber.StatusBadRequest, "the body is not valid "+enc)
+	}
+	if n > int64(max) {
+		return fiber.NewError(fiber.StatusRequestEntityTooLarge, "the body inflates past the limit of "+byteSize(max))
+	}
+	c.Request().SetBodyRaw(out.Bytes())
+	c.Request().Header.Del(fiber.HeaderContentEncoding)
+	return nil
+}
+
+// byteSize says n as MiB when it is whole MiB, else as bytes.
+func byteSize(n int) string {
+	if n >= 1<<20 && n%(1<<20) == 0 {
+		return fmt.Sprintf("%d MiB", n>>20)
+	}
+	return fmt.Sprintf("%d bytes", n)
+}
