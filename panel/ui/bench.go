@@ -499,7 +499,11 @@ func (v *BenchView) renderDetail() app.UI {
 						})),
 						app.Td().Text(c.Status),
 						app.Range(bench.Figures).Slice(func(i int) app.UI {
-							return tdNum(figureValue(bench.Figures[i], bench.Figures[i].Get(c)))
+							f := bench.Figures[i]
+							if f.Key == "cold_start" && c.Attached {
+								return tdNum("n/a (attached)") // the run did not start the server
+							}
+							return tdNum(figureValue(f, f.Get(c)))
 						}),
 					)
 				})),
