@@ -10,9 +10,9 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/mlx-bun/mlx-metrics/backend/internal/bus"
-	"github.com/mlx-bun/mlx-metrics/backend/internal/clock"
 	"github.com/mlx-bun/mlx-metrics/backend/internal/store"
 	"github.com/mlx-bun/mlx-metrics/backend/internal/stream"
+	"github.com/mlx-bun/mlx-metrics/shared/clock"
 	"github.com/mlx-bun/mlx-metrics/shared/events"
 	"github.com/mlx-bun/mlx-metrics/shared/snapshot"
 )

@@ -19,8 +19,8 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/mlx-bun/mlx-metrics/backend/internal/clock"
 	"github.com/mlx-bun/mlx-metrics/backend/internal/prom"
+	"github.com/mlx-bun/mlx-metrics/shared/clock"
 	"github.com/mlx-bun/mlx-metrics/shared/events"
 )
 

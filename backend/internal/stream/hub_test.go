@@ -16,7 +16,7 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 
-	"github.com/mlx-bun/mlx-metrics/backend/internal/clock"
+	"github.com/mlx-bun/mlx-metrics/shared/clock"
 )
 
 var t0 = time.UnixMilli(1_764_690_000_000)

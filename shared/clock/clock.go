@@ -1,4 +1,5 @@
-// Package clock abstracts time for code whose timing tests must control:
+// Package clock is the workspace's one abstraction of time, for code whose
+// timing tests must control:
 // the stream's throttle and keep-alive, the follower's backoff. Real is the
 // system clock; Fake moves only when told to.
 package clock
