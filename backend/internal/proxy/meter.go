@@ -21,8 +21,8 @@ const maxSSELine = 1 << 20
 // It never changes them.
 type meter struct {
 	start     time.Time
-	model     string
-	stream    bool
+	request   []byte // the client's body, read for its model at the end
+	model     string // the answer's, for a request that names none
 	requestID string
 
 	firstToken time.Time // zero until a chunk carried content
@@ -39,8 +39,7 @@ type meter struct {
 
 // request is the part of a completions request the meter reads.
 type request struct {
-	Model  string `json:"model"`
-	Stream bool   `json:"stream"`
+	Model string `json:"model"`
 }
 
 type usage struct {
@@ -73,10 +72,13 @@ type chunk struct {
 	} `json:"choices"`
 }
 
+// newMeter measures a request sent at start with body. The body is
+// decoded only when the event is built: decoding a long prompt costs about
+// as long as a loopback round trip per few KiB, which would otherwise
+// delay the request on its way to the upstream. Holding it costs nothing
+// more: the forwarded request, which the answer refers to, holds it too.
 func newMeter(start time.Time, body []byte) *meter {
-	var r request
-	_ = json.Unmarshal(body, &r) // a malformed body is the upstream's to reject
-	return &meter{start: start, model: r.Model, stream: r.Stream}
+	return &meter{start: start, request: body}
 }
 
 // write takes bytes of the answer as they arrive at time at.
@@ -180,7 +182,7 @@ func (m *meter) take(c chunk) {
 		m.requestID = c.ID
 	}
 	if m.model == "" && c.Model != "" {
-		m.model = c.Model
+		m.model = c.Model // the first one the answer names
 	}
 	if c.Usage != nil {
 		m.usage = c.Usage // the last one is the total (continuous usage too)
@@ -213,8 +215,13 @@ func (m *meter) event(o outcome, fallbackID string) events.Event {
 			m.take(c)
 		}
 	}
+	var r request
+	_ = json.Unmarshal(m.request, &r) // a malformed body is the upstream's to reject
+	if r.Model == "" {
+		r.Model = m.model
+	}
 	p := &events.RequestFinished{
-		Model:     m.model,
+		Model:     r.Model,
 		RequestID: m.requestID,
 		Finish:    events.FinishStop,
 		TotalMs:   ms(o.end.Sub(m.start)),

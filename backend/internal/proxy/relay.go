@@ -20,10 +20,11 @@ import (
 // never goes out for half an event. Any other answer is flushed read by
 // read, as it has no boundaries to wait for.
 //
-// The meter sees the bytes as they are handed on, stamped with the time of
-// the read that completed them. fasthttp closes the relay once the answer
-// is written or the client is gone; Close ends the upstream request and
-// publishes the measurement.
+// The client gets the bytes first: the meter reads a copy of what a Read
+// returned at the next Read, once fasthttp has written it, stamped with
+// the time of the upstream read that completed it. fasthttp closes the
+// relay once the answer is written or the client is gone; Close ends the
+// upstream request and publishes the measurement.
 type relay struct {
 	p      *Proxy
 	ctx    context.Context
@@ -36,6 +37,8 @@ type relay struct {
 	carry  []byte    // SSE: the incomplete event after the last boundary sent
 	prev   [2]byte   // SSE: the last two bytes sent, which a boundary may continue
 	at     time.Time // when the latest upstream read returned
+	sent   []byte    // a copy of what the last Read returned, for the meter
+	sentAt time.Time // when its last byte arrived
 	ended  bool      // the upstream's answer is over (o says how)
 	closed bool
 	o      outcome
@@ -45,6 +48,7 @@ type relay struct {
 // fails mid-answer, or a server shutting down, ends the client's answer
 // cleanly at what arrived; the event records it.
 func (r *relay) Read(p []byte) (int, error) {
+	r.measure()
 	if r.ended {
 		return 0, io.EOF
 	}
@@ -83,9 +87,17 @@ func (r *relay) Read(p []byte) (int, error) {
 		r.prev = [2]byte{r.prev[1], p[0]}
 	}
 	if r.m != nil {
-		r.m.write(p[:n], r.at)
+		r.sent, r.sentAt = append(r.sent[:0], p[:n]...), r.at
 	}
 	return n, nil
+}
+
+// measure hands the meter what the last Read returned.
+func (r *relay) measure() {
+	if r.m != nil && len(r.sent) > 0 {
+		r.m.write(r.sent, r.sentAt)
+		r.sent = r.sent[:0]
+	}
 }
 
 // end records how the upstream's answer ended.
@@ -108,6 +120,7 @@ func (r *relay) Close() error {
 		return nil
 	}
 	r.closed = true
+	r.measure()
 	if !r.ended {
 		r.ended, r.o = true, outcome{end: r.p.now(), cancelled: true}
 	}
