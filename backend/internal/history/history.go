@@ -229,15 +229,19 @@ func idOfKey(key []byte) string {
 }
 
 func decodeItem(item *badger.Item, e *bench.HistoryEntry) error {
-	return item.Value(func(v []byte) error {
-		if err := json.Unmarshal(v, e); err != nil {
-			return err
-		}
-		if e.ID != idOfKey(item.Key()) {
-			return fmt.Errorf("the entry names run %q", e.ID)
-		}
-		return nil
-	})
+	return item.Value(func(v []byte) error { return decodeEntry(item.Key(), v, e) })
+}
+
+// decodeEntry decodes the value stored under key: an entry of the run the
+// key names, or an error saying why not.
+func decodeEntry(key, v []byte, e *bench.HistoryEntry) error {
+	if err := json.Unmarshal(v, e); err != nil {
+		return err
+	}
+	if id := idOfKey(key); e.ID != id {
+		return fmt.Errorf("the entry names run %.64q, not %.64q", e.ID, id)
+	}
+	return nil
 }
 
 // Delete removes one entry (readable or not) and its index; ErrNotFound
