@@ -1,6 +1,6 @@
 // Package atomicfile writes files whole or not at all: the data goes to a
 // temporary file in the same directory, which is synced and then renamed
-// (or linked) into place, so a crash or a full disk mid-write never leaves
+// (or linked) into place, the directory synced after, so a crash or a full disk mid-write never leaves
 // half a file for the next reader to trip on. Both the backend and the gpu
 // module use it for their small state files (job.json, plans, run.json).
 package atomicfile
@@ -21,6 +21,7 @@ func WriteFile(path string, data []byte, perm os.FileMode) error {
 		os.Remove(tmp)
 		return err
 	}
+	syncDir(path)
 	return nil
 }
 
@@ -32,7 +33,21 @@ func WriteNew(path string, data []byte, perm os.FileMode) error {
 		return err
 	}
 	defer os.Remove(tmp)
-	return os.Link(tmp, path)
+	if err := os.Link(tmp, path); err != nil {
+		return err
+	}
+	syncDir(path)
+	return nil
+}
+
+// syncDir syncs path's directory, so the new name survives a power cut as
+// well as the data does. Best effort: the file is in place either way, and
+// some systems cannot sync a directory.
+func syncDir(path string) {
+	if d, err := os.Open(filepath.Dir(path)); err == nil {
+		d.Sync()
+		d.Close()
+	}
 }
 
 // writeTemp writes data to a new hidden file next to path and syncs it.
