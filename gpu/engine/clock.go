@@ -5,31 +5,21 @@ import (
 	"time"
 )
 
-// Clock is the engine's time. The scheduler only reads it and sleeps to
-// step deadlines, so a test clock that jumps to each deadline makes every
-// figure exactly what the cost model says.
+// Clock is the engine's time: the workspace's clock.Real in use. The
+// scheduler only reads it and sleeps to step deadlines, so a test clock
+// that jumps to each deadline makes every figure exactly what the cost
+// model says. clock.Real and clock.Fake (shared/clock) satisfy it.
 type Clock interface {
 	Now() time.Time
-	// SleepUntil returns at t, or early with ctx's error.
-	SleepUntil(ctx context.Context, t time.Time) error
+	// Sleep waits d, or returns early with ctx's error.
+	Sleep(ctx context.Context, d time.Duration) error
 }
 
-// RealClock is wall time.
-type RealClock struct{}
-
-func (RealClock) Now() time.Time { return time.Now() }
-
-func (RealClock) SleepUntil(ctx context.Context, t time.Time) error {
-	d := time.Until(t)
+// sleepUntil waits on c until t; at once when t has passed.
+func sleepUntil(ctx context.Context, c Clock, t time.Time) error {
+	d := t.Sub(c.Now())
 	if d <= 0 {
 		return ctx.Err()
 	}
-	timer := time.NewTimer(d)
-	defer timer.Stop()
-	select {
-	case <-timer.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	return c.Sleep(ctx, d)
 }

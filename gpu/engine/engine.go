@@ -15,6 +15,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/mlx-bun/mlx-metrics/shared/clock"
 	"github.com/mlx-bun/mlx-metrics/shared/events"
 )
 
@@ -66,7 +67,7 @@ func New(cfg Config, opts ...Option) (*Engine, error) {
 	}
 	e := &Engine{
 		cfg:    cfg,
-		clock:  RealClock{},
+		clock:  clock.Real{},
 		sink:   func(events.Event) {},
 		wake:   make(chan struct{}, 1),
 		kv:     kvCache{total: cfg.totalPages()},
@@ -93,7 +94,7 @@ func (e *Engine) emit(t events.Type, at time.Time, payload any) {
 func (e *Engine) Run(ctx context.Context) error {
 	start := e.clock.Now()
 	e.emit(events.TypeModelLoad, start, &events.ModelLoad{Model: e.cfg.Model, Phase: events.PhaseStarted})
-	if err := e.clock.SleepUntil(ctx, start.Add(e.cfg.LoadTime)); err != nil {
+	if err := sleepUntil(ctx, e.clock, start.Add(e.cfg.LoadTime)); err != nil {
 		msg := "load interrupted: " + err.Error()
 		e.emit(events.TypeModelLoad, e.clock.Now(), &events.ModelLoad{Model: e.cfg.Model, Phase: events.PhaseFailed, Error: msg})
 		e.failAll(ErrStopped)

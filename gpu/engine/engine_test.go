@@ -25,10 +25,10 @@ func (c *jumpClock) Now() time.Time {
 	return c.now
 }
 
-func (c *jumpClock) SleepUntil(ctx context.Context, t time.Time) error {
+func (c *jumpClock) Sleep(ctx context.Context, d time.Duration) error {
 	c.mu.Lock()
-	if t.After(c.now) {
-		c.now = t
+	if d > 0 {
+		c.now = c.now.Add(d)
 	}
 	c.mu.Unlock()
 	return ctx.Err()
@@ -70,15 +70,15 @@ type gateClock struct {
 	gate chan struct{}
 }
 
-func (c *gateClock) SleepUntil(ctx context.Context, t time.Time) error {
-	if t.After(c.Now()) {
+func (c *gateClock) Sleep(ctx context.Context, d time.Duration) error {
+	if d > 0 {
 		select {
 		case <-c.gate:
 		case <-ctx.Done():
 			return ctx.Err()
 		}
 	}
-	return c.jumpClock.SleepUntil(ctx, t)
+	return c.jumpClock.Sleep(ctx, d)
 }
 
 func (r *recorder) ofType(t events.Type) []events.Event {
@@ -434,11 +434,11 @@ func TestSamplesWhileBusy(t *testing.T) {
 // as a busy machine does: the step chain lags wall time and catches up.
 type lateClock struct{ gateClock }
 
-func (c *lateClock) SleepUntil(ctx context.Context, t time.Time) error {
-	if !t.After(c.Now()) {
+func (c *lateClock) Sleep(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
 		return ctx.Err() // nothing to wait for (a load of 0 ms)
 	}
-	return c.gateClock.SleepUntil(ctx, t.Add(5*time.Millisecond))
+	return c.gateClock.Sleep(ctx, d+5*time.Millisecond)
 }
 
 // Whatever the lag, a request's timings stay causal: no first token before

@@ -80,7 +80,7 @@ func (e *Engine) schedule(ctx context.Context) error {
 			}
 		}
 		next := stepEnd.Add(e.cfg.StepTime(prefillTokens, decodeRows))
-		if err := e.clock.SleepUntil(ctx, next); err != nil {
+		if err := sleepUntil(ctx, e.clock, next); err != nil {
 			return err
 		}
 		stepEnd = next

@@ -16,6 +16,8 @@ import (
 	"net/http"
 	"strings"
 	"time"
+
+	"github.com/mlx-bun/mlx-metrics/shared/clock"
 )
 
 // Endpoints.
@@ -31,8 +33,8 @@ type Client struct {
 	// APIKey, when set, is sent as a bearer token.
 	APIKey string
 	HTTP   *http.Client
-	// Now is the clock the timings are read from (tests inject one).
-	Now func() time.Time
+	// Clock is what the timings are read from: clock.Real, or a test's.
+	Clock interface{ Now() time.Time }
 }
 
 // NewClient returns a client with a transport sized for many concurrent
@@ -45,7 +47,7 @@ func NewClient(baseURL string) *Client {
 		IdleConnTimeout:     90 * time.Second,
 		DisableCompression:  true,
 	}
-	return &Client{BaseURL: strings.TrimRight(baseURL, "/"), HTTP: &http.Client{Transport: tr}, Now: time.Now}
+	return &Client{BaseURL: strings.TrimRight(baseURL, "/"), HTTP: &http.Client{Transport: tr}, Clock: clock.Real{}}
 }
 
 // Close drops idle connections.
@@ -145,7 +147,7 @@ func (c *Client) Do(ctx context.Context, req Request) (Result, error) {
 	if c.APIKey != "" {
 		hr.Header.Set("Authorization", "Bearer "+c.APIKey)
 	}
-	res.Start = c.Now()
+	res.Start = c.Clock.Now()
 	resp, err := c.HTTP.Do(hr)
 	if err != nil {
 		return res, timeoutErr(ctx, req.Timeout, err)
@@ -157,7 +159,7 @@ func (c *Client) Do(ctx context.Context, req Request) (Result, error) {
 	if err := c.read(resp.Body, &res); err != nil {
 		return res, timeoutErr(ctx, req.Timeout, err)
 	}
-	res.End = c.Now()
+	res.End = c.Clock.Now()
 	// Read past [DONE] to the end so the connection is kept for the next
 	// request rather than closed.
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
@@ -256,7 +258,7 @@ func (c *Client) read(body io.Reader, res *Result) error {
 		if err != nil && err != io.EOF {
 			return err
 		}
-		at := c.Now()
+		at := c.Clock.Now()
 		data, ok := bytes.CutPrefix(bytes.TrimRight(line, "\r\n"), []byte("data:"))
 		if ok {
 			data = bytes.TrimSpace(data)

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mlx-bun/mlx-metrics/shared/clock"
 	"github.com/mlx-bun/mlx-metrics/shared/events"
 )
 
@@ -146,15 +147,17 @@ func TestScrapeFixtures(t *testing.T) {
 				t.Fatal(err)
 			}
 			now := time.UnixMilli(1764690000000)
+			fake := clock.NewFake(now)
 			var got []events.Event
 			var logs []string
 			s := New(target, func(ev events.Event) { got = append(got, ev) },
-				WithClock(func() time.Time { return now }),
+				WithClock(fake),
 				WithLogf(func(f string, a ...any) { logs = append(logs, f) }))
 			for range tc.files {
 				got = nil
 				_, err = s.Poll(context.Background())
 				now = now.Add(5 * time.Second)
+				fake.Advance(5 * time.Second)
 			}
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {

@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
+	"github.com/mlx-bun/mlx-metrics/shared/clock"
 	"github.com/mlx-bun/mlx-metrics/shared/events"
 )
 
@@ -28,7 +29,7 @@ type Scraper struct {
 	target  Target
 	client  *http.Client
 	publish func(events.Event)
-	now     func() time.Time
+	clock   clock.Clock
 	logf    func(format string, args ...any)
 
 	mu      sync.Mutex // one poll at a time
@@ -58,8 +59,8 @@ type Stats struct {
 // Option adjusts a Scraper.
 type Option func(*Scraper)
 
-// WithClock replaces time.Now, for tests.
-func WithClock(now func() time.Time) Option { return func(s *Scraper) { s.now = now } }
+// WithClock replaces the real clock, for tests.
+func WithClock(c clock.Clock) Option { return func(s *Scraper) { s.clock = c } }
 
 // WithClient replaces the HTTP client.
 func WithClient(c *http.Client) Option { return func(s *Scraper) { s.client = c } }
@@ -73,7 +74,7 @@ func New(t Target, publish func(events.Event), opts ...Option) *Scraper {
 		target:  t,
 		client:  &http.Client{},
 		publish: publish,
-		now:     time.Now,
+		clock:   clock.Real{},
 		logf:    log.Printf,
 		mapper:  newMapper(t.Kind, t.Model),
 		stats:   Stats{URL: t.URL, Kind: t.Kind},
@@ -115,7 +116,7 @@ func (s *Scraper) Poll(ctx context.Context) (int, error) {
 		s.stats.LastError = s.lastErr
 	} else {
 		s.stats.LastError = ""
-		s.stats.LastPollAt = s.now().UnixMilli()
+		s.stats.LastPollAt = s.clock.Now().UnixMilli()
 	}
 	s.statsMu.Unlock()
 	return n, err
@@ -143,7 +144,7 @@ func (s *Scraper) poll(ctx context.Context) (int, error) {
 	if resp.StatusCode != http.StatusOK {
 		return 0, fmt.Errorf("status %s", resp.Status)
 	}
-	at := s.now()
+	at := s.clock.Now()
 	parser := expfmt.NewTextParser(model.UTF8Validation)
 	fams, err := parser.TextToMetricFamilies(io.LimitReader(resp.Body, maxBody))
 	if err != nil {

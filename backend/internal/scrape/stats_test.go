@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mlx-bun/mlx-metrics/shared/clock"
 	"github.com/mlx-bun/mlx-metrics/shared/events"
 )
 
@@ -58,7 +59,7 @@ vllm:num_requests_running{model_name="m"} 1e9
 			var published []events.Event
 			s := New(Target{URL: srv.URL + "/metrics", Kind: tc.kind, Model: "x"},
 				func(ev events.Event) { published = append(published, ev) },
-				WithClock(func() time.Time { return now }), WithLogf(func(string, ...any) {}))
+				WithClock(clock.NewFake(now)), WithLogf(func(string, ...any) {}))
 			s.Poll(context.Background())
 			st := s.Stats()
 			if st.Polls != 1 || st.Failures != tc.failures || st.Accepted != tc.accepted || st.Rejected != tc.rejected ||
