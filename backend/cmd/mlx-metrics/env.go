@@ -29,6 +29,12 @@ func envValue[T any](e *envDefaults, key, want string, def T, parse func(string)
 	return x
 }
 
+// text is key's value, or def when key is unset: a string needs no
+// parsing, and is read here so that every env twin is read one way.
+func (e *envDefaults) text(key, def string) string {
+	return envValue(e, key, "text", def, func(v string) (string, error) { return v, nil })
+}
+
 func (e *envDefaults) int(key string, def int) int {
 	return envValue(e, key, "an integer", def, strconv.Atoi)
 }

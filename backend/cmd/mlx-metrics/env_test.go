@@ -22,6 +22,8 @@ func TestEnvDefaults(t *testing.T) {
 		{"bool", "true", func(e *envDefaults) any { return e.bool(key, false) }, true, ""},
 		{"bool malformed", "yes please", func(e *envDefaults) any { return e.bool(key, false) }, false, "not true or false"},
 		{"duration", "2m", func(e *envDefaults) any { return e.duration(key, time.Second) }, 2 * time.Minute, ""},
+		{"text unset keeps the default", "", func(e *envDefaults) any { return e.text(key, "d") }, "d", ""},
+		{"text", "s3cret", func(e *envDefaults) any { return e.text(key, "d") }, "s3cret", ""},
 		{"duration malformed", "30", func(e *envDefaults) any { return e.duration(key, time.Second) }, time.Second, "not a duration"},
 	}
 	for _, tt := range tests {

@@ -32,7 +32,7 @@ func addLiveFlags(fs *flag.FlagSet, env *envDefaults) *liveConfig {
 	c := &liveConfig{}
 	fs.StringVar(&c.eventsURL, "events-url", os.Getenv("MLX_METRICS_EVENTS_URL"), "follow a host's event stream at this URL (SSE or NDJSON), reconnecting with backoff (env MLX_METRICS_EVENTS_URL)")
 	fs.StringVar(&c.eventsURLToken, "events-url-token", os.Getenv("MLX_METRICS_EVENTS_URL_TOKEN"), "bearer token sent to --events-url (env MLX_METRICS_EVENTS_URL_TOKEN)")
-	fs.StringVar(&c.eventsToken, "events-token", os.Getenv("MLX_METRICS_EVENTS_TOKEN"), "bearer token POST /api/metrics/events requires; none when empty (env MLX_METRICS_EVENTS_TOKEN)")
+	fs.StringVar(&c.eventsToken, "events-token", os.Getenv("MLX_METRICS_EVENTS_TOKEN"), "producer-only bearer token: opens POST /api/metrics/events alone, beside --token (alone, it guards every change); none when empty (env MLX_METRICS_EVENTS_TOKEN)")
 	fs.StringVar(&c.replay, "replay", os.Getenv("MLX_METRICS_REPLAY"), "replay the events recorded in this NDJSON file at start (env MLX_METRICS_REPLAY)")
 	fs.Float64Var(&c.replaySpeed, "replay-speed", env.float("MLX_METRICS_REPLAY_SPEED", 0), "replay pace: 0 as fast as possible, 1 real time, 10 ten times faster (env MLX_METRICS_REPLAY_SPEED)")
 	fs.IntVar(&c.window, "window", env.int("MLX_METRICS_WINDOW", store.DefaultWindow), "finished requests the timing distributions cover (env MLX_METRICS_WINDOW)")
@@ -72,7 +72,7 @@ func startLive(ctx context.Context, cfg *liveConfig, b *bus.Bus, healthz *health
 	ctx, cancel := context.WithCancel(ctx)
 	s := &liveService{cancel: cancel}
 	s.live = live.New(b, live.Options{Store: store.Options{Window: cfg.window, Recent: cfg.recent, Series: cfg.series}})
-	posted := ingest.NewHTTP(b, cfg.eventsToken, ingest.Options{})
+	posted := ingest.NewHTTP(b, ingest.Options{})
 	s.features = []server.Feature{s.live, posted}
 	// Every source's counts, under one section: /healthz lists each one
 	// configured, and each logs its first rejection and then a paced count.

@@ -1,14 +1,17 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"time"
 
+	"github.com/mlx-bun/mlx-metrics/backend/internal/access"
 	"github.com/mlx-bun/mlx-metrics/backend/internal/bus"
 	"github.com/mlx-bun/mlx-metrics/backend/internal/health"
 	"github.com/mlx-bun/mlx-metrics/backend/internal/server"
@@ -22,6 +25,8 @@ type serveConfig struct {
 	// corsOrigins are the host origins allowed to embed the panel and call
 	// the API from their pages (comma-separated); none by default.
 	corsOrigins string
+	// token is required of every change under the API (docs/security.md).
+	token string
 }
 
 func defaultHome() string {
@@ -48,6 +53,7 @@ func runServe(ctx context.Context, args []string) error {
 	fs.StringVar(&cfg.home, "home", defaultHome(), "data home; storage lives under <home>/metrics (env MLX_METRICS_HOME)")
 	fs.StringVar(&cfg.corsOrigins, "cors-origins", os.Getenv("MLX_METRICS_CORS_ORIGINS"), "comma-separated host origins (scheme://host[:port]) allowed to embed the panel and call the API; none by default (env MLX_METRICS_CORS_ORIGINS)")
 	var env envDefaults
+	fs.StringVar(&cfg.token, "token", env.text("MLX_METRICS_TOKEN", ""), "bearer token every change under /api/metrics requires (POST /events, POST and DELETE /bench, DELETE /history); none when empty, which is safe only on loopback (env MLX_METRICS_TOKEN)")
 	benchCfg := addBenchFlags(fs, &env)
 	liveCfg := addLiveFlags(fs, &env)
 	exportCfg := addExportFlags(fs, &env)
@@ -58,11 +64,25 @@ func runServe(ctx context.Context, args []string) error {
 	if err := env.err(); err != nil {
 		return &exitError{code: 2, err: err}
 	}
+	origins, err := access.ParseOrigins(strings.Split(cfg.corsOrigins, ","))
+	if err != nil {
+		return &exitError{code: 2, err: fmt.Errorf("-cors-origins: %w", err)}
+	}
+	// The guard mounts before every feature: Host, CORS, then the checks
+	// on changes. A producer's --events-token opens POST /events alone.
+	guard := access.New(access.Options{
+		Token:         cfg.token,
+		ProducerToken: liveCfg.eventsToken,
+		Origins:       origins,
+		Loopback:      access.IsLoopbackAddr(cfg.addr),
+	})
+	warnExposed(os.Stderr, cfg.addr, guard)
 	// Every event source publishes to eventBus; every consumer subscribes.
 	eventBus := bus.New()
 	// Features add their own /healthz sections with healthz.Add.
 	healthz := health.New(time.Now(), nil)
 	healthz.Add("bus", func() any { return eventBus.Stats() })
+	healthz.Add("refused", func() any { return guard.Stats() })
 	// Features mount in order; append yours here.
 	features := []server.Feature{healthz}
 	// The live half: the store on the bus, GET /snapshot and /stream,
@@ -89,24 +109,26 @@ func runServe(ctx context.Context, args []string) error {
 	}
 	defer exportSide.stop()
 	features = append(features, exportSide.features...)
-	// The panel mounts first: its CORS middleware must wrap every route.
-	panelUI, err := webui.New(webui.Options{CORSOrigins: strings.Split(cfg.corsOrigins, ",")})
+	panelUI, err := webui.New(webui.Options{CORSOrigins: origins})
 	if err != nil {
 		return &exitError{code: 2, err: err}
 	}
 	if !panelUI.Built() {
 		fmt.Fprintln(os.Stderr, "mlx-metrics: panel not built (run scripts/build-panel); serving the API only")
 	}
-	features = append([]server.Feature{panelUI}, features...)
+	features = append([]server.Feature{guard, panelUI}, features...)
 
-	app := server.New(server.Options{}, features...)
+	app := server.New(server.Options{OnError: guard.Refused}, features...)
 	errc := make(chan error, 1)
 	go func() { errc <- app.Listen(cfg.addr) }()
 	fmt.Fprintf(os.Stderr, "mlx-metrics: serving on http://%s (home %s)\n", cfg.addr, cfg.home)
 	// --reference-engine: a simulator with synthetic traffic feeding this backend.
-	stopRefEngine, err := startReferenceEngine(ctx, refEngineCfg, cfg.addr, liveCfg.eventsToken)
+	// The engine is an event producer: the producer token when there is
+	// one, else the token.
+	publishToken := cmp.Or(liveCfg.eventsToken, cfg.token)
+	stopRefEngine, err := startReferenceEngine(ctx, refEngineCfg, cfg.addr, publishToken)
 	if err != nil {
-		_ = app.Shutdown()
+		_ = server.Shutdown(app)
 		return &exitError{code: 2, err: err}
 	}
 	defer stopRefEngine()
@@ -116,6 +138,17 @@ func runServe(ctx context.Context, args []string) error {
 	case <-ctx.Done():
 		liveSrv.close()  // ends the streams, which would hold Shutdown open
 		benchSrv.close() // ends the runs, and so their event streams
-		return app.Shutdown()
+		return server.Shutdown(app)
 	}
+}
+
+// warnExposed warns, loudly, when the server listens beyond loopback and
+// any client that reaches it may start GPU jobs.
+func warnExposed(w io.Writer, addr string, guard *access.Guard) {
+	if access.IsLoopbackAddr(addr) || guard.Protected() {
+		return
+	}
+	fmt.Fprintf(w, "mlx-metrics: WARNING: listening on %s, beyond loopback, with no --token: anyone who can reach this port\n"+
+		"mlx-metrics: WARNING: may post events, start and cancel GPU bench runs, and delete history. Set --token\n"+
+		"mlx-metrics: WARNING: (env MLX_METRICS_TOKEN) or bind 127.0.0.1. See docs/security.md.\n", addr)
 }

@@ -13,9 +13,9 @@ import (
 	"time"
 
 	"github.com/mlx-bun/mlx-metrics/backend/internal/bus"
-	"github.com/mlx-bun/mlx-metrics/backend/internal/clock"
 	"github.com/mlx-bun/mlx-metrics/backend/internal/ingest"
 	"github.com/mlx-bun/mlx-metrics/backend/internal/server"
+	"github.com/mlx-bun/mlx-metrics/shared/clock"
 	"github.com/mlx-bun/mlx-metrics/shared/events"
 	"github.com/mlx-bun/mlx-metrics/shared/snapshot"
 )
@@ -50,7 +50,7 @@ func TestPostedEventsReachTheSnapshot(t *testing.T) {
 	clk := clock.NewFake(t0)
 	l := New(b, Options{Clock: clk})
 	defer l.Close()
-	app := server.New(server.Options{}, l, ingest.NewHTTP(b, "", ingest.Options{Clock: clk}))
+	app := server.New(server.Options{}, l, ingest.NewHTTP(b, ingest.Options{Clock: clk}))
 
 	resp, err := app.Test(httptest.NewRequest("POST", "/api/metrics/events", strings.NewReader(recorded)), -1)
 	if err != nil || resp.StatusCode != 200 {
@@ -112,7 +112,7 @@ func TestStreamCarriesTheStore(t *testing.T) {
 	b := bus.New()
 	clk := clock.NewFake(t0)
 	l := New(b, Options{Clock: clk})
-	app := server.New(server.Options{}, l, ingest.NewHTTP(b, "", ingest.Options{Clock: clk}))
+	app := server.New(server.Options{}, l, ingest.NewHTTP(b, ingest.Options{Clock: clk}))
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
