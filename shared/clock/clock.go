@@ -16,6 +16,8 @@ type Clock interface {
 	NewTicker(d time.Duration) Ticker
 	// Sleep waits d or until ctx ends, returning ctx.Err() in that case.
 	Sleep(ctx context.Context, d time.Duration) error
+	// After delivers the time once d has passed, as time.After does.
+	After(d time.Duration) <-chan time.Time
 }
 
 // Ticker delivers ticks on C until stopped.
@@ -44,6 +46,8 @@ func (Real) Sleep(ctx context.Context, d time.Duration) error {
 		return ctx.Err()
 	}
 }
+
+func (Real) After(d time.Duration) <-chan time.Time { return time.After(d) }
 
 type realTicker struct{ t *time.Ticker }
 
@@ -142,6 +146,26 @@ func (f *Fake) Sleep(ctx context.Context, d time.Duration) error {
 		f.mu.Unlock()
 		return ctx.Err()
 	}
+}
+
+// After delivers the time once Advance has moved the clock d on; it counts
+// as a sleeper until then.
+func (f *Fake) After(d time.Duration) <-chan time.Time {
+	ch := make(chan time.Time, 1)
+	if d <= 0 {
+		ch <- f.Now()
+		return ch
+	}
+	f.mu.Lock()
+	s := &fakeSleep{until: f.now.Add(d), done: make(chan struct{})}
+	f.sleeps = append(f.sleeps, s)
+	f.notify()
+	f.mu.Unlock()
+	go func() {
+		<-s.done
+		ch <- f.Now()
+	}()
+	return ch
 }
 
 func (f *Fake) notify() {

@@ -122,3 +122,24 @@ func TestRealSleepCancel(t *testing.T) {
 		t.Fatalf("got %v", err)
 	}
 }
+
+func TestFakeAfter(t *testing.T) {
+	f := NewFake(time.Unix(100, 0))
+	ch := f.After(time.Second)
+	if f.Sleepers() != 1 {
+		t.Fatalf("%d sleepers, want the After", f.Sleepers())
+	}
+	f.Advance(999 * time.Millisecond)
+	select {
+	case <-ch:
+		t.Fatal("fired early")
+	default:
+	}
+	f.Advance(time.Millisecond)
+	if got := <-ch; !got.Equal(time.Unix(101, 0)) {
+		t.Fatalf("fired with %v", got)
+	}
+	if got := <-f.After(0); !got.Equal(time.Unix(101, 0)) {
+		t.Fatalf("After(0) = %v", got)
+	}
+}

@@ -26,6 +26,7 @@ import (
 	"github.com/mlx-bun/mlx-metrics/backend/internal/redact"
 	"github.com/mlx-bun/mlx-metrics/gpu/lease"
 	"github.com/mlx-bun/mlx-metrics/shared/bench"
+	"github.com/mlx-bun/mlx-metrics/shared/clock"
 )
 
 // Errors of the service, for the API to map to statuses.
@@ -130,7 +131,7 @@ func New(opts Options) (*Service, error) {
 		opts.MaxQueued = DefaultMaxQueued
 	}
 	if opts.Clock == nil {
-		opts.Clock = realClock{}
+		opts.Clock = clock.Real{}
 	}
 	if opts.Logf == nil {
 		opts.Logf = log.Printf
