@@ -30,10 +30,30 @@ func New(startedAt time.Time, now func() time.Time) *Health {
 }
 
 // reserved are the top-level keys Health writes itself.
-var reserved = map[string]bool{"status": true, "startedAt": true, "uptimeMs": true, "at": true}
+var reserved = map[string]bool{"status": true, "startedAt": true, "uptimeMs": true, "at": true, "degraded": true}
+
+// StatusDegraded is the status of a section, and of the report, when a part
+// of the server does not work.
+const StatusDegraded = "degraded"
+
+// sectionStatus is the status a section's result reports, if any.
+func sectionStatus(v any) string {
+	switch v := v.(type) {
+	case interface{ Status() string }:
+		return v.Status()
+	case map[string]any:
+		s, _ := v["status"].(string)
+		return s
+	}
+	return ""
+}
 
 // Add registers a section: each request calls fn and reports its result under
-// name. fn must be safe to call concurrently and quick. Adding a name twice
+// name. fn must be safe to call concurrently and quick. A section whose
+// result says "status": "degraded" (a map with that key, or a value with a
+// Status() string method) makes the whole report's status "degraded" and is
+// named in its "degraded" list: the server still answers (live metrics need
+// no disk), but a part of it does not work. Adding a name twice
 // replaces the earlier section; the names status, at, startedAt and uptimeMs
 // are Health's own and panic, as a programming error.
 func (h *Health) Add(name string, fn func() any) {
@@ -66,8 +86,17 @@ func (h *Health) Report() map[string]any {
 		"startedAt": h.startedAt.UnixMilli(),
 		"uptimeMs":  now.Sub(h.startedAt).Milliseconds(),
 	}
+	var degraded []string
 	for i, n := range names {
-		out[n] = fns[i]()
+		v := fns[i]()
+		out[n] = v
+		if sectionStatus(v) == StatusDegraded {
+			degraded = append(degraded, n)
+		}
+	}
+	if len(degraded) > 0 {
+		out["status"] = StatusDegraded
+		out["degraded"] = degraded
 	}
 	return out
 }

@@ -2,6 +2,7 @@ package health
 
 import (
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http/httptest"
 	"testing"
@@ -61,6 +62,37 @@ func TestAddReservedPanics(t *testing.T) {
 				}
 			}()
 			New(time.Now(), nil).Add(name, func() any { return nil })
+		})
+	}
+}
+
+type statusValue string
+
+func (s statusValue) Status() string { return string(s) }
+
+// A degraded section makes the report degraded and names it; the others
+// keep it ok.
+func TestDegradedSections(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		sections map[string]any
+		status   string
+		degraded []string
+	}{
+		{"all ok", map[string]any{"storage": map[string]any{"status": "ok"}, "bus": 3}, "ok", nil},
+		{"storage degraded", map[string]any{"storage": map[string]any{"status": "degraded", "reason": "disk full"}, "bus": 3}, "degraded", []string{"storage"}},
+		{"by method, two sections", map[string]any{"a": statusValue("degraded"), "b": map[string]any{"status": "degraded"}, "c": statusValue("ok")}, "degraded", []string{"a", "b"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := New(time.Unix(0, 0), func() time.Time { return time.Unix(1, 0) })
+			for name, v := range tc.sections {
+				h.Add(name, func() any { return v })
+			}
+			rep := h.Report()
+			got, _ := rep["degraded"].([]string)
+			if rep["status"] != tc.status || fmt.Sprint(got) != fmt.Sprint(tc.degraded) {
+				t.Errorf("status %v, degraded %v; want %s %v", rep["status"], rep["degraded"], tc.status, tc.degraded)
+			}
 		})
 	}
 }
