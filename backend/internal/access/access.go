@@ -42,8 +42,9 @@ type Options struct {
 	// (its Origin neither this server nor listed) is refused.
 	Origins []string
 	// Loopback says the server is bound to a loopback address: every
-	// request must then name a loopback host, so that a page whose DNS name
-	// was rebound to 127.0.0.1 cannot reach it.
+	// request must then name a loopback host, or the host of one of
+	// Origins (a reverse proxy passing its public name on), so that a page
+	// whose DNS name was rebound to 127.0.0.1 cannot reach it.
 	Loopback bool
 	// MaxBody bounds a body after Content-Encoding is undone;
 	// DefaultMaxBody when 0.
@@ -52,8 +53,10 @@ type Options struct {
 
 // Guard is the access feature: mount it before every other feature.
 type Guard struct {
-	opts     Options
-	anyOrig  bool
+	opts    Options
+	anyOrig bool
+	hosts   map[string]bool // the Origins' host[:port], allowed as Host
+
 	cors     fiber.Handler
 	refusals refusals
 }
@@ -66,9 +69,12 @@ func New(opts Options) *Guard {
 	if opts.Token == "" {
 		opts.Token, opts.ProducerToken = opts.ProducerToken, ""
 	}
-	g := &Guard{opts: opts}
+	g := &Guard{opts: opts, hosts: map[string]bool{}}
 	for _, o := range opts.Origins {
 		g.anyOrig = g.anyOrig || o == "*"
+		if _, host, ok := strings.Cut(o, "://"); ok {
+			g.hosts[host] = true
+		}
 	}
 	if len(opts.Origins) > 0 {
 		g.cors = cors.New(cors.Config{
@@ -95,8 +101,8 @@ func (g *Guard) Mount(root *fiber.App, _ fiber.Router) {
 }
 
 func (g *Guard) checkHost(c *fiber.Ctx) error {
-	if g.opts.Loopback && !IsLoopbackHost(string(c.Request().Header.Host())) {
-		return fiber.NewError(fiber.StatusForbidden, "this server answers only to a loopback host name (127.0.0.1, localhost or [::1])")
+	if host := string(c.Request().Header.Host()); g.opts.Loopback && !IsLoopbackHost(host) && !g.hosts[strings.ToLower(host)] {
+		return fiber.NewError(fiber.StatusForbidden, "this server answers only to a loopback host name (127.0.0.1, localhost or [::1]) or a --cors-origins host")
 	}
 	return c.Next()
 }

@@ -161,6 +161,9 @@ func TestGuard(t *testing.T) {
 		{name: "localhost", opts: open, req: request{method: "GET", path: "/", host: "localhost:7878"}, status: 200, want: "page"},
 		{name: "[::1]", opts: open, req: request{method: "GET", path: "/", host: "[::1]:7878"}, status: 200, want: "page"},
 		{name: "127.0.0.1 without a port", opts: open, req: request{method: "GET", path: "/", host: "127.0.0.1"}, status: 200, want: "page"},
+		{name: "a configured origin's host (a reverse proxy's public name)", opts: cors, req: request{method: "GET", path: "/", host: "HOST.test:3000"}, status: 200, want: "page"},
+		{name: "its host on another port is not", opts: cors, req: request{method: "GET", path: "/", host: "host.test:3001"}, status: 403},
+		{name: "the proxy's same-origin change passes", opts: cors, req: request{method: "POST", path: "/api/metrics/bench", body: `{}`, host: "host.test:3000", header: auth("Bearer "+token, "Origin", hostPage)}, status: 200, want: `{}`},
 		{name: "any name when not bound to loopback", opts: exposed, req: request{method: "GET", path: "/", host: "metrics.example"}, status: 200, want: "page"},
 	}
 	for _, tt := range tests {
