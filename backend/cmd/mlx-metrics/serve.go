@@ -138,7 +138,11 @@ func runServe(ctx context.Context, args []string) error {
 	case <-ctx.Done():
 		liveSrv.close()  // ends the streams, which would hold Shutdown open
 		benchSrv.close() // ends the runs, and so their event streams
-		return server.Shutdown(app)
+		if err := server.Shutdown(app); err != nil {
+			// Stopping was asked for and is done; say what was cut.
+			fmt.Fprintf(os.Stderr, "mlx-metrics: shutdown: %v\n", err)
+		}
+		return nil
 	}
 }
 

@@ -129,6 +129,9 @@ func TestGuard(t *testing.T) {
 		// Body types: what a page may post without a preflight is refused.
 		{name: "text/plain refused", opts: open, req: request{method: "POST", path: "/api/metrics/bench", body: `{"profile":"smoke"}`, header: map[string]string{"Content-Type": "text/plain"}}, status: 415},
 		{name: "form refused", opts: open, req: request{method: "POST", path: "/api/metrics/bench", body: `profile=smoke`, header: map[string]string{"Content-Type": "application/x-www-form-urlencoded"}}, status: 415},
+		{name: "an empty POST naming text/plain refused", opts: open, req: request{method: "POST", path: "/api/metrics/bench", header: map[string]string{"Content-Type": "text/plain"}}, status: 415},
+		{name: "an empty DELETE naming a type passes", opts: open, req: request{method: "DELETE", path: "/api/metrics/bench/j1", header: map[string]string{"Content-Type": "text/plain"}}, status: 200},
+		{name: "a DELETE with a text/plain body refused", opts: open, req: request{method: "DELETE", path: "/api/metrics/bench/j1", body: "x", header: map[string]string{"Content-Type": "text/plain"}}, status: 415},
 		{name: "no Content-Type with a body refused", opts: open, req: request{method: "POST", path: "/api/metrics/bench", body: `{}`}, status: 415},
 		{name: "JSON with a charset", opts: open, req: request{method: "POST", path: "/api/metrics/bench", body: `{}`, header: map[string]string{"Content-Type": "application/json; charset=utf-8"}}, status: 200, want: `{}`},
 		{name: "application/jsonl", opts: open, req: request{method: "POST", path: "/api/metrics/events", body: `{}`, header: map[string]string{"Content-Type": "application/jsonl"}}, status: 200, want: `{}`},
