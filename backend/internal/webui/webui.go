@@ -138,13 +138,13 @@ func (u *UI) frame(c *fiber.Ctx) error {
 
 // framePolicy is the frame's CSP: go-app needs 'wasm-unsafe-eval' to
 // compile the panel and a worker; ECharts and go-app set inline styles.
-// Only the configured hosts (and this origin) may frame the panel, or
-// serve its API (a host proxying the backend under its own origin).
+// The element's connection may name any backend's API, so connections go
+// anywhere over http(s); scripts come only from here. Only the configured
+// hosts (and this origin) may frame the panel.
 func (u *UI) framePolicy() string {
-	hosts := u.hosts()
 	return "default-src 'self'; script-src 'self' 'wasm-unsafe-eval'; style-src 'self' 'unsafe-inline'; " +
-		"img-src 'self' data:; font-src 'self' data:; connect-src 'self'" + hosts + "; worker-src 'self'; " +
-		"manifest-src 'self'; object-src 'none'; base-uri 'self'; form-action 'none'; frame-ancestors 'self'" + hosts
+		"img-src 'self' data:; font-src 'self' data:; connect-src 'self' http: https:; worker-src 'self'; " +
+		"manifest-src 'self'; object-src 'none'; base-uri 'self'; form-action 'none'; frame-ancestors 'self'" + u.hosts()
 }
 
 // standalonePolicy is the standalone page's CSP: its one inline script is
@@ -155,7 +155,7 @@ func (u *UI) standalonePolicy() string {
 	if u.pageCSP == "" {
 		page, _ := inflated(u.loaded["index.html"]) // served just before: it was readable
 		u.pageCSP = "default-src 'self'; script-src 'self'" + scriptHashes(page) +
-			"; style-src 'self' 'unsafe-inline'; img-src 'self' data:; frame-src 'self'; connect-src 'self'" + u.hosts() +
+			"; style-src 'self' 'unsafe-inline'; img-src 'self' data:; frame-src 'self'; connect-src 'self'" +
 			"; object-src 'none'; base-uri 'none'; form-action 'none'; frame-ancestors 'self'"
 	}
 	return u.pageCSP

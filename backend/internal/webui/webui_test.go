@@ -73,7 +73,7 @@ func TestRoutes(t *testing.T) {
 		{name: "missing asset", assets: built, path: "/api/metrics/panel/web/nope.js", wantStatus: 404, wantBody: `"type":"invalid_request_error"`},
 		{name: "traversal stays inside", assets: built, path: "/api/metrics/panel/../../panel.js", wantStatus: 404, wantBody: "no panel asset frame/panel.js"},
 		{name: "frame-ancestors lists origins", assets: built, origins: []string{"http://host.test:3000"}, path: "/api/metrics/panel/",
-			wantStatus: 200, cspHas: []string{"frame-ancestors 'self' http://host.test:3000", "connect-src 'self' http://host.test:3000;"}},
+			wantStatus: 200, cspHas: []string{"frame-ancestors 'self' http://host.test:3000", "connect-src 'self' http: https:;"}},
 		{name: "frame runs wasm, scripts from here only", assets: built, path: "/api/metrics/panel/", wantStatus: 200,
 			cspHas: []string{"script-src 'self' 'wasm-unsafe-eval';", "worker-src 'self'", "object-src 'none'", "frame-ancestors 'self'"}},
 		{name: "standalone allows its inline script by hash", assets: withInline, path: "/", wantStatus: 200,
