@@ -126,6 +126,9 @@ func TestGuard(t *testing.T) {
 		{name: "producer token alone guards POST /bench too", opts: producerOnly, req: request{method: "POST", path: "/api/metrics/bench", body: `{}`, header: jsonType}, status: 401},
 		{name: "producer token alone opens POST /events", opts: producerOnly, req: request{method: "POST", path: "/api/metrics/events", body: `{}`, header: auth("Bearer " + producer)}, status: 200, want: `{}`},
 
+		{name: "an unauthenticated bomb is refused before it is inflated", opts: Options{Token: token, Loopback: true, MaxBody: 1 << 10},
+			req: request{method: "POST", path: "/api/metrics/events", body: string(compress(t, "gzip", make([]byte, 1<<20))), header: map[string]string{"Content-Type": "application/x-ndjson", "Content-Encoding": "gzip"}}, status: 401},
+
 		// Body types: what a page may post without a preflight is refused.
 		{name: "text/plain refused", opts: open, req: request{method: "POST", path: "/api/metrics/bench", body: `{"profile":"smoke"}`, header: map[string]string{"Content-Type": "text/plain"}}, status: 415},
 		{name: "form refused", opts: open, req: request{method: "POST", path: "/api/metrics/bench", body: `profile=smoke`, header: map[string]string{"Content-Type": "application/x-www-form-urlencoded"}}, status: 415},
