@@ -28,17 +28,29 @@ func Compact(r RunRecord, runDirectory string) HistoryEntry {
 	return e
 }
 
-// CompactCellOf is one cell's medians.
+// CompactCellOf is one cell's medians, and the spread of the samples
+// under each.
 func CompactCellOf(c CellResult) CompactCell {
 	cc := CompactCell{
 		Key: c.Key, Model: c.Model, Kind: c.Kind, Configuration: c.Configuration,
 		Status: c.Status, Note: c.Note, Attached: c.Attached,
-		DecodeTokensPerSecond:         median(c.Samples, PhaseDecode, func(s Sample) float64 { return s.DecodeTokensPerSecond }),
-		TTFTColdMs:                    median(c.Samples, PhaseColdTTFT, func(s Sample) float64 { return s.TTFTMs }),
-		TTFTWarmMs:                    median(c.Samples, PhaseWarmTTFT, func(s Sample) float64 { return s.TTFTMs }),
-		Prefill1kTokensPerSecond:      median(c.Samples, PhaseColdTTFT, func(s Sample) float64 { return s.PrefillTokensPerSecond }),
-		ContextPrefillTokensPerSecond: median(c.Samples, PhaseLongContext, func(s Sample) float64 { return s.PrefillTokensPerSecond }),
-		AggregateTokensPerSecond:      median(c.Samples, PhaseConcurrent, func(s Sample) float64 { return s.AggregateTokensPerSecond }),
+	}
+	for _, f := range Figures {
+		if f.sample == nil {
+			continue
+		}
+		xs := positive(c.Samples, f.phase, f.sample)
+		*f.field(&cc) = Median(xs)
+		if len(xs) > 0 {
+			if cc.Spread == nil {
+				cc.Spread = map[string]Range{}
+			}
+			r := Range{Min: xs[0], Max: xs[0]}
+			for _, x := range xs {
+				r.Min, r.Max = min(r.Min, x), max(r.Max, x)
+			}
+			cc.Spread[f.Key] = r
+		}
 	}
 	if c.ColdStartMs != nil && *c.ColdStartMs > 0 {
 		v := *c.ColdStartMs
@@ -51,16 +63,15 @@ func CompactCellOf(c CellResult) CompactCell {
 	return cc
 }
 
-// median of f over the phase's measured samples with a positive figure;
-// nil when there are none.
-func median(samples []Sample, phase string, f func(Sample) float64) *float64 {
+// positive is f of the phase's measured samples, where it is positive.
+func positive(samples []Sample, phase string, f func(Sample) float64) []float64 {
 	var xs []float64
 	for _, s := range PhaseSamples(samples, phase) {
 		if v := f(s); v > 0 {
 			xs = append(xs, v)
 		}
 	}
-	return Median(xs)
+	return xs
 }
 
 // PhaseSamples is the samples of phase without error, from its last

@@ -1,7 +1,9 @@
 package bench
 
 import (
+	"encoding/json"
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -68,6 +70,8 @@ func TestCompactCellOf(t *testing.T) {
 				AggregateTokensPerSecond: f(180),
 				ColdStartMs:              f(1500),
 				PeakRssMB:                f(512),
+				Spread: map[string]Range{"decode": {40, 60}, "ttft_cold": {200, 300}, "ttft_warm": {30, 40},
+					"prefill_1k": {3400, 5000}, "aggregate": {180, 180}},
 			},
 		},
 		{
@@ -86,13 +90,15 @@ func TestCompactCellOf(t *testing.T) {
 					{Phase: PhaseColdTTFT, Run: 1, Attempt: 1, TTFTMs: 200},
 				},
 			},
-			want: CompactCell{Key: "k", Status: CellMeasured, DecodeTokensPerSecond: f(50), TTFTColdMs: f(200)},
+			want: CompactCell{Key: "k", Status: CellMeasured, DecodeTokensPerSecond: f(50), TTFTColdMs: f(200),
+				Spread: map[string]Range{"decode": {40, 60}, "ttft_cold": {200, 200}}},
 		},
 		{
 			name: "an attached cell has no cold start, and says so",
 			cell: CellResult{Key: "k", Status: CellMeasured, Attached: true,
 				Samples: []Sample{{Phase: PhaseDecode, DecodeTokensPerSecond: 50}}},
-			want: CompactCell{Key: "k", Status: CellMeasured, Attached: true, DecodeTokensPerSecond: f(50)},
+			want: CompactCell{Key: "k", Status: CellMeasured, Attached: true, DecodeTokensPerSecond: f(50),
+				Spread: map[string]Range{"decode": {50, 50}}},
 		},
 		{
 			name: "a failed cell keeps its note and has no figures",
@@ -130,12 +136,13 @@ func TestCompactRun(t *testing.T) {
 func TestFigures(t *testing.T) {
 	c := CompactCell{DecodeTokensPerSecond: f(1), TTFTColdMs: f(2), TTFTWarmMs: f(3), Prefill1kTokensPerSecond: f(4),
 		ContextPrefillTokensPerSecond: f(5), AggregateTokensPerSecond: f(6), ColdStartMs: f(7), PeakRssMB: f(8)}
+	js, _ := json.Marshal(c)
 	seen := map[string]bool{}
 	for i, fig := range Figures {
 		if got := fig.Get(c); got == nil || *got != float64(i+1) {
 			t.Errorf("%s reads %v, want %d", fig.Key, deref(got), i+1)
 		}
-		if seen[fig.Key] || fig.Name == "" || fig.Unit == "" {
+		if seen[fig.Key] || fig.Name == "" || fig.Unit == "" || !strings.Contains(string(js), `"`+fig.Field+`":`) {
 			t.Errorf("figure %+v: duplicate key or no name/unit", fig.Key)
 		}
 		seen[fig.Key] = true

@@ -38,6 +38,9 @@ type CompactCell struct {
 	AggregateTokensPerSecond      *float64 `json:"aggregateTokensPerSecond"`
 	ColdStartMs                   *float64 `json:"coldStartMs"`
 	PeakRssMB                     *float64 `json:"peakRssMB"`
+	// Spread is, by figure key (Figures), the least and greatest of the
+	// samples a median is over: what a comparison must look beyond.
+	Spread map[string]Range `json:"spread,omitempty"`
 }
 
 // HistoryList is GET /history's body, newest first.

@@ -163,12 +163,7 @@ func historyHeld(err error) bool {
 	return strings.Contains(err.Error(), "Another process is using this Badger database")
 }
 
-func problems(n int) string {
-	if n == 1 {
-		return "1 problem"
-	}
-	return fmt.Sprintf("%d problems", n)
-}
+func problems(n int) string { return plural(n, "problem", "problems") }
 
 // randomSuffix keeps runs started in the same second apart, as the job
 // service's ids do.

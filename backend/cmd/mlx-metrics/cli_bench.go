@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -43,12 +44,13 @@ func runBenchForget(ctx context.Context, args []string) error {
 func benchForgetCmd(ctx context.Context, args []string, env cliEnv) error {
 	fs := flag.NewFlagSet("bench forget", flag.ContinueOnError)
 	fs.SetOutput(env.stderr)
-	server := fs.String("server", defaultServer(), "backend URL (env MLX_METRICS_SERVER)")
-	token := fs.String("token", os.Getenv("MLX_METRICS_TOKEN"), "bearer token the backend requires of changes (env MLX_METRICS_TOKEN)")
+	server := fs.String("server", defaultServer(), "backend `URL` (env MLX_METRICS_SERVER)")
+	token := fs.String("token", os.Getenv("MLX_METRICS_TOKEN"), "bearer `TOKEN` the backend requires of changes (env MLX_METRICS_TOKEN)")
 	fs.Usage = func() {
-		fmt.Fprintln(env.stderr, "usage: mlx-metrics bench forget [--server URL] [--token T] ID\n\n"+
+		fmt.Fprintln(env.stderr, "usage: mlx-metrics bench forget [--server URL] [--token TOKEN] ID\n\n"+
 			"Removes one finished run from the backend's history, readable or not (as listed under\n"+
-			"problems by `bench list`). Its run directory, if any, is left on disk.\n\nflags:")
+			"problems by `bench list`). Its run directory, if any, is left on disk.\n\n"+
+			"example:\n  mlx-metrics bench forget 20261202T100000Z-bbbb\n\nflags:")
 		fs.PrintDefaults()
 	}
 	pos, err := parseFlags(fs, args)
@@ -56,7 +58,7 @@ func benchForgetCmd(ctx context.Context, args []string, env cliEnv) error {
 		return err
 	}
 	if len(pos) != 1 {
-		return usageErr("want exactly one run ID, got %d arguments", len(pos))
+		return usageErr("want exactly one run ID, got %s", plural(len(pos), "argument", "arguments"))
 	}
 	c, err := newAPIClient(*server)
 	if err != nil {
@@ -86,11 +88,13 @@ func printProblems(w io.Writer, problems []bench.HistoryProblem) {
 func benchListCmd(ctx context.Context, args []string, env cliEnv) error {
 	fs := flag.NewFlagSet("bench list", flag.ContinueOnError)
 	fs.SetOutput(env.stderr)
-	server := fs.String("server", defaultServer(), "backend URL (env MLX_METRICS_SERVER)")
-	limit := fs.Int("limit", 20, fmt.Sprintf("runs to list, newest first (at most %d)", benchapi.MaxHistoryLimit))
+	server := fs.String("server", defaultServer(), "backend `URL` (env MLX_METRICS_SERVER)")
+	limit := fs.Int("limit", 20, fmt.Sprintf("list the newest `N` runs (at most %d)", benchapi.MaxHistoryLimit))
 	asJSON := fs.Bool("json", false, "print the history JSON")
 	fs.Usage = func() {
-		fmt.Fprintln(env.stderr, "usage: mlx-metrics bench list [--server URL] [--limit N] [--json]\n\nLists finished bench-serve runs, newest first.\n\nflags:")
+		fmt.Fprintln(env.stderr, "usage: mlx-metrics bench list [--server URL] [--limit N] [--json]\n\n"+
+			"Lists a running backend's finished bench-serve runs, newest first, with their result.\n\n"+
+			"examples:\n  mlx-metrics bench list\n  mlx-metrics bench list --limit 5 --json | jq '.entries[].id'\n\nflags:")
 		fs.PrintDefaults()
 	}
 	pos, err := parseFlags(fs, args)
@@ -139,7 +143,7 @@ func result(e bench.HistoryEntry) string {
 		s = fmt.Sprintf("incomplete (exit %d)", e.ExitCode)
 	}
 	if n := len(e.Problems); n > 0 {
-		s += fmt.Sprintf(", %d problems", n)
+		s += ", " + problems(n)
 	}
 	return s
 }
@@ -170,10 +174,12 @@ func fetchEntry(ctx context.Context, c *apiClient, id string) (json.RawMessage, 
 func benchShowCmd(ctx context.Context, args []string, env cliEnv) error {
 	fs := flag.NewFlagSet("bench show", flag.ContinueOnError)
 	fs.SetOutput(env.stderr)
-	server := fs.String("server", defaultServer(), "backend URL (env MLX_METRICS_SERVER)")
+	server := fs.String("server", defaultServer(), "backend `URL` (env MLX_METRICS_SERVER)")
 	asJSON := fs.Bool("json", false, "print the run's history entry as JSON (for export)")
 	fs.Usage = func() {
-		fmt.Fprintln(env.stderr, "usage: mlx-metrics bench show [--server URL] [--json] ID\n\nShows one finished run's per-cell medians.\n\nflags:")
+		fmt.Fprintln(env.stderr, "usage: mlx-metrics bench show [--server URL] [--json] ID\n\n"+
+			"Shows one finished run: its result, problems and per-cell medians.\n\n"+
+			"examples:\n  mlx-metrics bench show 20261202T100000Z-bbbb\n  mlx-metrics bench show --json 20261202T100000Z-bbbb > run.json\n\nflags:")
 		fs.PrintDefaults()
 	}
 	pos, err := parseFlags(fs, args)
@@ -181,7 +187,7 @@ func benchShowCmd(ctx context.Context, args []string, env cliEnv) error {
 		return err
 	}
 	if len(pos) != 1 {
-		return usageErr("want exactly one run ID, got %d arguments", len(pos))
+		return usageErr("want exactly one run ID, got %s", plural(len(pos), "argument", "arguments"))
 	}
 	c, err := newAPIClient(*server)
 	if err != nil {
@@ -212,19 +218,26 @@ func printBenchEntry(w io.Writer, e bench.HistoryEntry) error {
 		fmt.Fprintf(tw, "problem\t%s\n", p)
 	}
 	fmt.Fprint(tw, "\nCELL\tSTATUS")
-	for _, f := range figures {
-		fmt.Fprintf(tw, "\t%s", f.title)
+	for _, f := range bench.Figures {
+		fmt.Fprintf(tw, "\t%s", figureTitle(f))
 	}
 	fmt.Fprintln(tw)
 	for _, cell := range e.Cells {
-		fmt.Fprintf(tw, "%s\t%s", cell.Key, cell.Status)
-		for _, f := range figures {
-			fmt.Fprintf(tw, "\t%s", fmtFigure(f.get(cell)))
+		fmt.Fprintf(tw, "%s\t%s", termSafe(cell.Key), cell.Status)
+		for _, f := range bench.Figures {
+			if f.Key == "cold_start" && cell.Attached {
+				fmt.Fprint(tw, "\tn/a")
+				continue
+			}
+			fmt.Fprintf(tw, "\t%s", fmtFigure(f.Get(cell)))
 		}
 		fmt.Fprintln(tw)
 	}
 	return tw.Flush()
 }
+
+// figureTitle is a figure's column heading: "DECODE tok/s".
+func figureTitle(f bench.Figure) string { return strings.ToUpper(f.Name) + " " + f.Unit }
 
 func orDash(s string) string {
 	if s == "" {
@@ -240,25 +253,6 @@ func fmtFigure(v *float64) string {
 	return fmt.Sprintf("%.1f", *v)
 }
 
-// figure is one compact median; higherBetter says which way is faster.
-// A memory figure is judged less or more, and not in the speed verdict.
-type figure struct {
-	title        string
-	higherBetter bool
-	get          func(bench.CompactCell) *float64
-	memory       bool
-}
-
-var figures = []figure{
-	{"DECODE tok/s", true, func(c bench.CompactCell) *float64 { return c.DecodeTokensPerSecond }, false},
-	{"TTFT cold ms", false, func(c bench.CompactCell) *float64 { return c.TTFTColdMs }, false},
-	{"PREFILL 1k tok/s", true, func(c bench.CompactCell) *float64 { return c.Prefill1kTokensPerSecond }, false},
-	{"CONTEXT PREFILL tok/s", true, func(c bench.CompactCell) *float64 { return c.ContextPrefillTokensPerSecond }, false},
-	{"AGGREGATE tok/s", true, func(c bench.CompactCell) *float64 { return c.AggregateTokensPerSecond }, false},
-	{"COLD START ms", false, func(c bench.CompactCell) *float64 { return c.ColdStartMs }, false},
-	{"PEAK RSS MB", false, func(c bench.CompactCell) *float64 { return c.PeakRssMB }, true},
-}
-
 // Verdicts.
 const (
 	verdictFaster = "faster"
@@ -269,32 +263,37 @@ const (
 	verdictMore   = "more" // memory
 )
 
-// judge says whether b is faster than a for a figure, given the threshold
-// as a fraction (0.05 is 5 %). The ratio is b over a.
-func judge(f figure, a, b, threshold float64) (ratio float64, verdict string) {
+// compareRule says when a difference counts; printed with every comparison.
+const compareRule = "a figure differs when each run's median is outside the other run's spread " +
+	"(the least to the greatest of its samples) and the change is over the threshold; " +
+	"where a run kept no spread (one sample, or an older entry), the threshold alone decides"
+
+// judge compares figure f of cell b against a: the change (b-a)/a and the
+// verdict, by compareRule. ra and rb are the runs' spreads, nil when not kept.
+func judge(f bench.Figure, a, b float64, ra, rb *bench.Range, threshold float64) (change float64, verdict string) {
 	if a == 0 {
 		return math.NaN(), verdictSame
 	}
-	ratio = b / a
-	better := ratio > 1+threshold
-	worse := ratio < 1-threshold
-	if !f.higherBetter {
-		better, worse = ratio < 1-threshold, ratio > 1+threshold
+	change = (b - a) / a
+	if math.Abs(change) <= threshold {
+		return change, verdictSame
 	}
+	if ra != nil && rb != nil && (b >= ra.Min && b <= ra.Max || a >= rb.Min && a <= rb.Max) {
+		return change, verdictSame // inside the measured spread
+	}
+	better := change > 0 == f.HigherIsBetter
 	switch {
-	case better && f.memory:
-		return ratio, verdictLess
-	case worse && f.memory:
-		return ratio, verdictMore
+	case f.Memory && better:
+		return change, verdictLess
+	case f.Memory:
+		return change, verdictMore
 	case better:
-		return ratio, verdictFaster
-	case worse:
-		return ratio, verdictSlower
+		return change, verdictFaster
 	}
-	return ratio, verdictSame
+	return change, verdictSlower
 }
 
-// combine is the verdict over several.
+// combine is the verdict over several: memory verdicts do not count.
 func combine(vs []string) string {
 	faster, slower := false, false
 	for _, v := range vs {
@@ -321,13 +320,18 @@ func combine(vs []string) string {
 func benchCompareCmd(ctx context.Context, args []string, env cliEnv) error {
 	fs := flag.NewFlagSet("bench compare", flag.ContinueOnError)
 	fs.SetOutput(env.stderr)
-	server := fs.String("server", defaultServer(), "backend URL (env MLX_METRICS_SERVER)")
-	threshold := fs.Float64("threshold", 0.05, "a change within this fraction is the same (0.05 = 5%)")
+	server := fs.String("server", defaultServer(), "backend `URL` (env MLX_METRICS_SERVER)")
+	threshold := fs.Float64("threshold", 0.05, "a change within this `FRACTION` is the same (0.05 = 5%)")
+	failOn := fs.Float64("fail-on-regression", 0, "exit 1 when a figure of B is worse than A's (slower, or more memory) by over `PCT` percent and the change counts (0: never)")
 	fs.Usage = func() {
-		fmt.Fprintln(env.stderr, "usage: mlx-metrics bench compare [--server URL] [--threshold F] A B\n\n"+
-			"Compares run B against run A cell by cell: each figure's ratio B/A and a verdict\n"+
-			"(faster, slower, same; mixed when figures disagree). For times and memory lower is\n"+
-			"better, for rates higher.\n\nflags:")
+		fmt.Fprintln(env.stderr, "usage: mlx-metrics bench compare [--server URL] [--threshold FRACTION] [--fail-on-regression PCT] A B\n\n"+
+			"Compares run B against run A cell by cell: each figure's medians with their spread, the\n"+
+			"change and a verdict (faster, slower, same; mixed when figures disagree). For times and\n"+
+			"memory lower is better, for rates higher. The rule: "+compareRule+".\n"+
+			"Exits 0 whatever the verdict, unless --fail-on-regression is given.\n\n"+
+			"examples:\n"+
+			"  mlx-metrics bench compare 20261201T100000Z-aaaa 20261202T100000Z-bbbb\n"+
+			"  mlx-metrics bench compare --fail-on-regression 10 $BASE $CANDIDATE   # in CI\n\nflags:")
 		fs.PrintDefaults()
 	}
 	pos, err := parseFlags(fs, args)
@@ -335,7 +339,7 @@ func benchCompareCmd(ctx context.Context, args []string, env cliEnv) error {
 		return err
 	}
 	if len(pos) != 2 {
-		return usageErr("want two run IDs, A and B, got %d arguments", len(pos))
+		return usageErr("want two run IDs, A and B, got %s", plural(len(pos), "argument", "arguments"))
 	}
 	if !(*threshold >= 0 && *threshold < 1) {
 		return usageErr("--threshold must be from 0 to below 1, got %v", *threshold)
@@ -352,15 +356,32 @@ func benchCompareCmd(ctx context.Context, args []string, env cliEnv) error {
 	if err != nil {
 		return err
 	}
-	printComparison(env.stdout, a, b, *threshold)
+	if !(*failOn >= 0) {
+		return usageErr("--fail-on-regression must be a percentage >= 0, got %v", *failOn)
+	}
+	regressions := printComparison(env.stdout, a, b, *threshold, *failOn/100)
+	if *failOn > 0 && regressions > 0 {
+		return &exitError{code: 1, err: fmt.Errorf("%s over %g%%", plural(regressions, "regression", "regressions"), *failOn)}
+	}
 	return nil
 }
 
-func printComparison(w io.Writer, a, b bench.HistoryEntry, threshold float64) {
-	fmt.Fprintf(w, "A %s (%s)\nB %s (%s)\nratios are B/A; changes within %.1f%% are the same\n\n",
-		a.ID, a.Profile, b.ID, b.Profile, 100*threshold)
+// plural is "1 problem" or "2 problems".
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return strconv.Itoa(n) + " " + many
+}
+
+// printComparison writes the comparison of b against a and returns how
+// many figures regressed by more than regression (a fraction; 0: none
+// counted).
+func printComparison(w io.Writer, a, b bench.HistoryEntry, threshold, regression float64) (regressions int) {
+	fmt.Fprintf(w, "A %s (%s)\nB %s (%s)\nchanges are (B-A)/A; %s (threshold %.1f%%)\n\n",
+		a.ID, a.Profile, b.ID, b.Profile, compareRule, 100*threshold)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "CELL\tFIGURE\tA\tB\tB/A\tVERDICT")
+	fmt.Fprintln(tw, "CELL\tFIGURE\tA\tB\tCHANGE\tVERDICT")
 	inB := map[string]bench.CompactCell{}
 	for _, cell := range b.Cells {
 		inB[cell.Key] = cell
@@ -369,44 +390,71 @@ func printComparison(w io.Writer, a, b bench.HistoryEntry, threshold float64) {
 	seen := map[string]bool{}
 	for _, ca := range a.Cells {
 		seen[ca.Key] = true
+		key := termSafe(ca.Key)
 		cb, ok := inB[ca.Key]
 		if !ok {
-			fmt.Fprintf(tw, "%s\t\t\t\t\tonly in A\n", ca.Key)
+			fmt.Fprintf(tw, "%s\t\t\t\t\tonly in A\n", key)
 			continue
 		}
 		var verdicts []string
-		for _, f := range figures {
-			va, vb := f.get(ca), f.get(cb)
+		for _, f := range bench.Figures {
+			va, vb := f.Get(ca), f.Get(cb)
 			if va == nil || vb == nil {
 				continue
 			}
-			ratio, v := judge(f, *va, *vb, threshold)
+			ra, okA := f.Spread(ca)
+			rb, okB := f.Spread(cb)
+			var pa, pb *bench.Range
+			if okA && okB {
+				pa, pb = &ra, &rb
+			}
+			change, v := judge(f, *va, *vb, pa, pb, threshold)
 			verdicts = append(verdicts, v)
-			fmt.Fprintf(tw, "%s\t%s\t%.1f\t%.1f\t%.3f\t%s\n", ca.Key, f.title, *va, *vb, ratio, v)
+			if (v == verdictSlower || v == verdictMore) && regression > 0 && math.Abs(change) > regression {
+				regressions++
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", key, figureTitle(f), withSpread(*va, ra, okA), withSpread(*vb, rb, okB), pct(change), v)
 		}
 		if len(verdicts) == 0 {
-			fmt.Fprintf(tw, "%s\t\t\t\t\tnothing measured in both\n", ca.Key)
+			fmt.Fprintf(tw, "%s\t\t\t\t\tnothing measured in both\n", key)
 			continue
 		}
 		v := combine(verdicts)
 		overall = append(overall, v)
-		fmt.Fprintf(tw, "%s\t(cell)\t\t\t\t%s\n", ca.Key, strings.ToUpper(v))
+		fmt.Fprintf(tw, "%s\t(cell)\t\t\t\t%s\n", key, strings.ToUpper(v))
 	}
 	for _, cb := range b.Cells {
 		if !seen[cb.Key] {
-			fmt.Fprintf(tw, "%s\t\t\t\t\tonly in B\n", cb.Key)
+			fmt.Fprintf(tw, "%s\t\t\t\t\tonly in B\n", termSafe(cb.Key))
 		}
 	}
 	tw.Flush()
 	if len(overall) == 0 {
 		fmt.Fprintln(w, "\nverdict: no cell measured in both runs")
-		return
+		return regressions
 	}
 	v := combine(overall)
 	fmt.Fprintf(w, "\nverdict: %s (%s)\n", v, map[string]string{
 		verdictFaster: "B is faster than A",
 		verdictSlower: "B is slower than A",
-		verdictSame:   "B and A are the same within the threshold",
+		verdictSame:   "B and A are the same by the rule above",
 		verdictMixed:  "B is faster than A in some figures and slower in others",
 	}[v])
+	return regressions
+}
+
+// withSpread is a median with its samples' spread when kept: "100.0
+// (95.0-105.0)".
+func withSpread(v float64, r bench.Range, ok bool) string {
+	if !ok || r.Min == r.Max {
+		return fmt.Sprintf("%.1f", v)
+	}
+	return fmt.Sprintf("%.1f (%.1f-%.1f)", v, r.Min, r.Max)
+}
+
+func pct(change float64) string {
+	if math.IsNaN(change) {
+		return "-"
+	}
+	return fmt.Sprintf("%+.1f%%", 100*change)
 }

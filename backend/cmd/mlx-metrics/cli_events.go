@@ -70,7 +70,7 @@ func replayCmd(ctx context.Context, args []string, env cliEnv, clk pacer) error 
 		return err
 	}
 	if len(pos) != 1 {
-		return usageErr("want exactly one FILE, got %d arguments", len(pos))
+		return usageErr("want exactly one FILE, got %s", plural(len(pos), "argument", "arguments"))
 	}
 	if !(*speed >= 0) || *batch < 1 { // !(>=) refuses NaN too
 		return usageErr("--speed must be >= 0 and --batch >= 1")

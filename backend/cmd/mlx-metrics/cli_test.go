@@ -43,8 +43,10 @@ var runA = bench.HistoryEntry{
 	FinishedAt: 1796119290000, DurationMs: 90000, Complete: true, Problems: []string{},
 	Machine: bench.Machine{Chip: "Apple M3 Max", OS: "darwin", GPU: "no GPU found"},
 	Cells: []bench.CompactCell{
-		{Key: "qwen/tree/default", Status: "measured", DecodeTokensPerSecond: p(100), TTFTColdMs: p(200), PeakRssMB: p(1000)},
-		{Key: "qwen/reference/mlx-lm", Status: "measured", DecodeTokensPerSecond: p(90), TTFTColdMs: p(250)},
+		{Key: "qwen/tree/default", Status: "measured", DecodeTokensPerSecond: p(100), TTFTColdMs: p(200), PeakRssMB: p(1000),
+			Spread: map[string]bench.Range{"decode": {Min: 98, Max: 102}}},
+		{Key: "qwen/reference/mlx-lm", Status: "measured", DecodeTokensPerSecond: p(90), TTFTColdMs: p(250),
+			Spread: map[string]bench.Range{"ttft_cold": {Min: 200, Max: 320}}},
 		{Key: "gone/tree/default", Status: "measured", DecodeTokensPerSecond: p(10)},
 	},
 }
@@ -54,9 +56,11 @@ var runB = bench.HistoryEntry{
 	FinishedAt: 1796205690000, DurationMs: 90000, Complete: false, ExitCode: 1, Problems: []string{"cell x failed"},
 	Cells: []bench.CompactCell{
 		// decode +10 %, ttft -10 %: faster; memory down 20 %: less.
-		{Key: "qwen/tree/default", Status: "measured", DecodeTokensPerSecond: p(110), TTFTColdMs: p(180), PeakRssMB: p(800)},
-		// decode +2 % (same), ttft +20 % (slower).
-		{Key: "qwen/reference/mlx-lm", Status: "measured", DecodeTokensPerSecond: p(91.8), TTFTColdMs: p(300)},
+		{Key: "qwen/tree/default", Status: "measured", DecodeTokensPerSecond: p(110), TTFTColdMs: p(180), PeakRssMB: p(800),
+			Spread: map[string]bench.Range{"decode": {Min: 108, Max: 112}}},
+		// decode +2 % (same); ttft +20 %, but inside both runs' spreads: same.
+		{Key: "qwen/reference/mlx-lm", Status: "measured", DecodeTokensPerSecond: p(91.8), TTFTColdMs: p(300),
+			Spread: map[string]bench.Range{"ttft_cold": {Min: 240, Max: 330}}},
 		{Key: "new/tree/default", Status: "skipped"},
 	},
 }
@@ -165,7 +169,7 @@ func TestClientCommands(t *testing.T) {
 		{"snapshot backend down", snapshotCmd, []string{dead}, 1, []string{"is the backend running?"}},
 
 		{"list", benchListCmd, []string{srv}, 0, []string{
-			"20261202T100000Z-bbbb  standard  2026-12-02 10:00:00Z  1m30s     3      incomplete (exit 1), 1 problems",
+			"20261202T100000Z-bbbb  standard  2026-12-02 10:00:00Z  1m30s     3      incomplete (exit 1), 1 problem",
 			"20261201T100000Z-aaaa  standard  2026-12-01 10:00:00Z  1m30s     3      complete"}},
 		{"list json", benchListCmd, []string{srv, "--json"}, 0, []string{`"entries": [`}},
 		{"list bad limit", benchListCmd, []string{srv, "--limit=0"}, 2, []string{"--limit"}},
@@ -177,16 +181,20 @@ func TestClientCommands(t *testing.T) {
 		{"show no id", benchShowCmd, []string{srv}, 2, []string{"one run ID"}},
 
 		{"compare", benchCompareCmd, []string{runA.ID, runB.ID, srv, "--threshold", "0.05"}, 0, []string{
-			"qwen/tree/default      DECODE tok/s  100.0  110.0  1.100  faster",
-			"qwen/tree/default      TTFT cold ms  200.0  180.0  0.900  faster",
-			"qwen/tree/default      PEAK RSS MB   1000.0  800.0  0.800  less",
-			"qwen/tree/default      (cell)                              FASTER",
-			"qwen/reference/mlx-lm  DECODE tok/s  90.0   91.8   1.020  same",
-			"qwen/reference/mlx-lm  TTFT cold ms  250.0  300.0  1.200  slower",
-			"qwen/reference/mlx-lm  (cell)                              SLOWER",
-			"gone/tree/default                                          only in A",
-			"new/tree/default                                           only in B",
-			"verdict: mixed"}},
+			"outside the other run's spread",
+			"qwen/tree/default DECODE tok/s 100.0 (98.0-102.0) 110.0 (108.0-112.0) +10.0% faster",
+			"qwen/tree/default COLD TTFT ms 200.0 180.0 -10.0% faster",
+			"qwen/tree/default PEAK RSS MiB 1000.0 800.0 -20.0% less",
+			"qwen/tree/default (cell) FASTER",
+			"qwen/reference/mlx-lm DECODE tok/s 90.0 91.8 +2.0% same",
+			"qwen/reference/mlx-lm COLD TTFT ms 250.0 (200.0-320.0) 300.0 (240.0-330.0) +20.0% same", // inside the spreads
+			"qwen/reference/mlx-lm (cell) SAME",
+			"gone/tree/default only in A",
+			"new/tree/default only in B",
+			"verdict: faster"}},
+		{"compare fails on regressions when asked", benchCompareCmd, []string{srv, "--fail-on-regression", "5", runB.ID, runA.ID}, 1, []string{"3 regressions over 5%"}}, // decode -9%, ttft +11%, memory +25%
+		{"compare fails on one regression", benchCompareCmd, []string{srv, "--fail-on-regression", "15", runB.ID, runA.ID}, 1, []string{"1 regression over 15%"}},
+		{"compare within the regression bound", benchCompareCmd, []string{srv, "--fail-on-regression", "30", runB.ID, runA.ID}, 0, []string{"verdict: slower"}},
 		{"compare wide threshold", benchCompareCmd, []string{srv, "--threshold=0.5", runA.ID, runB.ID}, 0, []string{"verdict: same"}},
 		{"compare one id", benchCompareCmd, []string{srv, runA.ID}, 2, []string{"two run IDs"}},
 		{"compare bad threshold", benchCompareCmd, []string{srv, "--threshold=1.5", "a", "b"}, 2, []string{"--threshold"}},
@@ -214,27 +222,34 @@ func TestClientCommands(t *testing.T) {
 }
 
 func TestJudge(t *testing.T) {
-	rate := figures[0]  // decode tok/s: higher is faster
-	time_ := figures[1] // ttft ms: lower is faster
-	mem := figures[len(figures)-1]
+	rate, _ := bench.FigureByKey("decode")    // higher is faster
+	time_, _ := bench.FigureByKey("ttft_cold") // lower is faster
+	mem, _ := bench.FigureByKey("peak_rss")
+	r := func(lo, hi float64) *bench.Range { return &bench.Range{Min: lo, Max: hi} }
 	tests := []struct {
-		f    figure
-		a, b float64
-		want string
+		name   string
+		f      bench.Figure
+		a, b   float64
+		ra, rb *bench.Range
+		want   string
 	}{
-		{rate, 100, 106, verdictFaster},
-		{rate, 100, 104, verdictSame},
-		{rate, 100, 94, verdictSlower},
-		{time_, 100, 94, verdictFaster},
-		{time_, 100, 106, verdictSlower},
-		{time_, 100, 100, verdictSame},
-		{mem, 100, 80, verdictLess},
-		{mem, 100, 120, verdictMore},
-		{rate, 0, 10, verdictSame}, // no base to compare with
+		{"over the threshold, no spreads", rate, 100, 106, nil, nil, verdictFaster},
+		{"within the threshold", rate, 100, 104, nil, nil, verdictSame},
+		{"slower", rate, 100, 94, nil, nil, verdictSlower},
+		{"lower time is faster", time_, 100, 94, nil, nil, verdictFaster},
+		{"higher time is slower", time_, 100, 106, nil, nil, verdictSlower},
+		{"no change", time_, 100, 100, nil, nil, verdictSame},
+		{"less memory", mem, 100, 80, nil, nil, verdictLess},
+		{"more memory", mem, 100, 120, nil, nil, verdictMore},
+		{"no base to compare with", rate, 0, 10, nil, nil, verdictSame},
+		{"outside both spreads", rate, 100, 120, r(95, 105), r(115, 125), verdictFaster},
+		{"B inside A's spread: noise", rate, 100, 120, r(80, 125), r(115, 125), verdictSame},
+		{"A inside B's spread: noise", rate, 100, 120, r(95, 105), r(90, 130), verdictSame},
+		{"outside both spreads but under the threshold", rate, 100, 103, r(99, 101), r(102.5, 103.5), verdictSame},
 	}
 	for _, tc := range tests {
-		if _, got := judge(tc.f, tc.a, tc.b, 0.05); got != tc.want {
-			t.Errorf("judge(%s, %v, %v) = %s, want %s", tc.f.title, tc.a, tc.b, got, tc.want)
+		if _, got := judge(tc.f, tc.a, tc.b, tc.ra, tc.rb, 0.05); got != tc.want {
+			t.Errorf("%s: judge(%s, %v, %v) = %s, want %s", tc.name, tc.f.Name, tc.a, tc.b, got, tc.want)
 		}
 	}
 	for _, tc := range []struct {

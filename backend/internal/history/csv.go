@@ -10,13 +10,18 @@ import (
 	"github.com/mlx-bun/mlx-metrics/shared/bench"
 )
 
-// CSVHeader names the columns of WriteCSV: the run's fields, then the cell's.
-var CSVHeader = []string{
-	"id", "profile", "scope", "startedAt", "durationMs", "complete", "exitCode", "chip",
-	"cellKey", "model", "kind", "configuration", "status", "note",
-	"decodeTokensPerSecond", "ttftColdMs", "prefill1kTokensPerSecond",
-	"contextPrefillTokensPerSecond", "aggregateTokensPerSecond", "coldStartMs", "peakRssMB",
-}
+// CSVHeader names the columns of WriteCSV: the run's fields, the cell's,
+// then one column per figure of bench.Figures, named by its JSON field.
+var CSVHeader = func() []string {
+	h := []string{
+		"id", "profile", "scope", "startedAt", "durationMs", "complete", "exitCode", "chip",
+		"cellKey", "model", "kind", "configuration", "status", "note",
+	}
+	for _, f := range bench.Figures {
+		h = append(h, f.Field)
+	}
+	return h
+}()
 
 // CSVWriter writes history as CSV, one row per cell (a run without cells
 // gets one row with empty cell columns, so it still shows). A figure that
@@ -46,10 +51,10 @@ func (cw *CSVWriter) Write(e bench.HistoryEntry) error {
 	}
 	for _, c := range e.Cells {
 		row := append(append([]string{}, run...),
-			text(c.Key), text(c.Model), text(c.Kind), text(c.Configuration), text(c.Status), text(c.Note),
-			num(c.DecodeTokensPerSecond), num(c.TTFTColdMs), num(c.Prefill1kTokensPerSecond),
-			num(c.ContextPrefillTokensPerSecond), num(c.AggregateTokensPerSecond),
-			num(c.ColdStartMs), num(c.PeakRssMB))
+			text(c.Key), text(c.Model), text(c.Kind), text(c.Configuration), text(c.Status), text(c.Note))
+		for _, f := range bench.Figures {
+			row = append(row, num(f.Get(c)))
+		}
 		if err := cw.w.Write(row); err != nil {
 			return err
 		}
