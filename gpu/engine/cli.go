@@ -47,7 +47,7 @@ flags:
 	publish := fs.String("publish", os.Getenv("MLX_METRICS_ENGINE_PUBLISH"), "POST events as NDJSON to this backend `URL` (http://127.0.0.1:7878 or its full /api/metrics/events URL) (env MLX_METRICS_ENGINE_PUBLISH, which a backend can set for the engines its bench runs start)")
 	// The token's env twin is read after parsing: as a flag default -h
 	// would print it.
-	publishToken := fs.String("publish-token", "", "bearer `TOKEN` for --publish (env MLX_METRICS_EVENTS_TOKEN)")
+	publishToken := fs.String("publish-token", "", "bearer `TOKEN` for --publish (env MLX_METRICS_EVENTS_TOKEN, else MLX_METRICS_TOKEN)")
 	fs.StringVar(&cfg.Model, "model", cfg.Model, "model `NAME` to serve")
 	fs.Float64Var(&cfg.PrefillRate, "prefill-rate", cfg.PrefillRate, "prefill `RATE` in prompt tokens per second")
 	fs.Float64Var(&cfg.DecodeRate, "decode-rate", cfg.DecodeRate, "decode `RATE` in tokens per second of a lone stream")
@@ -73,6 +73,9 @@ flags:
 	}
 	if *publishToken == "" {
 		*publishToken = os.Getenv("MLX_METRICS_EVENTS_TOKEN")
+		if *publishToken == "" {
+			*publishToken = os.Getenv("MLX_METRICS_TOKEN") // a backend with only --token
+		}
 	}
 	cfg.LoadTime = time.Duration(*loadMs) * time.Millisecond
 	cfg.SampleInterval = time.Duration(*sampleMs) * time.Millisecond
