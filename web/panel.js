@@ -3,6 +3,8 @@
 //   import "http://backend/api/metrics/panel.js";
 //   const el = document.createElement("mlx-metrics-panel");
 //   el.connection = { apiBase: "/api/metrics", eventsUrl: "/api/metrics/stream" };
+//   // with `serve --token`, add the token the panel sends when it starts or cancels a run:
+//   el.connection = { apiBase: "/api/metrics", token: "…" };
 //   document.body.append(el);
 //
 // The panel is a go-app WebAssembly app, and go-app renders into a whole
@@ -48,14 +50,18 @@ function resolve(url) {
   return new URL(url, LOADER_BASE).href;
 }
 
-/** Normalises a connection: absolute URLs, eventsUrl defaulting to apiBase/stream. */
+/** Normalises a connection: absolute URLs, eventsUrl defaulting to apiBase/stream, and the
+ * optional bearer token the backend's --token asks of changes (starting and cancelling runs). */
 function normalize(c) {
   if (!c || typeof c !== "object" || typeof c.apiBase !== "string" || c.apiBase === "") {
     throw new TypeError("mlx-metrics-panel: connection needs {apiBase, eventsUrl}");
   }
   const apiBase = resolve(c.apiBase).replace(/\/+$/, "");
   const eventsUrl = c.eventsUrl ? resolve(c.eventsUrl) : apiBase + "/stream";
-  return Object.freeze({ apiBase, eventsUrl });
+  if (c.token !== undefined && (typeof c.token !== "string" || !/^[\x21-\x7e]{1,4096}$/.test(c.token))) {
+    throw new TypeError("mlx-metrics-panel: connection.token must be a bearer token (printable ASCII)");
+  }
+  return Object.freeze(c.token ? { apiBase, eventsUrl, token: c.token } : { apiBase, eventsUrl });
 }
 
 export class MlxMetricsPanel extends HTMLElement {

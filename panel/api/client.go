@@ -20,6 +20,9 @@ import (
 type Client struct {
 	// Base is the API root, e.g. http://127.0.0.1:7878/api/metrics.
 	Base string
+	// Token, when set, is sent as "Authorization: Bearer <token>" with
+	// every change (the backend's --token); reads need none.
+	Token string
 }
 
 // maxBody bounds an answer the panel reads.
@@ -29,6 +32,7 @@ const maxBody = 8 << 20
 type request struct {
 	method, url string
 	body        []byte // JSON, or nil
+	token       string // bearer token, or ""
 }
 
 // ErrUnreachable is a call that got no answer: the backend is down, or
@@ -96,6 +100,9 @@ func (c *Client) ReportURL(jobID string) string {
 
 func (c *Client) do(ctx context.Context, method, path string, body, out any) error {
 	req := request{method: method, url: strings.TrimRight(c.Base, "/") + path}
+	if method != methodGet {
+		req.token = c.Token
+	}
 	if body != nil {
 		b, err := json.Marshal(body)
 		if err != nil {

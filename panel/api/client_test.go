@@ -92,3 +92,23 @@ func TestClient(t *testing.T) {
 		t.Errorf("ReportURL = %s", got)
 	}
 }
+
+// A token goes with changes only, as a bearer token.
+func TestClientToken(t *testing.T) {
+	var seen []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		seen = append(seen, r.Method+" "+r.Header.Get("Authorization"))
+		w.Write([]byte(`{}`))
+	}))
+	defer srv.Close()
+	ctx := context.Background()
+	c := &Client{Base: srv.URL + "/api/metrics", Token: "s3cret"}
+	c.Jobs(ctx)
+	c.Start(ctx, "smoke")
+	c.Cancel(ctx, "j1")
+	(&Client{Base: srv.URL + "/api/metrics"}).Start(ctx, "smoke")
+	want := []string{"GET ", "POST Bearer s3cret", "DELETE Bearer s3cret", "POST "}
+	if strings.Join(seen, "|") != strings.Join(want, "|") {
+		t.Errorf("requests %q, want %q", seen, want)
+	}
+}

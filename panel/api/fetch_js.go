@@ -16,6 +16,9 @@ func send(ctx context.Context, req request) (status int, body []byte, err error)
 	}
 	headers := global.Get("Object").New()
 	headers.Set("Accept", "application/json")
+	if req.token != "" {
+		headers.Set("Authorization", "Bearer "+req.token)
+	}
 	init := global.Get("Object").New()
 	init.Set("method", req.method)
 	init.Set("credentials", "same-origin")

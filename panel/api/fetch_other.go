@@ -23,6 +23,9 @@ func send(ctx context.Context, req request) (status int, body []byte, err error)
 		hr.Header.Set("Content-Type", "application/json")
 	}
 	hr.Header.Set("Accept", "application/json")
+	if req.token != "" {
+		hr.Header.Set("Authorization", "Bearer "+req.token)
+	}
 	res, err := http.DefaultClient.Do(hr)
 	if err != nil {
 		return 0, nil, err

@@ -235,3 +235,52 @@ func TestForeignHostReadmeSnippet(t *testing.T) {
 		t.Errorf("apiBase resolved to %q, want the loader's backend %q", conn.APIBase, b.URL()+"/api/metrics")
 	}
 }
+
+// TestTokenFromTheConnection: with serve --token, a run starts from an
+// embedded panel whose connection carries the token, and is refused with a
+// readable message from one whose connection does not.
+func TestTokenFromTheConnection(t *testing.T) {
+	needBrowser(t)
+	for _, tc := range []struct {
+		name, conn string
+		started    bool
+	}{
+		{"with the token", `{ apiBase: "BACKEND/api/metrics", token: "s3cret-token" }`, true},
+		{"without it", absoluteConnection, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			hostAddr := freePort(t)
+			b := startBackend(t, "--cors-origins", "http://"+hostAddr, "--token", "s3cret-token")
+			l, err := net.Listen("tcp", hostAddr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Type", "text/html; charset=utf-8")
+				fmt.Fprint(w, hostHTML(b.URL(), tc.conn))
+			})}
+			go srv.Serve(l)
+			t.Cleanup(func() { srv.Close() })
+			ctx := browser(t)
+			navigate(t, ctx, "http://"+hostAddr+"/")
+			waitFrame(t, ctx, "embedded panel live", `document.querySelector("#conn").dataset.state === "live"`, 30*time.Second)
+			click(t, ctx, `[data-tab="bench"]`)
+			waitFrame(t, ctx, "Run enabled", `!!document.querySelector('[data-profile="smoke"] [data-action="run"]') && !document.querySelector('[data-profile="smoke"] [data-action="run"]').disabled`, 10*time.Second)
+			click(t, ctx, `[data-profile="smoke"] [data-action="run"]`)
+			if tc.started {
+				waitFrame(t, ctx, "job running", `!!document.querySelector('.job[data-status]')`, 15*time.Second)
+				click(t, ctx, `.job [data-action="cancel"]`)
+				waitFrame(t, ctx, "cancelled", `!!document.querySelector('.job-ended[data-status="cancelled"]')`, 30*time.Second)
+				return
+			}
+			waitFrame(t, ctx, "refusal shown", `(document.querySelector('[data-error="action"]')||{}).textContent?.includes("401")`, 10*time.Second)
+			var jobs struct {
+				Jobs []any `json:"jobs"`
+			}
+			b.getJSON("/api/metrics/bench", &jobs)
+			if len(jobs.Jobs) != 0 {
+				t.Errorf("%d jobs started without the token", len(jobs.Jobs))
+			}
+		})
+	}
+}

@@ -27,7 +27,9 @@ type BenchView struct {
 	app.Compo
 
 	// API is the API root the routes hang off (connection.apiBase).
-	API     string
+	API string
+	// Token is sent as the bearer token of starts and cancels.
+	Token   string
 	Palette charts.Palette
 	// Poll is how often jobs are refreshed while the view is open; zero
 	// refreshes only on mount and after an action (tests).
@@ -58,7 +60,7 @@ type BenchView struct {
 	now func() time.Time
 }
 
-func (v *BenchView) client() *api.Client { return &api.Client{Base: v.API} }
+func (v *BenchView) client() *api.Client { return &api.Client{Base: v.API, Token: v.Token} }
 
 func (v *BenchView) OnMount(ctx app.Context) { v.refresh(ctx, true, v.schedule) }
 

@@ -23,6 +23,9 @@ import (
 type Connection struct {
 	APIBase   string `json:"apiBase"`
 	EventsURL string `json:"eventsUrl"`
+	// Token is the bearer token the backend's --token asks of changes
+	// (starting and cancelling runs); empty when it asks none.
+	Token string `json:"token,omitempty"`
 }
 
 // DefaultConnection is the backend's own API, for a frame opened directly.
@@ -128,7 +131,7 @@ func (p *Panel) OnMount(ctx app.Context) {
 const leasePoll = 5 * time.Second
 
 func (p *Panel) pollLease(ctx app.Context) {
-	c := &api.Client{Base: p.conn.APIBase}
+	c := &api.Client{Base: p.conn.APIBase, Token: p.conn.Token}
 	ctx.Async(func() {
 		cctx, cancel := context.WithTimeout(context.Background(), requestTimeout)
 		defer cancel()
@@ -179,6 +182,9 @@ func readConnection(v app.Value) (Connection, bool) {
 		return Connection{}, false
 	}
 	c := Connection{APIBase: v.Get("apiBase").String(), EventsURL: v.Get("eventsUrl").String()}
+	if t := v.Get("token"); t.Truthy() {
+		c.Token = t.String()
+	}
 	if c.APIBase == "" {
 		return Connection{}, false
 	}
@@ -353,7 +359,7 @@ func (p *Panel) renderView() app.UI {
 	case "requests":
 		return &RequestsView{Snap: p.snap}
 	case "bench":
-		return &BenchView{API: p.conn.APIBase, Palette: p.palette, Poll: time.Second}
+		return &BenchView{API: p.conn.APIBase, Token: p.conn.Token, Palette: p.palette, Poll: time.Second}
 	default:
 		return &ServingView{Snap: p.snap, Palette: p.palette, Lease: p.lease}
 	}

@@ -1,7 +1,7 @@
 // mlx-metrics panel frame: the glue between the host's <mlx-metrics-panel>
 // element (parent window) and the go-app panel (this document). It runs
 // before the wasm loads, so nothing the host sends early is lost:
-//   parent -> frame  {mlxMetrics: "connection", connection: {apiBase, eventsUrl}}
+//   parent -> frame  {mlxMetrics: "connection", connection: {apiBase, eventsUrl, token?}}
 //   parent -> frame  {mlxMetrics: "theme", scheme: "light"|"dark", vars: {...}}
 //   frame -> parent  {mlxMetrics: "ready"} and {mlxMetrics: "size", height}
 // The panel reads window.mlxMetricsConnection on start and listens for the
@@ -50,6 +50,8 @@
       apiBase: c.apiBase.replace(/\/+$/, ""),
       eventsUrl: typeof c.eventsUrl === "string" && c.eventsUrl ? c.eventsUrl : c.apiBase.replace(/\/+$/, "") + "/stream",
     };
+    // The bearer token for changes, when the backend asks for one; never put in a URL.
+    if (typeof c.token === "string" && /^[\x21-\x7e]{1,4096}$/.test(c.token)) conn.token = c.token;
     window.mlxMetricsConnection = conn;
     window.dispatchEvent(new CustomEvent("mlx-metrics-connection", { detail: conn }));
   }
