@@ -241,7 +241,7 @@ func serveFlagUsage(t *testing.T) map[string]string {
 	return flags
 }
 
-var envTwin = regexp.MustCompile(`\benv (MLX_METRICS_[A-Z0-9_]+)`)
+var envTwin = regexp.MustCompile(`\benv:?\s+(MLX_METRICS_[A-Z0-9_]+)`)
 
 // readmeFlagTable is the README's table of serve's flags: the table under
 // the heading "`mlx-metrics serve` flags", flag name to the env cell.
