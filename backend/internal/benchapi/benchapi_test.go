@@ -393,6 +393,12 @@ func TestNotFoundAndBadQueries(t *testing.T) {
 		{"DELETE", "/bench/nope", 404},
 		{"GET", "/bench/nope/events", 404},
 		{"GET", "/bench/nope/report", 404},
+		// Job ids are read from disk on demand: none reaches outside the runs.
+		{"GET", "/bench/..%2F..%2Fhistory", 404},
+		{"GET", "/bench/..%2Fplans%2Fok.json/report", 404},
+		{"GET", "/bench/.open.json", 404},
+		{"DELETE", "/bench/..", 404},
+		{"GET", "/bench/%2e%2e/events", 404},
 		{"GET", "/history/nope", 404},
 		{"GET", "/history/..%2F..%2Fetc", 404},
 		{"GET", "/history/a%20b", 404},

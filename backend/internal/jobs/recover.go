@@ -3,6 +3,7 @@ package jobs
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"syscall"
@@ -21,58 +22,78 @@ const (
 	orphanKillWait = 10 * time.Second
 )
 
-// recover scans the runs directory for the jobs of an earlier backend: a
-// final one is listed as it was; a queued one fails; a running one whose
-// runner is gone fails, with the record its runner left kept in history;
-// one whose runner still runs (the backend was killed, the runner was not)
-// holds the GPU lease until that runner has stopped (recoverOrphan).
+// recover settles the jobs of an earlier backend, those the open index
+// names (all the run directories when there is no index, from a home made
+// before it, or when it cannot be trusted): a final one is left as it is;
+// a queued one fails; a running one whose runner is gone fails, with the
+// record its runner left kept in history; one whose runner still runs (the
+// backend was killed, the runner was not) holds the GPU lease until that
+// runner has stopped (recoverOrphan). Then the index is written, naming
+// the jobs still in memory.
 func (s *Service) recover() error {
-	entries, err := os.ReadDir(s.opts.RunsDir)
+	ids, err := readOpenIndex(s.opts.RunsDir)
 	if err != nil {
-		return err
-	}
-	for _, e := range entries {
-		if !e.IsDir() {
-			continue
+		if !errors.Is(err, fs.ErrNotExist) {
+			s.opts.Logf("jobs: %v: reading every job instead", err)
 		}
-		dir := filepath.Join(s.opts.RunsDir, e.Name())
-		var dj diskJob
-		if err := readJSON(filepath.Join(dir, jobFile), &dj); err != nil {
-			if !errors.Is(err, os.ErrNotExist) {
-				s.opts.Logf("jobs: skip %s: %v", dir, err)
-			}
-			continue // a run made outside the backend, or not a job
-		}
-		j := &job{Job: dj.Job, dir: dir,
-			exited: make(chan struct{}), done: make(chan struct{}), changed: make(chan struct{})}
-		s.jobs[j.ID] = j
-		if isFinal(j.Status) {
-			close(j.exited)
-			close(j.done)
-			continue
-		}
-		// Only a job that gets its final event needs its log's last seq:
-		// the logs of jobs already final are not read at start-up.
-		j.seq = lastSeq(dir)
-		if err := s.openEvents(j); err != nil {
+		if ids, err = runIDs(s.opts.RunsDir); err != nil {
 			return err
 		}
-		if p := dj.Runner; j.Status == bench.StatusRunning && p != nil && p.Start != "" && running(*p) {
-			if err := s.recoverOrphan(j, *p); err != nil {
-				return err
-			}
-			continue
-		}
-		close(j.exited)
-		msg := MsgStoppedDuringRun
-		if j.Status == bench.StatusQueued {
-			msg = MsgStoppedQueued
-		}
-		s.keepLeftRecord(j)
-		s.mu.Lock()
-		s.finishLocked(j, bench.StatusFailed, msg)
-		s.mu.Unlock()
 	}
+	for _, id := range ids {
+		if err := s.recoverJob(id); err != nil {
+			return err
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.indexReady = true
+	// A failure leaves the index as it was, or none: the next start
+	// reads a few final jobs again, or scans.
+	s.saveIndexLocked()
+	return nil
+}
+
+// recoverJob settles one job of an earlier backend (see recover).
+func (s *Service) recoverJob(id string) error {
+	dir := filepath.Join(s.opts.RunsDir, id)
+	var dj diskJob
+	if err := readJSON(filepath.Join(dir, jobFile), &dj); err != nil {
+		if !errors.Is(err, os.ErrNotExist) {
+			s.opts.Logf("jobs: skip %s: %v", dir, err)
+		}
+		return nil // a run made outside the backend, or not a job
+	}
+	if dj.ID != id {
+		s.opts.Logf("jobs: skip %s: its %s names job %q", dir, jobFile, clip(dj.ID))
+		return nil
+	}
+	if isFinal(dj.Status) {
+		return nil // read from disk when asked for
+	}
+	j := &job{Job: dj.Job, dir: dir,
+		exited: make(chan struct{}), done: make(chan struct{}), changed: make(chan struct{})}
+	s.mu.Lock()
+	s.live[j.ID] = j
+	s.mu.Unlock()
+	// Only a job that gets its final event needs its log's last seq:
+	// the logs of jobs already final are not read at start-up.
+	j.seq = lastSeq(dir)
+	if err := s.openEvents(j); err != nil {
+		return err
+	}
+	if p := dj.Runner; j.Status == bench.StatusRunning && p != nil && p.Start != "" && running(*p) {
+		return s.recoverOrphan(j, *p)
+	}
+	close(j.exited)
+	msg := MsgStoppedDuringRun
+	if j.Status == bench.StatusQueued {
+		msg = MsgStoppedQueued
+	}
+	s.keepLeftRecord(j)
+	s.mu.Lock()
+	s.finishLocked(j, bench.StatusFailed, msg)
+	s.mu.Unlock()
 	return nil
 }
 

@@ -6,7 +6,8 @@
 // Every job has a directory <runs>/<id>/ holding job.json (its state),
 // events.ndjson (its replayable log), plan.json (the plan as submitted) and
 // what the runner writes there (run.json, report.md, logs/). Recovery after
-// a restart of the backend is a scan of those directories.
+// a restart of the backend reads the jobs the open index names (index.go);
+// final jobs are read from disk when asked for.
 package jobs
 
 import (
@@ -19,7 +20,8 @@ import (
 	"log"
 	"os"
 	"path/filepath"
-	"sort"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -83,13 +85,22 @@ type Service struct {
 	// full disk would.
 	writeJSON func(path string, v any) error
 
-	mu      sync.Mutex
-	jobs    map[string]*job
-	closing bool
+	mu sync.Mutex
+	// live holds the jobs whose job.json may not be final: those this
+	// backend runs or recovers, and those whose final save failed. They
+	// are the open index's entries.
+	live  map[string]*job
+	final *finalCache // final jobs read from disk
+	runs  runList
+	// indexReady is false while recovery reads the jobs: the open index
+	// is written once recovery knows them all.
+	indexReady bool
+	closing    bool
 }
 
 // job is a bench.Job and what running it needs; all fields are guarded by
-// Service.mu.
+// Service.mu. A final job is not changed again (the one exception: Close
+// saving an unsaved one), so one read from disk serves every caller.
 type job struct {
 	bench.Job
 	dir       string
@@ -139,7 +150,7 @@ func New(opts Options) (*Service, error) {
 	if err := os.MkdirAll(opts.RunsDir, 0o755); err != nil {
 		return nil, err
 	}
-	s := &Service{opts: opts, jobs: map[string]*job{}, writeJSON: writeJSON}
+	s := &Service{opts: opts, live: map[string]*job{}, final: newFinalCache(finalCacheSize), writeJSON: writeJSON}
 	if err := s.recover(); err != nil {
 		return nil, err
 	}
@@ -155,7 +166,7 @@ func (s *Service) Submit(profile string, plan bench.Plan) (bench.Job, error) {
 		return bench.Job{}, ErrClosed
 	}
 	queued := 0
-	for _, j := range s.jobs {
+	for _, j := range s.live {
 		if j.Status == bench.StatusQueued {
 			queued++
 		}
@@ -192,7 +203,16 @@ func (s *Service) Submit(profile string, plan bench.Plan) (bench.Job, error) {
 		ticket.Release()
 		return fail(err)
 	}
-	s.jobs[id] = j
+	// In the open index before its first job.json, so a crash from here
+	// on leaves it to recovery.
+	s.live[id] = j
+	if err := s.saveIndexLocked(); err != nil {
+		delete(s.live, id)
+		j.events.Close()
+		ticket.Release()
+		return fail(err)
+	}
+	s.runs.add(id)
 	select {
 	case <-ticket.Ready():
 		s.startLocked(j)
@@ -216,9 +236,9 @@ func suffix() string {
 func (s *Service) Get(id string) (bench.Job, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	j, ok := s.jobs[id]
-	if !ok {
-		return bench.Job{}, ErrNotFound
+	j, err := s.lookupLocked(id)
+	if err != nil {
+		return bench.Job{}, err
 	}
 	return s.viewLocked(j), nil
 }
@@ -231,24 +251,58 @@ type Filter struct {
 	Limit int
 }
 
-// List returns the jobs that match f, newest first.
+func (f Filter) match(kind, status string) bool {
+	return (f.Kind == "" || kind == f.Kind) && (f.Status == "" || status == f.Status)
+}
+
+// List returns the jobs that match f, newest first (by id: by start
+// second, then suffix). It reads runs newest first until the limit is
+// filled, so its cost follows the limit, not the runs stored.
 func (s *Service) List(f Filter) []bench.Job {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	out := []bench.Job{}
-	for _, j := range s.jobs {
-		if (f.Kind == "" || j.Kind == f.Kind) && (f.Status == "" || j.Status == f.Status) {
+	if f.Status == bench.StatusQueued || f.Status == bench.StatusRunning {
+		// Only the jobs in memory can be queued or running.
+		for _, j := range s.live {
+			if f.match(j.Kind, j.Status) {
+				out = append(out, s.viewLocked(j))
+			}
+		}
+		slices.SortFunc(out, func(a, b bench.Job) int { return strings.Compare(b.ID, a.ID) })
+		if f.Limit > 0 && len(out) > f.Limit {
+			out = out[:f.Limit]
+		}
+		return out
+	}
+	if err := s.runs.build(s.opts.RunsDir); err != nil {
+		s.opts.Logf("jobs: list the runs: %v", err)
+		return out
+	}
+	for i := len(s.runs.runs) - 1; i >= 0 && (f.Limit <= 0 || len(out) < f.Limit); i-- {
+		e := &s.runs.runs[i]
+		if e.notJob || (e.status != "" && !f.match(e.kind, e.status)) {
+			continue
+		}
+		if j, ok := s.live[e.id]; ok {
+			if f.match(j.Kind, j.Status) {
+				out = append(out, s.viewLocked(j))
+			}
+			continue
+		}
+		j, err := s.lookupLocked(e.id)
+		if err != nil {
+			if errors.Is(err, ErrNotFound) {
+				e.notJob = true
+			} else {
+				s.opts.Logf("jobs: list: %s: %v", e.id, err)
+			}
+			continue
+		}
+		e.status, e.kind = internStatus(j.Status), internKind(j.Kind)
+		if f.match(j.Kind, j.Status) {
 			out = append(out, s.viewLocked(j))
 		}
-	}
-	sort.Slice(out, func(a, b int) bool {
-		if out[a].CreatedAt != out[b].CreatedAt {
-			return out[a].CreatedAt > out[b].CreatedAt
-		}
-		return out[a].ID > out[b].ID
-	})
-	if f.Limit > 0 && len(out) > f.Limit {
-		out = out[:f.Limit]
 	}
 	return out
 }
@@ -257,9 +311,9 @@ func (s *Service) List(f Filter) []bench.Job {
 func (s *Service) Dir(id string) (string, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	j, ok := s.jobs[id]
-	if !ok {
-		return "", ErrNotFound
+	j, err := s.lookupLocked(id)
+	if err != nil {
+		return "", err
 	}
 	return j.dir, nil
 }
@@ -268,9 +322,9 @@ func (s *Service) Dir(id string) (string, error) {
 func (s *Service) Done(id string) (<-chan struct{}, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	j, ok := s.jobs[id]
-	if !ok {
-		return nil, ErrNotFound
+	j, err := s.lookupLocked(id)
+	if err != nil {
+		return nil, err
 	}
 	return j.done, nil
 }
@@ -288,10 +342,10 @@ func (s *Service) Events(id string, after int) (evs []bench.JobEvent, changed <-
 // reads each event once.
 func (s *Service) EventsAt(id string, after int, off int64) (evs []bench.JobEvent, next int64, changed <-chan struct{}, ended bool, err error) {
 	s.mu.Lock()
-	j, ok := s.jobs[id]
-	if !ok {
+	j, err := s.lookupLocked(id)
+	if err != nil {
 		s.mu.Unlock()
-		return nil, off, nil, false, ErrNotFound
+		return nil, off, nil, false, err
 	}
 	changed, ended, dir := j.changed, isFinal(j.Status), j.dir
 	s.mu.Unlock()
@@ -307,9 +361,9 @@ func (s *Service) EventsAt(id string, after int, off int64) (evs []bench.JobEven
 func (s *Service) Cancel(id string) (bench.Job, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	j, ok := s.jobs[id]
-	if !ok {
-		return bench.Job{}, ErrNotFound
+	j, err := s.lookupLocked(id)
+	if err != nil {
+		return bench.Job{}, err
 	}
 	if isFinal(j.Status) {
 		return s.viewLocked(j), fmt.Errorf("%w (%s)", ErrFinished, j.Status)
@@ -363,7 +417,7 @@ func hasExited(j *job) bool {
 func (s *Service) Close(ctx context.Context) error {
 	s.mu.Lock()
 	s.closing = true
-	for _, j := range s.jobs {
+	for _, j := range s.live {
 		if !isFinal(j.Status) {
 			s.stopLocked(j, true)
 		}
@@ -380,9 +434,10 @@ func (s *Service) Close(ctx context.Context) error {
 	// saved is tried once more, so a restart does not misreport it.
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for _, j := range s.jobs {
+	for _, j := range s.live {
 		if j.unsaved && s.saveLocked(j) == nil {
 			j.unsaved = false
+			s.retireLocked(j)
 		}
 	}
 	return nil
@@ -497,4 +552,7 @@ func (s *Service) finishLocked(j *job, status, msg string) {
 		j.events = nil
 	}
 	close(j.done)
+	if !j.unsaved {
+		s.retireLocked(j)
+	}
 }

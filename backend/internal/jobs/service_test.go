@@ -51,6 +51,12 @@ type harness struct {
 
 func newHarness(t *testing.T, dir string, maxQueued int) *harness {
 	t.Helper()
+	return newHarnessLog(t, dir, maxQueued, t.Logf)
+}
+
+// newHarnessLog is newHarness with the service's log going to logf.
+func newHarnessLog(t *testing.T, dir string, maxQueued int, logf func(string, ...any)) *harness {
+	t.Helper()
 	h := &harness{t: t, lease: lease.New("no GPU found", nil), clock: newFakeClock(), dir: dir}
 	argv, env := jobstest.RunnerArgv()
 	svc, err := New(Options{
@@ -66,7 +72,7 @@ func newHarness(t *testing.T, dir string, maxQueued int) *harness {
 			h.records = append(h.records, rec)
 			return nil
 		},
-		Logf: t.Logf,
+		Logf: logf,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -555,8 +561,11 @@ func TestSubmitFailureLeavesNothing(t *testing.T) {
 	if _, err := h.svc.Submit("p", bad); err == nil {
 		t.Fatal("Submit wrote a plan that JSON cannot hold")
 	}
-	if entries, _ := os.ReadDir(h.dir); len(entries) != 0 {
+	if entries, _ := os.ReadDir(h.dir); len(entries) != 1 || entries[0].Name() != openIndexFile {
 		t.Fatalf("left behind: %v", entries)
+	}
+	if open, err := readOpenIndex(h.dir); err != nil || len(open) != 0 {
+		t.Fatalf("open index = %q %v", open, err)
 	}
 	if len(h.svc.List(Filter{})) != 0 || h.lease.State().Held {
 		t.Fatalf("jobs %+v, lease %+v", h.svc.List(Filter{}), h.lease.State())

@@ -1,0 +1,323 @@
+package jobs
+
+import (
+	"container/list"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+
+	"github.com/mlx-bun/mlx-metrics/shared/bench"
+)
+
+// What keeps the cost of the service flat however many runs are stored:
+// only the jobs this backend runs (or recovers) are held in memory; a final
+// job is read from its job.json when asked for, through a bounded cache;
+// listing walks a sorted list of run ids newest first until its limit is
+// filled; and start-up reads only the jobs the open index names.
+
+// openIndexFile, in the runs directory, names the jobs whose job.json may
+// not be final: every job is added before its first job.json is written and
+// removed once its final job.json is, so recovery reads only those. A stale
+// entry (a removal that could not be written) costs one read at the next
+// start; a missing or unreadable index costs one full scan.
+const openIndexFile = ".open.json"
+
+// finalCacheSize bounds the final jobs kept in memory for Get, List and
+// the event replays.
+const finalCacheSize = 256
+
+// openIndex is the open index's content.
+type openIndex struct {
+	Open []string `json:"open"`
+}
+
+// maxIDLen bounds a run id (bench.NewRunID's are 23 bytes).
+const maxIDLen = 128
+
+// validID reports whether id can name a run directory: letters, digits,
+// '.', '_' and '-', starting with a letter or digit, so that no id, from a
+// URL or an index, reaches outside the runs directory or names a hidden
+// file of it.
+func validID(id string) bool {
+	if id == "" || len(id) > maxIDLen {
+		return false
+	}
+	for i := 0; i < len(id); i++ {
+		c := id[i]
+		switch {
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9':
+		case i > 0 && (c == '.' || c == '_' || c == '-'):
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// readOpenIndex reads the open index: fs.ErrNotExist when there is none (a
+// home from before the index), another error when it cannot be trusted.
+func readOpenIndex(runsDir string) ([]string, error) {
+	data, err := os.ReadFile(filepath.Join(runsDir, openIndexFile))
+	if err != nil {
+		return nil, err
+	}
+	var idx openIndex
+	if err := json.Unmarshal(data, &idx); err != nil {
+		return nil, fmt.Errorf("%s does not decode: %w", openIndexFile, err)
+	}
+	if idx.Open == nil {
+		return nil, fmt.Errorf("%s has no open list", openIndexFile)
+	}
+	for _, id := range idx.Open {
+		if !validID(id) {
+			return nil, fmt.Errorf("%s names %q, which is not a run id", openIndexFile, clip(id))
+		}
+	}
+	return idx.Open, nil
+}
+
+func clip(s string) string {
+	if len(s) > 40 {
+		return s[:40] + "…"
+	}
+	return s
+}
+
+// runIDs lists the run directories' names, sorted (oldest first: run ids
+// sort by their start time).
+func runIDs(runsDir string) ([]string, error) {
+	entries, err := os.ReadDir(runsDir) // sorted by name
+	if err != nil {
+		return nil, err
+	}
+	ids := make([]string, 0, len(entries))
+	for _, e := range entries {
+		if e.IsDir() && validID(e.Name()) {
+			ids = append(ids, e.Name())
+		}
+	}
+	return ids, nil
+}
+
+// saveIndexLocked writes the open index: the ids of the jobs in memory,
+// which are the ones whose job.json may not be final.
+func (s *Service) saveIndexLocked() error {
+	idx := openIndex{Open: make([]string, 0, len(s.live))}
+	for id := range s.live {
+		idx.Open = append(idx.Open, id)
+	}
+	sort.Strings(idx.Open)
+	err := s.writeJSON(filepath.Join(s.opts.RunsDir, openIndexFile), idx)
+	if err != nil {
+		s.opts.Logf("jobs: save %s: %v", openIndexFile, err)
+	}
+	return err
+}
+
+// runEntry is one run directory of the listing, with what List has learned
+// of it, so a filtered list skips the runs it knows do not match without
+// reading them again. A final job's status and kind never change.
+type runEntry struct {
+	id     string
+	status string // "" until read (and for jobs in memory, which may change)
+	kind   string
+	notJob bool // no readable job.json: a run made outside the backend
+}
+
+// runList is every run id, oldest first, built from the directory's names
+// at the first List and kept up to date by Submit.
+type runList struct {
+	built bool
+	runs  []runEntry
+}
+
+func (l *runList) build(runsDir string) error {
+	if l.built {
+		return nil
+	}
+	ids, err := runIDs(runsDir)
+	if err != nil {
+		return err
+	}
+	l.runs = make([]runEntry, len(ids))
+	for i, id := range ids {
+		l.runs[i].id = id
+	}
+	l.built = true
+	return nil
+}
+
+// find returns the index of id, or where it would go.
+func (l *runList) find(id string) (int, bool) {
+	i := sort.Search(len(l.runs), func(i int) bool { return l.runs[i].id >= id })
+	return i, i < len(l.runs) && l.runs[i].id == id
+}
+
+// add puts a new id in its place: at the end, but for a clock that went
+// back.
+func (l *runList) add(id string) {
+	if !l.built {
+		return // the directory's names will have it
+	}
+	i, ok := l.find(id)
+	if ok {
+		return
+	}
+	l.runs = append(l.runs, runEntry{})
+	copy(l.runs[i+1:], l.runs[i:])
+	l.runs[i] = runEntry{id: id}
+}
+
+// learn records a final job's status and kind.
+func (l *runList) learn(j *job) {
+	if !l.built {
+		return
+	}
+	if i, ok := l.find(j.ID); ok {
+		l.runs[i].status, l.runs[i].kind = internStatus(j.Status), internKind(j.Kind)
+	}
+}
+
+// internStatus and internKind share one string per value among the
+// entries, rather than one per job read.
+func internStatus(s string) string {
+	for _, v := range []string{bench.StatusDone, bench.StatusFailed, bench.StatusCancelled, bench.StatusQueued, bench.StatusRunning} {
+		if s == v {
+			return v
+		}
+	}
+	return s
+}
+
+func internKind(k string) string {
+	if k == bench.JobKind {
+		return bench.JobKind
+	}
+	return k
+}
+
+// finalCache keeps the final jobs read last, least recently used out
+// first; a nil job marks an id that is not a job, so asking again does not
+// read the disk (or log) again.
+type finalCache struct {
+	max   int
+	order *list.List // of *cached, most recent first
+	byID  map[string]*list.Element
+}
+
+type cached struct {
+	id string
+	j  *job
+}
+
+func newFinalCache(max int) *finalCache {
+	return &finalCache{max: max, order: list.New(), byID: map[string]*list.Element{}}
+}
+
+func (c *finalCache) get(id string) (*job, bool) {
+	e, ok := c.byID[id]
+	if !ok {
+		return nil, false
+	}
+	c.order.MoveToFront(e)
+	return e.Value.(*cached).j, true
+}
+
+func (c *finalCache) put(id string, j *job) {
+	if e, ok := c.byID[id]; ok {
+		e.Value.(*cached).j = j
+		c.order.MoveToFront(e)
+		return
+	}
+	c.byID[id] = c.order.PushFront(&cached{id: id, j: j})
+	if c.order.Len() > c.max {
+		last := c.order.Back()
+		c.order.Remove(last)
+		delete(c.byID, last.Value.(*cached).id)
+	}
+}
+
+// lookupLocked finds a job by id: in memory when this backend runs it,
+// else from its job.json. Any id that is not a run id is ErrNotFound
+// before the disk is touched.
+func (s *Service) lookupLocked(id string) (*job, error) {
+	if !validID(id) {
+		return nil, ErrNotFound
+	}
+	if j, ok := s.live[id]; ok {
+		return j, nil
+	}
+	if j, ok := s.final.get(id); ok {
+		if j == nil {
+			return nil, ErrNotFound
+		}
+		return j, nil
+	}
+	j, err := s.readFinal(id)
+	if err != nil {
+		if errors.Is(err, ErrNotFound) {
+			s.final.put(id, nil)
+		}
+		return nil, err
+	}
+	s.final.put(id, j)
+	return j, nil
+}
+
+// readFinal reads a job this backend does not run from its job.json. A
+// directory without a readable one is not a job (ErrNotFound; a damaged
+// job.json is logged); an error reading it is returned as such.
+func (s *Service) readFinal(id string) (*job, error) {
+	dir := filepath.Join(s.opts.RunsDir, id)
+	if fi, err := os.Lstat(dir); err != nil || !fi.IsDir() {
+		return nil, ErrNotFound // a link is not followed out of the runs directory
+	}
+	var dj diskJob
+	err := readJSON(filepath.Join(dir, jobFile), &dj)
+	var readErr *fs.PathError
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil, ErrNotFound
+	case errors.As(err, &readErr):
+		return nil, err
+	case err != nil: // it does not decode
+		s.opts.Logf("jobs: skip %s: %s: %v", id, jobFile, err)
+		return nil, ErrNotFound
+	case dj.ID != id:
+		s.opts.Logf("jobs: skip %s: its %s names job %q", id, jobFile, clip(dj.ID))
+		return nil, ErrNotFound
+	}
+	j := &job{Job: dj.Job, dir: dir,
+		exited: closedChan, done: closedChan, changed: make(chan struct{})}
+	if !isFinal(j.Status) {
+		// Not in the open index, so no start recovered it: hand edits,
+		// or a copy from another home. No process of this backend runs
+		// it; it reads as recovery would have left it (job.json is left
+		// for the next start without an index to settle).
+		s.opts.Logf("jobs: %s: %s says %s, but the job is not in %s", id, jobFile, j.Status, openIndexFile)
+		msg := MsgStoppedDuringRun
+		if j.Status == bench.StatusQueued {
+			msg = MsgStoppedQueued
+		}
+		j.Status, j.Stage, j.Message, j.Error = bench.StatusFailed, bench.StatusFailed, msg, msg
+	}
+	return j, nil
+}
+
+// closedChan is the exited and done channel of every job read from disk.
+var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
+
+// retireLocked lets go of a job whose final job.json is written: it is
+// read from disk from now on, and leaves the open index.
+func (s *Service) retireLocked(j *job) {
+	delete(s.live, j.ID)
+	s.final.put(j.ID, j)
+	s.runs.learn(j)
+	if s.indexReady {
+		s.saveIndexLocked() // on failure the entry stays: one read at the next start
+	}
+}

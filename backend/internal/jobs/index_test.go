@@ -1,0 +1,395 @@
+package jobs
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/mlx-bun/mlx-metrics/shared/bench"
+)
+
+// putJob writes a job's directory and job.json as a backend would have
+// left them (plainly: the tests and the benchmark write many).
+func putJob(tb testing.TB, runs, id string, dj diskJob) {
+	tb.Helper()
+	dir := filepath.Join(runs, id)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		tb.Fatal(err)
+	}
+	dj.ID, dj.RunID = id, id
+	if dj.Kind == "" {
+		dj.Kind = bench.JobKind
+	}
+	data, err := json.Marshal(dj)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, jobFile), data, 0o644); err != nil {
+		tb.Fatal(err)
+	}
+}
+
+// logRecorder keeps what the service logs.
+type logRecorder struct {
+	t     *testing.T
+	mu    sync.Mutex
+	lines []string
+}
+
+func (l *logRecorder) logf(format string, args ...any) {
+	l.t.Helper()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.lines = append(l.lines, fmt.Sprintf(format, args...))
+	l.t.Logf(format, args...)
+}
+
+func (l *logRecorder) has(s string) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, line := range l.lines {
+		if strings.Contains(line, s) {
+			return true
+		}
+	}
+	return false
+}
+
+func diskStatus(t *testing.T, runs, id string) string {
+	t.Helper()
+	var dj diskJob
+	if err := readJSON(filepath.Join(runs, id, jobFile), &dj); err != nil {
+		t.Fatal(err)
+	}
+	return dj.Status
+}
+
+func openIDs(t *testing.T, runs string) []string {
+	t.Helper()
+	ids, err := readOpenIndex(runs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ids
+}
+
+// TestRecoverReadsOpenJobs: a start reads the jobs the open index names and
+// no other; without an index (a home from before it), or with one that
+// cannot be trusted, it reads them all, as before, and writes the index.
+func TestRecoverReadsOpenJobs(t *testing.T) {
+	const (
+		running = "20261201T100000Z-aaaaaa" // its runner is long gone
+		queued  = "20261201T100001Z-bbbbbb"
+		corrupt = "20261201T100002Z-cccccc"
+		done    = "20261201T100003Z-dddddd"
+	)
+	tests := []struct {
+		name      string
+		index     string // "" for none
+		recovered []string
+		logs      []string
+		notLogs   []string
+	}{
+		{"index", `{"open":["` + running + `"]}`, []string{running}, nil, []string{corrupt}},
+		{"no index", "", []string{running, queued}, []string{"skip", corrupt}, []string{openIndexFile}},
+		{"index names final and gone jobs", `{"open":["` + done + `","` + running + `","20261201T000000Z-gone00"]}`,
+			[]string{running}, nil, []string{corrupt}},
+		{"index torn", `{"open":["` + running, []string{running, queued}, []string{"does not decode", "reading every job"}, nil},
+		{"index names a path", `{"open":["../` + running + `"]}`, []string{running, queued}, []string{"not a run id"}, nil},
+		{"index without its list", `{}`, []string{running, queued}, []string{"no open list"}, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			runs := t.TempDir()
+			putJob(t, runs, running, diskJob{Job: bench.Job{Status: bench.StatusRunning, CreatedAt: 1},
+				Runner: &runnerProc{Pid: 1 << 22, Pgid: 1 << 22, Start: "1"}})
+			putJob(t, runs, queued, diskJob{Job: bench.Job{Status: bench.StatusQueued, CreatedAt: 2}})
+			os.MkdirAll(filepath.Join(runs, corrupt), 0o755)
+			os.WriteFile(filepath.Join(runs, corrupt, jobFile), []byte(`{"id":`), 0o644)
+			putJob(t, runs, done, diskJob{Job: bench.Job{Status: bench.StatusDone, CreatedAt: 3}})
+			if tt.index != "" {
+				os.WriteFile(filepath.Join(runs, openIndexFile), []byte(tt.index), 0o644)
+			}
+			logs := &logRecorder{t: t}
+			h := newHarnessLog(t, runs, 0, logs.logf)
+
+			for _, id := range []string{running, queued} {
+				want := bench.StatusRunning
+				if id == queued {
+					want = bench.StatusQueued
+				}
+				if slices.Contains(tt.recovered, id) {
+					want = bench.StatusFailed
+				}
+				if got := diskStatus(t, runs, id); got != want {
+					t.Errorf("%s on disk: %s, want %s", id, got, want)
+				}
+			}
+			for _, s := range tt.logs {
+				if !logs.has(s) {
+					t.Errorf("log lacks %q: %q", s, logs.lines)
+				}
+			}
+			for _, s := range tt.notLogs {
+				if logs.has(s) {
+					t.Errorf("log has %q: %q", s, logs.lines)
+				}
+			}
+			if open := openIDs(t, runs); len(open) != 0 {
+				t.Errorf("open index after recovery = %q", open)
+			}
+			// Every job reads as recovery leaves it, read at start or not.
+			var got []string
+			for _, j := range h.svc.List(Filter{}) {
+				if j.ID != done && (j.Status != bench.StatusFailed || !strings.HasPrefix(j.Error, "the backend stopped")) {
+					t.Errorf("%s = %+v", j.ID, j)
+				}
+				got = append(got, j.ID)
+			}
+			if want := []string{done, queued, running}; !slices.Equal(got, want) {
+				t.Errorf("list = %q, want %q", got, want)
+			}
+			if _, err := h.svc.Get(corrupt); !errors.Is(err, ErrNotFound) {
+				t.Errorf("corrupt job: %v", err)
+			}
+		})
+	}
+}
+
+// TestOpenIndexFollowsJobs: a job is in the open index from its submit to
+// its final job.json.
+func TestOpenIndexFollowsJobs(t *testing.T) {
+	tests := []struct {
+		script string
+		cancel bool
+		status string
+	}{
+		{"ok", false, bench.StatusDone},
+		{"block", true, bench.StatusCancelled},
+	}
+	for _, tt := range tests {
+		t.Run(tt.script, func(t *testing.T) {
+			h := newHarness(t, t.TempDir(), 0)
+			j := h.submit(tt.script)
+			if tt.cancel {
+				h.waitEvent(j.ID, cellStarted)
+				if open := openIDs(t, h.dir); !slices.Equal(open, []string{j.ID}) {
+					t.Fatalf("open index while it runs = %q", open)
+				}
+				h.svc.Cancel(j.ID)
+				<-h.clock.armed
+			}
+			if j = h.done(j.ID); j.Status != tt.status {
+				t.Fatalf("job = %+v", j)
+			}
+			if open := openIDs(t, h.dir); len(open) != 0 {
+				t.Fatalf("open index after the end = %q", open)
+			}
+			if got := diskStatus(t, h.dir, j.ID); got != tt.status {
+				t.Fatalf("job.json says %s", got)
+			}
+		})
+	}
+}
+
+// TestOpenIndexFullDisk: a submit whose index entry cannot be written fails
+// and leaves nothing; a job whose removal cannot be written still ends, and
+// the next start reads it once and leaves it as it was.
+func TestOpenIndexFullDisk(t *testing.T) {
+	tests := []struct {
+		name string
+		fail func(idx openIndex) bool
+	}{
+		{"at submit", func(idx openIndex) bool { return len(idx.Open) > 0 }},
+		{"at the end", func(idx openIndex) bool { return len(idx.Open) == 0 }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			runs := t.TempDir()
+			h := newHarness(t, runs, 0)
+			var mu sync.Mutex
+			full := true
+			h.svc.writeJSON = func(path string, v any) error {
+				mu.Lock()
+				defer mu.Unlock()
+				if idx, ok := v.(openIndex); ok && full && tt.fail(idx) {
+					return &fs.PathError{Op: "open", Path: path, Err: syscall.ENOSPC}
+				}
+				return writeJSON(path, v)
+			}
+			j, err := h.svc.Submit("p-ok", plan("ok", 2))
+			if tt.name == "at submit" {
+				if !errors.Is(err, syscall.ENOSPC) {
+					t.Fatalf("submit = %+v, %v", j, err)
+				}
+				if entries, _ := os.ReadDir(runs); len(entries) != 1 || len(h.svc.List(Filter{})) != 0 || h.lease.State().Held {
+					t.Fatalf("left behind: %v, lease %+v", entries, h.lease.State())
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			j = h.done(j.ID)
+			if j.Status != bench.StatusDone {
+				t.Fatalf("job = %+v", j)
+			}
+			if open := openIDs(t, runs); !slices.Equal(open, []string{j.ID}) {
+				t.Fatalf("open index = %q, want the stale entry", open)
+			}
+			mu.Lock()
+			full = false
+			mu.Unlock()
+			if err := h.svc.Close(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			after := newHarness(t, runs, 0)
+			if got, _ := after.svc.Get(j.ID); got.Status != bench.StatusDone || got.Message != j.Message {
+				t.Fatalf("after restart = %+v, want %+v", got, j)
+			}
+			if open := openIDs(t, runs); len(open) != 0 {
+				t.Fatalf("open index after restart = %q", open)
+			}
+		})
+	}
+}
+
+// TestListReadsNewestFirst: List walks the runs newest first, reading
+// final jobs from disk through a bounded cache, skipping what is not a job,
+// and a filter reads on until its limit is filled.
+func TestListReadsNewestFirst(t *testing.T) {
+	runs := t.TempDir()
+	base := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
+	const n = 300
+	var all, failed []string // newest first
+	for i := range n {
+		id := bench.NewRunID(base.Add(time.Duration(i)*time.Minute), fmt.Sprintf("%06x", i))
+		status := bench.StatusDone
+		if i%7 == 0 {
+			status = bench.StatusFailed
+			failed = append([]string{id}, failed...)
+		}
+		putJob(t, runs, id, diskJob{Job: bench.Job{Status: status, CreatedAt: int64(i)}})
+		all = append([]string{id}, all...)
+	}
+	// Not jobs: a run of `bench run` on its own, a damaged job.json, a
+	// link out of the runs directory, a hidden directory.
+	os.MkdirAll(filepath.Join(runs, "20261201T010000Z-cli000"), 0o755)
+	os.MkdirAll(filepath.Join(runs, "20261201T020000Z-torn00"), 0o755)
+	os.WriteFile(filepath.Join(runs, "20261201T020000Z-torn00", jobFile), []byte("{"), 0o644)
+	outside := t.TempDir()
+	putJob(t, outside, "20261201T030000Z-link00", diskJob{Job: bench.Job{Status: bench.StatusDone}})
+	os.Symlink(filepath.Join(outside, "20261201T030000Z-link00"), filepath.Join(runs, "20261201T030000Z-link00"))
+	putJob(t, runs, ".hidden", diskJob{Job: bench.Job{Status: bench.StatusDone}})
+
+	h := newHarness(t, runs, 0)
+	live := h.submit("block") // newest: the fake clock is past them all
+	h.waitEvent(live.ID, cellStarted)
+
+	tests := []struct {
+		f    Filter
+		want []string
+	}{
+		{Filter{Limit: 3}, []string{live.ID, all[0], all[1]}},
+		{Filter{Kind: bench.JobKind, Status: bench.StatusFailed, Limit: 2}, failed[:2]},
+		{Filter{Status: bench.StatusFailed}, failed},
+		{Filter{Status: bench.StatusRunning}, []string{live.ID}},
+		{Filter{Status: bench.StatusQueued}, nil},
+		{Filter{Kind: "other"}, nil},
+		{Filter{}, append([]string{live.ID}, all...)},
+		{Filter{Limit: 2}, []string{live.ID, all[0]}}, // again, from what the walks learned
+	}
+	for _, tt := range tests {
+		var got []string
+		for _, j := range h.svc.List(tt.f) {
+			got = append(got, j.ID)
+		}
+		if !slices.Equal(got, tt.want) {
+			t.Errorf("List(%+v) = %d jobs %q..., want %d", tt.f, len(got), got[:min(len(got), 3)], len(tt.want))
+		}
+	}
+	h.svc.mu.Lock()
+	cached := h.svc.final.order.Len()
+	h.svc.mu.Unlock()
+	if cached > finalCacheSize {
+		t.Errorf("%d final jobs cached, bound %d", cached, finalCacheSize)
+	}
+	// The oldest job fell out of the cache and is read again.
+	if j, err := h.svc.Get(all[n-1]); err != nil || j.Status != bench.StatusFailed {
+		t.Errorf("oldest = %+v %v", j, err)
+	}
+	// A job that ends moves from memory to disk and keeps its place.
+	h.svc.Cancel(live.ID)
+	<-h.clock.armed
+	h.done(live.ID)
+	if got := h.svc.List(Filter{Limit: 1}); len(got) != 1 || got[0].ID != live.ID || got[0].Status != bench.StatusCancelled {
+		t.Errorf("after the end = %+v", got)
+	}
+	if got := h.svc.List(Filter{Status: bench.StatusCancelled}); len(got) != 1 {
+		t.Errorf("cancelled = %+v", got)
+	}
+}
+
+// TestIDsFromOutside: an id that is not a run id, or names no job directory
+// of the runs directory, is not found, and nothing outside is read.
+func TestIDsFromOutside(t *testing.T) {
+	runs := filepath.Join(t.TempDir(), "runs")
+	os.MkdirAll(runs, 0o755)
+	// A job directory beside the runs directory, and a link to one.
+	putJob(t, filepath.Dir(runs), "20261201T030000Z-beside", diskJob{Job: bench.Job{Status: bench.StatusDone}})
+	os.Symlink(filepath.Join(filepath.Dir(runs), "20261201T030000Z-beside"), filepath.Join(runs, "20261201T030000Z-link00"))
+	h := newHarness(t, runs, 0)
+	for _, id := range []string{
+		"", ".", "..", "../20261201T030000Z-beside", "..%2F20261201T030000Z-beside", openIndexFile, "a/b", `a\b`,
+		"x\x00", strings.Repeat("a", maxIDLen+1), "20261201T030000Z-link00", "-flag",
+	} {
+		for name, f := range map[string]func() error{
+			"Get":    func() error { _, err := h.svc.Get(id); return err },
+			"Dir":    func() error { _, err := h.svc.Dir(id); return err },
+			"Done":   func() error { _, err := h.svc.Done(id); return err },
+			"Events": func() error { _, _, _, err := h.svc.Events(id, 0); return err },
+			"Cancel": func() error { _, err := h.svc.Cancel(id); return err },
+		} {
+			if err := f(); !errors.Is(err, ErrNotFound) {
+				t.Errorf("%s(%q) = %v", name, id, err)
+			}
+		}
+	}
+	if got := h.svc.List(Filter{}); len(got) != 0 {
+		t.Errorf("list = %+v", got)
+	}
+}
+
+func TestValidID(t *testing.T) {
+	tests := []struct {
+		id string
+		ok bool
+	}{
+		{"20261202T155633Z-0a1b2c", true},
+		{"manual-run", true},
+		{"run_1.b", true},
+		{"", false},
+		{".open.json", false},
+		{"..", false},
+		{"a/b", false},
+		{"a b", false},
+		{"é", false},
+		{strings.Repeat("a", maxIDLen), true},
+		{strings.Repeat("a", maxIDLen+1), false},
+	}
+	for _, tt := range tests {
+		if got := validID(tt.id); got != tt.ok {
+			t.Errorf("validID(%q) = %v", tt.id, got)
+		}
+	}
+}
