@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/mlx-bun/mlx-metrics/shared/events"
+	"github.com/mlx-bun/mlx-metrics/shared/routes"
 )
 
 // Publisher POSTs events as NDJSON to a backend's /api/metrics/events. It
@@ -31,7 +32,7 @@ type Publisher struct {
 }
 
 // EventsPath is where a backend takes events.
-const EventsPath = "/api/metrics/events"
+const EventsPath = routes.Events
 
 // Publisher tuning.
 const (

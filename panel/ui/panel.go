@@ -15,6 +15,7 @@ import (
 	"github.com/mlx-bun/mlx-metrics/panel/charts"
 	"github.com/mlx-bun/mlx-metrics/panel/format"
 	"github.com/mlx-bun/mlx-metrics/shared/bench"
+	"github.com/mlx-bun/mlx-metrics/shared/routes"
 	"github.com/mlx-bun/mlx-metrics/shared/snapshot"
 )
 
@@ -29,7 +30,7 @@ type Connection struct {
 }
 
 // DefaultConnection is the backend's own API, for a frame opened directly.
-var DefaultConnection = Connection{APIBase: "/api/metrics", EventsURL: "/api/metrics/stream"}
+var DefaultConnection = Connection{APIBase: routes.Prefix, EventsURL: routes.Stream}
 
 // Connection states.
 const (

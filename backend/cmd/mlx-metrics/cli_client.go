@@ -15,6 +15,7 @@ import (
 	"github.com/mattn/go-isatty"
 
 	"github.com/mlx-bun/mlx-metrics/shared/apierror"
+	"github.com/mlx-bun/mlx-metrics/shared/routes"
 )
 
 // cliEnv is where the client subcommands write, so tests can capture it.
@@ -81,7 +82,7 @@ func newAPIClient(server string) (*apiClient, error) {
 // 2xx JSON answer into out (when not nil). Anything else becomes an error
 // carrying the API's message.
 func (c *apiClient) do(ctx context.Context, method, path string, header http.Header, body io.Reader, out any) error {
-	req, err := http.NewRequestWithContext(ctx, method, c.base+"/api/metrics"+path, body)
+	req, err := http.NewRequestWithContext(ctx, method, c.base+routes.Prefix+path, body)
 	if err != nil {
 		return err
 	}

@@ -11,10 +11,11 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/mlx-bun/mlx-metrics/shared/apierror"
+	"github.com/mlx-bun/mlx-metrics/shared/routes"
 )
 
 // APIPrefix is where the manifest's routes are mounted.
-const APIPrefix = "/api/metrics"
+const APIPrefix = routes.Prefix
 
 // Defaults of Options.
 const (

@@ -8,10 +8,11 @@ import (
 	"github.com/maxence-charriere/go-app/v10/pkg/app"
 
 	"github.com/mlx-bun/mlx-metrics/panel/ui"
+	"github.com/mlx-bun/mlx-metrics/shared/routes"
 )
 
 // Prefix is where the backend serves the frame (webui.FramePath).
-const Prefix = "/api/metrics/panel"
+const Prefix = routes.Panel
 
 func main() {
 	app.Route("/", func() app.Composer { return ui.NewPanel(ui.DefaultConnection, "") })
