@@ -13,10 +13,10 @@ import (
 	"github.com/mlx-bun/mlx-metrics/shared/apierror"
 )
 
-// routes is a Feature with a few handlers that fail in different ways.
-type routes struct{}
+// failing is a Feature with a few handlers that fail in different ways.
+type failing struct{}
 
-func (routes) Mount(root *fiber.App, api fiber.Router) {
+func (failing) Mount(root *fiber.App, api fiber.Router) {
 	api.Get("/ok", func(c *fiber.Ctx) error { return c.JSON(fiber.Map{"ok": true}) })
 	api.Get("/conflict", func(c *fiber.Ctx) error { return fiber.NewError(fiber.StatusConflict, "queue full") })
 	api.Get("/broken", func(c *fiber.Ctx) error { return errors.New("disk on fire") })
@@ -26,7 +26,7 @@ func (routes) Mount(root *fiber.App, api fiber.Router) {
 }
 
 func TestErrorConvention(t *testing.T) {
-	app := New(Options{}, routes{})
+	app := New(Options{}, failing{})
 	tests := []struct {
 		method  string // GET when empty
 		path    string
