@@ -117,7 +117,7 @@ func TestShutdownBounded(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			app := New(Options{ReadTimeout: time.Hour, IdleTimeout: time.Hour}, routes{})
+			app := New(Options{ReadTimeout: time.Hour, IdleTimeout: time.Hour}, failing{})
 			ln, err := net.Listen("tcp", "127.0.0.1:0")
 			if err != nil {
 				t.Fatal(err)
