@@ -46,6 +46,7 @@ import (
 type config struct {
 	bin         string
 	compareBin  string
+	serveEnv    []string
 	streams     []int
 	rounds      int
 	phase       time.Duration
@@ -60,6 +61,7 @@ func main() {
 	var cfg config
 	flag.StringVar(&cfg.bin, "bin", "", "the mlx-metrics binary (required)")
 	flag.StringVar(&cfg.compareBin, "compare-bin", "", "another mlx-metrics binary whose proxy runs as a third side, interleaved with the others (an older build, to compare)")
+	serveEnv := flag.String("serve-env", "", "extra environment for the serve processes, space-separated KEY=VALUE (GOMAXPROCS=1, GOGC=400, ...)")
 	streams := flag.String("streams", "1,16,64", "concurrent stream counts, comma-separated")
 	flag.IntVar(&cfg.rounds, "rounds", 4, "rounds; each runs every stream count direct and proxied")
 	flag.DurationVar(&cfg.phase, "phase", 2*time.Second, "how long one side of one stream count sends requests in a round")
@@ -69,6 +71,7 @@ func main() {
 	flag.Float64Var(&cfg.prefillRate, "prefill-rate", 100000, "the engine's prefill rate, prompt tokens/s")
 	flag.DurationVar(&cfg.timeout, "timeout", 5*time.Minute, "bound on the whole run")
 	flag.Parse()
+	cfg.serveEnv = strings.Fields(*serveEnv)
 	for f := range strings.SplitSeq(*streams, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(f))
 		if err != nil || n < 1 || n > 1024 {
@@ -120,14 +123,14 @@ func run(ctx context.Context, cfg config) error {
 		return err
 	}
 	defer eng.stop()
-	srv, err := startServe(ctx, cfg.bin, "serve", home, engineAddr)
+	srv, err := startServe(ctx, cfg.bin, "serve", home, engineAddr, cfg.serveEnv)
 	if err != nil {
 		return err
 	}
 	defer srv.stop()
 	var cmp *proc
 	if cfg.compareBin != "" {
-		if cmp, err = startServe(ctx, cfg.compareBin, "serve-compare", home, engineAddr); err != nil {
+		if cmp, err = startServe(ctx, cfg.compareBin, "serve-compare", home, engineAddr, cfg.serveEnv); err != nil {
 			return err
 		}
 		defer cmp.stop()
@@ -411,7 +414,7 @@ func printMachine(cfg config, engineAddr string, sides []*side) {
 	fmt.Printf("engine %s: decode %g tok/s per stream (batch slowdown 0), prefill %g tok/s, %d prompt words, max_tokens %d\n",
 		engineAddr, cfg.decodeRate, cfg.prefillRate, cfg.promptWords, cfg.tokens)
 	for _, s := range sides[1:] {
-		fmt.Printf("%-7s %s: %s serve --proxy-to http://%s/v1\n", s.name, s.proxy.addr, s.proxy.bin, engineAddr)
+		fmt.Printf("%-7s %s: %s %s serve --proxy-to http://%s/v1\n", s.name, s.proxy.addr, strings.Join(cfg.serveEnv, " "), s.proxy.bin, engineAddr)
 	}
 }
 
@@ -438,7 +441,7 @@ type proc struct {
 }
 
 func startEngine(ctx context.Context, cfg config, home string) (*proc, string, error) {
-	p, err := start(ctx, "engine", cfg.bin, home, "engine", "--host", "127.0.0.1", "--port", "0", "--load-ms", "0",
+	p, err := start(ctx, "engine", cfg.bin, home, nil, "engine", "--host", "127.0.0.1", "--port", "0", "--load-ms", "0",
 		"--decode-rate", fmt.Sprint(cfg.decodeRate), "--prefill-rate", fmt.Sprint(cfg.prefillRate),
 		"--batch-slowdown", "0", "--batch-capacity", strconv.Itoa(2*slices.Max(cfg.streams)), "--sample-ms", "1000")
 	if err != nil {
@@ -462,7 +465,7 @@ func startEngine(ctx context.Context, cfg config, home string) (*proc, string, e
 	return nil, "", fmt.Errorf("the engine did not come up:\n%s", p.tail())
 }
 
-func startServe(ctx context.Context, bin, name, home, engineAddr string) (*proc, error) {
+func startServe(ctx context.Context, bin, name, home, engineAddr string, env []string) (*proc, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, err
@@ -474,7 +477,7 @@ func startServe(ctx context.Context, bin, name, home, engineAddr string) (*proc,
 	if err := os.Mkdir(dir, 0o700); err != nil {
 		return nil, err
 	}
-	p, err := start(ctx, name, bin, home, "serve", "--addr", addr, "--home", dir, "--proxy-to", "http://"+engineAddr+"/v1")
+	p, err := start(ctx, name, bin, home, env, "serve", "--addr", addr, "--home", dir, "--proxy-to", "http://"+engineAddr+"/v1")
 	if err != nil {
 		return nil, err
 	}
@@ -486,13 +489,14 @@ func startServe(ctx context.Context, bin, name, home, engineAddr string) (*proc,
 	return p, nil
 }
 
-func start(ctx context.Context, name, bin, home string, args ...string) (*proc, error) {
+func start(ctx context.Context, name, bin, home string, env []string, args ...string) (*proc, error) {
 	logf, err := os.Create(home + "/" + name + ".log")
 	if err != nil {
 		return nil, err
 	}
 	cmd := exec.CommandContext(ctx, bin, args...)
 	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.Env = append(os.Environ(), env...)
 	if err := cmd.Start(); err != nil {
 		logf.Close()
 		return nil, err
