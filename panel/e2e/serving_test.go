@@ -20,7 +20,7 @@ func TestServingTimeCharts(t *testing.T) {
 	start := time.Now()
 	navigate(t, ctx, b.URL()+"/")
 	waitFrame(t, ctx, "first chart drawn", paintedPixels("chart-throughput")+" > 300", 30*time.Second)
-	record(t, fmt.Sprintf("serving: page load to first chart drawn %d ms (gzip wasm)", time.Since(start).Milliseconds()))
+	record(t, fmt.Sprintf("serving: page load to first chart drawn %d ms (wasm as the browser takes it: brotli)", time.Since(start).Milliseconds()))
 	waitFrame(t, ctx, "stream live", `document.querySelector("#conn").dataset.state === "live"`, 30*time.Second)
 	for key, want := range map[string]string{"ttft": "110 ms", "tpot": "25.0 ms", "prefix": "75.0%", "kv": "50.0%"} {
 		waitFrame(t, ctx, key+" tile", fmt.Sprintf(`(%s||"").includes(%q)`, tileValue(key), want), 5*time.Second)

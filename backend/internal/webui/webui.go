@@ -19,6 +19,7 @@ import (
 	"mime"
 	"path"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -59,10 +60,12 @@ type UI struct {
 	pageCSP string           // the standalone page's policy, once it is read
 }
 
-// asset is one file as served: its bytes (gzip-compressed when gz) and ETag.
+// asset is one file as served: its bytes (gzip-compressed when gz), a
+// brotli copy when the build made one, and ETag.
 type asset struct {
 	data []byte
 	gz   bool
+	br   []byte
 	etag string
 }
 
@@ -201,8 +204,10 @@ func inflated(a asset) ([]byte, error) {
 	return io.ReadAll(zr)
 }
 
-// serve answers name from the assets. A name stored as name.gz goes out
-// compressed to clients that accept gzip and is inflated for the rest.
+// serve answers name from the assets. A name stored as name.br goes out as
+// brotli to clients that take br (and prefer it, by q-value, to gzip); one
+// stored as name.gz goes out compressed to clients that accept gzip and is
+// inflated for the rest.
 func (u *UI) serve(c *fiber.Ctx, name string) error {
 	a, err := u.asset(name)
 	if err != nil {
@@ -227,14 +232,32 @@ func (u *UI) serve(c *fiber.Ctx, name string) error {
 	// in the browser. The ETag keeps revalidation a 304.
 	c.Set(fiber.HeaderCacheControl, "no-cache")
 	c.Set(fiber.HeaderVary, fiber.HeaderAcceptEncoding)
-	c.Set(fiber.HeaderETag, a.etag)
-	if match := c.Get(fiber.HeaderIfNoneMatch); match != "" && strings.Contains(match, a.etag) {
+	enc := ""
+	if accept := c.Get(fiber.HeaderAcceptEncoding); accept != "" {
+		qbr, qgz := acceptQ(accept, "br"), acceptQ(accept, "gzip")
+		switch {
+		case a.br != nil && qbr > 0 && (qbr >= qgz || !a.gz):
+			enc = "br" // smaller: preferred when weighed the same
+		case a.gz && qgz > 0:
+			enc = "gzip"
+		}
+	}
+	etag := a.etag
+	if enc == "br" {
+		etag = strings.TrimSuffix(a.etag, `"`) + `-br"` // another body, another tag
+	}
+	c.Set(fiber.HeaderETag, etag)
+	if match := c.Get(fiber.HeaderIfNoneMatch); match != "" && strings.Contains(match, etag) {
 		return c.SendStatus(fiber.StatusNotModified)
 	}
+	if enc == "br" {
+		c.Set(fiber.HeaderContentEncoding, "br")
+		return c.Send(a.br)
+	}
 	if a.gz {
-		// AcceptsEncodings weighs q-values ("gzip;q=0" refuses gzip); a
-		// request with no Accept-Encoding gets the plain bytes.
-		if c.Get(fiber.HeaderAcceptEncoding) != "" && c.AcceptsEncodings("gzip") != "" {
+		// q-values count ("gzip;q=0" refuses gzip); a request with no
+		// Accept-Encoding gets the plain bytes.
+		if enc == "gzip" {
 			c.Set(fiber.HeaderContentEncoding, "gzip")
 			return c.Send(a.data)
 		}
@@ -245,6 +268,31 @@ func (u *UI) serve(c *fiber.Ctx, name string) error {
 		return c.Send(raw)
 	}
 	return c.Send(a.data)
+}
+
+// acceptQ is the weight an Accept-Encoding header gives coding: its own
+// q-value, else that of *, else 0.
+func acceptQ(header, coding string) float64 {
+	q, star := -1.0, 0.0
+	for _, part := range strings.Split(header, ",") {
+		name, params, _ := strings.Cut(strings.TrimSpace(part), ";")
+		w := 1.0
+		if v, ok := strings.CutPrefix(strings.TrimSpace(params), "q="); ok {
+			if f, err := strconv.ParseFloat(strings.TrimSpace(v), 64); err == nil && f >= 0 && f <= 1 {
+				w = f
+			}
+		}
+		switch name = strings.ToLower(strings.TrimSpace(name)); name {
+		case coding:
+			q = w
+		case "*":
+			star = w
+		}
+	}
+	if q < 0 {
+		return star
+	}
+	return q
 }
 
 // asset returns name, read from the assets on first use: name.gz when
@@ -262,6 +310,9 @@ func (u *UI) asset(name string) (asset, error) {
 		if a.data, err = fs.ReadFile(u.assets, name); err != nil {
 			return asset{}, err
 		}
+	}
+	if br, err := fs.ReadFile(u.assets, name+".br"); err == nil {
+		a.br = br
 	}
 	sum := sha256.Sum256(a.data)
 	a.etag = `"` + hex.EncodeToString(sum[:8]) + `"`

@@ -35,6 +35,16 @@ var built = fstest.MapFS{
 	"frame/web/echarts.min.js.gz": {Data: gz("echarts")},
 }
 
+// withBrotli is the build with a brotli copy of the wasm beside its gzip.
+var withBrotli = func() fstest.MapFS {
+	m := fstest.MapFS{}
+	for k, v := range built {
+		m[k] = v
+	}
+	m["frame/web/app.wasm.br"] = &fstest.MapFile{Data: []byte("brotli bytes")}
+	return m
+}()
+
 func TestRoutes(t *testing.T) {
 	tests := []struct {
 		name       string
@@ -70,6 +80,14 @@ func TestRoutes(t *testing.T) {
 			wantStatus: 200, wantBody: "\x00asm wasm bytes", wantHeader: map[string]string{"Content-Encoding": ""}},
 		{name: "wasm gzip for any encoding", assets: built, path: "/api/metrics/panel/web/app.wasm", header: map[string]string{"Accept-Encoding": "*"},
 			wantStatus: 200, wantHeader: map[string]string{"Content-Encoding": "gzip"}},
+		{name: "wasm brotli when taken", assets: withBrotli, path: "/api/metrics/panel/web/app.wasm", header: map[string]string{"Accept-Encoding": "gzip, deflate, br"},
+			wantStatus: 200, wantBody: "brotli bytes", wantHeader: map[string]string{"Content-Encoding": "br", "Vary": "Accept-Encoding"}},
+		{name: "wasm gzip when br is refused", assets: withBrotli, path: "/api/metrics/panel/web/app.wasm", header: map[string]string{"Accept-Encoding": "gzip, br;q=0"},
+			wantStatus: 200, wantBody: string(gz("\x00asm wasm bytes")), wantHeader: map[string]string{"Content-Encoding": "gzip"}},
+		{name: "wasm gzip when preferred", assets: withBrotli, path: "/api/metrics/panel/web/app.wasm", header: map[string]string{"Accept-Encoding": "gzip;q=1, br;q=0.5"},
+			wantStatus: 200, wantHeader: map[string]string{"Content-Encoding": "gzip"}},
+		{name: "wasm inflated for identity beside brotli", assets: withBrotli, path: "/api/metrics/panel/web/app.wasm", header: map[string]string{"Accept-Encoding": "identity"},
+			wantStatus: 200, wantBody: "\x00asm wasm bytes", wantHeader: map[string]string{"Content-Encoding": ""}},
 		{name: "missing asset", assets: built, path: "/api/metrics/panel/web/nope.js", wantStatus: 404, wantBody: `"type":"invalid_request_error"`},
 		{name: "traversal stays inside", assets: built, path: "/api/metrics/panel/../../panel.js", wantStatus: 404, wantBody: "no panel asset frame/panel.js"},
 		{name: "frame-ancestors lists origins", assets: built, origins: []string{"http://host.test:3000"}, path: "/api/metrics/panel/",
