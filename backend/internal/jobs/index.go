@@ -118,88 +118,6 @@ func (s *Service) saveIndexLocked() error {
 	return err
 }
 
-// runEntry is one run directory of the listing, with what List has learned
-// of it, so a filtered list skips the runs it knows do not match without
-// reading them again. A final job's status and kind never change.
-type runEntry struct {
-	id     string
-	status string // "" until read (and for jobs in memory, which may change)
-	kind   string
-	notJob bool // no readable job.json: a run made outside the backend
-}
-
-// runList is every run id, oldest first, built from the directory's names
-// at the first List and kept up to date by Submit.
-type runList struct {
-	built bool
-	runs  []runEntry
-}
-
-func (l *runList) build(runsDir string) error {
-	if l.built {
-		return nil
-	}
-	ids, err := runIDs(runsDir)
-	if err != nil {
-		return err
-	}
-	l.runs = make([]runEntry, len(ids))
-	for i, id := range ids {
-		l.runs[i].id = id
-	}
-	l.built = true
-	return nil
-}
-
-// find returns the index of id, or where it would go.
-func (l *runList) find(id string) (int, bool) {
-	i := sort.Search(len(l.runs), func(i int) bool { return l.runs[i].id >= id })
-	return i, i < len(l.runs) && l.runs[i].id == id
-}
-
-// add puts a new id in its place: at the end, but for a clock that went
-// back.
-func (l *runList) add(id string) {
-	if !l.built {
-		return // the directory's names will have it
-	}
-	i, ok := l.find(id)
-	if ok {
-		return
-	}
-	l.runs = append(l.runs, runEntry{})
-	copy(l.runs[i+1:], l.runs[i:])
-	l.runs[i] = runEntry{id: id}
-}
-
-// learn records a final job's status and kind.
-func (l *runList) learn(j *job) {
-	if !l.built {
-		return
-	}
-	if i, ok := l.find(j.ID); ok {
-		l.runs[i].status, l.runs[i].kind = internStatus(j.Status), internKind(j.Kind)
-	}
-}
-
-// internStatus and internKind share one string per value among the
-// entries, rather than one per job read.
-func internStatus(s string) string {
-	for _, v := range []string{bench.StatusDone, bench.StatusFailed, bench.StatusCancelled, bench.StatusQueued, bench.StatusRunning} {
-		if s == v {
-			return v
-		}
-	}
-	return s
-}
-
-func internKind(k string) string {
-	if k == bench.JobKind {
-		return bench.JobKind
-	}
-	return k
-}
-
 // finalCache keeps the final jobs read last, least recently used out
 // first; a nil job marks an id that is not a job, so asking again does not
 // read the disk (or log) again.
@@ -316,7 +234,7 @@ var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); retu
 func (s *Service) retireLocked(j *job) {
 	delete(s.live, j.ID)
 	s.final.put(j.ID, j)
-	s.runs.learn(j)
+	s.runs.learnID(j.ID, j)
 	if s.indexReady {
 		s.saveIndexLocked() // on failure the entry stays: one read at the next start
 	}

@@ -393,3 +393,49 @@ func TestValidID(t *testing.T) {
 		}
 	}
 }
+
+// TestNewIDFollowsSubmits: List orders by id, so ids given in one second
+// follow the order of the submits.
+func TestNewIDFollowsSubmits(t *testing.T) {
+	now := time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)
+	prefix := bench.NewRunID(now, "")
+	tests := []struct {
+		last string
+		want string // "" for any id of now's second
+	}{
+		{"", ""},
+		{prefix + "fffff0", prefix + "fffff1"},
+		{prefix + "00000a", ""}, // a random suffix, after it
+		{prefix + "ffffff", ""}, // nothing after it: random
+		{bench.NewRunID(now.Add(-time.Second), "ffffff"), ""},
+		{prefix + "0rphan", ""}, // not hex: random
+	}
+	for _, tt := range tests {
+		s := &Service{lastID: tt.last}
+		got := s.newIDLocked(now)
+		if !strings.HasPrefix(got, prefix) || len(got) != len(prefix)+6 || (tt.want != "" && got != tt.want) {
+			t.Errorf("after %q: %q, want %q", tt.last, got, tt.want)
+		}
+		if tt.last == prefix+"00000a" && got <= tt.last {
+			t.Errorf("after %q: %q sorts before it", tt.last, got)
+		}
+		if s.lastID != got {
+			t.Errorf("lastID = %q", s.lastID)
+		}
+	}
+	// Submits in one second (the fake clock stands still) list newest first.
+	h := newHarness(t, t.TempDir(), 8)
+	blocker := h.submit("stubborn")
+	h.waitEvent(blocker.ID, cellStarted)
+	want := []string{blocker.ID}
+	for range 4 {
+		want = append([]string{h.submit("ok").ID}, want...)
+	}
+	var got []string
+	for _, j := range h.svc.List(Filter{}) {
+		got = append(got, j.ID)
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("list = %q, want %q", got, want)
+	}
+}

@@ -32,6 +32,7 @@ const (
 // the jobs still in memory.
 func (s *Service) recover() error {
 	ids, err := readOpenIndex(s.opts.RunsDir)
+	indexed := err == nil
 	if err != nil {
 		if !errors.Is(err, fs.ErrNotExist) {
 			s.opts.Logf("jobs: %v: reading every job instead", err)
@@ -48,6 +49,9 @@ func (s *Service) recover() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.indexReady = true
+	if indexed && len(ids) == 0 && len(s.live) == 0 {
+		return nil // the index says it already: no write, no sync
+	}
 	// A failure leaves the index as it was, or none: the next start
 	// reads a few final jobs again, or scans.
 	s.saveIndexLocked()

@@ -21,6 +21,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -96,6 +97,7 @@ type Service struct {
 	// is written once recovery knows them all.
 	indexReady bool
 	closing    bool
+	lastID     string // the id Submit gave last
 }
 
 // job is a bench.Job and what running it needs; all fields are guarded by
@@ -175,7 +177,7 @@ func (s *Service) Submit(profile string, plan bench.Plan) (bench.Job, error) {
 		return bench.Job{}, fmt.Errorf("%w: %d jobs wait for the GPU already; cancel one or try again when one ends", ErrQueueFull, queued)
 	}
 	now := s.opts.Clock.Now()
-	id := bench.NewRunID(now, suffix())
+	id := s.newIDLocked(now)
 	// Mkdir, not MkdirAll: the directory is this job's alone, and a
 	// failed submit removes it, leaving no half job for recovery.
 	dir := filepath.Join(s.opts.RunsDir, id)
@@ -224,6 +226,21 @@ func (s *Service) Submit(profile string, plan bench.Plan) (bench.Job, error) {
 	s.wg.Add(1)
 	go s.run(j)
 	return s.viewLocked(j), nil
+}
+
+// newIDLocked names a new job by its start time (bench.NewRunID). List
+// orders jobs by id, so a job submitted in the same second as the one
+// before gets a suffix after that one's, not a random one.
+func (s *Service) newIDLocked(now time.Time) string {
+	id := bench.NewRunID(now, suffix())
+	prefix := bench.NewRunID(now, "")
+	if last, ok := strings.CutPrefix(s.lastID, prefix); ok && id <= s.lastID {
+		if n, err := strconv.ParseUint(last, 16, 32); err == nil && n < 0xffffff {
+			id = prefix + fmt.Sprintf("%06x", n+1)
+		}
+	}
+	s.lastID = id
+	return id
 }
 
 func suffix() string {
@@ -279,27 +296,27 @@ func (s *Service) List(f Filter) []bench.Job {
 		s.opts.Logf("jobs: list the runs: %v", err)
 		return out
 	}
-	for i := len(s.runs.runs) - 1; i >= 0 && (f.Limit <= 0 || len(out) < f.Limit); i-- {
-		e := &s.runs.runs[i]
-		if e.notJob || (e.status != "" && !f.match(e.kind, e.status)) {
+	for i := s.runs.len() - 1; i >= 0 && (f.Limit <= 0 || len(out) < f.Limit); i-- {
+		if s.runs.skip(i, f) {
 			continue
 		}
-		if j, ok := s.live[e.id]; ok {
+		id := s.runs.id(i)
+		if j, ok := s.live[id]; ok {
 			if f.match(j.Kind, j.Status) {
 				out = append(out, s.viewLocked(j))
 			}
 			continue
 		}
-		j, err := s.lookupLocked(e.id)
+		j, err := s.lookupLocked(id)
 		if err != nil {
 			if errors.Is(err, ErrNotFound) {
-				e.notJob = true
+				s.runs.notJob(i)
 			} else {
-				s.opts.Logf("jobs: list: %s: %v", e.id, err)
+				s.opts.Logf("jobs: list: %s: %v", id, err)
 			}
 			continue
 		}
-		e.status, e.kind = internStatus(j.Status), internKind(j.Kind)
+		s.runs.learn(i, j)
 		if f.match(j.Kind, j.Status) {
 			out = append(out, s.viewLocked(j))
 		}

@@ -1,0 +1,127 @@
+package jobs
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mlx-bun/mlx-metrics/gpu/lease"
+	"github.com/mlx-bun/mlx-metrics/shared/bench"
+)
+
+// benchRunCounts are the stored runs BenchmarkJobsAtScale measures at;
+// MLX_METRICS_BENCH_RUNS overrides them (comma-separated), e.g. to leave
+// out 100000, whose set-up writes 100 k job.json files (~0.3 GB of inodes
+// and a minute on a slow disk).
+func benchRunCounts(b *testing.B) []int {
+	env := os.Getenv("MLX_METRICS_BENCH_RUNS")
+	if env == "" {
+		return []int{0, 1000, 10000, 100000}
+	}
+	var ns []int
+	for _, f := range strings.Split(env, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 0 {
+			b.Fatalf("MLX_METRICS_BENCH_RUNS: %q is not a count", f)
+		}
+		ns = append(ns, n)
+	}
+	return ns
+}
+
+// writeFinishedRuns writes n finished jobs as a backend leaves them (a
+// job.json with a full log tail, an events.ndjson), directly, not through
+// the runner, plus the open index of a backend that stopped cleanly.
+func writeFinishedRuns(b *testing.B, runs string, n int) {
+	b.Helper()
+	if err := os.MkdirAll(runs, 0o755); err != nil {
+		b.Fatal(err)
+	}
+	base := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	tail := make([]string, logTailLines)
+	for i := range tail {
+		tail[i] = fmt.Sprintf("decode run %d: 123.4 tok/s, ttft 81.2 ms, prompt 1024 tokens", i)
+	}
+	events := []byte(`{"seq":1,"at":1,"type":"started","message":"holds the GPU","progress":0}` + "\n" +
+		`{"seq":2,"at":2,"type":"done","message":"complete: 2 measured, 0 skipped, 0 failed of 2 cells","progress":1}` + "\n")
+	for i := range n {
+		id := bench.NewRunID(base.Add(time.Duration(i)*time.Minute), fmt.Sprintf("%06x", i))
+		status := bench.StatusDone
+		if i%10 == 0 {
+			status = bench.StatusFailed
+		}
+		code := 0
+		putJob(b, runs, id, diskJob{Job: bench.Job{Profile: "quick", Status: status, CreatedAt: int64(i),
+			StartedAt: int64(i), FinishedAt: int64(i) + 1, Stage: status, Progress: 1, ExitCode: &code,
+			Message: "complete: 2 measured, 0 skipped, 0 failed of 2 cells", LogTail: tail}})
+		if err := os.WriteFile(filepath.Join(runs, id, eventsFile), events, 0o644); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if err := writeJSON(filepath.Join(runs, openIndexFile), openIndex{Open: []string{}}); err != nil {
+		b.Fatal(err)
+	}
+}
+
+func openBenchService(b *testing.B, runs string) *Service {
+	b.Helper()
+	s, err := New(Options{RunsDir: runs, Lease: lease.New("no GPU found", nil), Runner: []string{"true"},
+		Logf: func(string, ...any) {}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return s
+}
+
+// BenchmarkJobsAtScale measures what grows with the runs stored: start-up
+// (New, over a runs directory with its open index), the first
+// GET /bench?limit=50 after it (List: the ids listed, 50 job.json read),
+// the steady one the panel polls, and the one-time start of a home from
+// before the open index (every job.json read, the index written).
+func BenchmarkJobsAtScale(b *testing.B) {
+	for _, n := range benchRunCounts(b) {
+		runs := filepath.Join(b.TempDir(), "runs")
+		start := time.Now()
+		writeFinishedRuns(b, runs, n)
+		b.Logf("%d runs written in %s", n, time.Since(start).Round(time.Millisecond))
+		limit := Filter{Kind: bench.JobKind, Limit: 50}
+		b.Run(fmt.Sprintf("runs=%d/start", n), func(b *testing.B) {
+			for b.Loop() {
+				openBenchService(b, runs).Close(context.Background())
+			}
+		})
+		b.Run(fmt.Sprintf("runs=%d/start+first-list50", n), func(b *testing.B) {
+			for b.Loop() {
+				s := openBenchService(b, runs)
+				if got := s.List(limit); len(got) != min(n, 50) {
+					b.Fatalf("listed %d", len(got))
+				}
+				s.Close(context.Background())
+			}
+		})
+		b.Run(fmt.Sprintf("runs=%d/list50", n), func(b *testing.B) {
+			s := openBenchService(b, runs)
+			defer s.Close(context.Background())
+			s.List(limit)
+			b.ReportAllocs()
+			for b.Loop() {
+				if got := s.List(limit); len(got) != min(n, 50) {
+					b.Fatalf("listed %d", len(got))
+				}
+			}
+		})
+		b.Run(fmt.Sprintf("runs=%d/start-before-index", n), func(b *testing.B) {
+			for b.Loop() {
+				b.StopTimer()
+				os.Remove(filepath.Join(runs, openIndexFile))
+				b.StartTimer()
+				openBenchService(b, runs).Close(context.Background())
+			}
+		})
+	}
+}
