@@ -3,12 +3,15 @@ package main
 import (
 	"cmp"
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/mlx-bun/mlx-metrics/backend/internal/access"
@@ -119,9 +122,15 @@ func runServe(ctx context.Context, args []string) error {
 	features = append([]server.Feature{guard, panelUI}, features...)
 
 	app := server.New(server.Options{OnError: guard.Refused}, features...)
+	// Bind first, so "serving on" is said only of a bound address and a
+	// taken port is one line naming the flag to change.
+	ln, err := net.Listen("tcp", cfg.addr)
+	if err != nil {
+		return listenError(cfg.addr, err)
+	}
 	errc := make(chan error, 1)
-	go func() { errc <- app.Listen(cfg.addr) }()
-	fmt.Fprintf(os.Stderr, "mlx-metrics: serving on http://%s (home %s)\n", cfg.addr, cfg.home)
+	go func() { errc <- app.Listener(ln) }()
+	fmt.Fprintf(os.Stderr, "mlx-metrics: serving on http://%s (home %s)\n", ln.Addr(), cfg.home)
 	// --reference-engine: a simulator with synthetic traffic feeding this backend.
 	// The engine is an event producer: the producer token when there is
 	// one, else the token.
@@ -144,6 +153,19 @@ func runServe(ctx context.Context, args []string) error {
 		}
 		return nil
 	}
+}
+
+// listenError is a failure to bind addr in one line, with the flag to
+// change when the address is taken.
+func listenError(addr string, err error) error {
+	if errors.Is(err, syscall.EADDRINUSE) {
+		return &exitError{code: 1, err: fmt.Errorf("%s is already in use (another server there?); choose another with --addr HOST:PORT or MLX_METRICS_ADDR", addr)}
+	}
+	var oe *net.OpError
+	if errors.As(err, &oe) && oe.Err != nil {
+		err = oe.Err
+	}
+	return &exitError{code: 2, err: fmt.Errorf("--addr %s: %v", addr, err)}
 }
 
 // warnExposed warns, loudly, when the server listens beyond loopback and
