@@ -30,14 +30,14 @@ type liveConfig struct {
 
 func addLiveFlags(fs *flag.FlagSet, env *envDefaults) *liveConfig {
 	c := &liveConfig{}
-	fs.StringVar(&c.eventsURL, "events-url", os.Getenv("MLX_METRICS_EVENTS_URL"), "follow a host's event stream at this URL (SSE or NDJSON), reconnecting with backoff (env MLX_METRICS_EVENTS_URL)")
-	fs.StringVar(&c.eventsURLToken, "events-url-token", os.Getenv("MLX_METRICS_EVENTS_URL_TOKEN"), "bearer token sent to --events-url (env MLX_METRICS_EVENTS_URL_TOKEN)")
-	fs.StringVar(&c.eventsToken, "events-token", os.Getenv("MLX_METRICS_EVENTS_TOKEN"), "producer-only bearer token: opens POST /api/metrics/events alone, beside --token (alone, it guards every change); none when empty (env MLX_METRICS_EVENTS_TOKEN)")
-	fs.StringVar(&c.replay, "replay", os.Getenv("MLX_METRICS_REPLAY"), "replay the events recorded in this NDJSON file at start (env MLX_METRICS_REPLAY)")
-	fs.Float64Var(&c.replaySpeed, "replay-speed", env.float("MLX_METRICS_REPLAY_SPEED", 0), "replay pace: 0 as fast as possible, 1 real time, 10 ten times faster (env MLX_METRICS_REPLAY_SPEED)")
-	fs.IntVar(&c.window, "window", env.int("MLX_METRICS_WINDOW", store.DefaultWindow), "finished requests the timing distributions cover (env MLX_METRICS_WINDOW)")
-	fs.IntVar(&c.recent, "recent", env.int("MLX_METRICS_RECENT", store.DefaultRecent), "finished requests listed in the snapshot's recent (env MLX_METRICS_RECENT)")
-	fs.IntVar(&c.series, "series", env.int("MLX_METRICS_SERIES", store.DefaultSeries), "scheduler samples the throughput series keeps (env MLX_METRICS_SERIES)")
+	fs.StringVar(&c.eventsURL, "events-url", os.Getenv("MLX_METRICS_EVENTS_URL"), "follow a host's event stream at `URL` (SSE or NDJSON), reconnecting with backoff (env MLX_METRICS_EVENTS_URL)")
+	fs.StringVar(&c.eventsURLToken, "events-url-token", os.Getenv("MLX_METRICS_EVENTS_URL_TOKEN"), "bearer `TOKEN` sent to --events-url (env MLX_METRICS_EVENTS_URL_TOKEN)")
+	fs.StringVar(&c.eventsToken, "events-token", os.Getenv("MLX_METRICS_EVENTS_TOKEN"), "producer-only bearer `TOKEN`: opens POST /api/metrics/events alone, beside --token (alone, it guards every change); none when empty (env MLX_METRICS_EVENTS_TOKEN)")
+	fs.StringVar(&c.replay, "replay", os.Getenv("MLX_METRICS_REPLAY"), "replay the events recorded in the NDJSON `FILE` at start (env MLX_METRICS_REPLAY)")
+	fs.Float64Var(&c.replaySpeed, "replay-speed", env.float("MLX_METRICS_REPLAY_SPEED", 0), "replay pace `FACTOR`: 0 as fast as possible, 1 real time, 10 ten times faster (env MLX_METRICS_REPLAY_SPEED)")
+	fs.IntVar(&c.window, "window", env.int("MLX_METRICS_WINDOW", store.DefaultWindow), "the last `N` finished requests the timing distributions cover (env MLX_METRICS_WINDOW)")
+	fs.IntVar(&c.recent, "recent", env.int("MLX_METRICS_RECENT", store.DefaultRecent), "the last `N` finished requests the snapshot lists in recent (env MLX_METRICS_RECENT)")
+	fs.IntVar(&c.series, "series", env.int("MLX_METRICS_SERIES", store.DefaultSeries), "the last `N` scheduler samples the throughput series keeps (env MLX_METRICS_SERIES)")
 	return c
 }
 

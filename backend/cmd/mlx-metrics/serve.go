@@ -52,11 +52,22 @@ func envOr(key, def string) string {
 func runServe(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	var cfg serveConfig
-	fs.StringVar(&cfg.addr, "addr", envOr("MLX_METRICS_ADDR", "127.0.0.1:7878"), "listen address (env MLX_METRICS_ADDR)")
-	fs.StringVar(&cfg.home, "home", defaultHome(), "data home; storage lives under <home>/metrics (env MLX_METRICS_HOME)")
-	fs.StringVar(&cfg.corsOrigins, "cors-origins", os.Getenv("MLX_METRICS_CORS_ORIGINS"), "comma-separated host origins (scheme://host[:port]) allowed to embed the panel and call the API; none by default (env MLX_METRICS_CORS_ORIGINS)")
+	fs.StringVar(&cfg.addr, "addr", envOr("MLX_METRICS_ADDR", "127.0.0.1:7878"), "listen on `HOST:PORT` (env MLX_METRICS_ADDR)")
+	fs.StringVar(&cfg.home, "home", defaultHome(), "data home `DIR`; storage lives under DIR/metrics (env MLX_METRICS_HOME)")
+	fs.StringVar(&cfg.corsOrigins, "cors-origins", os.Getenv("MLX_METRICS_CORS_ORIGINS"), "comma-separated host `ORIGINS` (scheme://host[:port]) allowed to embed the panel and call the API; none by default (env MLX_METRICS_CORS_ORIGINS)")
 	var env envDefaults
-	fs.StringVar(&cfg.token, "token", env.text("MLX_METRICS_TOKEN", ""), "bearer token every change under /api/metrics requires (POST /events, POST and DELETE /bench, DELETE /history); none when empty, which is safe only on loopback (env MLX_METRICS_TOKEN)")
+	fs.StringVar(&cfg.token, "token", env.text("MLX_METRICS_TOKEN", ""), "bearer `TOKEN` every change under /api/metrics requires (POST /events, POST and DELETE /bench, DELETE /history); none when empty, which is safe only on loopback (env MLX_METRICS_TOKEN)")
+	fs.Usage = func() {
+		fmt.Fprintln(os.Stderr, "usage: mlx-metrics serve [flags]\n\n"+
+			"Runs the backend: the live metrics from the host's events (REST, server-sent events,\n"+
+			"Prometheus, OTLP), the bench-serve jobs and their history, and the panel at /.\n"+
+			"Every flag has an environment twin, named in its line below.\n\n"+
+			"examples:\n"+
+			"  mlx-metrics serve --reference-engine              # a simulated engine's live traffic, no GPU needed\n"+
+			"  mlx-metrics serve --events-url http://127.0.0.1:8080/api/events\n"+
+			"  mlx-metrics serve --addr 0.0.0.0:7878 --token \"$(openssl rand -hex 16)\" --cors-origins https://host.example\n\nflags:")
+		fs.PrintDefaults()
+	}
 	benchCfg := addBenchFlags(fs, &env)
 	liveCfg := addLiveFlags(fs, &env)
 	exportCfg := addExportFlags(fs, &env)

@@ -32,9 +32,9 @@ type benchConfig struct {
 func addBenchFlags(fs *flag.FlagSet, env *envDefaults) *benchConfig {
 	c := &benchConfig{}
 	fs.DurationVar(&c.grace, "bench-grace", env.duration("MLX_METRICS_BENCH_GRACE", jobs.DefaultGrace),
-		"how long a cancelled bench run has between SIGTERM and SIGKILL (env MLX_METRICS_BENCH_GRACE)")
-	fs.IntVar(&c.maxQueued, "bench-queue", jobs.DefaultMaxQueued,
-		"how many bench runs may wait for the GPU; POST /bench answers 409 beyond it")
+		"the `DURATION` a cancelled bench run has between SIGTERM and SIGKILL (env MLX_METRICS_BENCH_GRACE)")
+	fs.IntVar(&c.maxQueued, "bench-queue", env.int("MLX_METRICS_BENCH_QUEUE", jobs.DefaultMaxQueued),
+		"at most `N` bench runs wait for the GPU; POST /bench answers 409 beyond it (env MLX_METRICS_BENCH_QUEUE)")
 	return c
 }
 

@@ -27,7 +27,7 @@ type referenceEngineConfig struct {
 func addReferenceEngineFlags(fs *flag.FlagSet, env *envDefaults) *referenceEngineConfig {
 	c := &referenceEngineConfig{}
 	fs.BoolVar(&c.enabled, "reference-engine", env.bool("MLX_METRICS_REFERENCE_ENGINE", false), "run the reference engine (a simulator) on a loopback port with synthetic traffic, publishing its events here (env MLX_METRICS_REFERENCE_ENGINE)")
-	fs.Float64Var(&c.rate, "reference-traffic", env.float("MLX_METRICS_REFERENCE_TRAFFIC", 1), "mean synthetic requests per second sent to the reference engine (env MLX_METRICS_REFERENCE_TRAFFIC)")
+	fs.Float64Var(&c.rate, "reference-traffic", env.float("MLX_METRICS_REFERENCE_TRAFFIC", 1), "the mean `RATE` of synthetic requests per second sent to the reference engine (env MLX_METRICS_REFERENCE_TRAFFIC)")
 	return c
 }
 

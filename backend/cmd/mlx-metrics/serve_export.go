@@ -30,17 +30,17 @@ type exportConfig struct {
 func addExportFlags(fs *flag.FlagSet, env *envDefaults) *exportConfig {
 	cfg := &exportConfig{}
 	fs.StringVar(&cfg.proxyTo, "proxy-to", os.Getenv("MLX_METRICS_PROXY_TO"),
-		"front this OpenAI-compatible server at /v1/* and measure each request (e.g. http://127.0.0.1:8000) (env MLX_METRICS_PROXY_TO)")
+		"front the OpenAI-compatible server at `URL` on /v1/* and measure each request (e.g. http://127.0.0.1:8000) (env MLX_METRICS_PROXY_TO)")
 	fs.Var(&cfg.scrapes, "scrape",
-		"poll an engine's Prometheus endpoint, URL[,kind[,model]] with kind vllm, sglang, llamacpp, mlx or auto; repeatable (env MLX_METRICS_SCRAPE, space-separated)")
+		"poll an engine's Prometheus endpoint, `URL[,KIND[,MODEL]]` with kind vllm, sglang, llamacpp, mlx or auto; repeatable (env MLX_METRICS_SCRAPE, space-separated)")
 	fs.DurationVar(&cfg.scrapeInterval, "scrape-interval", env.duration("MLX_METRICS_SCRAPE_INTERVAL", 2*time.Second),
-		"how often to poll --scrape targets (env MLX_METRICS_SCRAPE_INTERVAL)")
+		"poll --scrape targets every `DURATION` (env MLX_METRICS_SCRAPE_INTERVAL)")
 	fs.StringVar(&cfg.otlp.Endpoint, "otlp-endpoint", os.Getenv("MLX_METRICS_OTLP_ENDPOINT"),
-		"push the Prometheus metrics to this OTLP receiver, e.g. http://127.0.0.1:4318 (HTTP) or http://127.0.0.1:4317 (gRPC); off when empty (env MLX_METRICS_OTLP_ENDPOINT)")
+		"push the Prometheus metrics to the OTLP receiver at `URL`, e.g. http://127.0.0.1:4318 (HTTP) or http://127.0.0.1:4317 (gRPC); off when empty (env MLX_METRICS_OTLP_ENDPOINT)")
 	fs.StringVar(&cfg.otlp.Protocol, "otlp-protocol", envOr("MLX_METRICS_OTLP_PROTOCOL", otlp.ProtocolHTTP),
-		"OTLP protocol: "+otlp.ProtocolHTTP+" or "+otlp.ProtocolGRPC+" (env MLX_METRICS_OTLP_PROTOCOL)")
+		"OTLP `PROTOCOL`: "+otlp.ProtocolHTTP+" or "+otlp.ProtocolGRPC+" (env MLX_METRICS_OTLP_PROTOCOL)")
 	fs.DurationVar(&cfg.otlp.Interval, "otlp-interval", env.duration("MLX_METRICS_OTLP_INTERVAL", otlp.DefaultInterval),
-		"how often to push to --otlp-endpoint (env MLX_METRICS_OTLP_INTERVAL)")
+		"push to --otlp-endpoint every `DURATION` (env MLX_METRICS_OTLP_INTERVAL)")
 	// Refused once the flags are parsed, as a bad --scrape is.
 	for _, t := range strings.Fields(os.Getenv("MLX_METRICS_SCRAPE")) {
 		if err := cfg.scrapes.Set(t); err != nil {
