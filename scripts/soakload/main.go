@@ -105,7 +105,7 @@ func (r *report) print(w io.Writer) {
 	fmt.Fprintf(w, "header dribblers       %d cut off, longest kept %s, %d kept too long\n", r.dribblersCut, r.longestDribble.Round(time.Second), r.dribblersLonger)
 	fmt.Fprintf(w, "gzip bombs             %v (status: count)\n", r.bombsRefused)
 	fmt.Fprintf(w, "posted requests        %d accepted, %d in the snapshot, %d posts failed\n", r.posted, r.seen, r.postFailures)
-	if refusals, ok := r.health["refusals"]; ok {
+	if refusals, ok := r.health["refused"]; ok {
 		b, _ := json.Marshal(refusals)
 		fmt.Fprintf(w, "refusals (/healthz)    %s\n", b)
 	}
