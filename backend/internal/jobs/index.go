@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -38,6 +39,10 @@ type openIndex struct {
 // maxIDLen bounds a run id (bench.NewRunID's are 23 bytes).
 const maxIDLen = 128
 
+// maxOpenIndexSize bounds what is read of the open index: it names the
+// jobs queued or running (MaxQueued and one), far fewer than this holds.
+const maxOpenIndexSize = 1 << 20
+
 // validID reports whether id can name a run directory: letters, digits,
 // '.', '_' and '-', starting with a letter or digit, so that no id, from a
 // URL or an index, reaches outside the runs directory or names a hidden
@@ -61,9 +66,17 @@ func validID(id string) bool {
 // readOpenIndex reads the open index: fs.ErrNotExist when there is none (a
 // home from before the index), another error when it cannot be trusted.
 func readOpenIndex(runsDir string) ([]string, error) {
-	data, err := os.ReadFile(filepath.Join(runsDir, openIndexFile))
+	f, err := os.Open(filepath.Join(runsDir, openIndexFile))
 	if err != nil {
 		return nil, err
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, maxOpenIndexSize+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(data) > maxOpenIndexSize {
+		return nil, fmt.Errorf("%s is over %d bytes", openIndexFile, maxOpenIndexSize)
 	}
 	var idx openIndex
 	if err := json.Unmarshal(data, &idx); err != nil {
@@ -87,19 +100,26 @@ func clip(s string) string {
 	return s
 }
 
-// runIDs lists the run directories' names, sorted (oldest first: run ids
-// sort by their start time).
+// runIDs lists the names in the runs directory that can be run ids,
+// sorted (oldest first: run ids sort by their start time). Names, not
+// entries: one that is not a directory is found out when it is read.
 func runIDs(runsDir string) ([]string, error) {
-	entries, err := os.ReadDir(runsDir) // sorted by name
+	d, err := os.Open(runsDir)
 	if err != nil {
 		return nil, err
 	}
-	ids := make([]string, 0, len(entries))
-	for _, e := range entries {
-		if e.IsDir() && validID(e.Name()) {
-			ids = append(ids, e.Name())
+	defer d.Close()
+	names, err := d.Readdirnames(-1)
+	if err != nil {
+		return nil, err
+	}
+	ids := names[:0]
+	for _, name := range names {
+		if validID(name) {
+			ids = append(ids, name)
 		}
 	}
+	sort.Strings(ids)
 	return ids, nil
 }
 

@@ -101,12 +101,13 @@ func TestRecoverReadsOpenJobs(t *testing.T) {
 		notLogs   []string
 	}{
 		{"index", `{"open":["` + running + `"]}`, []string{running}, nil, []string{corrupt}},
-		{"no index", "", []string{running, queued}, []string{"skip", corrupt}, []string{openIndexFile}},
+		{"no index", "", []string{running, queued}, []string{"skip", corrupt}, []string{openIndexFile, "file00"}},
 		{"index names final and gone jobs", `{"open":["` + done + `","` + running + `","20261201T000000Z-gone00"]}`,
 			[]string{running}, nil, []string{corrupt}},
 		{"index torn", `{"open":["` + running, []string{running, queued}, []string{"does not decode", "reading every job"}, nil},
 		{"index names a path", `{"open":["../` + running + `"]}`, []string{running, queued}, []string{"not a run id"}, nil},
 		{"index without its list", `{}`, []string{running, queued}, []string{"no open list"}, nil},
+		{"index too large", `{"open":[` + strings.Repeat(" ", maxOpenIndexSize) + `]}`, []string{running, queued}, []string{"is over"}, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -116,6 +117,7 @@ func TestRecoverReadsOpenJobs(t *testing.T) {
 			putJob(t, runs, queued, diskJob{Job: bench.Job{Status: bench.StatusQueued, CreatedAt: 2}})
 			os.MkdirAll(filepath.Join(runs, corrupt), 0o755)
 			os.WriteFile(filepath.Join(runs, corrupt, jobFile), []byte(`{"id":`), 0o644)
+			os.WriteFile(filepath.Join(runs, "20261201T100004Z-file00"), nil, 0o644) // not a run: no word
 			putJob(t, runs, done, diskJob{Job: bench.Job{Status: bench.StatusDone, CreatedAt: 3}})
 			if tt.index != "" {
 				os.WriteFile(filepath.Join(runs, openIndexFile), []byte(tt.index), 0o644)
@@ -291,6 +293,7 @@ func TestListReadsNewestFirst(t *testing.T) {
 	putJob(t, outside, "20261201T030000Z-link00", diskJob{Job: bench.Job{Status: bench.StatusDone}})
 	os.Symlink(filepath.Join(outside, "20261201T030000Z-link00"), filepath.Join(runs, "20261201T030000Z-link00"))
 	putJob(t, runs, ".hidden", diskJob{Job: bench.Job{Status: bench.StatusDone}})
+	os.WriteFile(filepath.Join(runs, "20261201T040000Z-file00"), []byte("{}"), 0o644)
 
 	h := newHarness(t, runs, 0)
 	live := h.submit("block") // newest: the fake clock is past them all

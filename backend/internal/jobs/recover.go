@@ -63,7 +63,7 @@ func (s *Service) recoverJob(id string) error {
 	dir := filepath.Join(s.opts.RunsDir, id)
 	var dj diskJob
 	if err := readJSON(filepath.Join(dir, jobFile), &dj); err != nil {
-		if !errors.Is(err, os.ErrNotExist) {
+		if !errors.Is(err, os.ErrNotExist) && !errors.Is(err, syscall.ENOTDIR) {
 			s.opts.Logf("jobs: skip %s: %v", dir, err)
 		}
 		return nil // a run made outside the backend, or not a job

@@ -16,7 +16,7 @@ func TestRunListAdd(t *testing.T) {
 	for _, id := range []string{"b2", "d4", ".hidden", "not a run"} {
 		os.Mkdir(filepath.Join(dir, id), 0o755)
 	}
-	os.WriteFile(filepath.Join(dir, "f5"), nil, 0o644) // a file, not a run
+	os.WriteFile(filepath.Join(dir, "f5"), nil, 0o644) // listed: a file is found out when read
 	var l runList
 	l.add("zz") // before build: the directory's names will have it
 	if err := l.build(dir); err != nil {
@@ -27,11 +27,12 @@ func TestRunListAdd(t *testing.T) {
 		add  string
 		want []string
 	}{
-		{"e5", []string{"b2", "d4", "e5"}},
-		{"a1", []string{"a1", "b2", "d4", "e5"}},
-		{"c3", []string{"a1", "b2", "c3", "d4", "e5"}},
-		{"c3", []string{"a1", "b2", "c3", "d4", "e5"}},
-		{"ccc", []string{"a1", "b2", "c3", "ccc", "d4", "e5"}},
+		{"e5", []string{"b2", "d4", "e5", "f5"}},
+		{"a1", []string{"a1", "b2", "d4", "e5", "f5"}},
+		{"c3", []string{"a1", "b2", "c3", "d4", "e5", "f5"}},
+		{"c3", []string{"a1", "b2", "c3", "d4", "e5", "f5"}},
+		{"ccc", []string{"a1", "b2", "c3", "ccc", "d4", "e5", "f5"}},
+		{"g6", []string{"a1", "b2", "c3", "ccc", "d4", "e5", "f5", "g6"}},
 	}
 	for _, st := range steps {
 		l.add(st.add)
