@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -206,6 +207,7 @@ func (s *Service) line(j *job, text string, stdout bool) {
 	switch kind {
 	case lineCell:
 		j.cell++
+		j.cellKey, j.phase, j.phaseDone = val, -1, 0
 		n, total := j.cell, max(j.cells, j.cell)
 		p := float64(n-1) / float64(total)
 		j.Progress = p
@@ -213,6 +215,29 @@ func (s *Service) line(j *job, text string, stdout bool) {
 		j.Message = val
 		s.eventLocked(j, bench.EventStage, j.Stage+": "+val, &p)
 		s.saveLocked(j)
+	case linePhase, lineStep:
+		// Progress inside the cell: its phases done, and the runs done of
+		// the one running. Logged as well, as every runner line is.
+		if kind == linePhase {
+			if i := slices.Index(j.phases, val); i >= 0 && i != j.phase {
+				j.phase, j.phaseDone = i, 0
+			}
+		} else if f, ok := step(val); ok {
+			j.phaseDone = f
+		}
+		if j.cell > 0 && j.phase >= 0 && len(j.phases) > 0 {
+			total := max(j.cells, j.cell)
+			within := (float64(j.phase) + j.phaseDone) / float64(len(j.phases))
+			j.Progress = (float64(j.cell-1) + min(within, 1)) / float64(total)
+			j.Stage = fmt.Sprintf("cell %d/%d · %s (phase %d/%d)", j.cell, total, j.phases[j.phase], j.phase+1, len(j.phases))
+			j.Message = j.cellKey + ": " + text
+		}
+		j.LogTail = append(j.LogTail, text)
+		if len(j.LogTail) > logTailLines {
+			j.LogTail = j.LogTail[len(j.LogTail)-logTailLines:]
+		}
+		p := j.Progress
+		s.eventLocked(j, bench.EventLog, text, &p)
 	case lineProblem:
 		addProblem(&j.Job, val)
 		s.eventLocked(j, bench.EventLog, "problem: "+val, nil)
@@ -226,6 +251,16 @@ func (s *Service) line(j *job, text string, stdout bool) {
 		}
 		s.eventLocked(j, bench.EventLog, text, nil)
 	}
+}
+
+// planPhases is the measurement phases the runner takes in each cell of
+// plan, in its order (gpu/runner's phaseList).
+func planPhases(plan bench.Plan) []string {
+	ph := []string{bench.PhaseDecode, bench.PhaseColdTTFT, bench.PhaseWarmTTFT}
+	if plan.Phases.Defaults().LongContextTokens > 0 {
+		ph = append(ph, bench.PhaseLongContext)
+	}
+	return append(ph, bench.PhaseConcurrent)
 }
 
 // keepRecord hands a run's record to history; a failure to keep it is a

@@ -105,9 +105,16 @@ type Service struct {
 // saving an unsaved one), so one read from disk serves every caller.
 type job struct {
 	bench.Job
-	dir       string
-	cells     int // the plan's cell count, for "cell n/N"
-	cell      int // cells started so far
+	dir   string
+	cells int // the plan's cell count, for "cell n/N"
+	cell  int // cells started so far
+	// The measurement inside the cell, for progress that moves within it:
+	// the plan's phases in the order the runner takes them, the current
+	// one's index (-1 before the first) and the share of its runs done.
+	phases    []string
+	phase     int
+	phaseDone float64
+	cellKey   string
 	ticket    *lease.Ticket
 	proc      *os.Process
 	runner    *runnerProc // the runner process while it runs, for job.json
@@ -198,7 +205,7 @@ func (s *Service) Submit(profile string, plan bench.Plan) (bench.Job, error) {
 	j := &job{
 		Job: bench.Job{ID: id, Kind: bench.JobKind, Profile: profile, Status: bench.StatusQueued,
 			CreatedAt: now.UnixMilli(), RunID: id, Stage: "queued"},
-		dir: dir, cells: len(plan.Cells), ticket: ticket,
+		dir: dir, cells: len(plan.Cells), phases: planPhases(plan), phase: -1, ticket: ticket,
 		exited: make(chan struct{}), done: make(chan struct{}), changed: make(chan struct{}),
 	}
 	if err := s.openEvents(j); err != nil {
