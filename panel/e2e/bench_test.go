@@ -27,7 +27,10 @@ func TestBenchmarks(t *testing.T) {
 	waitFrame(t, ctx, "Run disabled with the reason while the GPU is held",
 		`(()=>{const r=document.querySelector('[data-profile="smoke"] [data-action="run"]'); const why=document.querySelector('[data-profile="smoke"] .reason');
 		  return r.disabled && !!why && why.textContent.startsWith("the GPU is held by job")})()`, 5*time.Second)
-	waitFrame(t, ctx, "progress moves", `Number(document.querySelector('.job .progress').getAttribute("aria-valuenow")) > 0`, 60*time.Second)
+	// Progress moves inside the first cell, with its phase and newest figure.
+	waitFrame(t, ctx, "progress moves within the first cell", `Number(document.querySelector('.job .progress').getAttribute("aria-valuenow")) > 0 &&
+		/cell 1\/\d+ · [a-z-]+ \(phase \d\/\d\)/.test(document.querySelector('.job .job-stage').textContent)`, 60*time.Second)
+	waitFrame(t, ctx, "elapsed time shown", `/elapsed \d/.test(document.querySelector('.job [data-timing="job"]').textContent)`, 5*time.Second)
 	waitFrame(t, ctx, "log tail shown", `!!document.querySelector('.job .log') && document.querySelector('.job .log').textContent.length > 0`, 30*time.Second)
 	var jobID string
 	inFrame(ctx, `document.querySelector('.job:not(.job-ended)').dataset.job`, &jobID)
