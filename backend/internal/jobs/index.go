@@ -28,8 +28,10 @@ import (
 const openIndexFile = ".open.json"
 
 // finalCacheSize bounds the final jobs kept in memory for Get, List and
-// the event replays.
-const finalCacheSize = 256
+// the event replays (about 3 KB each with a full log tail): above the
+// API's largest page (1000), so a client polling one reads it from disk
+// once.
+const finalCacheSize = 1024
 
 // openIndex is the open index's content.
 type openIndex struct {

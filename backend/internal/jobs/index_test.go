@@ -296,6 +296,8 @@ func TestListReadsNewestFirst(t *testing.T) {
 	os.WriteFile(filepath.Join(runs, "20261201T040000Z-file00"), []byte("{}"), 0o644)
 
 	h := newHarness(t, runs, 0)
+	const cacheSize = 64 // fewer than the jobs, so the walks evict
+	h.svc.final = newFinalCache(cacheSize)
 	live := h.submit("block") // newest: the fake clock is past them all
 	h.waitEvent(live.ID, cellStarted)
 
@@ -324,8 +326,8 @@ func TestListReadsNewestFirst(t *testing.T) {
 	h.svc.mu.Lock()
 	cached := h.svc.final.order.Len()
 	h.svc.mu.Unlock()
-	if cached > finalCacheSize {
-		t.Errorf("%d final jobs cached, bound %d", cached, finalCacheSize)
+	if cached != cacheSize {
+		t.Errorf("%d final jobs cached, bound %d", cached, cacheSize)
 	}
 	// The oldest job fell out of the cache and is read again.
 	if j, err := h.svc.Get(all[n-1]); err != nil || j.Status != bench.StatusFailed {
