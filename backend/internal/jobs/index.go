@@ -126,10 +126,14 @@ func runIDs(runsDir string) ([]string, error) {
 }
 
 // saveIndexLocked writes the open index: the ids of the jobs in memory,
-// which are the ones whose job.json may not be final.
+// which are the ones whose job.json may not be final, and the strays
+// found since start (readFinal).
 func (s *Service) saveIndexLocked() error {
-	idx := openIndex{Open: make([]string, 0, len(s.live))}
+	idx := openIndex{Open: make([]string, 0, len(s.live)+len(s.stray))}
 	for id := range s.live {
+		idx.Open = append(idx.Open, id)
+	}
+	for id := range s.stray {
 		idx.Open = append(idx.Open, id)
 	}
 	sort.Strings(idx.Open)
@@ -236,9 +240,13 @@ func (s *Service) readFinal(id string) (*job, error) {
 	if !isFinal(j.Status) {
 		// Not in the open index, so no start recovered it: hand edits,
 		// or a copy from another home. No process of this backend runs
-		// it; it reads as recovery would have left it (job.json is left
-		// for the next start without an index to settle).
-		s.opts.Logf("jobs: %s: %s says %s, but the job is not in %s", id, jobFile, j.Status, openIndexFile)
+		// it; it reads as recovery would have left it, and goes into
+		// the index, so the next start settles it (keeping its record).
+		s.opts.Logf("jobs: %s: %s says %s, but the job was not in %s; the next start recovers it", id, jobFile, j.Status, openIndexFile)
+		if _, ok := s.stray[id]; !ok && s.indexReady {
+			s.stray[id] = struct{}{}
+			s.saveIndexLocked()
+		}
 		msg := MsgStoppedDuringRun
 		if j.Status == bench.StatusQueued {
 			msg = MsgStoppedQueued

@@ -164,6 +164,21 @@ func TestRecoverReadsOpenJobs(t *testing.T) {
 			if _, err := h.svc.Get(corrupt); !errors.Is(err, ErrNotFound) {
 				t.Errorf("corrupt job: %v", err)
 			}
+			if slices.Contains(tt.recovered, queued) {
+				return
+			}
+			// The job the index missed went into it when it was read, and
+			// the next start recovers it.
+			if open := openIDs(t, runs); !slices.Equal(open, []string{queued}) {
+				t.Errorf("open index after reading the stray = %q", open)
+			}
+			newHarnessLog(t, runs, 0, logs.logf)
+			if got := diskStatus(t, runs, queued); got != bench.StatusFailed {
+				t.Errorf("stray after the next start: %s", got)
+			}
+			if open := openIDs(t, runs); len(open) != 0 {
+				t.Errorf("open index after the next start = %q", open)
+			}
 		})
 	}
 }

@@ -93,6 +93,9 @@ type Service struct {
 	live  map[string]*job
 	final *finalCache // final jobs read from disk
 	runs  runList
+	// stray holds the jobs read from disk whose job.json is not final
+	// though the index did not name them: the next start recovers them.
+	stray map[string]struct{}
 	// indexReady is false while recovery reads the jobs: the open index
 	// is written once recovery knows them all.
 	indexReady bool
@@ -159,7 +162,8 @@ func New(opts Options) (*Service, error) {
 	if err := os.MkdirAll(opts.RunsDir, 0o755); err != nil {
 		return nil, err
 	}
-	s := &Service{opts: opts, live: map[string]*job{}, final: newFinalCache(finalCacheSize), writeJSON: writeJSON}
+	s := &Service{opts: opts, live: map[string]*job{}, final: newFinalCache(finalCacheSize),
+		stray: map[string]struct{}{}, writeJSON: writeJSON}
 	if err := s.recover(); err != nil {
 		return nil, err
 	}
