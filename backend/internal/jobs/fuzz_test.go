@@ -41,3 +41,30 @@ func FuzzReadEvents(f *testing.F) {
 		}
 	})
 }
+
+// FuzzReadOpenIndex: whatever the open index holds, reading it never
+// panics, and what it trusts is only run ids (nothing that reaches out of
+// the runs directory); anything else is an error (a full scan follows).
+func FuzzReadOpenIndex(f *testing.F) {
+	for _, seed := range []string{
+		`{"open":[]}`, `{"open":["20261202T155633Z-0a1b2c"]}`, `{"open":["../x"]}`, `{"open":[".open.json"]}`,
+		`{}`, `{"open":null}`, `{"open":[1]}`, `{"open":["a"`, "", "\x00",
+	} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		dir := t.TempDir()
+		if err := os.WriteFile(filepath.Join(dir, openIndexFile), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		ids, err := readOpenIndex(dir)
+		if err != nil {
+			return
+		}
+		for _, id := range ids {
+			if !validID(id) || filepath.Base(id) != id {
+				t.Fatalf("trusted %q", id)
+			}
+		}
+	})
+}
