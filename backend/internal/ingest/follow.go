@@ -39,12 +39,11 @@ type Follower struct {
 	Client      *http.Client // one without a timeout when nil: the stream is long-lived
 
 	*Source
-	clock  clock.Clock
-	seen   *seenSet
-	lastID string // the last SSE id: field seen, sent back on reconnect
+	clock clock.Clock
+	seen  *seenSet
 
 	mu     sync.Mutex
-	status FollowStatus
+	status FollowStatus // its LastEventID is sent back on reconnect
 }
 
 // DedupeWindow is how many recently published events a Follower remembers
@@ -188,15 +187,10 @@ func (f *Follower) once(ctx context.Context) (accepted int, retry time.Duration,
 func (f *Follower) LastID() string {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return f.lastID
+	return f.status.LastEventID
 }
 
-func (f *Follower) setLastID(id string) {
-	f.mu.Lock()
-	f.lastID = id
-	f.status.LastEventID = id
-	f.mu.Unlock()
-}
+func (f *Follower) setLastID(id string) { f.update(func(s *FollowStatus) { s.LastEventID = id }) }
 
 // decodeSSE reads server-sent events whose data is one event object (or
 // an array of them). Comments and event names are ignored; an event's
