@@ -15,7 +15,6 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 	"unicode"
 )
 
@@ -126,13 +125,6 @@ func slug(heading string) string {
 	return b.String()
 }
 
-// pendingDocs are being written while the README is restructured; a link
-// to one may dangle only until pendingUntil. TEMPORARY: remove before merge.
-var (
-	pendingDocs  = map[string]bool{"docs/security.md": true, "docs/performance.md": true, "docs/img/serving-1440.png": true, "docs/img/serving-390.png": true}
-	pendingUntil = time.Date(2026, 12, 3, 13, 35, 0, 0, time.UTC)
-)
-
 func TestReadmeLinks(t *testing.T) {
 	root := repoRoot(t)
 	texts := map[string]string{}
@@ -165,10 +157,6 @@ func TestReadmeLinks(t *testing.T) {
 			}
 			info, err := os.Stat(dest)
 			if err != nil {
-				if destRel, _ := filepath.Rel(root, dest); pendingDocs[filepath.ToSlash(destRel)] && time.Now().Before(pendingUntil) {
-					t.Logf("%s: link %q: not written yet", rel, target)
-					continue
-				}
 				t.Errorf("%s: link %q: no such file", rel, target)
 				continue
 			}
