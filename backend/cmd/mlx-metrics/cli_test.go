@@ -222,7 +222,7 @@ func TestClientCommands(t *testing.T) {
 }
 
 func TestJudge(t *testing.T) {
-	rate, _ := bench.FigureByKey("decode")    // higher is faster
+	rate, _ := bench.FigureByKey("decode")     // higher is faster
 	time_, _ := bench.FigureByKey("ttft_cold") // lower is faster
 	mem, _ := bench.FigureByKey("peak_rss")
 	r := func(lo, hi float64) *bench.Range { return &bench.Range{Min: lo, Max: hi} }

@@ -142,6 +142,9 @@ func runServe(ctx context.Context, args []string) error {
 	errc := make(chan error, 1)
 	go func() { errc <- app.Listener(ln) }()
 	fmt.Fprintf(os.Stderr, "mlx-metrics: serving on http://%s (home %s)\n", ln.Addr(), cfg.home)
+	if panelUI.Built() {
+		fmt.Fprintf(os.Stderr, "mlx-metrics: open the panel at http://%s/\n", ln.Addr())
+	}
 	// --reference-engine: a simulator with synthetic traffic feeding this backend.
 	// The engine is an event producer: the producer token when there is
 	// one, else the token.
