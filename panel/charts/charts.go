@@ -64,9 +64,12 @@ func encode(c jsonOption, p Palette) []byte {
 	}
 	for _, key := range []string{"xAxis", "yAxis"} {
 		axes, _ := m[key].([]any)
-		for _, a := range axes {
+		for i, a := range axes {
 			if axis, ok := a.(map[string]any); ok {
 				styleAxis(axis, p)
+				if key == "yAxis" {
+					alignName(axis, i)
+				}
 			}
 		}
 	}
@@ -87,6 +90,21 @@ func styleAxis(a map[string]any, p Palette) {
 	// Labels that would overlap (time labels on a phone) are left out.
 	label["hideOverlap"] = true
 	a["axisLabel"] = label
+}
+
+// alignName keeps a value axis's name, drawn above the axis, inside the
+// chart: centred on the axis line (ECharts' default) a long name such as
+// "decode (tok/s)" loses its first letters at the left edge. The first
+// axis sits on the left, a second on the right unless placed otherwise.
+func alignName(a map[string]any, i int) {
+	if loc, _ := a["nameLocation"].(string); loc != "" && loc != "end" {
+		return
+	}
+	align := "left"
+	if pos, _ := a["position"].(string); pos == "right" || (pos == "" && i == 1) {
+		align = "right"
+	}
+	a["nameTextStyle"].(map[string]any)["align"] = align
 }
 
 func legend() opts.Legend {
@@ -222,19 +240,31 @@ func Gauge(name string, percent float64, p Palette) []byte {
 	return out
 }
 
+// TrendRuns is the runs a trend of profile shows, oldest first, and how
+// many of the profile's runs it leaves out because they did not complete
+// (cancelled, failed or with a cell that stopped): a partial run's figures
+// would read as a regression, so they join only when withIncomplete asks.
+func TrendRuns(entries []bench.HistoryEntry, profile string, withIncomplete bool) (runs []bench.HistoryEntry, leftOut int) {
+	for _, e := range entries {
+		switch {
+		case e.Profile != profile:
+		case e.Complete || withIncomplete:
+			runs = append(runs, e)
+		default:
+			leftOut++
+		}
+	}
+	sort.Slice(runs, func(i, j int) bool { return runs[i].StartedAt < runs[j].StartedAt })
+	return runs, leftOut
+}
+
 // Trend follows one figure of each of a profile's cells across runs (oldest
 // left), one line per cell key; a cell not measured in a run leaves a gap.
 // Runs that did not complete (cancelled, failed cells, unstable figures)
 // are left out unless withIncomplete. The value axis starts at zero, so a
 // small change looks small, and the time axis spans the runs.
 func Trend(entries []bench.HistoryEntry, profile string, f bench.Figure, withIncomplete bool, p Palette) []byte {
-	var runs []bench.HistoryEntry
-	for _, e := range entries {
-		if e.Profile == profile && (e.Complete || withIncomplete) {
-			runs = append(runs, e)
-		}
-	}
-	sort.Slice(runs, func(i, j int) bool { return runs[i].StartedAt < runs[j].StartedAt })
+	runs, _ := TrendRuns(entries, profile, withIncomplete)
 	var keys []string
 	seen := map[string]bool{}
 	for _, r := range runs {

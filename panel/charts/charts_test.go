@@ -2,6 +2,7 @@ package charts
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/mlx-bun/mlx-metrics/shared/bench"
@@ -176,5 +177,60 @@ func TestTrend(t *testing.T) {
 	// Two runs 2 s apart are shown in an hour around them, not stretched.
 	if x := m["xAxis"].([]any)[0].(map[string]any); x["max"].(float64)-x["min"].(float64) != 3_600_000 {
 		t.Errorf("x axis %v..%v", x["min"], x["max"])
+	}
+}
+
+func TestTrendRuns(t *testing.T) {
+	entries := []bench.HistoryEntry{
+		{ID: "new", Profile: "smoke", Complete: true, StartedAt: 3},
+		{ID: "cancelled", Profile: "smoke", StartedAt: 2},
+		{ID: "other", Profile: "standard", StartedAt: 2},
+		{ID: "old", Profile: "smoke", Complete: true, StartedAt: 1},
+	}
+	tests := []struct {
+		profile        string
+		withIncomplete bool
+		want           string // run IDs, oldest first
+		leftOut        int
+	}{
+		{"smoke", false, "old new", 1},
+		{"smoke", true, "old cancelled new", 0},
+		{"standard", false, "", 1},
+		{"none", false, "", 0},
+	}
+	for _, tt := range tests {
+		runs, leftOut := TrendRuns(entries, tt.profile, tt.withIncomplete)
+		var ids []string
+		for _, r := range runs {
+			ids = append(ids, r.ID)
+		}
+		if got := strings.Join(ids, " "); got != tt.want || leftOut != tt.leftOut {
+			t.Errorf("TrendRuns(%s, %v) = %q, %d left out; want %q, %d", tt.profile, tt.withIncomplete, got, leftOut, tt.want, tt.leftOut)
+		}
+	}
+}
+
+// TestAxisNamesInside: value-axis names sit inside the chart, aligned to
+// their axis, so a long name is not cut at the chart's edge.
+func TestAxisNamesInside(t *testing.T) {
+	tests := []struct {
+		name   string
+		option []byte
+		want   []string // nameTextStyle.align of each y axis
+	}{
+		{"trend", Trend(nil, "smoke", bench.Figures[0], false, Light), []string{"left"}},
+		{"throughput, two axes", Throughput(nil, nil, Light), []string{"left", "right"}},
+	}
+	for _, tt := range tests {
+		axes := decode(t, tt.option)["yAxis"].([]any)
+		if len(axes) != len(tt.want) {
+			t.Fatalf("%s: %d y axes, want %d", tt.name, len(axes), len(tt.want))
+		}
+		for i, a := range axes {
+			style := a.(map[string]any)["nameTextStyle"].(map[string]any)
+			if style["align"] != tt.want[i] {
+				t.Errorf("%s: y axis %d name align %v, want %s", tt.name, i, style["align"], tt.want[i])
+			}
+		}
 	}
 }

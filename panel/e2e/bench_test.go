@@ -72,6 +72,17 @@ func TestBenchmarks(t *testing.T) {
 	}
 	waitFrame(t, ctx, "trend chart drawn", paintedPixels("chart-trend")+" > 200", 10*time.Second)
 	shot(t, ctx, "bench-history")
+
+	// The cancelled run stays out of its profile's trend, saying so, and
+	// joins it only when asked for.
+	inFrame(ctx, `(()=>{const s=document.querySelector('[data-control="trend-profile"]'); s.value="standard";
+		s.dispatchEvent(new Event("change",{bubbles:true}))})()`, nil)
+	waitFrame(t, ctx, "cancelled run left out of the trend", fmt.Sprintf(`(()=>{const n=document.querySelector('.trend-note');
+		return !!n && !(n.dataset.runs||"").split(" ").includes(%q) && n.textContent.includes("1 run that did not complete left out")})()`, jobID), 5*time.Second)
+	click(t, ctx, `[data-control="trend-incomplete"]`)
+	waitFrame(t, ctx, "cancelled run in the trend when asked for", fmt.Sprintf(`(document.querySelector('.trend-note').dataset.runs||"").split(" ").includes(%q)`, jobID), 5*time.Second)
+	inFrame(ctx, `document.querySelector('.trend-note').scrollIntoView({block: "end"})`, nil)
+	shot(t, ctx, "bench-trend-incomplete")
 }
 
 // TestBenchRoutesFailing: when the bench routes fail, the Benchmarks view

@@ -589,5 +589,22 @@ func (v *BenchView) renderTrend() app.UI {
 			),
 		),
 		&Chart{ID: "chart-trend", Label: "trend of " + f.Name, Option: charts.Trend(v.history, v.trendProfile, f, v.withIncomplete, v.Palette)},
+		v.trendNote(),
 	)
+}
+
+// trendNote says which runs the trend shows and how many it leaves out, so
+// a cancelled run's absence is explained, not silent. data-runs lists the
+// shown runs' IDs for the browser tests.
+func (v *BenchView) trendNote() app.UI {
+	runs, leftOut := charts.TrendRuns(v.history, v.trendProfile, v.withIncomplete)
+	ids := make([]string, len(runs))
+	for i, r := range runs {
+		ids[i] = r.ID
+	}
+	text := plural(len(runs), "run", "runs") + " of " + v.trendProfile
+	if leftOut > 0 {
+		text += "; " + plural(leftOut, "run", "runs") + " that did not complete left out"
+	}
+	return app.P().Class("muted trend-note").DataSet("runs", strings.Join(ids, " ")).Text(text)
 }

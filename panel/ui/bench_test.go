@@ -103,6 +103,7 @@ func TestBenchView(t *testing.T) {
 				`data-run="20261202T150000Z-aa"`, "2025-12-02 15:00 UTC", "61.0 s", "2 / 3", "41.5 tok/s",
 				"no (exit 3)", "0 / 0",
 				"Trend across runs", `id="chart-trend"`, `value="smoke"`,
+				`data-runs="20261202T150000Z-aa"`, "1 run of smoke; 1 run that did not complete left out",
 			},
 			notWant:      []string{`data-action="cancel"`},
 			disabledRuns: 1, // only the plan that does not validate
