@@ -235,8 +235,7 @@ func (s *Service) readFinal(id string) (*job, error) {
 		s.opts.Logf("jobs: skip %s: its %s names job %q", id, jobFile, clip(dj.ID))
 		return nil, ErrNotFound
 	}
-	j := &job{Job: dj.Job, dir: dir,
-		exited: closedChan, done: closedChan, changed: make(chan struct{})}
+	j := &job{jobState: jobState{Job: dj.Job}, dir: dir, log: finishedEventLog(dir), done: closedChan}
 	if !isFinal(j.Status) {
 		// Not in the open index, so no start recovered it: hand edits,
 		// or a copy from another home. No process of this backend runs
@@ -256,7 +255,7 @@ func (s *Service) readFinal(id string) (*job, error) {
 	return j, nil
 }
 
-// closedChan is the exited and done channel of every job read from disk.
+// closedChan is the done channel of every job read from disk.
 var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
 
 // retireLocked lets go of a job whose final job.json is written: it is

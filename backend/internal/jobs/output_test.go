@@ -3,9 +3,9 @@ package jobs
 import (
 	"math"
 	"testing"
+	"time"
 
 	"github.com/mlx-bun/mlx-metrics/shared/bench"
-	"github.com/mlx-bun/mlx-metrics/shared/clock"
 )
 
 func TestPhaseAndStepLines(t *testing.T) {
@@ -39,8 +39,7 @@ func TestPhaseAndStepLines(t *testing.T) {
 // Progress moves inside a cell: each phase the runner starts, and each run
 // of it done, moves the job's progress, stage and message.
 func TestProgressWithinACell(t *testing.T) {
-	s := &Service{opts: Options{Clock: clock.Real{}, Logf: t.Logf}, writeJSON: writeJSON}
-	j := &job{dir: t.TempDir(), cells: 2, phases: planPhases(bench.Plan{}), phase: -1, changed: make(chan struct{})}
+	j := jobState{Job: bench.Job{Status: bench.StatusRunning}, cells: 2, phases: planPhases(bench.Plan{}), phase: -1}
 	steps := []struct {
 		line     string
 		progress float64
@@ -57,7 +56,7 @@ func TestProgressWithinACell(t *testing.T) {
 		{"phase warm-ttft (attempt 1)", 0.5 + 2.0/5/2, "cell 2/2 · warm-ttft (phase 3/5)"},
 	}
 	for _, st := range steps {
-		s.line(j, st.line, true)
+		j, _ = transition(j, time.Time{}, runnerLine(st.line, true))
 		if math.Abs(j.Progress-st.progress) > 1e-9 || j.Stage != st.stage {
 			t.Errorf("after %q: progress %v stage %q, want %v %q", st.line, j.Progress, j.Stage, st.progress, st.stage)
 		}

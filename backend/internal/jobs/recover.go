@@ -2,7 +2,6 @@ package jobs
 
 import (
 	"errors"
-	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -75,28 +74,22 @@ func (s *Service) recoverJob(id string) error {
 	if isFinal(dj.Status) {
 		return nil // read from disk when asked for
 	}
-	j := &job{Job: dj.Job, dir: dir,
-		exited: make(chan struct{}), done: make(chan struct{}), changed: make(chan struct{})}
+	// Only a job that gets its final event needs its log's last seq:
+	// the logs of jobs already final are not read at start-up.
+	events, err := openEventLog(dir, lastSeq(dir))
+	if err != nil {
+		return err
+	}
+	j := &job{jobState: jobState{Job: dj.Job}, dir: dir, log: events, done: make(chan struct{})}
 	s.mu.Lock()
 	s.live[j.ID] = j
 	s.mu.Unlock()
-	// Only a job that gets its final event needs its log's last seq:
-	// the logs of jobs already final are not read at start-up.
-	j.seq = lastSeq(dir)
-	if err := s.openEvents(j); err != nil {
-		return err
-	}
 	if p := dj.Runner; j.Status == bench.StatusRunning && p != nil && p.Start != "" && running(*p) {
 		return s.recoverOrphan(j, *p)
 	}
-	close(j.exited)
-	msg := MsgStoppedDuringRun
-	if j.Status == bench.StatusQueued {
-		msg = MsgStoppedQueued
-	}
 	s.keepLeftRecord(j)
 	s.mu.Lock()
-	s.finishLocked(j, bench.StatusFailed, msg)
+	s.applyLocked(j, recovered{})
 	s.mu.Unlock()
 	return nil
 }
@@ -123,11 +116,9 @@ func (s *Service) recoverOrphan(j *job, p runnerProc) error {
 	if err != nil {
 		return err
 	}
-	j.ticket = ticket
-	j.Stage = "recovering"
-	j.Message = fmt.Sprintf("the backend restarted while runner pid %d ran: stopping it before the GPU is free", p.Pid)
 	s.mu.Lock()
-	s.eventLocked(j, bench.EventStage, fmt.Sprintf("%s (SIGTERM to its process group, SIGKILL after %s)", j.Message, s.opts.Grace), nil)
+	j.ticket = ticket
+	s.applyLocked(j, orphaned{pid: p.Pid, grace: s.opts.Grace})
 	s.saveLocked(j)
 	s.mu.Unlock()
 	if err := syscall.Kill(-p.Pgid, syscall.SIGTERM); err != nil && !errors.Is(err, syscall.ESRCH) {
@@ -143,35 +134,30 @@ func (s *Service) reapOrphan(j *job, p runnerProc) {
 	stop := make(chan struct{})
 	defer close(stop)
 	gone := watchExit(p, stop)
-	how := "it stopped on SIGTERM"
+	var lingered time.Duration
 	select {
 	case <-gone:
 	case <-s.opts.Clock.After(s.opts.Grace):
 		s.mu.Lock()
-		s.eventLocked(j, bench.EventLog, fmt.Sprintf("the orphaned runner ignored SIGTERM for %s: SIGKILL to its process group", s.opts.Grace), nil)
+		s.applyLocked(j, graceOver{grace: s.opts.Grace, orphan: true})
 		s.mu.Unlock()
 		// Checked again just before: a pid that has been reused since
 		// must not be killed.
 		if running(p) {
 			killGroup(p.Pid)
 		}
-		how = fmt.Sprintf("it was killed after ignoring SIGTERM for %s", s.opts.Grace)
 		select {
 		case <-gone:
 		case <-time.After(orphanKillWait):
-			how += fmt.Sprintf(", and was still there %s later", orphanKillWait)
+			lingered = orphanKillWait
 		}
 	}
 	s.keepLeftRecord(j)
 	j.ticket.Release()
+	_, recErr := readRecord(j.dir)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	close(j.exited)
-	msg := fmt.Sprintf("%s; its runner (pid %d) still ran at restart and held the GPU until it ended: %s", MsgStoppedDuringRun, p.Pid, how)
-	if _, err := readRecord(j.dir); err != nil {
-		msg += "; it wrote no run.json"
-	}
-	s.finishLocked(j, bench.StatusFailed, msg)
+	s.applyLocked(j, orphanGone{pid: p.Pid, grace: s.opts.Grace, lingered: lingered, noRecord: recErr != nil})
 }
 
 // watchExit returns a channel closed once p has exited (or stop is closed).

@@ -136,7 +136,7 @@ func TestRunnerRecorded(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.svc.mu.Lock()
-	pid := h.svc.live[j.ID].proc.Pid
+	pid := h.svc.live[j.ID].sup.pid()
 	h.svc.mu.Unlock()
 	start, err := procStart(pid)
 	if err != nil || dj.Runner == nil || dj.Runner.Pid != pid || dj.Runner.Pgid != pid || dj.Runner.Start != start || !running(*dj.Runner) {

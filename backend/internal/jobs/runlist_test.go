@@ -22,7 +22,7 @@ func TestRunListAdd(t *testing.T) {
 	if err := l.build(dir); err != nil {
 		t.Fatal(err)
 	}
-	l.learn(1, &job{Job: bench.Job{ID: "d4", Kind: bench.JobKind, Status: bench.StatusDone}})
+	l.learn(1, &job{jobState: jobState{Job: bench.Job{ID: "d4", Kind: bench.JobKind, Status: bench.StatusDone}}})
 	steps := []struct {
 		add  string
 		want []string
@@ -69,7 +69,7 @@ func TestRunListSkip(t *testing.T) {
 	}
 	for _, tt := range tests {
 		l := runList{built: true, names: []byte("a"), ends: []uint32{1}, info: []uint8{0}}
-		l.learn(0, &job{Job: bench.Job{ID: "a", Kind: tt.kind, Status: tt.status}})
+		l.learn(0, &job{jobState: jobState{Job: bench.Job{ID: "a", Kind: tt.kind, Status: tt.status}}})
 		if tt.notJob {
 			l.notJob(0)
 		}

@@ -70,7 +70,7 @@ func writeFinishedRuns(b *testing.B, runs string, n int) {
 
 func openBenchService(b *testing.B, runs string) *Service {
 	b.Helper()
-	s, err := New(Options{RunsDir: runs, Lease: lease.New("no GPU found", nil), Runner: []string{"true"},
+	s, err := New(Options{RunsDir: runs, Lease: lease.New("no GPU found", lease.Options{}), Runner: []string{"true"},
 		Logf: func(string, ...any) {}})
 	if err != nil {
 		b.Fatal(err)

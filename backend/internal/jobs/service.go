@@ -3,6 +3,15 @@
 // own process (isolation: task), streams its output into a per-job event log
 // kept on disk, and cancels with SIGTERM, then SIGKILL after a grace period.
 //
+// It is three parts that Service composes under its one mutex: an event
+// log per job (eventlog.go: append with the next seq, read after a seq or
+// from a byte offset); a pure transition (transition.go) from a job's state
+// and what happened to its next state and the events that say so, with no
+// I/O, process or clock of its own; and a supervisor per runner process
+// (supervisor.go: start, wait, SIGTERM then SIGKILL after the grace period).
+// Service feeds each input to the transition, appends the events it returns
+// and asks the supervisor to start or stop the process.
+//
 // Every job has a directory <runs>/<id>/ holding job.json (its state),
 // events.ndjson (its replayable log), plan.json (the plan as submitted) and
 // what the runner writes there (run.json, report.md, logs/). Recovery after
@@ -14,7 +23,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log"
@@ -26,7 +34,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/mlx-bun/mlx-metrics/backend/internal/redact"
 	"github.com/mlx-bun/mlx-metrics/gpu/lease"
 	"github.com/mlx-bun/mlx-metrics/shared/bench"
 	"github.com/mlx-bun/mlx-metrics/shared/clock"
@@ -103,34 +110,18 @@ type Service struct {
 	lastID     string // the id Submit gave last
 }
 
-// job is a bench.Job and what running it needs; all fields are guarded by
-// Service.mu. A final job is not changed again (the one exception: Close
-// saving an unsaved one), so one read from disk serves every caller.
+// job is a job's state, which only transition changes while the job is
+// live, and what running it needs; all fields are guarded by Service.mu. A final job is not changed
+// again (the one exception: Close saving an unsaved one), so one read from
+// disk serves every caller.
 type job struct {
-	bench.Job
-	dir   string
-	cells int // the plan's cell count, for "cell n/N"
-	cell  int // cells started so far
-	// The measurement inside the cell, for progress that moves within it:
-	// the plan's phases in the order the runner takes them, the current
-	// one's index (-1 before the first) and the share of its runs done.
-	phases    []string
-	phase     int
-	phaseDone float64
-	cellKey   string
-	ticket    *lease.Ticket
-	proc      *os.Process
-	runner    *runnerProc // the runner process while it runs, for job.json
-	cancelled bool        // cancel requested
-	shutdown  bool        // ... by Close, not by a user
-	killed    bool        // SIGKILL sent after the grace period
-	lastErr   string
-	unsaved   bool // its final job.json could not be written; Close retries
-	events    *os.File
-	seq       int
-	exited    chan struct{} // closed when the runner process has exited
-	done      chan struct{} // closed at the final status
-	changed   chan struct{} // closed and replaced on every event
+	jobState
+	dir     string
+	ticket  *lease.Ticket
+	sup     *supervisor // the runner process, once started
+	log     *eventLog
+	unsaved bool          // its final job.json could not be written; Close retries
+	done    chan struct{} // closed at the final status
 }
 
 // New opens the service over opts.RunsDir and recovers the jobs there: a job
@@ -206,34 +197,36 @@ func (s *Service) Submit(profile string, plan bench.Plan) (bench.Job, error) {
 	if err != nil {
 		return fail(err)
 	}
-	j := &job{
-		Job: bench.Job{ID: id, Kind: bench.JobKind, Profile: profile, Status: bench.StatusQueued,
-			CreatedAt: now.UnixMilli(), RunID: id, Stage: "queued"},
-		dir: dir, cells: len(plan.Cells), phases: planPhases(plan), phase: -1, ticket: ticket,
-		exited: make(chan struct{}), done: make(chan struct{}), changed: make(chan struct{}),
-	}
-	if err := s.openEvents(j); err != nil {
+	events, err := openEventLog(dir, 0)
+	if err != nil {
 		ticket.Release()
 		return fail(err)
+	}
+	j := &job{
+		jobState: jobState{
+			Job: bench.Job{ID: id, Kind: bench.JobKind, Profile: profile, Status: bench.StatusQueued,
+				CreatedAt: now.UnixMilli(), RunID: id, Stage: "queued"},
+			cells: len(plan.Cells), phases: planPhases(plan), phase: -1,
+		},
+		dir: dir, ticket: ticket, log: events, done: make(chan struct{}),
 	}
 	// In the open index before its first job.json, so a crash from here
 	// on leaves it to recovery.
 	s.live[id] = j
 	if err := s.saveIndexLocked(); err != nil {
 		delete(s.live, id)
-		j.events.Close()
+		events.close()
 		ticket.Release()
 		return fail(err)
 	}
 	s.runs.add(id)
 	select {
 	case <-ticket.Ready():
-		s.startLocked(j)
+		s.applyLocked(j, leased{device: s.opts.Lease.State().Device})
 	default:
-		s.eventLocked(j, bench.EventLog, fmt.Sprintf("queued for the GPU behind %s (position %d)",
-			s.opts.Lease.State().Holder, s.opts.Lease.Position(id)), nil)
-		s.saveLocked(j)
+		s.applyLocked(j, queuedBehind{holder: s.opts.Lease.State().Holder, position: s.opts.Lease.Position(id)})
 	}
+	s.saveLocked(j)
 	s.wg.Add(1)
 	go s.run(j)
 	return s.viewLocked(j), nil
@@ -375,10 +368,10 @@ func (s *Service) EventsAt(id string, after int, off int64) (evs []bench.JobEven
 		s.mu.Unlock()
 		return nil, off, nil, false, err
 	}
-	changed, ended, dir := j.changed, isFinal(j.Status), j.dir
+	changed, ended, events := j.log.watch(), isFinal(j.Status), j.log
 	s.mu.Unlock()
 	// Read after taking changed: an event written meanwhile closes it.
-	evs, next, err = readEvents(dir, after, off)
+	evs, next, err = events.read(after, off)
 	return evs, next, changed, ended, err
 }
 
@@ -401,41 +394,19 @@ func (s *Service) Cancel(id string) (bench.Job, error) {
 }
 
 // stopLocked cancels j, or, for shutdown, stops it as failed: the user did
-// not ask, the backend went away (the same word a restart would give).
+// not ask, the backend went away (the same word a restart would give). A
+// queued job ends at once; a running one's runner gets SIGTERM (or gets it
+// as it starts: runProcess).
 func (s *Service) stopLocked(j *job, shutdown bool) {
-	switch {
-	case j.Status == bench.StatusQueued:
-		j.cancelled, j.shutdown = true, shutdown
-		j.ticket.Release()
-		if shutdown {
-			s.finishLocked(j, bench.StatusFailed, MsgStoppedQueued)
-		} else {
-			s.finishLocked(j, bench.StatusCancelled, "cancelled while queued")
-		}
-	case !j.cancelled && !hasExited(j):
-		j.cancelled, j.shutdown = true, shutdown
-		j.Stage = "cancelling"
-		why := "cancelling"
-		if shutdown {
-			why = "the backend is stopping"
-		}
-		s.eventLocked(j, bench.EventStage, fmt.Sprintf("%s: SIGTERM to the runner, SIGKILL after %s", why, s.opts.Grace), nil)
-		if j.proc != nil {
-			s.terminateLocked(j)
-		}
-		s.saveLocked(j)
+	was := j.cancelled
+	s.applyLocked(j, cancel{shutdown: shutdown, grace: s.opts.Grace})
+	if was || !j.cancelled || isFinal(j.Status) {
+		return
 	}
-}
-
-// hasExited reports whether j's runner has exited: the job is settling
-// from the runner's own outcome, which a late cancel must not overwrite.
-func hasExited(j *job) bool {
-	select {
-	case <-j.exited:
-		return true
-	default:
-		return false
+	if j.sup != nil {
+		s.terminateLocked(j)
 	}
+	s.saveLocked(j)
 }
 
 // Close stops every job (queued and running ones end failed with
@@ -498,32 +469,42 @@ func isFinal(status string) bool {
 	return false
 }
 
-func (s *Service) openEvents(j *job) error {
-	f, err := os.OpenFile(filepath.Join(j.dir, eventsFile), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
-	if err != nil {
-		return err
+// applyLocked feeds in to j's transition, appends the events it returns to
+// j's log, and carries out an end: the GPU lease goes first, so whoever
+// sees the job end finds it passed on; then the final job.json (when it
+// cannot be written, the job fails for that, and Close tries again), the
+// final event, and the job leaves memory.
+func (s *Service) applyLocked(j *job, in input) {
+	now := s.opts.Clock.Now()
+	wasFinal := isFinal(j.Status)
+	next, evs := transition(j.jobState, now, in)
+	j.jobState = next
+	ended := !wasFinal && isFinal(j.Status)
+	if ended {
+		if j.ticket != nil {
+			j.ticket.Release()
+		}
+		if err := s.saveLocked(j); err != nil {
+			j.unsaved = true
+			j.jobState, evs = transition(j.jobState, now, saveFailed{err})
+		}
 	}
-	j.events = f
-	return nil
-}
-
-// eventLocked appends one event to the job's log (one write, so a reader
-// sees whole lines) and wakes the job's watchers.
-func (s *Service) eventLocked(j *job, typ, msg string, progress *float64) {
-	j.seq++
-	ev := bench.JobEvent{Seq: j.seq, At: s.opts.Clock.Now().UnixMilli(), Type: typ, Message: msg, Progress: progress}
-	data, _ := json.Marshal(ev)
-	if j.events != nil {
-		if _, err := j.events.Write(append(data, '\n')); err != nil {
+	for _, ev := range evs {
+		if err := j.log.append(ev); err != nil {
 			s.opts.Logf("jobs: %s: event log: %v", j.ID, err)
 		}
 	}
-	close(j.changed)
-	j.changed = make(chan struct{})
+	if ended {
+		j.log.close()
+		close(j.done)
+		if !j.unsaved {
+			s.retireLocked(j)
+		}
+	}
 }
 
 // saveLocked writes job.json. A failure is logged and returned; only the
-// final save acts on it (finishLocked): a later save brings the file up to
+// final save acts on it (applyLocked): a later save brings the file up to
 // date anyway.
 func (s *Service) saveLocked(j *job) error {
 	v := diskJob{Job: j.Job, Runner: j.runner}
@@ -533,54 +514,4 @@ func (s *Service) saveLocked(j *job) error {
 		s.opts.Logf("jobs: %s: save: %v", j.ID, err)
 	}
 	return err
-}
-
-// startLocked marks the job running once it holds the lease.
-func (s *Service) startLocked(j *job) {
-	j.Status = bench.StatusRunning
-	j.StartedAt = s.opts.Clock.Now().UnixMilli()
-	j.Stage = "starting"
-	j.Message = fmt.Sprintf("holds the GPU (%s); starting the runner", s.opts.Lease.State().Device)
-	zero := 0.0
-	s.eventLocked(j, bench.EventStarted, j.Message, &zero)
-	s.saveLocked(j)
-}
-
-// finishLocked gives the job its final status and closes its log.
-func (s *Service) finishLocked(j *job, status, msg string) {
-	j.Status = status
-	j.FinishedAt = s.opts.Clock.Now().UnixMilli()
-	j.Stage = status
-	j.Message = msg
-	typ := bench.EventFailed
-	switch status {
-	case bench.StatusDone:
-		typ = bench.EventDone
-		j.Progress = 1
-	case bench.StatusCancelled:
-		typ = bench.EventCancelled
-		j.Error = msg
-	default:
-		j.Error = msg
-	}
-	p := j.Progress
-	if err := s.saveLocked(j); err != nil {
-		// job.json still says the job runs, and a restart would say the
-		// backend stopped during it: the job failed here, for want of
-		// disk (ENOSPC, most likely). Say so, and let Close try again.
-		j.unsaved = true
-		typ, j.Status, j.Stage = bench.EventFailed, bench.StatusFailed, bench.StatusFailed
-		j.Message = fmt.Sprintf("could not save the job's final state (%s); the run had ended: %s", redact.Message(err), msg)
-		j.Error = j.Message
-		msg = j.Message
-	}
-	s.eventLocked(j, typ, msg, &p)
-	if j.events != nil {
-		j.events.Close()
-		j.events = nil
-	}
-	close(j.done)
-	if !j.unsaved {
-		s.retireLocked(j)
-	}
 }

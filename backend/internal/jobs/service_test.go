@@ -57,7 +57,7 @@ func newHarness(t *testing.T, dir string, maxQueued int) *harness {
 // newHarnessLog is newHarness with the service's log going to logf.
 func newHarnessLog(t *testing.T, dir string, maxQueued int, logf func(string, ...any)) *harness {
 	t.Helper()
-	h := &harness{t: t, lease: lease.New("no GPU found", nil), clock: newFakeClock(), dir: dir}
+	h := &harness{t: t, lease: lease.New("no GPU found", lease.Options{}), clock: newFakeClock(), dir: dir}
 	argv, env := jobstest.RunnerArgv()
 	svc, err := New(Options{
 		RunsDir:   dir,
@@ -333,7 +333,7 @@ func TestCancelAfterRunnerExited(t *testing.T) {
 	var svc *Service
 	argv, env := jobstest.RunnerArgv()
 	svc, err := New(Options{
-		RunsDir: t.TempDir(), Lease: lease.New("no GPU found", nil), Runner: argv, Env: env,
+		RunsDir: t.TempDir(), Lease: lease.New("no GPU found", lease.Options{}), Runner: argv, Env: env,
 		Clock: newFakeClock(), Logf: t.Logf,
 		Finished: func(rec bench.RunRecord, _ string) error {
 			j, err := svc.Cancel(rec.ID)
@@ -363,7 +363,7 @@ func TestHistoryFailureFailsJob(t *testing.T) {
 	argv, env := jobstest.RunnerArgv()
 	dir := t.TempDir()
 	svc, err := New(Options{
-		RunsDir: dir, Lease: lease.New("no GPU found", nil), Runner: argv, Env: env,
+		RunsDir: dir, Lease: lease.New("no GPU found", lease.Options{}), Runner: argv, Env: env,
 		Clock: newFakeClock(), Logf: t.Logf,
 		// As Badger words it: with the path, which no client may see.
 		Finished: func(rec bench.RunRecord, runDir string) error {

@@ -1,12 +1,7 @@
 package jobs
 
 import (
-	"bufio"
-	"bytes"
 	"encoding/json"
-	"errors"
-	"io"
-	"io/fs"
 	"os"
 	"path/filepath"
 
@@ -66,54 +61,4 @@ func readRecord(dir string) (bench.RunRecord, error) {
 	var r bench.RunRecord
 	err := readJSON(filepath.Join(dir, recordFile), &r)
 	return r, err
-}
-
-// readEvents reads the events after seq from a job's log, starting at byte
-// offset off (0, or a next offset it returned before, so a follower reads
-// only what is new). A last line without its newline is being written and
-// is left for the next read.
-func readEvents(dir string, after int, off int64) (evs []bench.JobEvent, next int64, err error) {
-	evs = []bench.JobEvent{}
-	f, err := os.Open(filepath.Join(dir, eventsFile))
-	if errors.Is(err, fs.ErrNotExist) {
-		return evs, off, nil
-	}
-	if err != nil {
-		return nil, off, err
-	}
-	defer f.Close()
-	if _, err := f.Seek(off, io.SeekStart); err != nil {
-		return nil, off, err
-	}
-	data, err := io.ReadAll(f)
-	if err != nil {
-		return nil, off, err
-	}
-	i := bytes.LastIndexByte(data, '\n')
-	if i < 0 {
-		return evs, off, nil
-	}
-	data = data[:i+1]
-	next = off + int64(len(data))
-	sc := bufio.NewScanner(bytes.NewReader(data))
-	sc.Buffer(make([]byte, 0, 64<<10), 16<<20)
-	for sc.Scan() {
-		var e bench.JobEvent
-		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
-			continue // a torn line from a crash; the rest still replays
-		}
-		if e.Seq > after {
-			evs = append(evs, e)
-		}
-	}
-	return evs, next, sc.Err()
-}
-
-// lastSeq is the highest seq in a job's log (0 when empty).
-func lastSeq(dir string) int {
-	evs, _, _ := readEvents(dir, 0, 0)
-	if len(evs) == 0 {
-		return 0
-	}
-	return evs[len(evs)-1].Seq
 }

@@ -4,6 +4,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/mlx-bun/mlx-metrics/shared/bench"
 )
 
 func TestReadEventsFollows(t *testing.T) {
@@ -55,5 +57,40 @@ func TestReadEventsFollows(t *testing.T) {
 	all, _, _ := readEvents(dir, 2, 0)
 	if len(all) != 3 || all[0].Seq != 3 {
 		t.Fatalf("replay after 2 = %+v", all)
+	}
+}
+
+// TestEventLogAppend: the log numbers what it appends on from the seq it
+// was opened after, wakes its watchers at each event, and takes no more
+// writes once closed; a reader gets the lines readEvents always read.
+func TestEventLogAppend(t *testing.T) {
+	dir := t.TempDir()
+	l, err := openEventLog(dir, 2) // as a restart continues a log of two
+	if err != nil {
+		t.Fatal(err)
+	}
+	changed := l.watch()
+	if err := l.append(bench.JobEvent{Type: bench.EventLog, Message: "a"}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-changed:
+	default:
+		t.Fatal("append did not wake the watcher")
+	}
+	l.append(bench.JobEvent{Seq: 99, Type: bench.EventDone, Message: "b"}) // the log's seq wins
+	if err := l.close(); err != nil {
+		t.Fatal(err)
+	}
+	l.append(bench.JobEvent{Type: bench.EventLog, Message: "after close"})
+	evs, next, err := l.read(0, 0)
+	if err != nil || len(evs) != 2 || evs[0].Seq != 3 || evs[1].Seq != 4 || evs[1].Message != "b" {
+		t.Fatalf("read = %+v %v", evs, err)
+	}
+	if more, _, _ := l.read(0, next); len(more) != 0 {
+		t.Fatalf("read on from %d = %+v", next, more)
+	}
+	if got := lastSeq(dir); got != 4 {
+		t.Fatalf("lastSeq = %d", got)
 	}
 }
