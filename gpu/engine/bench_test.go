@@ -13,7 +13,7 @@ func BenchmarkScheduler256(b *testing.B) {
 	cfg := testConfig()
 	cfg.BatchCapacity = 256
 	for range b.N {
-		e, err := New(cfg, WithClock(newJumpClock()))
+		e, err := New(cfg, Options{Clock: newJumpClock()})
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -102,19 +102,19 @@ type Publish struct {
 // Serve runs an engine with cfg on ln until ctx ends, publishing its events
 // as publish says.
 func Serve(ctx context.Context, cfg Config, ln net.Listener, publish Publish, logw io.Writer) error {
-	var opts []Option
+	var opts Options
 	var pub *Publisher
 	if publish.URL != "" {
 		var err error
-		if pub, err = NewPublisher(publish.URL, publish.Token); err != nil {
+		logf := func(format string, args ...any) { fmt.Fprintf(logw, format+"\n", args...) }
+		if pub, err = NewPublisher(publish.URL, PublisherOptions{Token: publish.Token, Logf: logf}); err != nil {
 			ln.Close()
 			return &UsageError{err}
 		}
-		pub.logf = func(format string, args ...any) { fmt.Fprintf(logw, format+"\n", args...) }
-		opts = append(opts, WithSink(pub.Send))
+		opts.Sink = pub.Send
 		fmt.Fprintf(logw, "publishing events to %s\n", pub.URL())
 	}
-	e, err := New(cfg, opts...)
+	e, err := New(cfg, opts)
 	if err != nil {
 		ln.Close()
 		return &UsageError{err}

@@ -50,33 +50,39 @@ type sampleStats struct {
 	tokens     int64 // generated since lastSample
 }
 
-// Option configures an Engine.
-type Option func(*Engine)
+// Options configure an Engine beyond its model. The zero value is the
+// defaults.
+type Options struct {
+	// Clock is the engine's time (clock.Real{} when nil). A test clock
+	// that jumps to each deadline makes every figure exactly what the cost
+	// model says.
+	Clock Clock
+	// Sink receives every event the engine publishes (the events are
+	// dropped when nil). It is called from the scheduler goroutine and
+	// must not block.
+	Sink func(events.Event)
+}
 
-// WithClock replaces wall time (tests).
-func WithClock(c Clock) Option { return func(e *Engine) { e.clock = c } }
-
-// WithSink receives every event the engine publishes. It is called from the
-// scheduler goroutine and must not block.
-func WithSink(f func(events.Event)) Option { return func(e *Engine) { e.sink = f } }
-
-// New builds an engine; Run loads the model and schedules.
-func New(cfg Config, opts ...Option) (*Engine, error) {
+// New builds an engine of the model cfg; Run loads the model and
+// schedules.
+func New(cfg Config, opts Options) (*Engine, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	e := &Engine{
+	if opts.Clock == nil {
+		opts.Clock = clock.Real{}
+	}
+	if opts.Sink == nil {
+		opts.Sink = func(events.Event) {}
+	}
+	return &Engine{
 		cfg:    cfg,
-		clock:  clock.Real{},
-		sink:   func(events.Event) {},
+		clock:  opts.Clock,
+		sink:   opts.Sink,
 		wake:   make(chan struct{}, 1),
 		kv:     kvCache{total: cfg.totalPages()},
 		prefix: newPrefixCache(cfg.pageBytes(), cfg.PrefixCacheBytes),
-	}
-	for _, o := range opts {
-		o(e)
-	}
-	return e, nil
+	}, nil
 }
 
 // Config is the engine's configuration.

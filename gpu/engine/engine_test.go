@@ -135,7 +135,7 @@ func drain(t *testing.T, s *Stream) (int, *Result) {
 func start(t *testing.T, cfg Config) (*Engine, *recorder, context.CancelFunc) {
 	t.Helper()
 	rec := newRecorder()
-	e, err := New(cfg, WithClock(newJumpClock()), WithSink(rec.sink))
+	e, err := New(cfg, Options{Clock: newJumpClock(), Sink: rec.sink})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -235,7 +235,7 @@ func TestPrefixCache(t *testing.T) {
 func submitAll(t *testing.T, cfg Config, n, promptTokens, maxTokens int) (*recorder, []*Stream) {
 	t.Helper()
 	rec := newRecorder()
-	e, err := New(cfg, WithClock(newJumpClock()), WithSink(rec.sink))
+	e, err := New(cfg, Options{Clock: newJumpClock(), Sink: rec.sink})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -293,7 +293,7 @@ func TestSubmitRejects(t *testing.T) {
 	cfg := testConfig()
 	cfg.MaxContext = 100
 	cfg.KVBudgetBytes = 4 * cfg.pageBytes() // 64 tokens
-	e, err := New(cfg)
+	e, err := New(cfg, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -319,7 +319,7 @@ func TestCancelFreesRow(t *testing.T) {
 	cfg.BatchCapacity = 1
 	rec := newRecorder()
 	clock := &gateClock{jumpClock: *newJumpClock(), gate: make(chan struct{})}
-	e, err := New(cfg, WithClock(clock), WithSink(rec.sink))
+	e, err := New(cfg, Options{Clock: clock, Sink: rec.sink})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -448,7 +448,7 @@ func TestLagKeepsTimingsCausal(t *testing.T) {
 	cfg.DecodeRate = 1000 // 1 ms steps, shorter than the lag
 	rec := newRecorder()
 	clock := &lateClock{gateClock{jumpClock: *newJumpClock(), gate: make(chan struct{})}}
-	e, err := New(cfg, WithClock(clock), WithSink(rec.sink))
+	e, err := New(cfg, Options{Clock: clock, Sink: rec.sink})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -489,7 +489,7 @@ func TestLagKeepsTimingsCausal(t *testing.T) {
 }
 
 func TestSubmitAfterStop(t *testing.T) {
-	e, err := New(testConfig(), WithClock(newJumpClock()))
+	e, err := New(testConfig(), Options{Clock: newJumpClock()})
 	if err != nil {
 		t.Fatal(err)
 	}

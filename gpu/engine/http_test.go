@@ -76,7 +76,7 @@ func TestHTTPAnswers(t *testing.T) {
 }
 
 func TestHealthWhileLoading(t *testing.T) {
-	e, err := New(testConfig())
+	e, err := New(testConfig(), Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -41,10 +41,18 @@ const (
 	flushInterval = 250 * time.Millisecond
 )
 
+// PublisherOptions configure a Publisher. The zero value is the defaults.
+type PublisherOptions struct {
+	// Token, when set, is sent as a bearer token (the backend's
+	// --events-token or --token); none when empty.
+	Token string
+	// Logf reports failed posts (log.Printf when nil).
+	Logf func(format string, args ...any)
+}
+
 // NewPublisher checks target: a backend's base URL (http://host:port) or the
-// full events URL. token, when set, is sent as a bearer token (the
-// backend's --events-token).
-func NewPublisher(target, token string) (*Publisher, error) {
+// full events URL.
+func NewPublisher(target string, opts PublisherOptions) (*Publisher, error) {
 	u, err := url.Parse(target)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return nil, fmt.Errorf("publish: %q is not an http(s) URL", target)
@@ -52,12 +60,15 @@ func NewPublisher(target, token string) (*Publisher, error) {
 	if p := strings.TrimRight(u.Path, "/"); p == "" {
 		u.Path = EventsPath
 	}
+	if opts.Logf == nil {
+		opts.Logf = log.Printf
+	}
 	return &Publisher{
 		url:    u.String(),
-		token:  token,
+		token:  opts.Token,
 		client: &http.Client{Timeout: 10 * time.Second},
 		ch:     make(chan events.Event, publishBuffer),
-		logf:   log.Printf,
+		logf:   opts.Logf,
 	}, nil
 }
 

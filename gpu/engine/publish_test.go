@@ -23,7 +23,7 @@ func TestNewPublisherURL(t *testing.T) {
 		{"127.0.0.1:7878", "", false},
 	}
 	for _, tt := range tests {
-		p, err := NewPublisher(tt.in, "")
+		p, err := NewPublisher(tt.in, PublisherOptions{})
 		if (err == nil) != tt.ok || (tt.ok && p.URL() != tt.want) {
 			t.Errorf("NewPublisher(%q) = %v, %v; want %q ok=%v", tt.in, p, err, tt.want, tt.ok)
 		}
@@ -50,7 +50,7 @@ func TestPublisherPosts(t *testing.T) {
 		w.WriteHeader(http.StatusAccepted)
 	}))
 	defer srv.Close()
-	p, err := NewPublisher(srv.URL, "secret")
+	p, err := NewPublisher(srv.URL, PublisherOptions{Token: "secret"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,7 +73,7 @@ func TestPublisherDropsWhenDown(t *testing.T) {
 	srv := httptest.NewServer(http.NotFoundHandler())
 	url := srv.URL
 	srv.Close() // nothing listens there now
-	p, err := NewPublisher(url, "")
+	p, err := NewPublisher(url, PublisherOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/mlx-bun/mlx-metrics/shared/bench"
+	"github.com/mlx-bun/mlx-metrics/shared/clock"
 )
 
 // ErrHeld is TryAcquire's answer while someone else holds the lease or waits
@@ -22,7 +23,7 @@ var ErrDuplicate = errors.New("already holds or waits for the GPU")
 // Lease is the GPU lease. The zero value is not usable; call New.
 type Lease struct {
 	device string
-	now    func() time.Time
+	clock  clock.Clock
 
 	mu      sync.Mutex
 	holder  string
@@ -35,13 +36,19 @@ type waiter struct {
 	ready chan struct{} // closed when the lease passes to this waiter
 }
 
+// Options configure a Lease. The zero value is the defaults.
+type Options struct {
+	// Clock stamps Since, when the lease was taken (clock.Real{} when nil).
+	Clock clock.Clock
+}
+
 // New returns a free lease for device (the probe's word: a device name, or
-// "no GPU found"). now stamps Since; nil means time.Now.
-func New(device string, now func() time.Time) *Lease {
-	if now == nil {
-		now = time.Now
+// "no GPU found").
+func New(device string, opts Options) *Lease {
+	if opts.Clock == nil {
+		opts.Clock = clock.Real{}
 	}
-	return &Lease{device: device, now: now}
+	return &Lease{device: device, clock: opts.Clock}
 }
 
 // Release gives the lease back; calling it again does nothing.
@@ -162,7 +169,7 @@ func (l *Lease) releaseLocked(holder string) {
 
 func (l *Lease) grantLocked(holder string) {
 	l.holder = holder
-	l.since = l.now()
+	l.since = l.clock.Now()
 }
 
 func (l *Lease) waitingLocked(holder string) int {

@@ -6,11 +6,14 @@ import (
 	"runtime"
 	"testing"
 	"time"
+
+	"github.com/mlx-bun/mlx-metrics/shared/clock"
 )
 
 var t0 = time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)
 
-func fixed() time.Time { return t0 }
+// fixed is the options of a lease whose clock stays at t0.
+func fixed() Options { return Options{Clock: clock.NewFake(t0)} }
 
 func TestTryAcquire(t *testing.T) {
 	tests := []struct {
@@ -26,7 +29,7 @@ func TestTryAcquire(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			l := New("no GPU found", fixed)
+			l := New("no GPU found", fixed())
 			tt.setup(l)
 			rel, err := l.TryAcquire(tt.holder)
 			if !errors.Is(err, tt.wantErr) {
@@ -75,7 +78,7 @@ func ready(tk *Ticket) bool {
 }
 
 func TestEnqueueFIFO(t *testing.T) {
-	l := New("dev", fixed)
+	l := New("dev", fixed())
 	a := mustEnqueue(t, l, "a")
 	b := mustEnqueue(t, l, "b")
 	c := mustEnqueue(t, l, "c")
@@ -107,7 +110,7 @@ func TestEnqueueFIFO(t *testing.T) {
 }
 
 func TestReleaseWhileWaitingLeavesQueue(t *testing.T) {
-	l := New("dev", fixed)
+	l := New("dev", fixed())
 	a := mustEnqueue(t, l, "a")
 	b := mustEnqueue(t, l, "b")
 	c := mustEnqueue(t, l, "c")
@@ -126,7 +129,7 @@ func TestReleaseWhileWaitingLeavesQueue(t *testing.T) {
 }
 
 func TestAcquire(t *testing.T) {
-	l := New("dev", fixed)
+	l := New("dev", fixed())
 	rel, err := l.Acquire(context.Background(), "a")
 	if err != nil || l.State().Holder != "a" {
 		t.Fatalf("free lease: %v %+v", err, l.State())

@@ -13,7 +13,7 @@ import (
 )
 
 // startEngine serves a real-clock reference engine on loopback.
-func startEngine(tb testing.TB, edit func(*engine.Config), opts ...engine.Option) *httptest.Server {
+func startEngine(tb testing.TB, edit func(*engine.Config)) *httptest.Server {
 	tb.Helper()
 	cfg := engine.DefaultConfig()
 	cfg.LoadTime = 0
@@ -21,7 +21,7 @@ func startEngine(tb testing.TB, edit func(*engine.Config), opts ...engine.Option
 	if edit != nil {
 		edit(&cfg)
 	}
-	e, err := engine.New(cfg, opts...)
+	e, err := engine.New(cfg, engine.Options{})
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -67,7 +67,7 @@ func benchOverhead(b *testing.B, streams int) {
 	cfg.LoadTime = 0
 	cfg.BatchCapacity = streams
 	cfg.PrefillRate, cfg.DecodeRate, cfg.BatchSlowdown = 1e6, 25, 0
-	e, err := engine.New(cfg)
+	e, err := engine.New(cfg, engine.Options{})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -23,7 +23,7 @@ func serveEngine(t *testing.T, wrap func(http.Handler) http.Handler) *httptest.S
 	t.Helper()
 	cfg := engine.DefaultConfig()
 	cfg.LoadTime, cfg.DecodeRate, cfg.PrefillRate = 0, 2000, 100000
-	e, err := engine.New(cfg)
+	e, err := engine.New(cfg, engine.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -212,7 +212,7 @@ func TestAttachedServerGoneOrCancelled(t *testing.T) {
 		}
 		cfg := engine.DefaultConfig()
 		cfg.LoadTime = 0
-		e, err := engine.New(cfg)
+		e, err := engine.New(cfg, engine.Options{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -283,7 +283,7 @@ func TestAttachWaitsForAServerStarting(t *testing.T) {
 	addr := closedPort(t)
 	cfg := engine.DefaultConfig()
 	cfg.LoadTime, cfg.DecodeRate, cfg.PrefillRate = 0, 2000, 100000
-	e, err := engine.New(cfg)
+	e, err := engine.New(cfg, engine.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -53,7 +53,7 @@ func TestMain(m *testing.M) {
 func fakeServer(mode, port string) {
 	cfg := engine.DefaultConfig()
 	cfg.LoadTime = 0
-	e, err := engine.New(cfg)
+	e, err := engine.New(cfg, engine.Options{})
 	if err != nil {
 		panic(err)
 	}

@@ -25,7 +25,7 @@ func runningEngine(t *testing.T, wrap func(http.Handler) http.Handler) string {
 	t.Helper()
 	cfg := engine.DefaultConfig()
 	cfg.LoadTime, cfg.DecodeRate, cfg.PrefillRate = 0, 2000, 100000
-	e, err := engine.New(cfg)
+	e, err := engine.New(cfg, engine.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -143,7 +143,7 @@ func TestHostFlatEventsThroughEveryPath(t *testing.T) {
 				t.Fatal(err)
 			}
 			b := bus.New()
-			s, err := startLive(context.Background(), cfg, b, health.New(time.Now(), nil))
+			s, err := startLive(context.Background(), cfg, b, health.New(time.Now(), health.Options{}))
 			if err != nil {
 				t.Fatal(err)
 			}

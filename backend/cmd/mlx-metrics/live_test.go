@@ -34,7 +34,7 @@ func TestLiveFlags(t *testing.T) {
 			if err := fs.Parse(tc.args); err != nil {
 				t.Fatal(err)
 			}
-			h := health.New(time.Now(), nil)
+			h := health.New(time.Now(), health.Options{})
 			s, err := startLive(context.Background(), cfg, bus.New(), h)
 			if tc.err != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.err) {

@@ -94,7 +94,7 @@ func runServe(ctx context.Context, args []string) error {
 	// Every event source publishes to eventBus; every consumer subscribes.
 	eventBus := bus.New()
 	// Features add their own /healthz sections with healthz.Add.
-	healthz := health.New(time.Now(), nil)
+	healthz := health.New(time.Now(), health.Options{})
 	healthz.Add("bus", func() any { return eventBus.Stats() })
 	healthz.Add("refused", func() any { return guard.Stats() })
 	// Features mount in order; append yours here.

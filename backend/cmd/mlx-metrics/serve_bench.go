@@ -76,7 +76,7 @@ func openBench(home, device string, cfg *benchConfig) (*benchServe, error) {
 	if err := cfg.check(); err != nil {
 		return nil, &exitError{code: 2, err: err}
 	}
-	l := lease.New(device, nil)
+	l := lease.New(device, lease.Options{})
 	b, err := openBenchStorage(home, l, cfg)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "mlx-metrics: bench-serve storage unavailable, serving live metrics only: %v\n", err)

@@ -71,7 +71,7 @@ func startExport(ctx context.Context, cfg *exportConfig, b *bus.Bus, healthz *he
 		// Streams in flight end with ctx, or they would hold serve's
 		// shutdown open until their generation finished.
 		var err error
-		if p, err = proxy.New(cfg.proxyTo, b.Publish, proxy.WithBaseContext(ctx)); err != nil {
+		if p, err = proxy.New(cfg.proxyTo, b.Publish, proxy.Options{BaseContext: ctx}); err != nil {
 			return nil, err
 		}
 	}
@@ -96,7 +96,7 @@ func startExport(ctx context.Context, cfg *exportConfig, b *bus.Bus, healthz *he
 	sctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	if len(cfg.scrapes) > 0 {
-		scrapers := scrape.NewGroup(cfg.scrapes, b.Publish)
+		scrapers := scrape.NewGroup(cfg.scrapes, b.Publish, scrape.Options{})
 		healthz.Add("scrape", func() any { return scrapers.Stats() })
 		wg.Add(1)
 		go func() {

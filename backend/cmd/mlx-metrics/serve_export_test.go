@@ -27,7 +27,7 @@ import (
 func TestExportWiring(t *testing.T) {
 	cfg := engine.DefaultConfig()
 	cfg.DecodeRate, cfg.PrefillRate, cfg.LoadTime = 2000, 200000, 0
-	eng, err := engine.New(cfg)
+	eng, err := engine.New(cfg, engine.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -38,7 +38,7 @@ func TestExportWiring(t *testing.T) {
 	defer engSrv.Close()
 
 	b := bus.New()
-	side, err := startExport(ctx, &exportConfig{proxyTo: engSrv.URL + "/v1", scrapeInterval: time.Second}, b, health.New(time.Now(), nil))
+	side, err := startExport(ctx, &exportConfig{proxyTo: engSrv.URL + "/v1", scrapeInterval: time.Second}, b, health.New(time.Now(), health.Options{}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -190,7 +190,7 @@ func TestExportHealthAndOTLP(t *testing.T) {
 	defer cancel()
 	var targets scrape.Targets
 	targets.Set(engine.URL + "/metrics,vllm")
-	healthz := health.New(time.Now(), nil)
+	healthz := health.New(time.Now(), health.Options{})
 	side, err := startExport(ctx, &exportConfig{scrapes: targets, scrapeInterval: time.Hour,
 		otlp: otlp.Options{Endpoint: receiver.URL, Protocol: otlp.ProtocolHTTP, Interval: otlp.MaxInterval}}, bus.New(), healthz)
 	if err != nil {

@@ -67,7 +67,7 @@ func newTestAPI(t *testing.T, maxQueued int) *testAPI {
 	if err != nil {
 		t.Fatal(err)
 	}
-	l := lease.New("no GPU found", nil)
+	l := lease.New("no GPU found", lease.Options{})
 	argv, env := jobstest.RunnerArgv()
 	c := &clock{armed: make(chan chan time.Time, 16)}
 	svc, err := jobs.New(jobs.Options{

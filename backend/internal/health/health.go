@@ -9,24 +9,31 @@ import (
 	"time"
 
 	"github.com/gofiber/fiber/v2"
+
+	"github.com/mlx-bun/mlx-metrics/shared/clock"
 )
+
+// Options configure Health. The zero value is the defaults.
+type Options struct {
+	// Clock stamps each report's at and uptime (clock.Real{} when nil).
+	Clock clock.Clock
+}
 
 // Health is the /healthz feature.
 type Health struct {
 	startedAt time.Time
-	now       func() time.Time
+	clock     clock.Clock
 
 	mu       sync.Mutex
 	sections map[string]func() any
 }
 
-// New returns a Health reporting uptime since startedAt; now is the clock
-// (time.Now when nil).
-func New(startedAt time.Time, now func() time.Time) *Health {
-	if now == nil {
-		now = time.Now
+// New returns a Health reporting uptime since startedAt.
+func New(startedAt time.Time, opts Options) *Health {
+	if opts.Clock == nil {
+		opts.Clock = clock.Real{}
 	}
-	return &Health{startedAt: startedAt, now: now, sections: map[string]func() any{}}
+	return &Health{startedAt: startedAt, clock: opts.Clock, sections: map[string]func() any{}}
 }
 
 // reserved are the top-level keys Health writes itself.
@@ -79,7 +86,7 @@ func (h *Health) Report() map[string]any {
 	}
 	h.mu.Unlock()
 
-	now := h.now()
+	now := h.clock.Now()
 	out := map[string]any{
 		"status":    "ok",
 		"at":        now.UnixMilli(),

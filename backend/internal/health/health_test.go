@@ -9,12 +9,13 @@ import (
 	"time"
 
 	"github.com/mlx-bun/mlx-metrics/backend/internal/server"
+	"github.com/mlx-bun/mlx-metrics/shared/clock"
 )
 
 func TestHealthz(t *testing.T) {
 	start := time.UnixMilli(1_764_690_000_000)
 	now := start.Add(90 * time.Second)
-	h := New(start, func() time.Time { return now })
+	h := New(start, Options{Clock: clock.NewFake(now)})
 	h.Add("gpu", func() any { return map[string]any{"lease": "free"} })
 	h.Add("bus", func() any { return []int{1} })
 	app := server.New(server.Options{}, h)
@@ -61,7 +62,7 @@ func TestAddReservedPanics(t *testing.T) {
 					t.Fatalf("Add(%q) did not panic", name)
 				}
 			}()
-			New(time.Now(), nil).Add(name, func() any { return nil })
+			New(time.Now(), Options{}).Add(name, func() any { return nil })
 		})
 	}
 }
@@ -84,7 +85,7 @@ func TestDegradedSections(t *testing.T) {
 		{"by method, two sections", map[string]any{"a": statusValue("degraded"), "b": map[string]any{"status": "degraded"}, "c": statusValue("ok")}, "degraded", []string{"a", "b"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			h := New(time.Unix(0, 0), func() time.Time { return time.Unix(1, 0) })
+			h := New(time.Unix(0, 0), Options{Clock: clock.NewFake(time.Unix(1, 0))})
 			for name, v := range tc.sections {
 				h.Add(name, func() any { return v })
 			}

@@ -57,7 +57,7 @@ func New(b *bus.Bus, opts Options) *Live {
 	}
 	l := &Live{
 		clock: opts.Clock,
-		store: store.New(opts.Store, opts.Clock.Now().UnixMilli()),
+		store: store.New(opts.Clock.Now().UnixMilli(), opts.Store),
 	}
 	l.hub = stream.New(l, opts.Stream)
 	l.unsubscribe = b.Subscribe("live-store", opts.Queue, l.Apply)

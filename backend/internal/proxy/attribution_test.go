@@ -72,7 +72,7 @@ func TestAttributionOnlyWhenAccepted(t *testing.T) {
 			}
 
 			ev := events.Event{Type: events.TypeRequestFinished, At: t0.UnixMilli(), Payload: p}
-			st := store.New(store.Options{}, t0.UnixMilli())
+			st := store.New(t0.UnixMilli(), store.Options{})
 			st.Apply(ev)
 			snap := st.Snapshot(t0.UnixMilli())
 			if snap.Requests.Finished != 1 {

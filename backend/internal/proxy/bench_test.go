@@ -52,7 +52,7 @@ func BenchmarkProxyTTFT64(b *testing.B) {
 	defer upstream.Close()
 
 	var published sync.WaitGroup
-	p, err := New(upstream.URL, func(events.Event) { published.Done() })
+	p, err := New(upstream.URL, func(events.Event) { published.Done() }, Options{})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -139,7 +139,7 @@ func (repeatReader) Close() error                 { return nil }
 //
 //	go test -run '^$' -bench RelayRead -benchmem ./backend/internal/proxy/
 func BenchmarkRelayRead(b *testing.B) {
-	p, _ := New("http://127.0.0.1:1", func(events.Event) {})
+	p, _ := New("http://127.0.0.1:1", func(events.Event) {}, Options{})
 	m := newMeter(time.Now(), []byte(`{"model":"m","stream":true}`))
 	m.sse = true
 	r := &relay{p: p, ctx: context.Background(), cancel: func() {}, body: repeatReader{tokenEvent}, status: 200, m: m, sse: true}
@@ -182,7 +182,7 @@ func BenchmarkStreamChunk(b *testing.B) {
 		io.WriteString(w, "data: [DONE]\n\n")
 	}))
 	defer upstream.Close()
-	p, err := New(upstream.URL, func(events.Event) {})
+	p, err := New(upstream.URL, func(events.Event) {}, Options{})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -241,7 +241,7 @@ func BenchmarkRequestLeg(b *testing.B) {
 		io.WriteString(w, tokenEvent+"data: [DONE]\n\n")
 	}))
 	defer upstream.Close()
-	p, err := New(upstream.URL, func(events.Event) {})
+	p, err := New(upstream.URL, func(events.Event) {}, Options{})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -24,11 +24,11 @@ func startEngine(t *testing.T) (string, chan *events.RequestFinished) {
 	cfg.PrefillRate = 200000
 	cfg.LoadTime = 0
 	truth := make(chan *events.RequestFinished, 16)
-	e, err := engine.New(cfg, engine.WithSink(func(ev events.Event) {
+	e, err := engine.New(cfg, engine.Options{Sink: func(ev events.Event) {
 		if p, ok := ev.Payload.(*events.RequestFinished); ok {
 			truth <- p
 		}
-	}))
+	}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -29,6 +29,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/mlx-bun/mlx-metrics/backend/internal/server"
+	"github.com/mlx-bun/mlx-metrics/shared/clock"
 	"github.com/mlx-bun/mlx-metrics/shared/events"
 )
 
@@ -51,7 +52,7 @@ type Proxy struct {
 	base    string // scheme://host[/prefix], without /v1
 	client  *http.Client
 	publish func(events.Event)
-	now     func() time.Time
+	clock   clock.Clock
 	seq     atomic.Uint64
 	// ctx parents every upstream request, so that its end (the server
 	// shutting down) stops streams that would otherwise hold the shutdown
@@ -59,19 +60,19 @@ type Proxy struct {
 	ctx context.Context
 }
 
-// Option adjusts a Proxy.
-type Option func(*Proxy)
-
-// WithClock replaces time.Now, for tests.
-func WithClock(now func() time.Time) Option { return func(p *Proxy) { p.now = now } }
-
-// WithBaseContext cancels every upstream request in flight when ctx ends;
-// their clients' answers end there, and they count as cancelled.
-func WithBaseContext(ctx context.Context) Option { return func(p *Proxy) { p.ctx = ctx } }
+// Options configure a Proxy. The zero value is the defaults.
+type Options struct {
+	// Clock times the requests it measures (clock.Real{} when nil).
+	Clock clock.Clock
+	// BaseContext parents every upstream request: when it ends, every
+	// request in flight is cancelled, its client's answer ends there, and
+	// it counts as cancelled (context.Background() when nil: never).
+	BaseContext context.Context
+}
 
 // New returns a proxy to upstream, the server's root or its /v1 root
 // (http://127.0.0.1:8000 and http://127.0.0.1:8000/v1 are the same).
-func New(upstream string, publish func(events.Event), opts ...Option) (*Proxy, error) {
+func New(upstream string, publish func(events.Event), opts Options) (*Proxy, error) {
 	u, err := url.Parse(upstream)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return nil, fmt.Errorf("proxy upstream %q: want an http(s) URL", upstream)
@@ -80,7 +81,13 @@ func New(upstream string, publish func(events.Event), opts ...Option) (*Proxy, e
 		return nil, fmt.Errorf("proxy upstream %q: want no query or fragment", upstream)
 	}
 	path := strings.TrimSuffix(strings.TrimSuffix(u.EscapedPath(), "/"), "/v1")
-	p := &Proxy{
+	if opts.Clock == nil {
+		opts.Clock = clock.Real{}
+	}
+	if opts.BaseContext == nil {
+		opts.BaseContext = context.Background()
+	}
+	return &Proxy{
 		base: u.Scheme + "://" + u.Host + path,
 		client: &http.Client{
 			Transport: &http.Transport{
@@ -96,13 +103,9 @@ func New(upstream string, publish func(events.Event), opts ...Option) (*Proxy, e
 			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 		},
 		publish: publish,
-		now:     time.Now,
-		ctx:     context.Background(),
-	}
-	for _, o := range opts {
-		o(p)
-	}
-	return p, nil
+		clock:   opts.Clock,
+		ctx:     opts.BaseContext,
+	}, nil
 }
 
 // Upstream is the URL requests go to, without /v1.
@@ -114,7 +117,7 @@ func (p *Proxy) Mount(root *fiber.App, _ fiber.Router) {
 }
 
 func (p *Proxy) handle(c *fiber.Ctx) error {
-	start := p.now()
+	start := p.clock.Now()
 	uri := c.Request().URI()
 	path, decoded, err := cleanPath(string(uri.PathOriginal()))
 	if err != nil {
@@ -142,7 +145,7 @@ func (p *Proxy) handle(c *fiber.Ctx) error {
 	resp, err := p.client.Do(req)
 	if err != nil {
 		cancel()
-		p.finish(m, outcome{end: p.now()})
+		p.finish(m, outcome{end: p.clock.Now()})
 		return server.Error(c, fiber.StatusBadGateway, "upstream "+p.base+": "+unquoted(err))
 	}
 
@@ -164,7 +167,7 @@ func (p *Proxy) handle(c *fiber.Ctx) error {
 		defer cancel()
 		defer resp.Body.Close()
 		b, err := io.ReadAll(resp.Body)
-		end := p.now()
+		end := p.clock.Now()
 		m.write(b, end)
 		if err != nil {
 			p.finish(m, outcome{end: end, status: resp.StatusCode, broken: true})

@@ -13,30 +13,23 @@ import (
 	"net/http/httptest"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/mlx-bun/mlx-metrics/backend/internal/server"
+	"github.com/mlx-bun/mlx-metrics/shared/clock"
 	"github.com/mlx-bun/mlx-metrics/shared/events"
 )
 
-// clock is a test clock the fake upstream moves.
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
+// setClock is a test clock the fake upstream sets, in ms after t0.
+type setClock struct{ *clock.Fake }
 
-func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
-func (c *clock) Set(ms int) {
-	c.mu.Lock()
-	c.t = t0.Add(time.Duration(ms) * time.Millisecond)
-	c.mu.Unlock()
+func (c setClock) Set(ms int) {
+	c.Advance(t0.Add(time.Duration(ms) * time.Millisecond).Sub(c.Now()))
 }
-func (c *clock) reset()        { c.Set(0) }
-func newClock() *clock         { c := &clock{}; c.reset(); return c }
+func newClock() *setClock      { return &setClock{clock.NewFake(t0)} }
 func f64(v float64) *float64   { return &v }
 func str(v float64) string     { b, _ := json.Marshal(v); return string(b) }
 func ptrEq(a, b *float64) bool { return (a == nil && b == nil) || (a != nil && b != nil && *a == *b) }
@@ -51,14 +44,14 @@ var t0 = time.UnixMilli(1764690000000)
 
 // start serves the proxy to upstream on 127.0.0.1 and returns its URL and
 // the events it publishes.
-func start(t *testing.T, upstream string, clk *clock) (string, chan events.Event) {
+func start(t *testing.T, upstream string, clk *setClock) (string, chan events.Event) {
 	t.Helper()
 	evs := make(chan events.Event, 16)
-	opts := []Option{}
+	var opts Options
 	if clk != nil {
-		opts = append(opts, WithClock(clk.Now))
+		opts.Clock = clk
 	}
-	p, err := New(upstream, func(ev events.Event) { evs <- ev }, opts...)
+	p, err := New(upstream, func(ev events.Event) { evs <- ev }, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -383,7 +376,7 @@ func TestNewRejectsBadUpstream(t *testing.T) {
 		{"http://h:1/?x=1", "", false},
 	}
 	for _, tc := range tests {
-		p, err := New(tc.in, func(events.Event) {})
+		p, err := New(tc.in, func(events.Event) {}, Options{})
 		if (err == nil) != tc.ok {
 			t.Errorf("New(%q) err = %v", tc.in, err)
 			continue
@@ -501,7 +494,7 @@ func TestBaseContextEndsStreamsForShutdown(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	evs := make(chan events.Event, 1)
-	p, err := New(upstream.URL, func(ev events.Event) { evs <- ev }, WithBaseContext(ctx))
+	p, err := New(upstream.URL, func(ev events.Event) { evs <- ev }, Options{BaseContext: ctx})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -57,7 +57,7 @@ func (r *relay) Read(p []byte) (int, error) {
 	for n < len(p) && len(r.carry) == 0 {
 		k, err := r.body.Read(p[n:])
 		if k > 0 {
-			r.at = r.p.now()
+			r.at = r.p.clock.Now()
 		}
 		from := n
 		n += k
@@ -104,12 +104,12 @@ func (r *relay) measure() {
 func (r *relay) end(err error) {
 	r.ended = true
 	if err == io.EOF {
-		r.o = outcome{end: r.p.now()}
+		r.o = outcome{end: r.p.clock.Now()}
 		return
 	}
 	// The server shutting down, or the upstream failing mid-answer.
 	shutdown := r.ctx.Err() != nil
-	r.o = outcome{end: r.p.now(), cancelled: shutdown, broken: !shutdown}
+	r.o = outcome{end: r.p.clock.Now(), cancelled: shutdown, broken: !shutdown}
 }
 
 // Close ends the upstream request and publishes the measurement. Closed
@@ -122,7 +122,7 @@ func (r *relay) Close() error {
 	r.closed = true
 	r.measure()
 	if !r.ended {
-		r.ended, r.o = true, outcome{end: r.p.now(), cancelled: true}
+		r.ended, r.o = true, outcome{end: r.p.clock.Now(), cancelled: true}
 	}
 	r.cancel()
 	err := r.body.Close()

@@ -20,7 +20,7 @@ import (
 type scripted struct {
 	pieces []string
 	atMs   []int
-	clk    *clock
+	clk    *setClock
 	err    error
 	reads  int
 	closed bool
@@ -96,7 +96,7 @@ func TestRelayFlushesWholeEvents(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			up := &scripted{pieces: append([]string(nil), tc.pieces...), atMs: make([]int, len(tc.pieces))}
 			evs := make(chan events.Event, 1)
-			p, _ := New("http://127.0.0.1:1", func(ev events.Event) { evs <- ev })
+			p, _ := New("http://127.0.0.1:1", func(ev events.Event) { evs <- ev }, Options{})
 			_, cancel := context.WithCancel(context.Background())
 			r := &relay{p: p, ctx: context.Background(), cancel: cancel, body: up, status: 200, sse: tc.sse}
 			got := drain(t, r, tc.size)
@@ -134,7 +134,7 @@ func TestRelayMetersAsItSends(t *testing.T) {
 			clk := newClock()
 			up := &scripted{pieces: tc.pieces, atMs: tc.atMs, clk: clk, err: tc.err}
 			evs := make(chan events.Event, 1)
-			p, _ := New("http://127.0.0.1:1", func(ev events.Event) { evs <- ev }, WithClock(clk.Now))
+			p, _ := New("http://127.0.0.1:1", func(ev events.Event) { evs <- ev }, Options{Clock: clk})
 			m := newMeter(t0, []byte(`{"model":"m","stream":true}`))
 			m.sse = true
 			r := &relay{p: p, ctx: context.Background(), cancel: func() {}, body: up, status: 200, m: m, sse: true}

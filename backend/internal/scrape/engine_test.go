@@ -29,7 +29,7 @@ func TestScrapeReferenceEngineThroughExporter(t *testing.T) {
 	var lastPrefix *events.CacheSample
 	cfg := engine.DefaultConfig()
 	cfg.DecodeRate, cfg.PrefillRate, cfg.LoadTime, cfg.SampleInterval = 2000, 200000, 0, 5*time.Millisecond
-	eng, err := engine.New(cfg, engine.WithSink(func(ev events.Event) {
+	eng, err := engine.New(cfg, engine.Options{Sink: func(ev events.Event) {
 		mu.Lock()
 		defer mu.Unlock()
 		exp.Observe(ev)
@@ -41,7 +41,7 @@ func TestScrapeReferenceEngineThroughExporter(t *testing.T) {
 				lastPrefix = p
 			}
 		}
-	}))
+	}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,7 +77,7 @@ func TestScrapeReferenceEngineThroughExporter(t *testing.T) {
 		t.Fatal(err)
 	}
 	var got []events.Event
-	s := New(target, func(ev events.Event) { got = append(got, ev) })
+	s := New(target, func(ev events.Event) { got = append(got, ev) }, Options{})
 	// The engine samples on its own goroutine; what the exporter holds and
 	// what the sink saw last must be read at one instant.
 	mu.Lock()

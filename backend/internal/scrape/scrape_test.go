@@ -151,8 +151,7 @@ func TestScrapeFixtures(t *testing.T) {
 			var got []events.Event
 			var logs []string
 			s := New(target, func(ev events.Event) { got = append(got, ev) },
-				WithClock(fake),
-				WithLogf(func(f string, a ...any) { logs = append(logs, f) }))
+				Options{Clock: fake, Logf: func(f string, a ...any) { logs = append(logs, f) }})
 			for range tc.files {
 				got = nil
 				_, err = s.Poll(context.Background())
@@ -234,7 +233,7 @@ func TestRunPollsOnEachTick(t *testing.T) {
 			mu.Unlock()
 			published <- struct{}{}
 		}
-	})
+	}, Options{})
 	ctx, cancel := context.WithCancel(context.Background())
 	tick := make(chan time.Time)
 	done := make(chan struct{})
@@ -257,7 +256,7 @@ func TestStoppingLogsNothing(t *testing.T) {
 	defer srv.Close()
 	target, _ := ParseTarget(srv.URL + ",vllm")
 	var logs []string
-	s := New(target, func(events.Event) {}, WithLogf(func(f string, a ...any) { logs = append(logs, f) }))
+	s := New(target, func(events.Event) {}, Options{Logf: func(f string, a ...any) { logs = append(logs, f) }})
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	if _, err := s.Poll(ctx); err == nil {
@@ -271,7 +270,7 @@ func TestStoppingLogsNothing(t *testing.T) {
 	dead := httptest.NewServer(http.NotFoundHandler())
 	dead.Close()
 	target, _ = ParseTarget(dead.URL + ",vllm")
-	s = New(target, func(events.Event) {}, WithLogf(func(f string, a ...any) { logs = append(logs, f) }))
+	s = New(target, func(events.Event) {}, Options{Logf: func(f string, a ...any) { logs = append(logs, f) }})
 	if _, err := s.Poll(context.Background()); err == nil || len(logs) != 1 {
 		t.Errorf("err %v, logs %q: want the failure logged once", err, logs)
 	}

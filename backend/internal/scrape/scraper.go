@@ -56,33 +56,38 @@ type Stats struct {
 	LastPollAt int64 `json:"lastPollAt"`
 }
 
-// Option adjusts a Scraper.
-type Option func(*Scraper)
-
-// WithClock replaces the real clock, for tests.
-func WithClock(c clock.Clock) Option { return func(s *Scraper) { s.clock = c } }
-
-// WithClient replaces the HTTP client.
-func WithClient(c *http.Client) Option { return func(s *Scraper) { s.client = c } }
-
-// WithLogf replaces log.Printf for reporting a target going down or up.
-func WithLogf(f func(string, ...any)) Option { return func(s *Scraper) { s.logf = f } }
+// Options configure a Scraper. The zero value is the defaults.
+type Options struct {
+	// Clock stamps the events and the last poll (clock.Real{} when nil).
+	Clock clock.Clock
+	// Client makes the requests (a plain &http.Client{} when nil; each
+	// poll of Run is bounded to 10 s by its context).
+	Client *http.Client
+	// Logf reports a target going down or coming back (log.Printf when
+	// nil).
+	Logf func(format string, args ...any)
+}
 
 // New returns a scraper of t that hands each event to publish.
-func New(t Target, publish func(events.Event), opts ...Option) *Scraper {
-	s := &Scraper{
+func New(t Target, publish func(events.Event), opts Options) *Scraper {
+	if opts.Clock == nil {
+		opts.Clock = clock.Real{}
+	}
+	if opts.Client == nil {
+		opts.Client = &http.Client{}
+	}
+	if opts.Logf == nil {
+		opts.Logf = log.Printf
+	}
+	return &Scraper{
 		target:  t,
-		client:  &http.Client{},
+		client:  opts.Client,
 		publish: publish,
-		clock:   clock.Real{},
-		logf:    log.Printf,
+		clock:   opts.Clock,
+		logf:    opts.Logf,
 		mapper:  newMapper(t.Kind, t.Model),
 		stats:   Stats{URL: t.URL, Kind: t.Kind},
 	}
-	for _, o := range opts {
-		o(s)
-	}
-	return s
 }
 
 // Stats reads the target's counts.
@@ -203,11 +208,12 @@ type Group struct {
 	scrapers []*Scraper
 }
 
-// NewGroup returns a scraper for each target, all publishing to publish.
-func NewGroup(targets []Target, publish func(events.Event), opts ...Option) *Group {
+// NewGroup returns a scraper for each target, all publishing to publish
+// and sharing opts.
+func NewGroup(targets []Target, publish func(events.Event), opts Options) *Group {
 	g := &Group{}
 	for _, t := range targets {
-		g.scrapers = append(g.scrapers, New(t, publish, opts...))
+		g.scrapers = append(g.scrapers, New(t, publish, opts))
 	}
 	return g
 }

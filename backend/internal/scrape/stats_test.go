@@ -59,7 +59,7 @@ vllm:num_requests_running{model_name="m"} 1e9
 			var published []events.Event
 			s := New(Target{URL: srv.URL + "/metrics", Kind: tc.kind, Model: "x"},
 				func(ev events.Event) { published = append(published, ev) },
-				WithClock(clock.NewFake(now)), WithLogf(func(string, ...any) {}))
+				Options{Clock: clock.NewFake(now), Logf: func(string, ...any) {}})
 			s.Poll(context.Background())
 			st := s.Stats()
 			if st.Polls != 1 || st.Failures != tc.failures || st.Accepted != tc.accepted || st.Rejected != tc.rejected ||
@@ -85,7 +85,7 @@ func TestGroupStats(t *testing.T) {
 	a := fixtureServer(t, 200, "testdata/vllm-1.txt")
 	b := fixtureServer(t, 503, "testdata/vllm-1.txt")
 	g := NewGroup([]Target{{URL: a.URL + "/metrics", Kind: KindVLLM}, {URL: b.URL + "/metrics"}},
-		func(events.Event) {}, WithLogf(func(string, ...any) {}))
+		func(events.Event) {}, Options{Logf: func(string, ...any) {}})
 	for _, s := range g.scrapers {
 		s.Poll(context.Background())
 	}

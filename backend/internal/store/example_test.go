@@ -10,7 +10,7 @@ import (
 // The store reduces parsed events into the snapshot; it has no clock of its
 // own, so the same events always give the same snapshot.
 func Example() {
-	s := store.New(store.Options{}, 1_796_280_000_000)
+	s := store.New(1_796_280_000_000, store.Options{})
 	for _, line := range []string{
 		`{"type":"model.load","at":1796280000000,"model":"qwen","phase":"finished","ms":2400}`,
 		`{"type":"request.finished","at":1796280001000,"model":"qwen","requestId":"r1","finish":"stop","promptTokens":812,"cachedPromptTokens":768,"completionTokens":64,"queueMs":null,"ttftMs":88.1,"prefillTokensPerSecond":null,"decodeTokensPerSecond":60,"totalMs":1154}`,

@@ -18,7 +18,7 @@ func FuzzSnapshotAlwaysEncodes(f *testing.F) {
 	f.Add([]byte(`{"type":"model.unload","at":5,"model":"m","reason":"evicted","drainMs":1e9,"flushed":true,"flushMs":1e9}
 {"type":"model.load","at":6,"model":"n","phase":"finished","ms":1e9}`))
 	f.Fuzz(func(t *testing.T, input []byte) {
-		s := New(Options{MaxModels: 8, Window: 16, Series: 16}, 1)
+		s := New(1, Options{MaxModels: 8, Window: 16, Series: 16})
 		for _, line := range bytes.Split(input, []byte("\n")) {
 			if ev, err := events.Parse(line); err == nil {
 				s.Apply(ev)

@@ -14,7 +14,8 @@ import (
 	"github.com/mlx-bun/mlx-metrics/shared/snapshot"
 )
 
-// Options size the store's windows. Zero fields take the defaults.
+// Options size the store's windows. The zero value is the defaults; a zero
+// (or negative) field takes its default, named in its comment.
 type Options struct {
 	// Window is how many finished requests the distributions cover (200).
 	Window int
@@ -29,12 +30,13 @@ type Options struct {
 	// names cannot grow memory without bound (1024). Events naming a model
 	// beyond it still count in the global request totals and window.
 	MaxModels int
-	// PerModelWindows adds a request window per model (on by default;
-	// set NoPerModelWindows to turn it off).
+	// NoPerModelWindows turns off the request window kept per model (false:
+	// each model has one).
 	NoPerModelWindows bool
 	// Timeline is how many intervals of TimelineIntervalMs the timeline
-	// keeps (120 of 5 000 ms: ten minutes).
-	Timeline           int
+	// keeps (120: with the default interval, ten minutes).
+	Timeline int
+	// TimelineIntervalMs is the timeline's interval (5 000 ms).
 	TimelineIntervalMs int64
 }
 
@@ -119,7 +121,7 @@ func finishIndex(f string) int {
 
 // New returns an empty store; startedAt (epoch ms) is reported as the
 // snapshot's startedAt.
-func New(opts Options, startedAt int64) *Store {
+func New(startedAt int64, opts Options) *Store {
 	opts = opts.withDefaults()
 	return &Store{
 		opts:       opts,

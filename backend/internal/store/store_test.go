@@ -44,7 +44,7 @@ func TestGoldenRecording(t *testing.T) {
 	evs := readEvents(t, filepath.Join("testdata", "recorded.ndjson"))
 	flat := readEvents(t, filepath.Join("testdata", "recorded.flat.ndjson"))
 	render := func(evs []events.Event) []byte {
-		s := New(Options{}, t0)
+		s := New(t0, Options{})
 		for _, ev := range evs {
 			s.Apply(ev)
 		}
@@ -267,7 +267,7 @@ func TestSwaps(t *testing.T) {
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			s := New(Options{}, t0)
+			s := New(t0, Options{})
 			for _, ev := range tc.evs {
 				s.Apply(ev)
 			}
@@ -429,7 +429,7 @@ func TestLifecycle(t *testing.T) {
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			s := New(Options{}, t0)
+			s := New(t0, Options{})
 			for _, ev := range tc.evs {
 				s.Apply(ev)
 			}
@@ -439,7 +439,7 @@ func TestLifecycle(t *testing.T) {
 }
 
 func TestIgnoredTypesDoNotChangeVersion(t *testing.T) {
-	s := New(Options{}, t0)
+	s := New(t0, Options{})
 	for _, typ := range []events.Type{"catalog.changed", "job.state", "metrics.custom", "bench.progress"} {
 		if s.Apply(events.Event{Type: typ, At: t0}) {
 			t.Errorf("%s changed the store", typ)
@@ -470,7 +470,7 @@ func TestRepeatedSamples(t *testing.T) {
 		{"memory", func() events.Event { return memory(t0, "a", 1, 2, 3) }, memory(t0, "a", 1, 2, 4)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			s := New(Options{}, t0)
+			s := New(t0, Options{})
 			if !s.Apply(tc.ev()) {
 				t.Fatal("the first sample changed nothing")
 			}
@@ -513,7 +513,7 @@ func TestRepeatedLifecycleEvents(t *testing.T) {
 			ev: load(t0+1, "a", events.PhaseFinished, f(10)), loads: 1, swaps: 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			s := New(Options{}, t0)
+			s := New(t0, Options{})
 			for _, ev := range tc.before {
 				s.Apply(ev)
 			}
@@ -552,7 +552,7 @@ func TestRequestWindowBounds(t *testing.T) {
 		{"defaults", 0, 0, 250},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			s := New(Options{Window: tc.window, Recent: tc.recent}, t0)
+			s := New(t0, Options{Window: tc.window, Recent: tc.recent})
 			for i := 1; i <= tc.requests; i++ {
 				// totalMs = i, so the window holds the last Window values.
 				s.Apply(request(t0+int64(i), "a", events.FinishStop, float64(i), nil))
@@ -659,7 +659,7 @@ func TestSeries(t *testing.T) {
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			s := New(Options{Series: tc.max}, t0)
+			s := New(t0, Options{Series: tc.max})
 			for _, ev := range tc.evs {
 				s.Apply(ev)
 			}
@@ -672,7 +672,7 @@ func TestSeries(t *testing.T) {
 
 // A long run keeps the series bounded and ordered across the compactions.
 func TestSeriesLongRun(t *testing.T) {
-	s := New(Options{Series: 7}, t0)
+	s := New(t0, Options{Series: 7})
 	for i := int64(1); i <= 1000; i++ {
 		s.Apply(sched(t0+i, "a", 1, 0, float64(i)))
 	}
@@ -688,7 +688,7 @@ func TestSeriesLongRun(t *testing.T) {
 }
 
 func TestMaxModels(t *testing.T) {
-	s := New(Options{MaxModels: 2}, t0)
+	s := New(t0, Options{MaxModels: 2})
 	for i := 0; i < 5; i++ {
 		s.Apply(memory(t0, fmt.Sprintf("m%d", i), 1, 1, 1))
 		s.Apply(request(t0, fmt.Sprintf("m%d", i), events.FinishStop, 1, nil))
@@ -704,7 +704,7 @@ func TestMaxModels(t *testing.T) {
 
 // A snapshot is a copy: later events do not change it.
 func TestSnapshotIsACopy(t *testing.T) {
-	s := New(Options{}, t0)
+	s := New(t0, Options{})
 	s.Apply(sched(t0, "a", 1, 0, 10))
 	s.Apply(request(t0, "a", events.FinishStop, 5, f(1)))
 	before, _ := json.Marshal(s.Snapshot(t0))
@@ -772,7 +772,7 @@ func BenchmarkApply(b *testing.B) {
 		b.Run(mix.name, func(b *testing.B) {
 			evs := mix.evs
 			span := evs[len(evs)-1].At - evs[0].At + 1
-			s := New(Options{}, t0)
+			s := New(t0, Options{})
 			for _, ev := range evs {
 				s.Apply(ev)
 			}
@@ -792,7 +792,7 @@ func BenchmarkApply(b *testing.B) {
 }
 
 func BenchmarkSnapshot(b *testing.B) {
-	s := New(Options{}, t0)
+	s := New(t0, Options{})
 	for _, ev := range mixedEvents(10_000) {
 		s.Apply(ev)
 	}
@@ -916,7 +916,7 @@ func TestModelBoundEvictsIdleNeverLoaded(t *testing.T) {
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			s := New(Options{MaxModels: 4}, t0)
+			s := New(t0, Options{MaxModels: 4})
 			for _, ev := range tc.evs() {
 				s.Apply(ev)
 			}
@@ -963,7 +963,7 @@ func TestLastLoadMs(t *testing.T) {
 		{"unknown after a known one", []events.Event{load(t0, "a", events.PhaseFinished, f(7)), load(t0+10, "a", events.PhaseFinished, nil)}, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			s := New(Options{}, t0)
+			s := New(t0, Options{})
 			for _, ev := range tc.evs {
 				s.Apply(ev)
 			}

@@ -101,7 +101,7 @@ func TestTimeline(t *testing.T) {
 		cache(base+2*w+2, "a", events.CachePrefix, 1, i64(13), i64(11)), // 3 hits of 4 lookups here
 		unload(base+2*w+3, "a", events.ReasonIdle, 5, nil),
 	}
-	s := New(Options{}, t0)
+	s := New(t0, Options{})
 	for _, ev := range evs {
 		s.Apply(ev)
 	}
