@@ -14,6 +14,7 @@ var benchCommands = []command{
 	{"show", "show one finished run's medians", runBenchShow},
 	{"compare", "compare two finished runs cell by cell", runBenchCompare},
 	{"forget", "remove one run (readable or not) from a running backend's history", runBenchForget},
+	{"import", "keep runs recorded by hand (their run.json) in a history, for bench list and the panel", runBenchImport},
 }
 
 // runBench dispatches `mlx-metrics bench <sub>`.

@@ -123,12 +123,12 @@ flags:
 
 // keepInHistory puts the run's entry into home's history, as serve does
 // for the runs it starts. While serve runs on that home it holds the
-// history (one process at a time), and the run stays in serve's runs
-// directory: that is said, and is not a failure of the run.
+// history (one process at a time): the command that imports the run
+// through serve is said, and it is not a failure of the run.
 func keepInHistory(home string, e bench.HistoryEntry, w io.Writer) error {
 	h, err := history.Open(filepath.Join(home, "metrics", "history"))
 	if err != nil && historyHeld(err) {
-		fmt.Fprintf(w, "history: serve is running on %s and holds its history; the run is in %s, where serve's runs are\n", home, e.RunDirectory)
+		fmt.Fprintf(w, "history: serve is running on %s and holds its history; keep the run in it with\n  mlx-metrics bench import %s\n(--server URL when serve is not on %s)\n", home, e.RunDirectory, defaultServer())
 		return nil
 	}
 	if err != nil {

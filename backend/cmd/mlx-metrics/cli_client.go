@@ -100,11 +100,12 @@ func (c *apiClient) do(ctx context.Context, method, path string, header http.Hea
 		return err
 	}
 	if resp.StatusCode/100 != 2 {
-		var e apierror.Body
-		if json.Unmarshal(b, &e) == nil && e.Error.Message != "" {
-			return fmt.Errorf("%s %s: %s (%d)", method, path, e.Error.Message, resp.StatusCode)
+		e := &statusError{method: method, path: path, status: resp.StatusCode, message: resp.Status}
+		var body apierror.Body
+		if json.Unmarshal(b, &body) == nil && body.Error.Message != "" {
+			e.message = body.Error.Message
 		}
-		return fmt.Errorf("%s %s: %s", method, path, resp.Status)
+		return e
 	}
 	if out == nil {
 		return nil
@@ -113,6 +114,20 @@ func (c *apiClient) do(ctx context.Context, method, path string, header http.Hea
 		return fmt.Errorf("%s %s: unreadable answer: %w", method, path, err)
 	}
 	return nil
+}
+
+// statusError is a non-2xx answer, with the API's message when it sent one.
+type statusError struct {
+	method, path string
+	status       int
+	message      string
+}
+
+func (e *statusError) Error() string {
+	if e.message == http.StatusText(e.status) || strings.HasSuffix(e.message, http.StatusText(e.status)) {
+		return fmt.Sprintf("%s %s: %s", e.method, e.path, e.message)
+	}
+	return fmt.Sprintf("%s %s: %s (%d)", e.method, e.path, e.message, e.status)
 }
 
 func (c *apiClient) get(ctx context.Context, path string, out any) error {

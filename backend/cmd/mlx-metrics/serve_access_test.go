@@ -77,6 +77,8 @@ func TestServeAccess(t *testing.T) {
 	}{
 		{"POST /bench needs the token", "POST", "/api/metrics/bench", `{"profile":"no-such"}`, map[string]string{"Content-Type": "application/json"}, 401},
 		{"DELETE /bench/:id needs the token", "DELETE", "/api/metrics/bench/j1", "", nil, 401},
+		{"POST /history (import) needs the token", "POST", "/api/metrics/history", `{"id":"x"}`, map[string]string{"Content-Type": "application/json"}, 401},
+		{"DELETE /history/:id needs the token", "DELETE", "/api/metrics/history/x", "", nil, 401},
 		{"POST /events needs the token", "POST", "/api/metrics/events", "{}", map[string]string{"Content-Type": "application/x-ndjson"}, 401},
 		{"text/plain refused", "POST", "/api/metrics/bench", `{"profile":"no-such"}`, map[string]string{"Authorization": "Bearer s3cret", "Content-Type": "text/plain"}, 415},
 		{"foreign page refused", "POST", "/api/metrics/bench", `{"profile":"no-such"}`, map[string]string{"Authorization": "Bearer s3cret", "Content-Type": "application/json", "Origin": "http://evil.test"}, 403},
@@ -125,7 +127,7 @@ func TestServeAccess(t *testing.T) {
 		}
 		time.Sleep(25 * time.Millisecond) // polls for the engine's first batch
 	}
-	want := access.Stats{Unauthorized: 3, Forbidden: 2, Unsupported: 1, MethodNotAllowed: 1}
+	want := access.Stats{Unauthorized: 5, Forbidden: 2, Unsupported: 1, MethodNotAllowed: 1}
 	if health.Refused != want {
 		t.Errorf("/healthz refused %+v, want %+v", health.Refused, want)
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/mlx-bun/mlx-metrics/backend/internal/profiles"
 	"github.com/mlx-bun/mlx-metrics/backend/internal/server"
 	"github.com/mlx-bun/mlx-metrics/gpu/lease"
+	"github.com/mlx-bun/mlx-metrics/shared/clock"
 )
 
 // Limits of the list routes.
@@ -27,6 +28,8 @@ type API struct {
 	History  *history.Store
 	Profiles *profiles.Dir
 	Lease    *lease.Lease
+	// Clock judges an imported run's times (clock.Real{} when nil).
+	Clock clock.Clock
 	// Unavailable, when set, is why bench-serve's storage could not open
 	// (a full disk, a home that cannot be written): every route answers 503
 	// with it, and the rest of the server (live metrics) is unaffected.
@@ -47,6 +50,7 @@ func (a *API) Mount(_ *fiber.App, api fiber.Router) {
 		{fiber.MethodGet, "/bench/:id/events", a.jobEvents},
 		{fiber.MethodGet, "/bench/:id/report", a.jobReport},
 		{fiber.MethodGet, "/history", a.listHistory},
+		{fiber.MethodPost, "/history", a.importRun},
 		{fiber.MethodGet, "/history/:id", a.getHistory},
 		{fiber.MethodDelete, "/history/:id", a.deleteHistory},
 	}

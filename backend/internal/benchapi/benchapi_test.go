@@ -37,14 +37,14 @@ type testAPI struct {
 	t     *testing.T
 	app   *fiber.App
 	api   *API
-	clock *clock
+	clock *killClock
 }
 
-// clock is real time, but the SIGKILL timer fires only when the test says.
-type clock struct{ armed chan chan time.Time }
+// killClock is real time, but the SIGKILL timer fires only when the test says.
+type killClock struct{ armed chan chan time.Time }
 
-func (clock) Now() time.Time { return time.Now() }
-func (c clock) After(time.Duration) <-chan time.Time {
+func (killClock) Now() time.Time { return time.Now() }
+func (c killClock) After(time.Duration) <-chan time.Time {
 	ch := make(chan time.Time, 1)
 	c.armed <- ch
 	return ch
@@ -69,7 +69,7 @@ func newTestAPI(t *testing.T, maxQueued int) *testAPI {
 	}
 	l := lease.New("no GPU found", lease.Options{})
 	argv, env := jobstest.RunnerArgv()
-	c := &clock{armed: make(chan chan time.Time, 16)}
+	c := &killClock{armed: make(chan chan time.Time, 16)}
 	svc, err := jobs.New(jobs.Options{
 		RunsDir: filepath.Join(home, "metrics", "bench", "runs"),
 		Lease:   l, Runner: argv, Env: env, Clock: c, MaxQueued: maxQueued,

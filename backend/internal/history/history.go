@@ -15,7 +15,6 @@ import (
 	"errors"
 	"fmt"
 	"log"
-	"regexp"
 	"strings"
 	"sync"
 	"time"
@@ -28,9 +27,8 @@ import (
 // ErrNotFound is Get's answer for an unknown or malformed id.
 var ErrNotFound = errors.New("no such run in history")
 
-// IDPattern is what a run id may look like (bench.NewRunID's form and any
-// other name a run directory may have).
-var IDPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$`)
+// IDPattern is what a run id may look like (bench.RunIDPattern).
+var IDPattern = bench.RunIDPattern
 
 const (
 	entryPrefix = "e/"

@@ -1,0 +1,152 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+
+	"github.com/mlx-bun/mlx-metrics/backend/internal/benchapi"
+	"github.com/mlx-bun/mlx-metrics/backend/internal/history"
+	"github.com/mlx-bun/mlx-metrics/shared/bench"
+	"github.com/mlx-bun/mlx-metrics/shared/clock"
+)
+
+func runBenchImport(ctx context.Context, args []string) error {
+	return benchImportCmd(ctx, args, osEnv())
+}
+
+// benchImportCmd keeps runs recorded by hand (`bench run --out DIR`, another
+// machine) in a history: a running backend's, through POST /history, or,
+// with --home, the history under that home while no serve holds it. Each
+// run is taken on its own: a bad one is reported and the others still go in.
+func benchImportCmd(ctx context.Context, args []string, env cliEnv) error {
+	fs := flag.NewFlagSet("bench import", flag.ContinueOnError)
+	fs.SetOutput(env.stderr)
+	server := fs.String("server", defaultServer(), "backend `URL` to import into (env MLX_METRICS_SERVER)")
+	token := fs.String("token", os.Getenv("MLX_METRICS_TOKEN"), "bearer `TOKEN` the backend requires of changes (env MLX_METRICS_TOKEN)")
+	home := fs.String("home", "", "import into the history under `DIR` directly, with no backend running on it (serve's --home)")
+	fs.Usage = func() {
+		fmt.Fprintln(env.stderr, "usage: mlx-metrics bench import [--server URL] [--token TOKEN] [--home DIR] RUN_DIR...\n\n"+
+			"Keeps finished runs recorded outside serve (a hand `bench run --out DIR`, another machine) in\n"+
+			"history, so they appear in `bench list` and the panel. RUN_DIR holds the run's run.json (or name\n"+
+			"the file itself). A run already in history is left as it is.\n\n"+
+			"examples:\n"+
+			"  mlx-metrics bench import runs/20261203T100000Z-ab12cd          # into the running backend\n"+
+			"  mlx-metrics bench import --home ~/.mlx-metrics runs/*          # serve not running\n\nflags:")
+		fs.PrintDefaults()
+	}
+	pos, err := parseFlags(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) == 0 {
+		return usageErr("want at least one run directory, got 0 arguments")
+	}
+	var keep func(body []byte, dir string) (string, error)
+	if *home != "" {
+		h, err := history.Open(filepath.Join(*home, "metrics", "history"))
+		if err != nil && historyHeld(err) {
+			return fmt.Errorf("serve is running on %s and holds its history: import through it, without --home (--server URL when it is not on %s)", *home, defaultServer())
+		}
+		if err != nil {
+			return fmt.Errorf("open the history under %s: %w", *home, err)
+		}
+		defer h.Close()
+		keep = func(body []byte, dir string) (string, error) { return importLocal(h, body, dir) }
+	} else {
+		c, err := newAPIClient(*server)
+		if err != nil {
+			return err
+		}
+		keep = func(body []byte, dir string) (string, error) { return importRemote(ctx, c, *token, body, dir) }
+	}
+	failed := 0
+	for _, arg := range pos {
+		body, dir, err := readRunRecord(arg)
+		if err == nil {
+			var note string
+			if note, err = keep(body, dir); err == nil {
+				fmt.Fprintf(env.stdout, "%s: %s\n", arg, note)
+				continue
+			}
+		}
+		failed++
+		fmt.Fprintf(env.stderr, "mlx-metrics: %s: %v\n", arg, err)
+	}
+	if failed > 0 {
+		return &exitError{code: 1, err: fmt.Errorf("%s of %d not imported", plural(failed, "run", "runs"), len(pos))}
+	}
+	return nil
+}
+
+// readRunRecord reads arg's run.json (arg is the run directory or the file),
+// bounded as the route bounds it, and says which directory holds it.
+func readRunRecord(arg string) (body []byte, dir string, err error) {
+	path := arg
+	if fi, err := os.Stat(arg); err == nil && fi.IsDir() {
+		path = filepath.Join(arg, "run.json")
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, "", err
+	}
+	defer f.Close()
+	body, err = io.ReadAll(io.LimitReader(f, benchapi.MaxImportBytes+1))
+	if err != nil {
+		return nil, "", err
+	}
+	if len(body) > benchapi.MaxImportBytes {
+		return nil, "", fmt.Errorf("%s is over %d MiB: not a run.json", path, benchapi.MaxImportBytes>>20)
+	}
+	dir, err = filepath.Abs(filepath.Dir(path))
+	return body, dir, err
+}
+
+func importLocal(h *history.Store, body []byte, dir string) (string, error) {
+	e, err := benchapi.DecodeImport(body, dir, clock.Real{})
+	if err != nil {
+		return "", err
+	}
+	switch _, err := h.Get(e.ID); {
+	case err == nil, errors.Is(err, history.ErrUnreadable):
+		return fmt.Sprintf("run %s is in history already; left as it is", e.ID), nil
+	case !errors.Is(err, history.ErrNotFound):
+		return "", err
+	}
+	if err := h.Put(e); err != nil {
+		return "", err
+	}
+	return kept(e), nil
+}
+
+func importRemote(ctx context.Context, c *apiClient, token string, body []byte, dir string) (string, error) {
+	header := http.Header{"Content-Type": {"application/json"}}
+	if token != "" {
+		header.Set("Authorization", "Bearer "+token)
+	}
+	var e bench.HistoryEntry
+	err := c.do(ctx, http.MethodPost, "/history?runDirectory="+url.QueryEscape(dir), header, bytes.NewReader(body), &e)
+	var se *statusError
+	if errors.As(err, &se) && se.status == http.StatusConflict {
+		return "in history already; left as it is", nil
+	}
+	if err != nil {
+		return "", err
+	}
+	return kept(e), nil
+}
+
+func kept(e bench.HistoryEntry) string {
+	done := "complete"
+	if !e.Complete {
+		done = "incomplete"
+	}
+	return fmt.Sprintf("kept run %s (%s, %s, %s)", e.ID, e.Profile, plural(len(e.Cells), "cell", "cells"), done)
+}

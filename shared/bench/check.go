@@ -1,0 +1,79 @@
+package bench
+
+import (
+	"fmt"
+	"math"
+	"regexp"
+	"time"
+)
+
+// RunIDPattern is what a run id may look like: NewRunID's form and any
+// other name that is safe as a path element and a URL segment.
+var RunIDPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$`)
+
+// Bounds of a history entry that comes from outside (an imported run.json).
+// They are physical, not tight: a figure beyond them is a broken or hostile
+// record, not a fast machine.
+const (
+	// MaxFigure bounds every median and spread: tokens per second, ms,
+	// MB (1e9 ms is eleven days; 1e9 MB a petabyte).
+	MaxFigure = 1e9
+	// MaxCells and MaxProblems bound one run's cells and problems.
+	MaxCells    = 1000
+	MaxProblems = 200
+	// MaxText bounds a name, a key, a note or a problem, in bytes.
+	MaxText = 4096
+	// earliestRun is 2020-01-01: no record is older than the project.
+	earliestRun = 1577836800000
+	// clockSkew is how far in the future a run may say it finished.
+	clockSkew = 24 * time.Hour
+)
+
+// Check reports the first way e breaks the bounds above, as an error whose
+// message quotes no unbounded input. now is the reader's clock: a run may
+// not have finished more than a day after it.
+func (e HistoryEntry) Check(now time.Time) error {
+	if !RunIDPattern.MatchString(e.ID) {
+		return fmt.Errorf("id: want letters, digits, '.', '_' or '-', at most 128, not %.40q", e.ID)
+	}
+	latest := now.Add(clockSkew).UnixMilli()
+	switch {
+	case e.StartedAt < earliestRun || e.StartedAt > latest:
+		return fmt.Errorf("startedAt %d: not a time between 2020 and now", e.StartedAt)
+	case e.FinishedAt < e.StartedAt || e.FinishedAt > latest:
+		return fmt.Errorf("finishedAt %d: not between startedAt and now", e.FinishedAt)
+	case len(e.Cells) > MaxCells:
+		return fmt.Errorf("%d cells: at most %d", len(e.Cells), MaxCells)
+	case len(e.Problems) > MaxProblems:
+		return fmt.Errorf("%d problems: at most %d", len(e.Problems), MaxProblems)
+	case e.Machine.MemoryBytes < 0:
+		return fmt.Errorf("machine.memoryBytes %d: negative", e.Machine.MemoryBytes)
+	}
+	texts := []string{e.Profile, e.Scope, e.RunDirectory, e.Machine.Chip, e.Machine.Host, e.Machine.OS, e.Machine.GPU}
+	texts = append(texts, e.Problems...)
+	for _, c := range e.Cells {
+		texts = append(texts, c.Key, c.Model, c.Kind, c.Configuration, c.Status, c.Note)
+	}
+	for _, s := range texts {
+		if len(s) > MaxText {
+			return fmt.Errorf("a text of %d bytes: at most %d", len(s), MaxText)
+		}
+	}
+	for i, c := range e.Cells {
+		for _, f := range Figures {
+			if v := f.Get(c); v != nil && !inFigureBounds(*v) {
+				return fmt.Errorf("cells[%d].%s %g: want 0 to %g", i, f.Field, *v, float64(MaxFigure))
+			}
+		}
+		for k, r := range c.Spread {
+			if !inFigureBounds(r.Min) || !inFigureBounds(r.Max) || r.Min > r.Max {
+				return fmt.Errorf("cells[%d].spread.%.40q: want 0 <= min <= max <= %g", i, k, float64(MaxFigure))
+			}
+		}
+	}
+	return nil
+}
+
+func inFigureBounds(v float64) bool {
+	return !math.IsNaN(v) && v >= 0 && v <= MaxFigure
+}
