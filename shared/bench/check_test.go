@@ -23,7 +23,10 @@ func TestHistoryEntryCheck(t *testing.T) {
 		{"good", func(*HistoryEntry) {}, ""},
 		{"id with a slash", func(e *HistoryEntry) { e.ID = "../etc" }, "id:"},
 		{"started before 2020", func(e *HistoryEntry) { e.StartedAt = 1000 }, "startedAt"},
-		{"started next week", func(e *HistoryEntry) { e.StartedAt = now.Add(7 * 24 * time.Hour).UnixMilli(); e.FinishedAt = e.StartedAt }, "startedAt"},
+		{"started next week", func(e *HistoryEntry) {
+			e.StartedAt = now.Add(7 * 24 * time.Hour).UnixMilli()
+			e.FinishedAt = e.StartedAt
+		}, "startedAt"},
 		{"finished before it started", func(e *HistoryEntry) { e.FinishedAt = e.StartedAt - 1 }, "finishedAt"},
 		{"a figure past the bounds", func(e *HistoryEntry) { e.Cells[0].DecodeTokensPerSecond = f(1e308) }, "decodeTokensPerSecond"},
 		{"a negative figure", func(e *HistoryEntry) { e.Cells[0].TTFTColdMs = f(-1) }, "ttftColdMs"},
