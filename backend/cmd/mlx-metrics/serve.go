@@ -56,7 +56,7 @@ func runServe(ctx context.Context, args []string) error {
 	fs.StringVar(&cfg.home, "home", defaultHome(), "data home `DIR`; storage lives under DIR/metrics (env MLX_METRICS_HOME)")
 	fs.StringVar(&cfg.corsOrigins, "cors-origins", os.Getenv("MLX_METRICS_CORS_ORIGINS"), "comma-separated host `ORIGINS` (scheme://host[:port]) allowed to embed the panel and call the API; none by default (env MLX_METRICS_CORS_ORIGINS)")
 	var env envDefaults
-	fs.StringVar(&cfg.token, "token", env.text("MLX_METRICS_TOKEN", ""), "bearer `TOKEN` every change under /api/metrics requires (POST /events, POST and DELETE /bench, DELETE /history); none when empty, which is safe only on loopback (env MLX_METRICS_TOKEN)")
+	fs.StringVar(&cfg.token, "token", env.text("MLX_METRICS_TOKEN", ""), "bearer `TOKEN` every change under /api/metrics requires (POST /events, POST and DELETE /bench, POST and DELETE /history); none when empty, which is safe only on loopback (env MLX_METRICS_TOKEN)")
 	fs.Usage = func() {
 		fmt.Fprintln(os.Stderr, "usage: mlx-metrics serve [flags]\n\n"+
 			"Runs the backend: the live metrics from the host's events (REST, server-sent events,\n"+
