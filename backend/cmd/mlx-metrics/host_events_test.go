@@ -147,7 +147,7 @@ func TestHostFlatEventsThroughEveryPath(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			defer s.close()
+			defer s.Close(context.Background())
 			app := server.New(server.Options{}, s.features...)
 			ln, err := net.Listen("tcp", "127.0.0.1:0")
 			if err != nil {

@@ -41,8 +41,8 @@ func addLiveFlags(fs *flag.FlagSet, env *envDefaults) *liveConfig {
 	return c
 }
 
-// liveService is the live half running: the store and stream, and the
-// event sources feeding the bus.
+// liveService is the live half running, a part of serve: the store and
+// stream, and the event sources feeding the bus.
 type liveService struct {
 	live     *live.Live
 	features []server.Feature
@@ -131,10 +131,15 @@ func startLive(ctx context.Context, cfg *liveConfig, b *bus.Bus, healthz *health
 	return s, nil
 }
 
-// close stops the sources and ends every stream, so the server can shut
-// down without waiting on them.
-func (s *liveService) close() {
+// Features are the store's routes (GET /snapshot and /stream) and POST /events.
+func (s *liveService) Features() []server.Feature { return s.features }
+
+// Close stops the sources and ends every stream, so the server can shut
+// down without waiting on them: serve closes it before the server's
+// Shutdown (app.App.CloseFirst).
+func (s *liveService) Close(context.Context) error {
 	s.cancel()
 	s.sources.Wait()
 	s.live.Close()
+	return nil
 }

@@ -45,9 +45,9 @@ func TestLiveFlags(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			defer s.close()
-			if len(s.features) != 2 {
-				t.Fatalf("%d features", len(s.features))
+			defer s.Close(context.Background())
+			if len(s.Features()) != 2 {
+				t.Fatalf("%d features", len(s.Features()))
 			}
 			rep := h.Report()
 			for _, k := range []string{"ingest", "stream"} {
@@ -55,7 +55,6 @@ func TestLiveFlags(t *testing.T) {
 					t.Errorf("healthz lacks %q", k)
 				}
 			}
-			s.close() // idempotent with the deferred one
 		})
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/mlx-bun/mlx-metrics/backend/internal/access"
+	"github.com/mlx-bun/mlx-metrics/backend/internal/app"
 	"github.com/mlx-bun/mlx-metrics/backend/internal/bus"
 	"github.com/mlx-bun/mlx-metrics/backend/internal/health"
 	"github.com/mlx-bun/mlx-metrics/backend/internal/server"
@@ -97,32 +98,32 @@ func runServe(ctx context.Context, args []string) error {
 	healthz := health.New(time.Now(), health.Options{})
 	healthz.Add("bus", func() any { return eventBus.Stats() })
 	healthz.Add("refused", func() any { return guard.Stats() })
-	// Features mount in order; append yours here.
-	features := []server.Feature{healthz}
+	// The parts start in order and close in reverse (internal/app), on
+	// every way out; each part's Close bounds itself, so the context is
+	// one that a signal has not cancelled.
+	parts := new(app.App)
+	defer func() { logCloseErrors(parts.Close(context.WithoutCancel(ctx))) }()
 	// The live half: the store on the bus, GET /snapshot and /stream,
 	// POST /events, and the --events-url and --replay sources.
 	liveSrv, err := startLive(ctx, liveCfg, eventBus, healthz)
 	if err != nil {
 		return &exitError{code: 2, err: err}
 	}
-	defer liveSrv.close()
-	features = append(features, liveSrv.features...)
+	parts.Add(liveSrv)
 	// bench-serve: plans, history, the GPU lease and the job service.
 	benchSrv, err := openBench(cfg.home, gpuDevice(), benchCfg)
 	if err != nil {
 		return err
 	}
-	defer benchSrv.close()
+	parts.Add(benchSrv)
 	healthz.Add("gpu", func() any { return benchSrv.lease.State() })
 	healthz.Add("storage", benchSrv.health) // "degraded" when the disk kept bench-serve from opening
-	features = append(features, benchSrv.api)
 	// Export: GET /prometheus, the --proxy-to proxy at /v1/*, --scrape.
 	exportSide, err := startExport(ctx, exportCfg, eventBus, healthz)
 	if err != nil {
 		return &exitError{code: 2, err: err}
 	}
-	defer exportSide.stop()
-	features = append(features, exportSide.features...)
+	parts.Add(exportSide)
 	panelUI, err := webui.New(webui.Options{CORSOrigins: origins})
 	if err != nil {
 		return &exitError{code: 2, err: err}
@@ -130,17 +131,26 @@ func runServe(ctx context.Context, args []string) error {
 	if !panelUI.Built() {
 		fmt.Fprintln(os.Stderr, "mlx-metrics: panel not built (run scripts/build-panel); serving the API only")
 	}
-	features = append([]server.Feature{guard, panelUI}, features...)
+	// Features mount in order: the guard, the panel, /healthz, then the
+	// parts' in the order they started; add a part above to add yours.
+	features := append([]server.Feature{guard, panelUI, healthz}, parts.Features()...)
 
-	app := server.New(server.Options{OnError: guard.Refused}, features...)
+	fiberApp := server.New(server.Options{OnError: guard.Refused}, features...)
 	// Bind first, so "serving on" is said only of a bound address and a
 	// taken port is one line naming the flag to change.
 	ln, err := net.Listen("tcp", cfg.addr)
 	if err != nil {
 		return listenError(cfg.addr, err)
 	}
-	errc := make(chan error, 1)
-	go func() { errc <- app.Listener(ln) }()
+	// The server starts after the live half and bench-serve, so it would
+	// close before them; but its Shutdown waits for the requests in flight,
+	// and a stream client or a run's event follower stays until its part
+	// ends. So the server's Close ends those two parts first (live, then
+	// bench-serve), then shuts down.
+	srv := app.Serve(fiberApp, ln, func(ctx context.Context) error {
+		return parts.CloseFirst(ctx, liveSrv, benchSrv)
+	})
+	parts.Add(srv)
 	fmt.Fprintf(os.Stderr, "mlx-metrics: serving on http://%s (home %s)\n", ln.Addr(), cfg.home)
 	if panelUI.Built() {
 		fmt.Fprintf(os.Stderr, "mlx-metrics: open the panel at http://%s/\n", ln.Addr())
@@ -149,24 +159,34 @@ func runServe(ctx context.Context, args []string) error {
 	// The engine is an event producer: the producer token when there is
 	// one, else the token.
 	publishToken := cmp.Or(liveCfg.eventsToken, cfg.token)
-	stopRefEngine, err := startReferenceEngine(ctx, refEngineCfg, cfg.addr, publishToken)
+	refEngine, err := startReferenceEngine(ctx, refEngineCfg, cfg.addr, publishToken)
 	if err != nil {
-		_ = server.Shutdown(app)
 		return &exitError{code: 2, err: err}
 	}
-	defer stopRefEngine()
+	parts.Add(refEngine)
 	select {
-	case err := <-errc:
-		return err
+	case <-srv.Done():
+		return srv.Err()
 	case <-ctx.Done():
-		liveSrv.close()  // ends the streams, which would hold Shutdown open
-		benchSrv.close() // ends the runs, and so their event streams
-		if err := server.Shutdown(app); err != nil {
-			// Stopping was asked for and is done; say what was cut.
-			fmt.Fprintf(os.Stderr, "mlx-metrics: shutdown: %v\n", err)
-		}
+		// Stopping was asked for: the deferred Close does it and says
+		// what was cut.
 		return nil
 	}
+}
+
+// logCloseErrors prints each of the errors closing the parts returned (an
+// errors.Join of them, nested or not), one line each.
+func logCloseErrors(err error) {
+	if err == nil {
+		return
+	}
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		for _, e := range j.Unwrap() {
+			logCloseErrors(e)
+		}
+		return
+	}
+	fmt.Fprintf(os.Stderr, "mlx-metrics: %v\n", err)
 }
 
 // listenError is a failure to bind addr in one line, with the flag to

@@ -2,17 +2,18 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
-	"sync"
 	"time"
 
 	"github.com/mlx-bun/mlx-metrics/backend/internal/benchapi"
 	"github.com/mlx-bun/mlx-metrics/backend/internal/history"
 	"github.com/mlx-bun/mlx-metrics/backend/internal/jobs"
 	"github.com/mlx-bun/mlx-metrics/backend/internal/profiles"
+	"github.com/mlx-bun/mlx-metrics/backend/internal/server"
 	"github.com/mlx-bun/mlx-metrics/gpu/lease"
 	"github.com/mlx-bun/mlx-metrics/gpu/plans"
 	"github.com/mlx-bun/mlx-metrics/gpu/probe"
@@ -50,9 +51,6 @@ type benchServe struct {
 	// degraded is why the storage did not open ("" when it did): the
 	// bench routes then answer 503 with it, and live metrics go on.
 	degraded string
-
-	closeOnce sync.Once
-	closeErr  error
 }
 
 // check refuses flag values the job service would otherwise replace with
@@ -131,29 +129,30 @@ func (b *benchServe) health() any {
 	return h
 }
 
-// close cancels the runs in progress, giving each runner its grace period
-// to stop its servers and write its record, then closes the history. Serve
-// calls it before the server's shutdown, since a client following a run's
-// events holds the shutdown open until that run ends, and again on its way
-// out: only the first call does anything.
-func (b *benchServe) close() error {
-	b.closeOnce.Do(func() {
-		if b.degraded != "" {
-			return
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), b.jobs.Grace()+10*time.Second)
-		defer cancel()
-		b.closeErr = b.jobs.Close(ctx)
-		// Not fatal: on a nearly full disk history declines to close
-		// (history.ErrNotClosed) and the next start replays its log.
-		if err := b.hist.Close(); err != nil {
-			fmt.Fprintf(os.Stderr, "mlx-metrics: close the history: %v\n", err)
-			if b.closeErr == nil {
-				b.closeErr = err
-			}
-		}
-	})
-	return b.closeErr
+// Features are the bench and history routes.
+func (b *benchServe) Features() []server.Feature { return []server.Feature{b.api} }
+
+// Close cancels the runs in progress, giving each runner its grace period
+// (and ten seconds more, within ctx) to stop its servers and write its
+// record, then closes the history. Serve closes it before the server's
+// Shutdown (app.App.CloseFirst), since a client following a run's events
+// holds the shutdown open until that run ends.
+func (b *benchServe) Close(ctx context.Context) error {
+	if b.degraded != "" {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, b.jobs.Grace()+10*time.Second)
+	defer cancel()
+	var errs []error
+	if err := b.jobs.Close(ctx); err != nil {
+		errs = append(errs, fmt.Errorf("stop the bench runs: %w", err))
+	}
+	// Not fatal: on a nearly full disk history declines to close
+	// (history.ErrNotClosed) and the next start replays its log.
+	if err := b.hist.Close(); err != nil {
+		errs = append(errs, fmt.Errorf("close the history: %w", err))
+	}
+	return errors.Join(errs...)
 }
 
 // gpuDevice is the lease's device word: the GPUs NVML sees, or why there

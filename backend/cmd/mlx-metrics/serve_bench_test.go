@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mlx-bun/mlx-metrics/backend/internal/app"
 	"github.com/mlx-bun/mlx-metrics/backend/internal/history"
 	"github.com/mlx-bun/mlx-metrics/backend/internal/jobs"
 	"github.com/mlx-bun/mlx-metrics/backend/internal/jobs/jobstest"
@@ -87,7 +88,7 @@ func TestBenchFlags(t *testing.T) {
 			} else {
 				var b *benchServe
 				if b, err = openBench(t.TempDir(), "no GPU found", cfg); err == nil {
-					defer b.close()
+					defer b.Close(context.Background())
 					if g := b.jobs.Grace(); g != tt.grace {
 						t.Fatalf("grace %v, want %v", g, tt.grace)
 					}
@@ -113,7 +114,7 @@ func TestOpenBenchSeedsProfiles(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer b.close()
+	defer b.Close(context.Background())
 	for _, name := range []string{"smoke", "standard"} {
 		if _, err := os.Stat(filepath.Join(home, "metrics", "bench", "plans", name+".json")); err != nil {
 			t.Error(err)
@@ -139,7 +140,7 @@ func TestSmokeEndToEnd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer b.close()
+	defer b.Close(context.Background())
 	app := server.New(server.Options{}, b.api)
 	get := func(path string, v any) string {
 		t.Helper()
@@ -202,9 +203,10 @@ func TestSmokeEndToEnd(t *testing.T) {
 }
 
 // TestStopWithAFollowedRun stops the backend the way serve does while a
-// client follows a running job's event stream: closing bench-serve ends the
-// run (failed: the backend stopped) and so the stream, which would otherwise
-// hold the server's shutdown open until the run ended on its own.
+// client follows a running job's event stream, through internal/app: the
+// server part, started after bench-serve, closes it first (CloseFirst), which
+// ends the run (failed: the backend stopped) and so the stream, which would
+// otherwise hold the server's shutdown open until the run ended on its own.
 func TestStopWithAFollowedRun(t *testing.T) {
 	home := t.TempDir()
 	cfg := defaultBenchConfig(t)
@@ -213,17 +215,20 @@ func TestStopWithAFollowedRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer b.close()
+	parts := new(app.App)
+	defer parts.Close(context.Background())
+	parts.Add(b)
 	data, _ := json.Marshal(jobstest.Plan("block", 1))
 	if err := os.WriteFile(b.api.Profiles.FileFor("block"), data, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	app := server.New(server.Options{}, b.api)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	go app.Listener(ln)
+	parts.Add(app.Serve(server.New(server.Options{}, parts.Features()...), ln, func(ctx context.Context) error {
+		return parts.CloseFirst(ctx, b)
+	}))
 	base := "http://" + ln.Addr().String() + server.APIPrefix
 	client := &http.Client{Timeout: time.Minute} // a safeguard against a hang
 
@@ -248,12 +253,10 @@ func TestStopWithAFollowedRun(t *testing.T) {
 	for sc.Scan() && sc.Text() != "event: "+bench.EventStage { // the cell started
 	}
 
-	// serve's order on a signal: bench-serve first, then the server.
-	if err := b.close(); err != nil {
-		t.Fatal(err)
-	}
+	// serve's order on a signal: the server part closes first, and ends
+	// bench-serve before its Shutdown.
 	shut := make(chan error, 1)
-	go func() { shut <- app.Shutdown() }()
+	go func() { shut <- parts.Close(context.Background()) }()
 	last := ""
 	for sc.Scan() {
 		if kind, ok := strings.CutPrefix(sc.Text(), "event: "); ok {
@@ -320,7 +323,7 @@ func TestOpenBenchDegraded(t *testing.T) {
 			if err != nil {
 				t.Fatalf("openBench: %v (want degraded, not an error)", err)
 			}
-			defer b.close()
+			defer b.Close(context.Background())
 			if b.degraded == "" || strings.Contains(b.degraded, home) {
 				t.Fatalf("degraded = %q", b.degraded)
 			}
@@ -347,7 +350,7 @@ func TestOpenBenchDegraded(t *testing.T) {
 					t.Fatalf("%s %s: %d %s", r.method, r.path, res.StatusCode, body)
 				}
 			}
-			if err := b.close(); err != nil {
+			if err := b.Close(context.Background()); err != nil {
 				t.Fatal(err)
 			}
 		})

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/mlx-bun/mlx-metrics/backend/internal/server"
 	"github.com/mlx-bun/mlx-metrics/gpu/engine"
 	"github.com/mlx-bun/mlx-metrics/gpu/loadgen"
 )
@@ -43,11 +44,18 @@ func loopbackURL(addr string) string {
 	return "http://" + net.JoinHostPort(host, port)
 }
 
+// referenceEngine is --reference-engine running, a part of serve: the
+// engine and its traffic.
+type referenceEngine struct {
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+}
+
 // startReferenceEngine starts the engine once the backend answers, then
-// the traffic. The returned stop waits for both to end.
-func startReferenceEngine(ctx context.Context, c *referenceEngineConfig, backendAddr, eventsToken string) (stop func(), err error) {
+// the traffic. Disabled, it starts nothing and its Close does nothing.
+func startReferenceEngine(ctx context.Context, c *referenceEngineConfig, backendAddr, eventsToken string) (*referenceEngine, error) {
 	if !c.enabled {
-		return func() {}, nil
+		return &referenceEngine{cancel: func() {}}, nil
 	}
 	if c.rate <= 0 {
 		return nil, fmt.Errorf("-reference-traffic %v: must be > 0 requests per second", c.rate)
@@ -57,9 +65,9 @@ func startReferenceEngine(ctx context.Context, c *referenceEngineConfig, backend
 		return nil, fmt.Errorf("reference engine: %w", err)
 	}
 	ctx, cancel := context.WithCancel(ctx)
+	r := &referenceEngine{cancel: cancel}
 	backend := loopbackURL(backendAddr)
-	var wg sync.WaitGroup
-	wg.Go(func() {
+	r.wg.Go(func() {
 		if !waitForBackend(ctx, backend+"/healthz") {
 			ln.Close()
 			return
@@ -70,7 +78,7 @@ func startReferenceEngine(ctx context.Context, c *referenceEngineConfig, backend
 		}
 		base := "http://" + ln.Addr().String() + "/v1"
 		fmt.Fprintf(os.Stderr, "mlx-metrics: reference engine (a simulator) serving %q at %s with ~%g synthetic requests/s\n", cfg.Model, base, c.rate)
-		wg.Go(func() {
+		r.wg.Go(func() {
 			client := loadgen.NewClient(base)
 			defer client.Close()
 			client.Traffic(ctx, loadgen.TrafficOptions{Model: cfg.Model, RatePerSecond: c.rate, Seed: uint64(time.Now().UnixNano())}, nil)
@@ -79,7 +87,24 @@ func startReferenceEngine(ctx context.Context, c *referenceEngineConfig, backend
 			fmt.Fprintf(os.Stderr, "mlx-metrics: reference engine: %v\n", err)
 		}
 	})
-	return func() { cancel(); wg.Wait() }, nil
+	return r, nil
+}
+
+// Features is none: the engine serves on its own loopback port.
+func (r *referenceEngine) Features() []server.Feature { return nil }
+
+// Close stops the engine and the traffic and waits, within ctx, for both
+// to end.
+func (r *referenceEngine) Close(ctx context.Context) error {
+	r.cancel()
+	done := make(chan struct{})
+	go func() { r.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("reference engine: %w", ctx.Err())
+	}
 }
 
 // waitForBackend polls url until it answers, so the engine's first events

@@ -70,13 +70,14 @@ func TestReferenceEnginePublishes(t *testing.T) {
 	defer cancel()
 	fast := engine.DefaultConfig()
 	fast.DecodeRate, fast.PrefillRate, fast.LoadTime = 5000, 1e6, 0
-	stop, err := startReferenceEngine(ctx, &referenceEngineConfig{enabled: true, rate: 50, engine: &fast}, strings.TrimPrefix(backend.URL, "http://"), "tok")
+	eng, err := startReferenceEngine(ctx, &referenceEngineConfig{enabled: true, rate: 50, engine: &fast}, strings.TrimPrefix(backend.URL, "http://"), "tok")
 	if err != nil {
 		t.Fatal(err)
 	}
 	<-finished
-	cancel()
-	stop()
+	if err := eng.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
 	mu.Lock()
 	defer mu.Unlock()
 	if seen[events.TypeModelMemory] == 0 {
@@ -85,10 +86,10 @@ func TestReferenceEnginePublishes(t *testing.T) {
 }
 
 func TestReferenceEngineFlags(t *testing.T) {
-	if stop, err := startReferenceEngine(context.Background(), &referenceEngineConfig{}, "127.0.0.1:1", ""); err != nil {
+	if eng, err := startReferenceEngine(context.Background(), &referenceEngineConfig{}, "127.0.0.1:1", ""); err != nil {
 		t.Fatal(err)
-	} else {
-		stop() // disabled: nothing started
+	} else if err := eng.Close(context.Background()); err != nil { // disabled: nothing started
+		t.Fatal(err)
 	}
 	if _, err := startReferenceEngine(context.Background(), &referenceEngineConfig{enabled: true, rate: 0}, "127.0.0.1:1", ""); err == nil {
 		t.Error("a zero traffic rate was accepted")

@@ -50,10 +50,13 @@ func addExportFlags(fs *flag.FlagSet, env *envDefaults) *exportConfig {
 	return cfg
 }
 
-// exportSide is what startExport runs.
+// exportSide is what startExport runs, a part of serve.
 type exportSide struct {
-	features []server.Feature
-	stop     func()
+	features    []server.Feature
+	cancel      context.CancelFunc // stops the scrapers
+	scrapers    sync.WaitGroup
+	unsubscribe func()       // the exporter's subscription to the bus
+	pusher      *otlp.Pusher // nil without --otlp-endpoint
 }
 
 // otlpShutdownTimeout bounds the last push at shutdown.
@@ -87,38 +90,42 @@ func startExport(ctx context.Context, cfg *exportConfig, b *bus.Bus, healthz *he
 		healthz.Add("otlp", func() any { return pusher.Stats() })
 		exportLogf("pushing metrics to %s (%s) every %s", pusher.Stats().Endpoint, o.Protocol, o.Interval)
 	}
-	unsubscribe := b.Subscribe("prometheus", 0, exp.Observe)
-	side := &exportSide{features: []server.Feature{exp}}
+	side := &exportSide{features: []server.Feature{exp}, pusher: pusher}
+	side.unsubscribe = b.Subscribe("prometheus", 0, exp.Observe)
 	if p != nil {
 		side.features = append(side.features, p)
 		exportLogf("proxying /v1/* to %s", p.Upstream())
 	}
 	sctx, cancel := context.WithCancel(ctx)
-	var wg sync.WaitGroup
+	side.cancel = cancel
 	if len(cfg.scrapes) > 0 {
 		scrapers := scrape.NewGroup(cfg.scrapes, b.Publish, scrape.Options{})
 		healthz.Add("scrape", func() any { return scrapers.Stats() })
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			scrapers.Run(sctx, cfg.scrapeInterval)
-		}()
+		side.scrapers.Go(func() { scrapers.Run(sctx, cfg.scrapeInterval) })
 		exportLogf("scraping %s every %s", cfg.scrapes.String(), cfg.scrapeInterval)
 	}
-	side.stop = func() {
-		cancel()
-		wg.Wait()
-		unsubscribe()
-		if pusher != nil {
-			// A last push, so a collector sees the final totals.
-			sctx, cancel := context.WithTimeout(context.Background(), otlpShutdownTimeout)
-			defer cancel()
-			if err := pusher.Shutdown(sctx); err != nil {
-				exportLogf("otlp: last push: %v", err)
-			}
-		}
-	}
 	return side, nil
+}
+
+// Features are GET /prometheus and, with --proxy-to, the proxy at /v1/*.
+func (s *exportSide) Features() []server.Feature { return s.features }
+
+// Close stops the scrapers and the exporter's subscription, then pushes to
+// --otlp-endpoint a last time (within otlpShutdownTimeout and ctx), so a
+// collector sees the final totals.
+func (s *exportSide) Close(ctx context.Context) error {
+	s.cancel()
+	s.scrapers.Wait()
+	s.unsubscribe()
+	if s.pusher == nil {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, otlpShutdownTimeout)
+	defer cancel()
+	if err := s.pusher.Shutdown(ctx); err != nil {
+		return fmt.Errorf("otlp: last push: %w", err)
+	}
+	return nil
 }
 
 // exportLogf writes one line of serve's log.

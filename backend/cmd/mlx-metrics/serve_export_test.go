@@ -42,8 +42,8 @@ func TestExportWiring(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer side.stop()
-	app := server.New(server.Options{}, side.features...)
+	defer side.Close(context.Background())
+	app := server.New(server.Options{}, side.Features()...)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -205,7 +205,9 @@ func TestExportHealthAndOTLP(t *testing.T) {
 	if report.OTLP == nil || report.OTLP.Endpoint != receiver.URL+"/v1/metrics" || len(report.Scrape) != 1 {
 		t.Errorf("healthz lacks the otlp or scrape section: %s", b)
 	}
-	side.stop()
+	if err := side.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
 	if pushes.Load() != 1 {
 		t.Errorf("%d pushes at stop, want the last one", pushes.Load())
 	}
