@@ -1,17 +1,15 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"net/http"
-	"net/url"
 	"os"
 	"path/filepath"
 
+	"github.com/mlx-bun/mlx-metrics/backend/internal/apiclient"
 	"github.com/mlx-bun/mlx-metrics/backend/internal/benchapi"
 	"github.com/mlx-bun/mlx-metrics/backend/internal/history"
 	"github.com/mlx-bun/mlx-metrics/shared/bench"
@@ -61,11 +59,11 @@ func benchImportCmd(ctx context.Context, args []string, env cliEnv) error {
 		defer h.Close()
 		keep = func(body []byte, dir string) (string, error) { return importLocal(h, body, dir) }
 	} else {
-		c, err := newAPIClient(*server)
+		c, err := newClient(*server, *token)
 		if err != nil {
 			return err
 		}
-		keep = func(body []byte, dir string) (string, error) { return importRemote(ctx, c, *token, body, dir) }
+		keep = func(body []byte, dir string) (string, error) { return importRemote(ctx, c, body, dir) }
 	}
 	failed := 0
 	for _, arg := range pos {
@@ -126,15 +124,9 @@ func importLocal(h *history.Store, body []byte, dir string) (string, error) {
 	return kept(e), nil
 }
 
-func importRemote(ctx context.Context, c *apiClient, token string, body []byte, dir string) (string, error) {
-	header := http.Header{"Content-Type": {"application/json"}}
-	if token != "" {
-		header.Set("Authorization", "Bearer "+token)
-	}
-	var e bench.HistoryEntry
-	err := c.do(ctx, http.MethodPost, "/history?runDirectory="+url.QueryEscape(dir), header, bytes.NewReader(body), &e)
-	var se *statusError
-	if errors.As(err, &se) && se.status == http.StatusConflict {
+func importRemote(ctx context.Context, c *apiclient.Client, body []byte, dir string) (string, error) {
+	e, err := c.Import(ctx, body, dir)
+	if errors.Is(err, apiclient.ErrAlreadyKept) {
 		return "in history already; left as it is", nil
 	}
 	if err != nil {
@@ -148,5 +140,9 @@ func kept(e bench.HistoryEntry) string {
 	if !e.Complete {
 		done = "incomplete"
 	}
-	return fmt.Sprintf("kept run %s (%s, %s, %s)", e.ID, e.Profile, plural(len(e.Cells), "cell", "cells"), done)
+	profile := e.Profile
+	if profile == "" {
+		profile = "no profile" // bench run without --profile
+	}
+	return fmt.Sprintf("kept run %s (%s, %s, %s)", e.ID, profile, plural(len(e.Cells), "cell", "cells"), done)
 }

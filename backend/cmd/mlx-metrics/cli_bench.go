@@ -8,8 +8,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"net/http"
-	"net/url"
 	"os"
 	"strconv"
 	"strings"
@@ -60,15 +58,11 @@ func benchForgetCmd(ctx context.Context, args []string, env cliEnv) error {
 	if len(pos) != 1 {
 		return usageErr("want exactly one run ID, got %s", plural(len(pos), "argument", "arguments"))
 	}
-	c, err := newAPIClient(*server)
+	c, err := newClient(*server, *token)
 	if err != nil {
 		return err
 	}
-	header := http.Header{}
-	if *token != "" {
-		header.Set("Authorization", "Bearer "+*token)
-	}
-	if err := c.do(ctx, http.MethodDelete, "/history/"+url.PathEscape(pos[0]), header, nil, nil); err != nil {
+	if err := c.Forget(ctx, pos[0]); err != nil {
 		return err
 	}
 	fmt.Fprintf(env.stdout, "forgot run %s\n", pos[0])
@@ -107,20 +101,20 @@ func benchListCmd(ctx context.Context, args []string, env cliEnv) error {
 	if *limit < 1 || *limit > benchapi.MaxHistoryLimit {
 		return usageErr("--limit must be from 1 to %d, got %d", benchapi.MaxHistoryLimit, *limit)
 	}
-	c, err := newAPIClient(*server)
+	c, err := newClient(*server, "")
 	if err != nil {
 		return err
 	}
-	var raw json.RawMessage
-	if err := c.get(ctx, fmt.Sprintf("/history?limit=%d", *limit), &raw); err != nil {
-		return err
-	}
-	if *asJSON {
+	if *asJSON { // as the backend sent it, fields this build does not know included
+		raw, err := c.HistoryJSON(ctx, *limit)
+		if err != nil {
+			return err
+		}
 		return printIndented(env.stdout, raw)
 	}
-	var list bench.HistoryList
-	if err := json.Unmarshal(raw, &list); err != nil {
-		return fmt.Errorf("unreadable history: %w", err)
+	list, err := c.History(ctx, *limit)
+	if err != nil {
+		return err
 	}
 	printProblems(env.stderr, list.Problems)
 	if len(list.Entries) == 0 {
@@ -158,19 +152,6 @@ func printIndented(w io.Writer, raw []byte) error {
 	return err
 }
 
-// fetchEntry gets one history entry, raw and decoded.
-func fetchEntry(ctx context.Context, c *apiClient, id string) (json.RawMessage, bench.HistoryEntry, error) {
-	var raw json.RawMessage
-	var e bench.HistoryEntry
-	if err := c.get(ctx, "/history/"+url.PathEscape(id), &raw); err != nil {
-		return nil, e, err
-	}
-	if err := json.Unmarshal(raw, &e); err != nil {
-		return nil, e, fmt.Errorf("unreadable run %s: %w", id, err)
-	}
-	return raw, e, nil
-}
-
 func benchShowCmd(ctx context.Context, args []string, env cliEnv) error {
 	fs := flag.NewFlagSet("bench show", flag.ContinueOnError)
 	fs.SetOutput(env.stderr)
@@ -189,16 +170,20 @@ func benchShowCmd(ctx context.Context, args []string, env cliEnv) error {
 	if len(pos) != 1 {
 		return usageErr("want exactly one run ID, got %s", plural(len(pos), "argument", "arguments"))
 	}
-	c, err := newAPIClient(*server)
+	c, err := newClient(*server, "")
 	if err != nil {
 		return err
 	}
-	raw, e, err := fetchEntry(ctx, c, pos[0])
-	if err != nil {
-		return err
-	}
-	if *asJSON {
+	if *asJSON { // as the backend sent it: an export loses nothing a newer backend keeps
+		raw, err := c.HistoryEntryJSON(ctx, pos[0])
+		if err != nil {
+			return err
+		}
 		return printIndented(env.stdout, raw)
+	}
+	e, err := c.HistoryEntry(ctx, pos[0])
+	if err != nil {
+		return err
 	}
 	return printBenchEntry(env.stdout, e)
 }
@@ -344,15 +329,15 @@ func benchCompareCmd(ctx context.Context, args []string, env cliEnv) error {
 	if !(*threshold >= 0 && *threshold < 1) {
 		return usageErr("--threshold must be from 0 to below 1, got %v", *threshold)
 	}
-	c, err := newAPIClient(*server)
+	c, err := newClient(*server, "")
 	if err != nil {
 		return err
 	}
-	_, a, err := fetchEntry(ctx, c, pos[0])
+	a, err := c.HistoryEntry(ctx, pos[0])
 	if err != nil {
 		return err
 	}
-	_, b, err := fetchEntry(ctx, c, pos[1])
+	b, err := c.HistoryEntry(ctx, pos[1])
 	if err != nil {
 		return err
 	}

@@ -1,21 +1,14 @@
 package main
 
 import (
-	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
-	"net/http"
-	"net/url"
 	"os"
-	"strings"
-	"time"
 
 	"github.com/mattn/go-isatty"
 
-	"github.com/mlx-bun/mlx-metrics/shared/apierror"
-	"github.com/mlx-bun/mlx-metrics/shared/routes"
+	"github.com/mlx-bun/mlx-metrics/backend/internal/apiclient"
 )
 
 // cliEnv is where the client subcommands write, so tests can capture it.
@@ -61,75 +54,13 @@ func parseFlags(fs *flag.FlagSet, args []string) ([]string, error) {
 	}
 }
 
-// apiClient calls a running backend's /api/metrics routes.
-type apiClient struct {
-	base string // scheme://host[:port], no trailing slash
-	http *http.Client
-}
-
-func newAPIClient(server string) (*apiClient, error) {
-	u, err := url.Parse(server)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+// newClient is the typed client of the backend at server, sending token
+// (when not empty) on changes; a server that is not an http(s) URL is a
+// usage error.
+func newClient(server, token string) (*apiclient.Client, error) {
+	c, err := apiclient.New(server, apiclient.Options{Token: token})
+	if err != nil {
 		return nil, usageErr("--server %q: want an http(s) URL such as http://127.0.0.1:7878", server)
 	}
-	return &apiClient{
-		base: strings.TrimSuffix(u.Scheme+"://"+u.Host+u.Path, "/"),
-		http: &http.Client{Timeout: 30 * time.Second},
-	}, nil
-}
-
-// do sends a request with header to path under /api/metrics and decodes a
-// 2xx JSON answer into out (when not nil). Anything else becomes an error
-// carrying the API's message.
-func (c *apiClient) do(ctx context.Context, method, path string, header http.Header, body io.Reader, out any) error {
-	req, err := http.NewRequestWithContext(ctx, method, c.base+routes.Prefix+path, body)
-	if err != nil {
-		return err
-	}
-	for k, vs := range header {
-		req.Header[k] = vs
-	}
-	req.Header.Set("Accept", "application/json")
-	resp, err := c.http.Do(req)
-	if err != nil {
-		return fmt.Errorf("is the backend running? %w", err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
-	if err != nil {
-		return err
-	}
-	if resp.StatusCode/100 != 2 {
-		e := &statusError{method: method, path: path, status: resp.StatusCode, message: resp.Status}
-		var body apierror.Body
-		if json.Unmarshal(b, &body) == nil && body.Error.Message != "" {
-			e.message = body.Error.Message
-		}
-		return e
-	}
-	if out == nil {
-		return nil
-	}
-	if err := json.Unmarshal(b, out); err != nil {
-		return fmt.Errorf("%s %s: unreadable answer: %w", method, path, err)
-	}
-	return nil
-}
-
-// statusError is a non-2xx answer, with the API's message when it sent one.
-type statusError struct {
-	method, path string
-	status       int
-	message      string
-}
-
-func (e *statusError) Error() string {
-	if e.message == http.StatusText(e.status) || strings.HasSuffix(e.message, http.StatusText(e.status)) {
-		return fmt.Sprintf("%s %s: %s", e.method, e.path, e.message)
-	}
-	return fmt.Sprintf("%s %s: %s (%d)", e.method, e.path, e.message, e.status)
-}
-
-func (c *apiClient) get(ctx context.Context, path string, out any) error {
-	return c.do(ctx, http.MethodGet, path, nil, nil, out)
+	return c, nil
 }

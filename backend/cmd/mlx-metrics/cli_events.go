@@ -8,7 +8,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net/http"
 	"os"
 	"path/filepath"
 	"time"
@@ -75,7 +74,7 @@ func replayCmd(ctx context.Context, args []string, env cliEnv, clk pacer) error 
 	if !(*speed >= 0) || *batch < 1 { // !(>=) refuses NaN too
 		return usageErr("--speed must be >= 0 and --batch >= 1")
 	}
-	c, err := newAPIClient(*server)
+	c, err := newClient(*server, *token)
 	if err != nil {
 		return err
 	}
@@ -129,7 +128,7 @@ func replayCmd(ctx context.Context, args []string, env cliEnv, clk pacer) error 
 		j := i + 1
 		for now := clk.Now(); j < len(lines) && j-i < *batch && !due(j).After(now); j++ {
 		}
-		reply, err := postEvents(ctx, c, *token, lines[i:j])
+		reply, err := c.PostEvents(ctx, append(bytes.Join(lines[i:j], []byte("\n")), '\n'))
 		if err != nil {
 			return fmt.Errorf("after %d of %d events: %w", i, len(lines), err)
 		}
@@ -203,16 +202,4 @@ func reportRejections(env cliEnv, first int, reply ingest.Reply) {
 	if reply.Truncated {
 		fmt.Fprintln(env.stderr, "rejected: more reasons than the backend lists")
 	}
-}
-
-// postEvents sends one NDJSON batch and returns the backend's reply.
-func postEvents(ctx context.Context, c *apiClient, token string, lines [][]byte) (ingest.Reply, error) {
-	body := append(bytes.Join(lines, []byte("\n")), '\n')
-	header := http.Header{"Content-Type": {"application/x-ndjson"}}
-	if token != "" {
-		header.Set("Authorization", "Bearer "+token)
-	}
-	var reply ingest.Reply
-	err := c.do(ctx, http.MethodPost, "/events", header, bytes.NewReader(body), &reply)
-	return reply, err
 }

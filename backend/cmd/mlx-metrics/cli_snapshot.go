@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
@@ -43,21 +42,21 @@ func snapshotCmd(ctx context.Context, args []string, env cliEnv) error {
 	if len(pos) > 0 {
 		return usageErr("snapshot takes no arguments, got %q", pos)
 	}
-	c, err := newAPIClient(*server)
+	c, err := newClient(*server, "")
 	if err != nil {
 		return err
 	}
-	var raw json.RawMessage
-	if err := c.get(ctx, "/snapshot", &raw); err != nil {
-		return err
-	}
 	if *asJSON {
-		_, err := fmt.Fprintf(env.stdout, "%s\n", raw)
+		raw, err := c.SnapshotJSON(ctx)
+		if err != nil {
+			return err
+		}
+		_, err = fmt.Fprintf(env.stdout, "%s\n", raw)
 		return err
 	}
-	var s snapshot.Snapshot
-	if err := json.Unmarshal(raw, &s); err != nil {
-		return fmt.Errorf("unreadable snapshot: %w", err)
+	s, err := c.Snapshot(ctx)
+	if err != nil {
+		return err
 	}
 	return printSnapshot(env.stdout, s)
 }
