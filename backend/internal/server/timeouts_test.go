@@ -123,6 +123,17 @@ func TestShutdownBounded(t *testing.T) {
 				t.Fatal(err)
 			}
 			go func() { _ = app.Listener(ln) }()
+			// Shut down a server that serves: one begun before the
+			// listener's goroutine ran waits its whole bound on a busy
+			// machine.
+			probe, err := net.Dial("tcp", ln.Addr().String())
+			if err != nil {
+				t.Fatal(err)
+			}
+			io.WriteString(probe, "GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
+			io.ReadAll(probe) // the answer, then the server's close
+			probe.Close()
+			waitClosed(t, app)
 			if tt.partial != "" {
 				conn, err := net.Dial("tcp", ln.Addr().String())
 				if err != nil {
@@ -145,6 +156,17 @@ func TestShutdownBounded(t *testing.T) {
 				t.Fatal("shutdown still waiting after 10s")
 			}
 		})
+	}
+}
+
+// waitClosed waits until the server holds no connection.
+func waitClosed(t *testing.T, app *fiber.App) {
+	t.Helper()
+	for i := 0; app.Server().GetOpenConnectionsCount() != 0; i++ {
+		if i == 1000 {
+			t.Fatal("the server kept a closed connection")
+		}
+		time.Sleep(5 * time.Millisecond) // polls the server's count, which has no notification
 	}
 }
 
