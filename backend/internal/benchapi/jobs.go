@@ -93,10 +93,62 @@ func (a *API) listJobs(c *fiber.Ctx) error {
 	if err != nil {
 		return server.Error(c, fiber.StatusBadRequest, err.Error())
 	}
-	return c.JSON(bench.JobList{
-		Jobs:  a.Jobs.List(jobs.Filter{Kind: bench.JobKind, Status: status, Limit: limit}),
-		Lease: a.Lease.State(),
+	f := jobs.Filter{Kind: bench.JobKind, Status: status, Limit: limit}
+	if acceptsEventStream(c) {
+		return a.streamJobs(c, f)
+	}
+	return c.JSON(a.jobList(f))
+}
+
+func (a *API) jobList(f jobs.Filter) bench.JobList {
+	return bench.JobList{Jobs: a.Jobs.List(f), Lease: a.Lease.State()}
+}
+
+// jobsFrameInterval spaces the job list's frames: a running job changes at
+// every line its runner writes, and a follower needs no more than this.
+const jobsFrameInterval = 500 * time.Millisecond
+
+// streamJobs is GET /bench as a server-sent stream: a `jobs` event with the
+// list (as the JSON answer has it) on connect, then one after each change,
+// at most one per jobsFrameInterval, so the panel follows runs without
+// polling. It ends when the job service closes.
+func (a *API) streamJobs(c *fiber.Ctx, f jobs.Filter) error {
+	c.Set(fiber.HeaderContentType, "text/event-stream")
+	c.Set(fiber.HeaderCacheControl, "no-cache")
+	c.Set("X-Accel-Buffering", "no")
+	f.Status = strings.Clone(f.Status) // Fiber reuses the request's memory
+	c.Context().SetBodyStreamWriter(func(w *bufio.Writer) {
+		keepalive := time.NewTicker(15 * time.Second)
+		defer keepalive.Stop()
+		for {
+			// Watch before reading the list, so no change falls between.
+			changed, closing := a.Jobs.Watch()
+			if closing {
+				return
+			}
+			data, _ := json.Marshal(a.jobList(f))
+			fmt.Fprintf(w, "event: jobs\ndata: %s\n\n", data)
+			if err := w.Flush(); err != nil {
+				return // the client went away
+			}
+			wrote := time.Now()
+		wait:
+			for {
+				select {
+				case <-changed:
+					break wait
+				case <-keepalive.C:
+					if _, err := w.WriteString(": keepalive\n\n"); err != nil || w.Flush() != nil {
+						return
+					}
+				}
+			}
+			if rest := jobsFrameInterval - time.Since(wrote); rest > 0 {
+				time.Sleep(rest) // coalesce the changes of the interval into one frame
+			}
+		}
 	})
+	return nil
 }
 
 func (a *API) getJob(c *fiber.Ctx) error {

@@ -108,6 +108,9 @@ type Service struct {
 	indexReady bool
 	closing    bool
 	lastID     string // the id Submit gave last
+	// changed is closed at the next change of any job (Watch); nil until
+	// someone watches.
+	changed chan struct{}
 }
 
 // job is a job's state, which only transition changes while the job is
@@ -416,6 +419,7 @@ func (s *Service) stopLocked(j *job, shutdown bool) {
 func (s *Service) Close(ctx context.Context) error {
 	s.mu.Lock()
 	s.closing = true
+	s.notifyLocked() // the list's followers end
 	for _, j := range s.live {
 		if !isFinal(j.Status) {
 			s.stopLocked(j, true)
@@ -477,6 +481,7 @@ func isFinal(status string) bool {
 func (s *Service) applyLocked(j *job, in input) {
 	now := s.opts.Clock.Now()
 	wasFinal := isFinal(j.Status)
+	defer s.notifyLocked()
 	next, evs := transition(j.jobState, now, in)
 	j.jobState = next
 	ended := !wasFinal && isFinal(j.Status)

@@ -1,0 +1,77 @@
+package benchapi
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mlx-bun/mlx-metrics/backend/internal/server"
+	"github.com/mlx-bun/mlx-metrics/shared/bench"
+)
+
+// TestJobListStream follows GET /bench as a stream over a real loopback
+// connection: the list on connect, a frame when a job starts and when it
+// ends, and the end of the stream when the job service closes.
+func TestJobListStream(t *testing.T) {
+	ta := newTestAPI(t, 0)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go ta.app.Listener(ln)
+	t.Cleanup(func() { ta.app.Shutdown() })
+
+	req, _ := http.NewRequest("GET", "http://"+ln.Addr().String()+server.APIPrefix+"/bench?limit=5", nil)
+	req.Header.Set("Accept", "text/event-stream")
+	client := &http.Client{Timeout: time.Minute} // a safeguard against a hang
+	res, err := client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	if ct := res.Header.Get("Content-Type"); ct != "text/event-stream" {
+		t.Fatalf("content type %q", ct)
+	}
+	sc := bufio.NewScanner(res.Body)
+	sc.Buffer(nil, 1<<20)
+	next := func() (bench.JobList, bool) {
+		for sc.Scan() {
+			data, ok := strings.CutPrefix(sc.Text(), "data: ")
+			if !ok {
+				continue
+			}
+			var l bench.JobList
+			if err := json.Unmarshal([]byte(data), &l); err != nil {
+				t.Fatalf("frame %s: %v", data, err)
+			}
+			return l, true
+		}
+		return bench.JobList{}, false
+	}
+	if l, ok := next(); !ok || len(l.Jobs) != 0 || l.Lease.Held {
+		t.Fatalf("first frame %+v", l)
+	}
+	j := ta.start("ok")
+	// Frames follow the job until one shows it done, the GPU free again.
+	for {
+		l, ok := next()
+		if !ok {
+			t.Fatalf("stream ended before job %s was done: %v", j.ID, sc.Err())
+		}
+		if len(l.Jobs) == 1 && l.Jobs[0].ID == j.ID && l.Jobs[0].Status == bench.StatusDone && !l.Lease.Held {
+			break
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := ta.api.Jobs.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for sc.Scan() { // the service closed: the stream ends
+	}
+}
