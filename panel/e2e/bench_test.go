@@ -19,6 +19,7 @@ func TestBenchmarks(t *testing.T) {
 	waitFrame(t, ctx, "stream live", `document.querySelector("#conn").dataset.state === "live"`, 30*time.Second)
 	click(t, ctx, `[data-tab="bench"]`)
 	waitFrame(t, ctx, "profiles listed", `!!document.querySelector('[data-profile="standard"] [data-action="run"]')`, 10*time.Second)
+	waitFrame(t, ctx, "jobs followed over the stream, not polled", `document.querySelector("#view-bench").dataset.jobs === "stream"`, 5*time.Second)
 	waitFrame(t, ctx, "Run enabled while the GPU is free", `!document.querySelector('[data-profile="standard"] [data-action="run"]').disabled`, 5*time.Second)
 	shot(t, ctx, "bench-idle")
 

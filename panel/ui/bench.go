@@ -2,6 +2,7 @@ package ui
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"math"
 	"strings"
@@ -31,8 +32,10 @@ type BenchView struct {
 	// Token is sent as the bearer token of starts and cancels.
 	Token   string
 	Palette charts.Palette
-	// Poll is how often jobs are refreshed while the view is open; zero
-	// refreshes only on mount and after an action (tests).
+	// Poll is how often jobs are refreshed while the view is open and the
+	// job stream is not (no EventSource, or the stream dropped and waits
+	// to reconnect); zero refreshes only on mount and after an action
+	// (tests).
 	Poll time.Duration
 
 	profiles    []bench.Profile
@@ -58,28 +61,107 @@ type BenchView struct {
 	busy           bool
 	// now is the clock for elapsed and remaining time (time.Now when nil).
 	now func() time.Time
+	// jobStream follows GET /bench as a stream while it is open; gen tells
+	// its callbacks from those of a stream closed since.
+	jobStream *stream
+	gen       int
 }
 
 func (v *BenchView) client() *api.Client { return &api.Client{Base: v.API, Token: v.Token} }
 
-func (v *BenchView) OnMount(ctx app.Context) { v.refresh(ctx, true, v.schedule) }
+func (v *BenchView) OnMount(ctx app.Context) { v.refresh(ctx, true, v.follow) }
 
 // OnUpdate refetches everything when the connection changed (the parent
 // also updates the view for a new palette, which needs no fetch).
 func (v *BenchView) OnUpdate(ctx app.Context) {
 	if v.API != v.fetchedFrom {
+		v.closeJobStream()
+		v.refresh(ctx, true, v.follow)
+	}
+}
+
+func (v *BenchView) OnDismount() { v.closeJobStream() }
+
+func (v *BenchView) closeJobStream() {
+	v.gen++
+	v.jobStream.close()
+	v.jobStream = nil
+}
+
+// jobStreamRetry is how long the view polls after the job stream dropped
+// before it opens the stream again.
+const jobStreamRetry = 5 * time.Second
+
+// follow follows the jobs over GET /bench's event stream, so a run's
+// progress arrives as it happens and an idle view costs no requests. Where
+// the stream cannot open it polls; when the stream drops it polls for
+// jobStreamRetry, then opens it again.
+func (v *BenchView) follow(ctx app.Context) {
+	if v.Poll <= 0 || v.jobStream != nil {
+		return
+	}
+	v.gen++
+	gen, base := v.gen, v.API
+	v.jobStream = openStream(base+"/bench", "jobs",
+		func(data string) {
+			var l bench.JobList
+			err := json.Unmarshal([]byte(data), &l)
+			ctx.Dispatch(func(ctx app.Context) {
+				if gen != v.gen || base != v.API || err != nil {
+					return
+				}
+				v.applyJobs(ctx, l)
+			})
+		},
+		func() {
+			ctx.Dispatch(func(ctx app.Context) {
+				if gen != v.gen {
+					return
+				}
+				v.closeJobStream()
+				v.poll(ctx, time.Now().Add(jobStreamRetry))
+			})
+		})
+	if !v.jobStream.open() {
+		v.jobStream = nil
+		v.poll(ctx, time.Time{})
+	}
+}
+
+// poll refreshes jobs every Poll, the next poll once the last one
+// answered, so a slow backend never has requests piling up; from until on
+// (when not zero) it goes back to the stream. The chain ends with the view:
+// go-app runs no dispatch for a dismounted component.
+func (v *BenchView) poll(ctx app.Context, until time.Time) {
+	ctx.After(v.Poll, func(ctx app.Context) {
+		v.refresh(ctx, false, func(ctx app.Context) {
+			if !until.IsZero() && !time.Now().Before(until) {
+				v.follow(ctx)
+				return
+			}
+			v.poll(ctx, until)
+		})
+	})
+}
+
+// applyJobs shows a job list from the stream, and fetches profiles and
+// history again when a job finished since the last look.
+func (v *BenchView) applyJobs(ctx app.Context, l bench.JobList) {
+	finished := countFinished(l)
+	v.jobs, v.jobsErr = l, ""
+	if finished != v.finished {
 		v.refresh(ctx, true, nil)
 	}
 }
 
-// schedule polls jobs every Poll, the next poll once the last one answered,
-// so a slow backend never has requests piling up. The chain ends with the
-// view: go-app runs no dispatch for a dismounted component.
-func (v *BenchView) schedule(ctx app.Context) {
-	if v.Poll <= 0 {
-		return
+func countFinished(l bench.JobList) int {
+	n := 0
+	for _, j := range l.Jobs {
+		if j.Status != bench.StatusRunning && j.Status != bench.StatusQueued {
+			n++
+		}
 	}
-	ctx.After(v.Poll, func(ctx app.Context) { v.refresh(ctx, false, v.schedule) })
+	return n
 }
 
 // benchData is one refresh's answers.
@@ -100,11 +182,7 @@ func fetchBench(c *api.Client, all bool, knownFinished int) benchData {
 	defer cancel()
 	var d benchData
 	d.jobs, d.jobsErr = c.Jobs(ctx)
-	for _, j := range d.jobs.Jobs {
-		if j.Status != bench.StatusRunning && j.Status != bench.StatusQueued {
-			d.finished++
-		}
-	}
+	d.finished = countFinished(d.jobs)
 	if all || d.finished != knownFinished {
 		d.fetched = true
 		d.profiles, d.profilesErr = c.Profiles(ctx)
@@ -237,7 +315,12 @@ func (v *BenchView) runBlocked(p bench.Profile) string {
 }
 
 func (v *BenchView) Render() app.UI {
-	return app.Div().Class("view").ID("view-bench").Body(
+	// data-jobs says how jobs arrive (stream or poll), for the browser tests.
+	source := "poll"
+	if v.jobStream != nil {
+		source = "stream"
+	}
+	return app.Div().Class("view").ID("view-bench").DataSet("jobs", source).Body(
 		app.If(v.actionErr != "", func() app.UI {
 			return app.P().Class("alert").DataSet("error", "action").Text(v.actionErr)
 		}),

@@ -224,7 +224,7 @@ func (p *Panel) connect(ctx app.Context) {
 		p.state = StateWaiting
 		p.since = time.Now()
 	}
-	p.s = openStream(p.conn.EventsURL,
+	p.s = openStream(p.conn.EventsURL, "snapshot",
 		func(data string) {
 			var s snapshot.Snapshot
 			err := json.Unmarshal([]byte(data), &s)

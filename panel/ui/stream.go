@@ -10,9 +10,10 @@ type stream struct {
 	funcs []app.Func
 }
 
-// openStream connects to url. onSnapshot gets each `snapshot` frame's data;
-// onError fires once when the connection fails or drops.
-func openStream(url string, onSnapshot func(data string), onError func()) *stream {
+// openStream connects to url. onData gets the data of each frame of the
+// event type named; onError fires once when the connection fails or drops.
+// Without EventSource (a native test) the stream is not open: open says.
+func openStream(url, event string, onData func(data string), onError func()) *stream {
 	s := &stream{}
 	ctor := app.Window().Get("EventSource")
 	if !ctor.Truthy() {
@@ -21,7 +22,7 @@ func openStream(url string, onSnapshot func(data string), onError func()) *strea
 	s.es = ctor.New(url)
 	snap := app.FuncOf(func(this app.Value, args []app.Value) any {
 		if len(args) > 0 {
-			onSnapshot(args[0].Get("data").String())
+			onData(args[0].Get("data").String())
 		}
 		return nil
 	})
@@ -34,10 +35,13 @@ func openStream(url string, onSnapshot func(data string), onError func()) *strea
 		return nil
 	})
 	s.funcs = []app.Func{snap, fail}
-	s.es.Call("addEventListener", "snapshot", snap)
+	s.es.Call("addEventListener", event, snap)
 	s.es.Call("addEventListener", "error", fail)
 	return s
 }
+
+// open reports whether the stream connected (or is connecting).
+func (s *stream) open() bool { return s != nil && s.es != nil && s.es.Truthy() }
 
 func (s *stream) close() {
 	if s == nil {
