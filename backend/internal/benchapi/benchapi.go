@@ -4,6 +4,8 @@
 package benchapi
 
 import (
+	"sync/atomic"
+
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/mlx-bun/mlx-metrics/backend/internal/history"
@@ -34,6 +36,8 @@ type API struct {
 	// (a full disk, a home that cannot be written): every route answers 503
 	// with it, and the rest of the server (live metrics) is unaffected.
 	Unavailable string
+
+	jobStreams atomic.Int64 // clients following GET /bench as a stream
 }
 
 // Mount adds the routes; /bench/profiles comes before /bench/:id.

@@ -104,6 +104,10 @@ func (a *API) jobList(f jobs.Filter) bench.JobList {
 	return bench.JobList{Jobs: a.Jobs.List(f), Lease: a.Lease.State()}
 }
 
+// MaxJobStreams bounds the clients following GET /bench as a stream at once
+// (a panel tab each); one more is answered 503.
+const MaxJobStreams = 256
+
 // jobsFrameInterval spaces the job list's frames: a running job changes at
 // every line its runner writes, and a follower needs no more than this.
 const jobsFrameInterval = 500 * time.Millisecond
@@ -113,11 +117,19 @@ const jobsFrameInterval = 500 * time.Millisecond
 // at most one per jobsFrameInterval, so the panel follows runs without
 // polling. It ends when the job service closes.
 func (a *API) streamJobs(c *fiber.Ctx, f jobs.Filter) error {
+	// Each follower holds a connection and a goroutine: their number is
+	// bounded, so a flood of followers cannot grow memory.
+	if a.jobStreams.Add(1) > MaxJobStreams {
+		a.jobStreams.Add(-1)
+		return server.Error(c, fiber.StatusServiceUnavailable,
+			fmt.Sprintf("%d clients follow the jobs already; read GET /bench without Accept: text/event-stream", MaxJobStreams))
+	}
 	c.Set(fiber.HeaderContentType, "text/event-stream")
 	c.Set(fiber.HeaderCacheControl, "no-cache")
 	c.Set("X-Accel-Buffering", "no")
 	f.Status = strings.Clone(f.Status) // Fiber reuses the request's memory
 	c.Context().SetBodyStreamWriter(func(w *bufio.Writer) {
+		defer a.jobStreams.Add(-1)
 		keepalive := time.NewTicker(15 * time.Second)
 		defer keepalive.Stop()
 		for {

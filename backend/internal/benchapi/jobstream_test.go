@@ -75,3 +75,20 @@ func TestJobListStream(t *testing.T) {
 	for sc.Scan() { // the service closed: the stream ends
 	}
 }
+
+// With MaxJobStreams clients following already, one more is a 503 that
+// says what to do instead, and the JSON list still answers.
+func TestJobListStreamBounded(t *testing.T) {
+	ta := newTestAPI(t, 0)
+	ta.api.jobStreams.Store(MaxJobStreams)
+	res := ta.do("GET", "/bench", "", "Accept", "text/event-stream")
+	if res.status != http.StatusServiceUnavailable || !strings.Contains(res.apiError(t).Message, "without Accept: text/event-stream") {
+		t.Fatalf("status %d %s", res.status, res.body)
+	}
+	if ta.api.jobStreams.Load() != MaxJobStreams {
+		t.Fatalf("a refused follower counted: %d", ta.api.jobStreams.Load())
+	}
+	if res := ta.do("GET", "/bench", ""); res.status != http.StatusOK {
+		t.Fatalf("JSON list: %d %s", res.status, res.body)
+	}
+}
