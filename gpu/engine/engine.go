@@ -145,15 +145,13 @@ func (e *Engine) Submit(ctx context.Context, prompt []uint64, maxTokens int) (*S
 	}
 	n := e.seq.Add(1)
 	r := &request{
-		id: n, prompt: prompt, maxTokens: maxTokens,
+		id: n, prompt: prompt, maxTokens: maxTokens, ctx: ctx,
 		arrived: e.clock.Now(),
 		out:     newStream(n),
 	}
-	// Cancellation flags the request; the scheduler drops it at its next step.
-	stop := context.AfterFunc(ctx, func() {
-		r.cancelled.Store(true)
-		e.signal()
-	})
+	// The scheduler drops a cancelled request at its next step; this wakes
+	// it for that when it waits.
+	stop := context.AfterFunc(ctx, e.signal)
 	r.out.release = func() { stop() }
 	e.mu.Lock()
 	if e.stopped {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"strconv"
-	"sync/atomic"
 	"time"
 
 	"github.com/mlx-bun/mlx-metrics/shared/events"
@@ -15,8 +14,11 @@ type request struct {
 	id        uint64
 	prompt    []uint64
 	maxTokens int
-	cancelled atomic.Bool
-	out       *Stream
+	// ctx is the caller's: once it ends the request is cancelled. Its Err
+	// is read at each step, so a cancel is seen at the next step whenever
+	// the wake-up that AfterFunc sends arrives.
+	ctx context.Context
+	out *Stream
 
 	arrived, admitted, firstToken, lastToken time.Time
 	cached                                   int // prompt tokens served by the prefix cache
@@ -26,6 +28,8 @@ type request struct {
 }
 
 func (r *request) prefilling() bool { return r.prefilled < len(r.prompt) }
+
+func (r *request) cancelled() bool { return r.ctx.Err() != nil }
 
 // maxLag is how far the step chain may fall behind wall time (a busy
 // machine, a late timer) and still catch up; beyond it the engine is simply
@@ -100,7 +104,7 @@ func (e *Engine) admit(now time.Time) {
 	e.mu.Unlock()
 	kept := e.waiting[:0]
 	for _, r := range e.waiting {
-		if r.cancelled.Load() {
+		if r.cancelled() {
 			e.finish(r, events.FinishCancelled, now)
 			continue
 		}
@@ -131,7 +135,7 @@ func (e *Engine) admit(now time.Time) {
 func (e *Engine) apply(chunks []int, t time.Time) {
 	kept := e.running[:0]
 	for i, r := range e.running {
-		if r.cancelled.Load() {
+		if r.cancelled() {
 			e.finish(r, events.FinishCancelled, t)
 			continue
 		}
