@@ -91,6 +91,28 @@ func newTestAPI(t *testing.T, maxQueued int) *testAPI {
 	return &testAPI{t: t, app: server.New(server.Options{}, api), api: api, clock: c}
 }
 
+// follow opens path as a server-sent stream over a real loopback
+// connection (app.Test cannot read an answer that does not end); the body
+// is closed when the test ends.
+func (ta *testAPI) follow(path string) *http.Response {
+	ta.t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		ta.t.Fatal(err)
+	}
+	go ta.app.Listener(ln)
+	ta.t.Cleanup(func() { ta.app.Shutdown() })
+	req, _ := http.NewRequest("GET", "http://"+ln.Addr().String()+server.APIPrefix+path, nil)
+	req.Header.Set("Accept", "text/event-stream")
+	client := &http.Client{Timeout: time.Minute} // a safeguard against a hang
+	res, err := client.Do(req)
+	if err != nil {
+		ta.t.Fatal(err)
+	}
+	ta.t.Cleanup(func() { res.Body.Close() })
+	return res
+}
+
 type response struct {
 	status int
 	header http.Header
@@ -479,23 +501,9 @@ func TestHistoryLimitsAndCSV(t *testing.T) {
 // then the end of the stream when the job ends.
 func TestEventStreamFollows(t *testing.T) {
 	ta := newTestAPI(t, 0)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	go ta.app.Listener(ln)
-	t.Cleanup(func() { ta.app.Shutdown() })
-
 	j := ta.start("block")
 	ta.waitCell(j.ID)
-	req, _ := http.NewRequest("GET", "http://"+ln.Addr().String()+server.APIPrefix+"/bench/"+j.ID+"/events", nil)
-	req.Header.Set("Accept", "text/event-stream")
-	client := &http.Client{Timeout: time.Minute} // a safeguard against a hang
-	res, err := client.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer res.Body.Close()
+	res := ta.follow("/bench/" + j.ID + "/events")
 	sc := bufio.NewScanner(res.Body)
 	var seen []string
 	cancelled := false

@@ -4,13 +4,11 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
-	"net"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/mlx-bun/mlx-metrics/backend/internal/server"
 	"github.com/mlx-bun/mlx-metrics/shared/bench"
 )
 
@@ -19,21 +17,7 @@ import (
 // ends, and the end of the stream when the job service closes.
 func TestJobListStream(t *testing.T) {
 	ta := newTestAPI(t, 0)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	go ta.app.Listener(ln)
-	t.Cleanup(func() { ta.app.Shutdown() })
-
-	req, _ := http.NewRequest("GET", "http://"+ln.Addr().String()+server.APIPrefix+"/bench?limit=5", nil)
-	req.Header.Set("Accept", "text/event-stream")
-	client := &http.Client{Timeout: time.Minute} // a safeguard against a hang
-	res, err := client.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer res.Body.Close()
+	res := ta.follow("/bench?limit=5")
 	if ct := res.Header.Get("Content-Type"); ct != "text/event-stream" {
 		t.Fatalf("content type %q", ct)
 	}
