@@ -112,13 +112,10 @@ func importLocal(h *history.Store, body []byte, dir string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	switch _, err := h.Get(e.ID); {
-	case err == nil, errors.Is(err, history.ErrUnreadable):
+	switch err := h.PutNew(e); {
+	case errors.Is(err, history.ErrExists):
 		return fmt.Sprintf("run %s is in history already; left as it is", e.ID), nil
-	case !errors.Is(err, history.ErrNotFound):
-		return "", err
-	}
-	if err := h.Put(e); err != nil {
+	case err != nil:
 		return "", err
 	}
 	return kept(e), nil

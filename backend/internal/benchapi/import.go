@@ -33,14 +33,11 @@ func (a *API) importRun(c *fiber.Ctx) error {
 	if err != nil {
 		return server.Error(c, fiber.StatusBadRequest, err.Error())
 	}
-	switch _, err := a.History.Get(e.ID); {
-	case err == nil, errors.Is(err, history.ErrUnreadable):
+	switch err := a.History.PutNew(e); {
+	case errors.Is(err, history.ErrExists):
 		return server.Error(c, fiber.StatusConflict, fmt.Sprintf(
 			"run %s is in history already; to import it again, forget it first (DELETE /api/metrics/history/%s)", e.ID, e.ID))
-	case !errors.Is(err, history.ErrNotFound):
-		return storageError(c, "read the history", err)
-	}
-	if err := a.History.Put(e); err != nil {
+	case err != nil:
 		return storageError(c, "keep the run in history", err)
 	}
 	return c.Status(fiber.StatusCreated).JSON(e)

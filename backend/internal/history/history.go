@@ -121,8 +121,19 @@ func entryKey(e bench.HistoryEntry) []byte {
 	return fmt.Appendf(nil, "%s%016x/%s", entryPrefix, uint64(e.StartedAt), e.ID)
 }
 
+// ErrExists is PutNew's answer when history holds the run already,
+// readable or not.
+var ErrExists = errors.New("the run is in history already")
+
 // Put stores e, replacing an entry with the same id.
-func (s *Store) Put(e bench.HistoryEntry) error {
+func (s *Store) Put(e bench.HistoryEntry) error { return s.put(e, true) }
+
+// PutNew stores e unless history holds its run already (ErrExists): an
+// import never overwrites a run, and the check and the write are one
+// transaction.
+func (s *Store) PutNew(e bench.HistoryEntry) error { return s.put(e, false) }
+
+func (s *Store) put(e bench.HistoryEntry, replace bool) error {
 	if !IDPattern.MatchString(e.ID) {
 		return fmt.Errorf("history: bad run id %q", e.ID)
 	}
@@ -140,6 +151,9 @@ func (s *Store) Put(e bench.HistoryEntry) error {
 	return s.db.Update(func(txn *badger.Txn) error {
 		idx := []byte(indexPrefix + e.ID)
 		if item, err := txn.Get(idx); err == nil {
+			if !replace {
+				return ErrExists
+			}
 			old, err := item.ValueCopy(nil)
 			if err != nil {
 				return err

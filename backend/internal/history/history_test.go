@@ -104,6 +104,26 @@ func TestGetAndReplace(t *testing.T) {
 	}
 }
 
+// PutNew keeps a new run and leaves one history holds as it is.
+func TestPutNew(t *testing.T) {
+	s := open(t)
+	e := entry(4)
+	if err := s.PutNew(e); err != nil {
+		t.Fatal(err)
+	}
+	again := e
+	again.Complete = false
+	if err := s.PutNew(again); !errors.Is(err, ErrExists) {
+		t.Fatalf("PutNew of a kept run: %v, want ErrExists", err)
+	}
+	if got, err := s.Get(e.ID); err != nil || !got.Complete {
+		t.Fatalf("the kept run changed: %+v, %v", got, err)
+	}
+	if err := s.PutNew(bench.HistoryEntry{ID: "../evil"}); err == nil || errors.Is(err, ErrExists) {
+		t.Errorf("PutNew of a malformed id: %v", err)
+	}
+}
+
 func TestPersists(t *testing.T) {
 	dir := t.TempDir()
 	s, err := Open(dir)
