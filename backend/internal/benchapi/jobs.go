@@ -124,9 +124,7 @@ func (a *API) streamJobs(c *fiber.Ctx, f jobs.Filter) error {
 		return server.Error(c, fiber.StatusServiceUnavailable,
 			fmt.Sprintf("%d clients follow the jobs already; read GET /bench without Accept: text/event-stream", MaxJobStreams))
 	}
-	c.Set(fiber.HeaderContentType, "text/event-stream")
-	c.Set(fiber.HeaderCacheControl, "no-cache")
-	c.Set("X-Accel-Buffering", "no")
+	eventStreamHeaders(c)
 	f.Status = strings.Clone(f.Status) // Fiber reuses the request's memory
 	c.Context().SetBodyStreamWriter(func(w *bufio.Writer) {
 		defer a.jobStreams.Add(-1)
@@ -219,9 +217,7 @@ func (a *API) jobEvents(c *fiber.Ctx) error {
 	if !acceptsEventStream(c) {
 		return c.JSON(EventList{Events: evs, Ended: ended})
 	}
-	c.Set(fiber.HeaderContentType, "text/event-stream")
-	c.Set(fiber.HeaderCacheControl, "no-cache")
-	c.Set("X-Accel-Buffering", "no")
+	eventStreamHeaders(c)
 	svc := a.Jobs
 	c.Context().SetBodyStreamWriter(func(w *bufio.Writer) {
 		keepalive := time.NewTicker(15 * time.Second)
@@ -257,6 +253,14 @@ func (a *API) jobEvents(c *fiber.Ctx) error {
 
 func acceptsEventStream(c *fiber.Ctx) bool {
 	return c.Accepts(fiber.MIMEApplicationJSON, "text/event-stream") == "text/event-stream"
+}
+
+// eventStreamHeaders are a server-sent stream's: not cached, and not
+// buffered by a proxy in front (nginx's X-Accel-Buffering).
+func eventStreamHeaders(c *fiber.Ctx) {
+	c.Set(fiber.HeaderContentType, "text/event-stream")
+	c.Set(fiber.HeaderCacheControl, "no-cache")
+	c.Set("X-Accel-Buffering", "no")
 }
 
 func (a *API) jobReport(c *fiber.Ctx) error {
