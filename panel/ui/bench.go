@@ -130,11 +130,19 @@ func (v *BenchView) follow(ctx app.Context) {
 
 // poll refreshes jobs every Poll, the next poll once the last one
 // answered, so a slow backend never has requests piling up; from until on
-// (when not zero) it goes back to the stream. The chain ends with the view:
-// go-app runs no dispatch for a dismounted component.
+// (when not zero) it goes back to the stream. The chain ends with the view
+// (go-app runs no dispatch for a dismounted component) and when the
+// connection changed or a stream opened since (gen), so chains never pile up.
 func (v *BenchView) poll(ctx app.Context, until time.Time) {
+	gen := v.gen
 	ctx.After(v.Poll, func(ctx app.Context) {
+		if gen != v.gen {
+			return
+		}
 		v.refresh(ctx, false, func(ctx app.Context) {
+			if gen != v.gen {
+				return
+			}
 			if !until.IsZero() && !time.Now().Before(until) {
 				v.follow(ctx)
 				return
