@@ -114,9 +114,9 @@ type Service struct {
 }
 
 // job is a job's state, which only transition changes while the job is
-// live, and what running it needs; all fields are guarded by Service.mu. A final job is not changed
-// again (the one exception: Close saving an unsaved one), so one read from
-// disk serves every caller.
+// live, and what running it needs; all fields are guarded by Service.mu.
+// A final job is not changed again (the one exception: Close saving an
+// unsaved one), so one read from disk serves every caller.
 type job struct {
 	jobState
 	dir     string
