@@ -14,6 +14,7 @@ import (
 	"github.com/mlx-bun/mlx-metrics/backend/internal/history"
 	"github.com/mlx-bun/mlx-metrics/shared/bench"
 	"github.com/mlx-bun/mlx-metrics/shared/clock"
+	"github.com/mlx-bun/mlx-metrics/shared/plural"
 )
 
 func runBenchImport(ctx context.Context, args []string) error {
@@ -79,7 +80,7 @@ func benchImportCmd(ctx context.Context, args []string, env cliEnv) error {
 		fmt.Fprintf(env.stderr, "mlx-metrics: %s: %v\n", arg, err)
 	}
 	if failed > 0 {
-		return &exitError{code: 1, err: fmt.Errorf("%s of %d not imported", plural(failed, "run", "runs"), len(pos))}
+		return &exitError{code: 1, err: fmt.Errorf("%s of %d not imported", plural.Count(failed, "run", "runs"), len(pos))}
 	}
 	return nil
 }
@@ -141,5 +142,5 @@ func kept(e bench.HistoryEntry) string {
 	if profile == "" {
 		profile = "no profile" // bench run without --profile
 	}
-	return fmt.Sprintf("kept run %s (%s, %s, %s)", e.ID, profile, plural(len(e.Cells), "cell", "cells"), done)
+	return fmt.Sprintf("kept run %s (%s, %s, %s)", e.ID, profile, plural.Count(len(e.Cells), "cell", "cells"), done)
 }

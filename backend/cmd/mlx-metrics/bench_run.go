@@ -18,6 +18,7 @@ import (
 	"github.com/mlx-bun/mlx-metrics/backend/internal/history"
 	"github.com/mlx-bun/mlx-metrics/gpu/runner"
 	"github.com/mlx-bun/mlx-metrics/shared/bench"
+	"github.com/mlx-bun/mlx-metrics/shared/plural"
 )
 
 func runBenchRun(ctx context.Context, args []string) error {
@@ -163,7 +164,7 @@ func historyHeld(err error) bool {
 	return strings.Contains(err.Error(), "Another process is using this Badger database")
 }
 
-func problems(n int) string { return plural(n, "problem", "problems") }
+func problems(n int) string { return plural.Count(n, "problem", "problems") }
 
 // randomSuffix keeps runs started in the same second apart, as the job
 // service's ids do.

@@ -9,13 +9,13 @@ import (
 	"io"
 	"math"
 	"os"
-	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/mlx-bun/mlx-metrics/backend/internal/benchapi"
 	"github.com/mlx-bun/mlx-metrics/shared/bench"
+	"github.com/mlx-bun/mlx-metrics/shared/plural"
 )
 
 // The history subcommands of `mlx-metrics bench`, over a running backend's
@@ -56,7 +56,7 @@ func benchForgetCmd(ctx context.Context, args []string, env cliEnv) error {
 		return err
 	}
 	if len(pos) != 1 {
-		return usageErr("want exactly one run ID, got %s", plural(len(pos), "argument", "arguments"))
+		return usageErr("want exactly one run ID, got %s", plural.Count(len(pos), "argument", "arguments"))
 	}
 	c, err := newClient(*server, *token)
 	if err != nil {
@@ -75,7 +75,7 @@ func printProblems(w io.Writer, problems []bench.HistoryProblem) {
 		fmt.Fprintf(w, "skipped run %s: %s\n", p.ID, p.Message)
 	}
 	if len(problems) > 0 {
-		fmt.Fprintf(w, "%d unreadable history entries skipped; remove one with `mlx-metrics bench forget ID`\n", len(problems))
+		fmt.Fprintf(w, "%s skipped; remove one with `mlx-metrics bench forget ID`\n", plural.Count(len(problems), "unreadable history entry", "unreadable history entries"))
 	}
 }
 
@@ -168,7 +168,7 @@ func benchShowCmd(ctx context.Context, args []string, env cliEnv) error {
 		return err
 	}
 	if len(pos) != 1 {
-		return usageErr("want exactly one run ID, got %s", plural(len(pos), "argument", "arguments"))
+		return usageErr("want exactly one run ID, got %s", plural.Count(len(pos), "argument", "arguments"))
 	}
 	c, err := newClient(*server, "")
 	if err != nil {
@@ -324,7 +324,7 @@ func benchCompareCmd(ctx context.Context, args []string, env cliEnv) error {
 		return err
 	}
 	if len(pos) != 2 {
-		return usageErr("want two run IDs, A and B, got %s", plural(len(pos), "argument", "arguments"))
+		return usageErr("want two run IDs, A and B, got %s", plural.Count(len(pos), "argument", "arguments"))
 	}
 	if !(*threshold >= 0 && *threshold < 1) {
 		return usageErr("--threshold must be from 0 to below 1, got %v", *threshold)
@@ -346,17 +346,9 @@ func benchCompareCmd(ctx context.Context, args []string, env cliEnv) error {
 	}
 	regressions := printComparison(env.stdout, a, b, *threshold, *failOn/100)
 	if *failOn > 0 && regressions > 0 {
-		return &exitError{code: 1, err: fmt.Errorf("%s over %g%%", plural(regressions, "regression", "regressions"), *failOn)}
+		return &exitError{code: 1, err: fmt.Errorf("%s over %g%%", plural.Count(regressions, "regression", "regressions"), *failOn)}
 	}
 	return nil
-}
-
-// plural is "1 problem" or "2 problems".
-func plural(n int, one, many string) string {
-	if n == 1 {
-		return "1 " + one
-	}
-	return strconv.Itoa(n) + " " + many
 }
 
 // printComparison writes the comparison of b against a and returns how

@@ -15,6 +15,7 @@ import (
 	"github.com/mlx-bun/mlx-metrics/backend/internal/ingest"
 	"github.com/mlx-bun/mlx-metrics/shared/clock"
 	"github.com/mlx-bun/mlx-metrics/shared/events"
+	"github.com/mlx-bun/mlx-metrics/shared/plural"
 )
 
 func runEvents(ctx context.Context, args []string) error {
@@ -69,7 +70,7 @@ func replayCmd(ctx context.Context, args []string, env cliEnv, clk pacer) error 
 		return err
 	}
 	if len(pos) != 1 {
-		return usageErr("want exactly one FILE, got %s", plural(len(pos), "argument", "arguments"))
+		return usageErr("want exactly one FILE, got %s", plural.Count(len(pos), "argument", "arguments"))
 	}
 	if !(*speed >= 0) || *batch < 1 { // !(>=) refuses NaN too
 		return usageErr("--speed must be >= 0 and --batch >= 1")
@@ -139,9 +140,9 @@ func replayCmd(ctx context.Context, args []string, env cliEnv, clk pacer) error 
 		prog.set(i)
 	}
 	prog.done()
-	fmt.Fprintf(env.stdout, "replayed %d events: %d accepted, %d rejected\n", len(lines), accepted, rejected)
+	fmt.Fprintf(env.stdout, "replayed %s: %d accepted, %d rejected\n", plural.Count(len(lines), "event", "events"), accepted, rejected)
 	if rejected > 0 {
-		return fmt.Errorf("the backend rejected %d events", rejected)
+		return fmt.Errorf("the backend rejected %s", plural.Count(rejected, "event", "events"))
 	}
 	return nil
 }

@@ -323,7 +323,7 @@ func TestReplay(t *testing.T) {
 			wantSleeps: []time.Duration{time.Second, time.Second}},
 		{name: "token", args: []string{"--token=s3cret", good}, wantBatches: []int{5}, wantAuth: "Bearer s3cret"},
 		{name: "bad line sends nothing", args: []string{bad}, code: 1, contains: "events.ndjson:2: active: missing"},
-		{name: "rejections fail", args: []string{good}, reject: 1, code: 1, wantBatches: []int{5}, contains: "rejected 1 events",
+		{name: "rejections fail", args: []string{good}, reject: 1, code: 1, wantBatches: []int{5}, contains: "rejected 1 event",
 			inStderr: "rejected event 1: refused by the test"},
 		{name: "rejections numbered across batches", args: []string{"--batch=3", good}, reject: 1, code: 1, wantBatches: []int{3, 2},
 			contains: "rejected 2 events", inStderr: "rejected event 4: refused by the test"},

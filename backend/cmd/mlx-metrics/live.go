@@ -106,7 +106,7 @@ func startLive(ctx context.Context, cfg *liveConfig, b *bus.Bus, healthz *health
 				fmt.Fprintf(os.Stderr, "mlx-metrics: replay: %v\n", err)
 			}
 			mu.Unlock()
-			fmt.Fprintf(os.Stderr, "mlx-metrics: replayed %s: %d events accepted, %d ignored, %d rejected\n",
+			fmt.Fprintf(os.Stderr, "mlx-metrics: replayed %s: accepted %d, ignored %d, rejected %d\n",
 				cfg.replay, st.Accepted, st.Ignored, st.Rejected)
 		}()
 		sources["replay"] = func() any {

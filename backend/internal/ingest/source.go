@@ -10,6 +10,7 @@ import (
 	"github.com/mlx-bun/mlx-metrics/backend/internal/bus"
 	"github.com/mlx-bun/mlx-metrics/shared/clock"
 	"github.com/mlx-bun/mlx-metrics/shared/events"
+	"github.com/mlx-bun/mlx-metrics/shared/plural"
 )
 
 // Options are what every source shares. The zero value is the default.
@@ -151,7 +152,7 @@ func (s *Source) reject(r Rejection) {
 		line = fmt.Sprintf("%s: rejected an event: %s (further rejections are counted, logged at most every %v)", s.name, r, s.opts.LogEvery)
 	case now.Sub(s.loggedAt) >= s.opts.LogEvery:
 		n := s.unlogged + 1
-		line = fmt.Sprintf("%s: %d more %s rejected in the last %v; latest: %s", s.name, n, plural(n, "event", "events"), now.Sub(s.loggedAt).Round(time.Second), r)
+		line = fmt.Sprintf("%s: %s rejected in the last %v; latest: %s", s.name, plural.Count(n, "more event", "more events"), now.Sub(s.loggedAt).Round(time.Second), r)
 		s.loggedAt, s.unlogged = now, 0
 	default:
 		s.unlogged++
@@ -160,11 +161,4 @@ func (s *Source) reject(r Rejection) {
 	if line != "" {
 		s.opts.Logf("%s", line)
 	}
-}
-
-func plural(n uint64, one, many string) string {
-	if n == 1 {
-		return one
-	}
-	return many
 }

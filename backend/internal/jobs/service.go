@@ -37,6 +37,7 @@ import (
 	"github.com/mlx-bun/mlx-metrics/gpu/lease"
 	"github.com/mlx-bun/mlx-metrics/shared/bench"
 	"github.com/mlx-bun/mlx-metrics/shared/clock"
+	"github.com/mlx-bun/mlx-metrics/shared/plural"
 )
 
 // Errors of the service, for the API to map to statuses.
@@ -179,7 +180,7 @@ func (s *Service) Submit(profile string, plan bench.Plan) (bench.Job, error) {
 		}
 	}
 	if queued >= s.opts.MaxQueued {
-		return bench.Job{}, fmt.Errorf("%w: %d jobs wait for the GPU already; cancel one or try again when one ends", ErrQueueFull, queued)
+		return bench.Job{}, fmt.Errorf("%w: %s for the GPU already; cancel one or try again when one ends", ErrQueueFull, plural.Count(queued, "job waits", "jobs wait"))
 	}
 	now := s.opts.Clock.Now()
 	id := s.newIDLocked(now)

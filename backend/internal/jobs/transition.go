@@ -10,6 +10,7 @@ import (
 
 	"github.com/mlx-bun/mlx-metrics/backend/internal/redact"
 	"github.com/mlx-bun/mlx-metrics/shared/bench"
+	"github.com/mlx-bun/mlx-metrics/shared/plural"
 )
 
 // jobState is what transition reads and changes: the job as the API shows
@@ -385,8 +386,8 @@ func cellSummary(rec bench.RunRecord) string {
 	for _, c := range rec.Cells {
 		n[c.Status]++
 	}
-	return fmt.Sprintf("%d measured, %d skipped, %d failed of %d cells",
-		n[bench.CellMeasured], n[bench.CellSkipped], n[bench.CellFailed], len(rec.Cells))
+	return fmt.Sprintf("%d measured, %d skipped, %d failed of %s",
+		n[bench.CellMeasured], n[bench.CellSkipped], n[bench.CellFailed], plural.Count(len(rec.Cells), "cell", "cells"))
 }
 
 func withLast(msg, last string) string {
