@@ -36,8 +36,14 @@ func runBench(ctx context.Context, args []string) error {
 }
 
 func benchUsage() {
-	fmt.Fprintln(os.Stderr, "usage: mlx-metrics bench <subcommand> [flags]\n\nsubcommands:")
+	fmt.Fprintln(os.Stderr, "usage: mlx-metrics bench <subcommand> [flags]\n\n"+
+		"Run bench-serve benchmarks and read, compare and import their history.\n\nsubcommands:")
 	for _, c := range benchCommands {
 		fmt.Fprintf(os.Stderr, "  %-8s %s\n", c.name, c.short)
 	}
+	fmt.Fprintln(os.Stderr, "\nexamples:\n"+
+		"  mlx-metrics bench plan --base-url http://127.0.0.1:8080/v1 > plan.json\n"+
+		"  mlx-metrics bench run --plan plan.json\n"+
+		"  mlx-metrics bench compare RUN_A RUN_B\n"+
+		"\nrun 'mlx-metrics bench <subcommand> -h' for its flags")
 }

@@ -24,7 +24,8 @@ var bareValueName = regexp.MustCompile(`(?m)^\s+-[\w-]+ (string|int|int64|uint|f
 // Every command's -h has a synopsis, a description, examples and flag
 // values named for what they are, and exits 0.
 func TestEveryCommandHasHelp(t *testing.T) {
-	var cmds [][]string
+	// The command table itself, bench's and events' subcommand lists too.
+	cmds := [][]string{{}, {"bench"}, {"events", "replay"}}
 	for _, c := range commands {
 		if c.name == "bench" {
 			for _, b := range benchCommands {
@@ -41,7 +42,7 @@ func TestEveryCommandHasHelp(t *testing.T) {
 		name := strings.Join(cmd, " ")
 		t.Run(name, func(t *testing.T) {
 			c := exec.Command(os.Args[0])
-			c.Env = append(os.Environ(), "MLX_METRICS_TEST_MAIN=1", "MLX_METRICS_TEST_ARGS="+name+" -h")
+			c.Env = append(os.Environ(), "MLX_METRICS_TEST_MAIN=1", "MLX_METRICS_TEST_ARGS="+strings.TrimSpace(name+" -h"))
 			out, err := c.CombinedOutput()
 			if err != nil {
 				t.Fatalf("mlx-metrics %s -h: %v\n%s", name, err, out)
@@ -49,7 +50,7 @@ func TestEveryCommandHasHelp(t *testing.T) {
 			text := string(out)
 			lines := strings.Split(text, "\n")
 			switch {
-			case !strings.HasPrefix(text, "usage: mlx-metrics "+name):
+			case !strings.HasPrefix(text, strings.TrimSpace("usage: mlx-metrics "+name)):
 				t.Errorf("no synopsis first:\n%s", text)
 			case len(lines) < 3 || strings.TrimSpace(lines[1]) != "" || strings.TrimSpace(lines[2]) == "":
 				t.Errorf("no description after the synopsis:\n%s", text)

@@ -26,7 +26,7 @@ var commands = []command{
 	{"snapshot", "print a running backend's live metrics as tables", runSnapshot},
 	{"events", "replay a recorded NDJSON event file into a running backend", runEvents},
 	{"engine", "serve the reference engine (a simulator of an OpenAI-compatible server)", runEngine},
-	{"bench", "bench-serve: run, plan, list, show, compare", runBench},
+	{"bench", "bench-serve: run, plan, list, show, compare, forget, import", runBench},
 }
 
 // exitError carries an exit code out of a subcommand.
@@ -76,9 +76,15 @@ func run(ctx context.Context, args []string) int {
 }
 
 func usage() {
-	fmt.Fprintln(os.Stderr, "usage: mlx-metrics <command> [flags]\n\ncommands:")
+	fmt.Fprintln(os.Stderr, "usage: mlx-metrics <command> [flags]\n\n"+
+		"Live serving metrics, a panel and bench-serve jobs for an MLX LLM host;\n"+
+		"with no command it serves (the same as 'mlx-metrics serve').\n\ncommands:")
 	for _, c := range commands {
 		fmt.Fprintf(os.Stderr, "  %-10s %s\n", c.name, c.short)
 	}
-	fmt.Fprintln(os.Stderr, "\nrun 'mlx-metrics <command> -h' for a command's flags")
+	fmt.Fprintln(os.Stderr, "\nexamples:\n"+
+		"  mlx-metrics serve --reference-engine   # the backend, the panel and simulated traffic\n"+
+		"  mlx-metrics snapshot                   # the live figures of a running backend\n"+
+		"  mlx-metrics bench list                 # the stored benchmark runs\n"+
+		"\nrun 'mlx-metrics <command> -h' for a command's flags")
 }
