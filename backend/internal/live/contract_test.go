@@ -72,9 +72,10 @@ type anchorScheduler struct {
 type anchorCaches struct {
 	Model string `json:"model"`
 	KV    *struct {
-		At            int64  `json:"at"`
-		Bytes         int64  `json:"bytes"`
-		CapacityBytes *int64 `json:"capacityBytes"`
+		At            int64    `json:"at"`
+		Bytes         int64    `json:"bytes"`
+		CapacityBytes *int64   `json:"capacityBytes"`
+		UsageRatio    *float64 `json:"usageRatio,omitempty"` // addition
 	} `json:"kv"`
 	Prefix *struct {
 		At            int64    `json:"at"`
@@ -83,6 +84,7 @@ type anchorCaches struct {
 		Hits          int64    `json:"hits"`
 		Misses        int64    `json:"misses"`
 		HitRate       *float64 `json:"hitRate"`
+		UsageRatio    *float64 `json:"usageRatio,omitempty"` // addition
 	} `json:"prefix"`
 }
 
@@ -124,11 +126,12 @@ type anchorRequest struct {
 }
 
 // The snapshot decodes into the anchor's shape with no field unknown to it,
-// every field of it present (nullable ones as null), byFinish with the
-// anchor's four reasons, and the models in first-seen order.
+// every field of it present (nullable ones as null, the others never null)
+// and byFinish with the anchor's four reasons, for an empty store, the
+// host's events, and a scraped cache reading that carries a usage ratio.
 func TestSnapshotIsASupersetOfTheAnchorContract(t *testing.T) {
 	const t0 = 1_796_280_000_000
-	flat := []string{
+	hostMix := []string{
 		`{"type":"model.load","at":1796280000000,"model":"zeta/first-seen","phase":"finished","ms":2400,"weightsBytes":2263000000,"resumed":false}`,
 		`{"type":"model.load","at":1796280000100,"model":"alpha/second","phase":"started"}`,
 		`{"type":"model.memory","at":1796280000200,"model":"zeta/first-seen","weightsBytes":2263000000,"kvBytes":1000,"prefixCacheBytes":500}`,
@@ -138,53 +141,88 @@ func TestSnapshotIsASupersetOfTheAnchorContract(t *testing.T) {
 		`{"type":"request.finished","at":1796280001000,"model":"zeta/first-seen","requestId":"r1","finish":"stop","promptTokens":812,"cachedPromptTokens":768,"completionTokens":64,"queueMs":null,"ttftMs":88.1,"prefillTokensPerSecond":null,"decodeTokensPerSecond":60,"totalMs":1154}`,
 		`{"type":"job.state","at":1796280001000,"jobId":"j","kind":"bench-serve","status":"running"}`,
 	}
-	b := bus.New()
-	fake := clock.NewFake(time.UnixMilli(t0 + 5000))
-	l := New(b, Options{Clock: fake})
-	defer l.Close()
-	for _, line := range flat {
-		ev, err := events.Parse([]byte(line))
-		if err != nil {
-			t.Fatalf("%s: %v", line, err)
-		}
-		b.Publish(ev)
-	}
-	b.Flush()
-	_, data, err := l.Encode(fake.Now())
-	if err != nil {
-		t.Fatal(err)
-	}
+	ratio := 0.25
+	for _, tc := range []struct {
+		name  string
+		lines []string       // the host's flat events
+		more  []events.Event // events no host line carries (a scraper's usage ratio)
+		check func(t *testing.T, got anchorSnapshot)
+	}{
+		{name: "empty store", check: func(t *testing.T, got anchorSnapshot) {
+			if len(got.Models) != 0 || got.Requests.Finished != 0 {
+				t.Errorf("an empty store shows %+v", got)
+			}
+		}},
+		{name: "host mix", lines: hostMix, check: func(t *testing.T, got anchorSnapshot) {
+			if len(got.Models) != 2 || got.Models[0].Model != "zeta/first-seen" || got.Models[1].Model != "alpha/second" {
+				t.Errorf("models not in first-seen order: %+v", got.Models)
+			}
+			if len(got.Caches) != 1 || got.Caches[0].KV == nil || got.Caches[0].Prefix == nil || got.Caches[0].Prefix.Hits != 768 {
+				t.Errorf("caches %+v", got.Caches)
+			}
+		}},
+		{name: "scraped usage ratio", more: []events.Event{{Type: events.TypeCacheSample, At: t0 + 1000,
+			Payload: &events.CacheSample{Model: "vllm/m", Cache: events.CacheKV, UsageRatio: &ratio}}},
+			check: func(t *testing.T, got anchorSnapshot) {
+				if len(got.Caches) != 1 || got.Caches[0].KV == nil || got.Caches[0].KV.UsageRatio == nil || *got.Caches[0].KV.UsageRatio != ratio {
+					t.Errorf("caches %+v, want the kv usage ratio %v", got.Caches, ratio)
+				}
+			}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := bus.New()
+			fake := clock.NewFake(time.UnixMilli(t0 + 5000))
+			l := New(b, Options{Clock: fake})
+			defer l.Close()
+			for _, line := range tc.lines {
+				ev, err := events.Parse([]byte(line))
+				if err != nil {
+					t.Fatalf("%s: %v", line, err)
+				}
+				b.Publish(ev)
+			}
+			for _, ev := range tc.more {
+				b.Publish(ev)
+			}
+			b.Flush()
+			_, data, err := l.Encode(fake.Now())
+			if err != nil {
+				t.Fatal(err)
+			}
 
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	var got anchorSnapshot
-	if err := dec.Decode(&got); err != nil {
-		t.Fatalf("snapshot drifted from the anchor's contract: %v\n%s", err, data)
-	}
-	var raw any
-	_ = json.Unmarshal(data, &raw)
-	requirePresent(t, "snapshot", reflect.TypeOf(got), raw)
-
-	if len(got.Models) != 2 || got.Models[0].Model != "zeta/first-seen" || got.Models[1].Model != "alpha/second" {
-		t.Errorf("models not in first-seen order: %+v", got.Models)
-	}
-	for _, f := range []string{events.FinishStop, events.FinishLength, events.FinishCancelled, events.FinishError} {
-		if _, ok := got.Requests.ByFinish[f]; !ok {
-			t.Errorf("byFinish lacks %q", f)
-		}
-	}
-	if len(got.Caches) != 1 || got.Caches[0].KV == nil || got.Caches[0].Prefix == nil || got.Caches[0].Prefix.Hits != 768 {
-		t.Errorf("caches %+v", got.Caches)
-	}
-	if got.At != t0+5000 {
-		t.Errorf("at %d, want the clock's %d", got.At, t0+5000)
+			dec := json.NewDecoder(bytes.NewReader(data))
+			dec.DisallowUnknownFields()
+			var got anchorSnapshot
+			if err := dec.Decode(&got); err != nil {
+				t.Fatalf("snapshot drifted from the anchor's contract: %v\n%s", err, data)
+			}
+			var raw any
+			_ = json.Unmarshal(data, &raw)
+			requirePresent(t, "snapshot", reflect.TypeOf(got), raw)
+			for _, f := range []string{events.FinishStop, events.FinishLength, events.FinishCancelled, events.FinishError} {
+				if _, ok := got.Requests.ByFinish[f]; !ok {
+					t.Errorf("byFinish lacks %q", f)
+				}
+			}
+			if got.At != t0+5000 {
+				t.Errorf("at %d, want the clock's %d", got.At, t0+5000)
+			}
+			tc.check(t, got)
+		})
 	}
 }
 
 // requirePresent fails when a key the anchor's shape has (without
-// omitempty) is missing from the JSON value v.
+// omitempty) is missing from the JSON value v, or is null where the
+// anchor's type is not nullable (a pointer here).
 func requirePresent(t *testing.T, path string, typ reflect.Type, v any) {
 	t.Helper()
+	if v == nil {
+		if typ.Kind() != reflect.Pointer && typ.Kind() != reflect.Interface {
+			t.Errorf("%s is null; the anchor types it %s, never null", path, typ)
+		}
+		return
+	}
 	for typ.Kind() == reflect.Pointer {
 		typ = typ.Elem()
 	}
