@@ -6,19 +6,8 @@ import (
 	"os"
 	"path/filepath"
 	"syscall"
-	"time"
 
 	"github.com/mlx-bun/mlx-metrics/shared/bench"
-)
-
-// Bounds of recovering an orphaned runner.
-const (
-	// orphanPoll is how often recovery looks whether an orphaned runner
-	// has exited (it is not this process's child: there is no wait(2)).
-	orphanPoll = 50 * time.Millisecond
-	// orphanKillWait bounds the wait for the kernel to tear down a runner
-	// after SIGKILL.
-	orphanKillWait = 10 * time.Second
 )
 
 // recover settles the jobs of an earlier backend, those the open index
@@ -106,11 +95,9 @@ func (s *Service) keepLeftRecord(j *job) {
 }
 
 // recoverOrphan takes the GPU lease for a job whose runner outlived the
-// backend (first in the queue: recovery runs before any Submit), and stops
-// that runner as a cancel would: SIGTERM to its process group (it stops its
-// servers and writes its record), SIGKILL to the group and its servers'
-// groups after the grace period. Only then is the lease free, and the job
-// failed with the record kept.
+// backend (first in the queue: recovery runs before any Submit), and has
+// the runner stopped as a cancel would (orphan.terminate, orphan.reap).
+// Only then is the lease free, and the job failed with the record kept.
 func (s *Service) recoverOrphan(j *job, p runnerProc) error {
 	ticket, err := s.opts.Lease.Enqueue(j.ID)
 	if err != nil {
@@ -121,59 +108,24 @@ func (s *Service) recoverOrphan(j *job, p runnerProc) error {
 	s.applyLocked(j, orphaned{pid: p.Pid, grace: s.opts.Grace})
 	s.saveLocked(j)
 	s.mu.Unlock()
-	if err := syscall.Kill(-p.Pgid, syscall.SIGTERM); err != nil && !errors.Is(err, syscall.ESRCH) {
+	o := orphan{proc: p, clock: s.opts.Clock, grace: s.opts.Grace}
+	if err := o.terminate(); err != nil {
 		s.opts.Logf("jobs: %s: SIGTERM to orphaned runner group %d: %v", j.ID, p.Pgid, err)
 	}
 	s.wg.Add(1)
-	go s.reapOrphan(j, p)
-	return nil
-}
-
-func (s *Service) reapOrphan(j *job, p runnerProc) {
-	defer s.wg.Done()
-	stop := make(chan struct{})
-	defer close(stop)
-	gone := watchExit(p, stop)
-	var lingered time.Duration
-	select {
-	case <-gone:
-	case <-s.opts.Clock.After(s.opts.Grace):
-		s.mu.Lock()
-		s.applyLocked(j, graceOver{grace: s.opts.Grace, orphan: true})
-		s.mu.Unlock()
-		// Checked again just before: a pid that has been reused since
-		// must not be killed.
-		if running(p) {
-			killGroup(p.Pid)
-		}
-		select {
-		case <-gone:
-		case <-time.After(orphanKillWait):
-			lingered = orphanKillWait
-		}
-	}
-	s.keepLeftRecord(j)
-	j.ticket.Release()
-	_, recErr := readRecord(j.dir)
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.applyLocked(j, orphanGone{pid: p.Pid, grace: s.opts.Grace, lingered: lingered, noRecord: recErr != nil})
-}
-
-// watchExit returns a channel closed once p has exited (or stop is closed).
-func watchExit(p runnerProc, stop <-chan struct{}) <-chan struct{} {
-	gone := make(chan struct{})
 	go func() {
-		defer close(gone)
-		t := time.NewTicker(orphanPoll)
-		defer t.Stop()
-		for running(p) {
-			select {
-			case <-t.C:
-			case <-stop:
-				return
-			}
-		}
+		defer s.wg.Done()
+		lingered := o.reap(func() {
+			s.mu.Lock()
+			s.applyLocked(j, graceOver{grace: s.opts.Grace, orphan: true})
+			s.mu.Unlock()
+		})
+		s.keepLeftRecord(j)
+		j.ticket.Release()
+		_, recErr := readRecord(j.dir)
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		s.applyLocked(j, orphanGone{pid: p.Pid, grace: s.opts.Grace, lingered: lingered, noRecord: recErr != nil})
 	}()
-	return gone
+	return nil
 }

@@ -1,6 +1,7 @@
 package jobs
 
 import (
+	"errors"
 	"os/exec"
 	"syscall"
 	"time"
@@ -102,4 +103,78 @@ func (p *supervisor) hasExited() bool {
 	default:
 		return false
 	}
+}
+
+// Bounds of recovering an orphaned runner.
+const (
+	// orphanPoll is how often recovery looks whether an orphaned runner
+	// has exited (it is not this process's child: there is no wait(2)).
+	orphanPoll = 50 * time.Millisecond
+	// orphanKillWait bounds the wait for the kernel to tear down a runner
+	// after SIGKILL.
+	orphanKillWait = 10 * time.Second
+)
+
+// orphan is a runner an earlier backend started and this one adopts after
+// a crash: known only by the pid, process group and start time job.json
+// keeps. It is not this process's child, so its exit is polled, not waited
+// for; otherwise it is stopped as supervisor.terminate stops a child.
+type orphan struct {
+	proc  runnerProc
+	clock Clock
+	grace time.Duration
+}
+
+// terminate sends SIGTERM to the orphan's process group: the runner stops
+// its servers and writes its record. A group already gone is no error.
+func (o orphan) terminate() error {
+	if err := syscall.Kill(-o.proc.Pgid, syscall.SIGTERM); err != nil && !errors.Is(err, syscall.ESRCH) {
+		return err
+	}
+	return nil
+}
+
+// reap waits for the orphan to exit. When the grace period ends first,
+// graceOver is called, then SIGKILL goes to the runner's group and its
+// servers' groups, and the kernel gets orphanKillWait to tear them down;
+// lingered is that wait when it ran out (0 when the runner exited).
+func (o orphan) reap(graceOver func()) (lingered time.Duration) {
+	stop := make(chan struct{})
+	defer close(stop)
+	gone := watchExit(o.proc, stop)
+	select {
+	case <-gone:
+		return 0
+	case <-o.clock.After(o.grace):
+	}
+	graceOver()
+	// Checked again just before: a pid that has been reused since must
+	// not be killed.
+	if running(o.proc) {
+		killGroup(o.proc.Pid)
+	}
+	select {
+	case <-gone:
+		return 0
+	case <-time.After(orphanKillWait):
+		return orphanKillWait
+	}
+}
+
+// watchExit returns a channel closed once p has exited (or stop is closed).
+func watchExit(p runnerProc, stop <-chan struct{}) <-chan struct{} {
+	gone := make(chan struct{})
+	go func() {
+		defer close(gone)
+		t := time.NewTicker(orphanPoll)
+		defer t.Stop()
+		for running(p) {
+			select {
+			case <-t.C:
+			case <-stop:
+				return
+			}
+		}
+	}()
+	return gone
 }
