@@ -21,17 +21,23 @@ func requestAt(at int64, id string) string {
 
 // A host that replays its whole stream from the start on every connection
 // (with or without SSE ids, numbered per connection or not) has each of its
-// requests counted once; the follower sends back the last id it saw.
+// requests counted once, also when its history outgrows the dedupe window;
+// the follower sends back the last id it saw.
 func TestFollowerResumesWithoutDoubleCounting(t *testing.T) {
 	for _, tc := range []struct {
-		name string
-		sse  bool
-		ids  func(conn, i int) string // "" for no id: field
+		name   string
+		sse    bool
+		ids    func(conn, i int) string // "" for no id: field
+		window int                      // DedupeWindow when 0
 	}{
 		{name: "SSE with stable ids", sse: true, ids: func(_, i int) string { return fmt.Sprint(i + 1) }},
 		{name: "SSE with ids renumbered per connection", sse: true, ids: func(conn, i int) string { return fmt.Sprintf("c%d-%d", conn, i) }},
 		{name: "SSE without ids", sse: true, ids: func(int, int) string { return "" }},
 		{name: "NDJSON", ids: func(int, int) string { return "" }},
+		// The host replays 10 requests; the follower remembers 3.
+		{name: "SSE with stable ids, history over the window", sse: true, ids: func(_, i int) string { return fmt.Sprint(i + 1) }, window: 3},
+		{name: "SSE without ids, history over the window", sse: true, ids: func(int, int) string { return "" }, window: 3},
+		{name: "NDJSON, history over the window", ids: func(int, int) string { return "" }, window: 3},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var (
@@ -82,6 +88,9 @@ func TestFollowerResumesWithoutDoubleCounting(t *testing.T) {
 			})()
 			clk := clock.NewFake(time.UnixMilli(t0))
 			f := NewFollower(b, srv.URL, Options{Clock: clk, Logf: t.Logf})
+			if tc.window > 0 {
+				f.seen = newSeenSet(tc.window)
+			}
 			ctx, cancel := context.WithCancel(context.Background())
 			done := make(chan struct{})
 			go func() { f.Run(ctx); close(done) }()
@@ -112,7 +121,8 @@ func TestFollowerResumesWithoutDoubleCounting(t *testing.T) {
 					t.Errorf("request %s counted %d times", id, n)
 				}
 			}
-			if st := f.Status(); st.Events.Accepted != uint64(published) || st.Duplicates == 0 {
+			if st := f.Status(); st.Events.Accepted != uint64(published) || st.Duplicates == 0 ||
+				(st.BeyondWindow > 0) != (tc.window > 0) {
 				t.Errorf("status %+v", st)
 			}
 			if lastIDs[0] != "" {
