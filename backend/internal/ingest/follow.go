@@ -91,8 +91,10 @@ func (f *Follower) update(fn func(*FollowStatus)) {
 	f.mu.Unlock()
 }
 
-// Run follows the stream until ctx ends.
+// Run follows the stream until ctx ends, then logs the count of rejections
+// not yet logged.
 func (f *Follower) Run(ctx context.Context) {
+	defer f.FlushLog()
 	minB, maxB := f.MinBackoff, f.MaxBackoff
 	if minB <= 0 {
 		minB = 500 * time.Millisecond
