@@ -207,7 +207,8 @@ func (f *Follower) setLastID(id string) { f.update(func(s *FollowStatus) { s.Las
 // an array of them). Comments and event names are ignored; an event's
 // number is its position in the stream, for rejections. Each id: field is
 // passed to setID once the event it ends is dispatched, as an EventSource
-// sets its last event ID.
+// sets its last event ID; an event still open when the stream ends is
+// never dispatched.
 func decodeSSE(r io.Reader, accept func(events.Event, Rejection), reject func(Rejection), setID func(string)) (retry time.Duration, err error) {
 	var data bytes.Buffer
 	dispatched := 0
@@ -273,7 +274,9 @@ func decodeSSE(r io.Reader, accept func(events.Event, Rejection), reject func(Re
 			}
 		}
 	})
-	dispatch() // a final event without its blank line still counts
+	// An event the stream ends inside, before its blank line, is discarded
+	// with its id, as the SSE spec says: it may be cut short, and a host
+	// that resumes from the last id dispatched sends it again.
 	return retry, err
 }
 
