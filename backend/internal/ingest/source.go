@@ -105,6 +105,17 @@ const (
 	refused                 // its time is out of bounds; rejected and counted
 )
 
+// Publish offers an event made in the process (the proxy's measurements):
+// it is validated as an event from the wire is (events.Check) and its time
+// checked, then published and counted, or rejected, counted and logged.
+func (s *Source) Publish(ev events.Event) {
+	if err := events.Check(ev); err != nil {
+		s.reject(rejection(err))
+		return
+	}
+	s.offer(ev, Rejection{})
+}
+
 // offer publishes ev unless its time is out of bounds, which rejects it:
 // the rejection returned is pos (its place in the input) with the reason,
 // already counted and logged.

@@ -2,7 +2,6 @@ package scrape
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -165,7 +164,8 @@ func (s *Scraper) poll(ctx context.Context) (int, error) {
 	}
 	n := 0
 	for _, ev := range evs {
-		if err := check(ev); err != nil {
+		// An engine's counters and gauges are input like any other.
+		if err := events.Check(ev); err != nil {
 			why := string(ev.Type) + ": " + err.Error()
 			s.statsMu.Lock()
 			s.stats.Rejected++
@@ -181,17 +181,6 @@ func (s *Scraper) poll(ctx context.Context) (int, error) {
 	s.stats.Accepted += uint64(n)
 	s.statsMu.Unlock()
 	return n, nil
-}
-
-// check validates a mapped event as any event from the wire is validated:
-// an engine's counters and gauges are input like any other.
-func check(ev events.Event) error {
-	b, err := json.Marshal(ev)
-	if err != nil {
-		return err
-	}
-	_, err = events.Parse(b)
-	return err
 }
 
 // Run polls at every tick until ctx ends; the first poll is immediate.
