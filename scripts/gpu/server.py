@@ -114,7 +114,8 @@ class TorchEngine:
             # torch >= 2.0: parameters are created on the GPU directly.
             with torch.device(self.device):
                 model = LlamaForCausalLM(config)
-        except (AttributeError, TypeError):
+        except Exception as e:  # an older torch: built on the CPU, then moved
+            log("building on the GPU failed (%s: %s); building on the CPU, then moving" % (type(e).__name__, e))
             model = LlamaForCausalLM(config).to(self.device)
         model = model.to(dtype=torch.bfloat16)
         with torch.no_grad():
@@ -132,9 +133,15 @@ class TorchEngine:
         self.max_context = args.max_context
         torch.cuda.empty_cache()
         # The first forward pays for cuBLAS and kernel set-up: before ready.
-        for _ in self.generate(tokenize("warm up the kernels " * 8, self.vocab), 4, False):
-            pass
-        torch.cuda.synchronize()
+        # The decoder-and-head path skips the prompt's logits; should this
+        # transformers not take it, the whole model's forward serves.
+        self.whole = False
+        try:
+            self.warm_up()
+        except Exception as e:
+            log("the decoder-and-head forward failed (%s: %s); using the whole model's" % (type(e).__name__, e))
+            self.whole = True
+            self.warm_up()
         self.info = {
             "engine": "torch",
             "model_class": type(model).__name__,
@@ -151,6 +158,7 @@ class TorchEngine:
             "torch": torch.__version__,
             "cuda": torch.version.cuda,
             "transformers": transformers.__version__,
+            "forward": "whole model" if self.whole else "decoder and head",
         }
 
     def memory(self):
@@ -161,26 +169,35 @@ class TorchEngine:
             "cuda_max_memory_allocated": t.cuda.max_memory_allocated(self.device),
         }
 
-    def _next(self, hidden):
-        # Only the last position's logits: the full prompt's would be
-        # prompt x vocab floats for nothing.
-        return self.model.lm_head(hidden[:, -1, :]).argmax(dim=-1)
+    def warm_up(self):
+        for _ in self.generate(tokenize("warm up the kernels " * 8, self.vocab), 4, False):
+            pass
+        self.torch.cuda.synchronize()
+
+    def _forward(self, x, past):
+        """One forward over x: the cache and the greedy next id (shape [1])."""
+        with self.torch.inference_mode():
+            kw = {"input_ids": x, "use_cache": True}
+            if past is not None:
+                kw["past_key_values"] = past
+            if self.whole:
+                out = self.model(**kw)
+                return out.past_key_values, out.logits[:, -1, :].argmax(dim=-1)
+            out = self.decoder(**kw)
+            # Only the last position's logits: the whole prompt's would be
+            # prompt x vocab values for nothing.
+            return out.past_key_values, self.model.lm_head(out.last_hidden_state[:, -1, :]).argmax(dim=-1)
 
     def generate(self, ids, max_tokens, stop_at_eos):
         """Yields up to max_tokens generated ids, greedily."""
         t = self.torch
-        with t.inference_mode():
-            x = t.tensor([ids], dtype=t.long, device=self.device)
-            out = self.decoder(input_ids=x, use_cache=True)
-            past, nxt = out.past_key_values, self._next(out.last_hidden_state)
+        past, nxt = self._forward(t.tensor([ids], dtype=t.long, device=self.device), None)
         for i in range(max_tokens):
             tok = int(nxt.item())
             yield tok
             if (stop_at_eos and tok == EOS) or i == max_tokens - 1:
                 return
-            with t.inference_mode():
-                out = self.decoder(input_ids=nxt.view(1, 1), past_key_values=past, use_cache=True)
-                past, nxt = out.past_key_values, self._next(out.last_hidden_state)
+            past, nxt = self._forward(nxt.view(1, 1), past)
 
 
 class DryEngine:
