@@ -61,6 +61,7 @@ func TestBenchmarks(t *testing.T) {
 	if got := frameText(t, ctx, ".detail"); !strings.Contains(got, "smoke") {
 		t.Errorf("detail shows %q, want the smoke run", got[:min(len(got), 120)])
 	}
+	checkAligned(t, ctx, "benchmarks")
 	var shown string
 	inFrame(ctx, `document.querySelector('.detail').dataset.detail`, &shown)
 	if shown != newest || shown == jobID {

@@ -47,6 +47,7 @@ func TestNarrowLayout(t *testing.T) {
 	waitFrame(t, ctx, "stream live", `document.querySelector("#conn").dataset.state === "live"`, 30*time.Second)
 	waitFrame(t, ctx, "per-model table", `!!document.querySelector("[data-model]")`, 5*time.Second)
 	waitFrame(t, ctx, "charts drawn", paintedPixels("chart-ttft")+" > 300", 10*time.Second)
+	checkAligned(t, ctx, "serving by model")
 	var raw string
 	if err := inFrame(ctx, `JSON.stringify((()=>{
 		const boxes = [...document.querySelectorAll(".tile, .chart-card, .card, .tabs, .conn")].map(e => {

@@ -104,6 +104,7 @@ func TestStandalonePage(t *testing.T) {
 		for _, c := range v.charts {
 			waitFrame(t, ctx, c+" drawn", paintedPixels(c)+" > 200", 10*time.Second)
 		}
+		checkAligned(t, ctx, v.tab)
 		shot(t, ctx, v.tab)
 	}
 	waitFrame(t, ctx, "chart of a left view disposed", `!leftChart.isConnected && leftChart.getAttribute("_echarts_instance_") === ""`, 5*time.Second)

@@ -350,7 +350,7 @@ func (v *BenchView) renderProfiles() app.UI {
 	default:
 		ps := v.profiles
 		body = app.Div().Class("table-wrap").Body(app.Table().Class("table profiles").Body(
-			app.THead().Body(app.Tr().Body(th("Profile"), th("Scope"), th("Models"), th("Cells"), th(""))),
+			app.THead().Body(app.Tr().Body(th("Profile"), th("Scope"), th("Models"), thNum("Cells"), th(""))),
 			app.TBody().Body(app.Range(ps).Slice(func(i int) app.UI {
 				p := ps[i]
 				blocked := v.runBlocked(p)
@@ -534,7 +534,7 @@ func (v *BenchView) renderHistory() app.UI {
 	}
 	hs := v.history
 	return section("History", app.Div().Class("table-wrap").Body(app.Table().Class("table history").Body(
-		app.THead().Body(app.Tr().Body(th("Profile"), th("When"), th("Duration"), th("Complete"), th("Cells measured"), th("Best decode"), th("Problems"), th(""))),
+		app.THead().Body(app.Tr().Body(th("Profile"), th("When"), thNum("Duration"), th("Complete"), thNum("Cells measured"), thNum("Best decode"), th("Problems"), th(""))),
 		app.TBody().Body(app.Range(hs).Slice(func(i int) app.UI {
 			e := hs[i]
 			complete := "yes"
@@ -582,7 +582,7 @@ func (v *BenchView) renderDetail() app.UI {
 			),
 			app.Div().Class("table-wrap").Body(app.Table().Class("table cells").Body(
 				app.THead().Body(app.Tr().Body(th("Cell"), th("Status"), app.Range(bench.Figures).Slice(func(i int) app.UI {
-					return app.Th().Class("num").Text(figureHeader(bench.Figures[i]))
+					return thNum(figureHeader(bench.Figures[i]))
 				}))),
 				app.TBody().Body(app.Range(cells).Slice(func(i int) app.UI {
 					c := cells[i]

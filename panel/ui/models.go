@@ -26,8 +26,8 @@ func (v *ModelsView) Render() app.UI {
 			app.Div().Class("table-wrap").Body(
 				app.Table().Class("table").Body(
 					app.THead().Body(app.Tr().Body(
-						th("Model"), th("State"), th("Loads"), th("Last load"), th("Unloads"), th("Last unload"),
-						th("Swaps"), th("Last swap"), th("Weights"), th("KV"), th("Prefix cache"), th("Last error"),
+						th("Model"), th("State"), thNum("Loads"), thNum("Last load"), thNum("Unloads"), thNum("Last unload"),
+						thNum("Swaps"), thNum("Last swap"), thNum("Weights"), thNum("KV"), thNum("Prefix cache"), th("Last error"),
 					)),
 					app.TBody().Body(app.Range(ms).Slice(func(i int) app.UI {
 						m := ms[i]
@@ -59,7 +59,10 @@ func (v *ModelsView) Render() app.UI {
 	)
 }
 
+// th heads a column of text; thNum a column of numbers, right-aligned
+// like the tdNum cells under it.
 func th(s string) app.UI    { return app.Th().Text(s) }
+func thNum(s string) app.UI { return app.Th().Class("num").Text(s) }
 func tdNum(s string) app.UI { return app.Td().Class("num").Text(s) }
 
 // stateClass styles the known model states.

@@ -72,9 +72,9 @@ func scrollTable(class string, headers []string, rows app.UI) app.UI {
 	return app.Div().Class("table-wrap").Body(app.Table().Class("table "+class).Body(
 		app.THead().Body(app.Tr().Body(app.Range(headers).Slice(func(i int) app.UI {
 			if i == 0 {
-				return app.Th().Text(headers[i])
+				return th(headers[i])
 			}
-			return app.Th().Class("num").Text(headers[i])
+			return thNum(headers[i])
 		}))),
 		app.TBody().Body(rows),
 	))
