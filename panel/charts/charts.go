@@ -7,11 +7,13 @@ package charts
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"sort"
 
 	"github.com/go-echarts/go-echarts/v2/charts"
 	"github.com/go-echarts/go-echarts/v2/opts"
 
+	"github.com/mlx-bun/mlx-metrics/panel/format"
 	"github.com/mlx-bun/mlx-metrics/shared/bench"
 	"github.com/mlx-bun/mlx-metrics/shared/snapshot"
 )
@@ -161,22 +163,22 @@ func timeWindow(series []snapshot.SeriesPoint) opts.XAxis {
 	return x
 }
 
-// Units of the memory chart, the binary ones the tables use.
-const (
-	MiB = 1 << 20
-	GiB = 1 << 30
-)
+// MemoryUnit is the unit of the memory chart, the one of the largest
+// model's total; the models table shows its memory columns in it too, so
+// the table and the chart read alike.
+func MemoryUnit(models []snapshot.Model) format.SizeUnit {
+	totals := make([]int64, len(models))
+	for i, m := range models {
+		totals[i] = m.WeightsBytes + m.KVBytes + m.PrefixCacheBytes
+	}
+	return format.UnitOf(totals...)
+}
 
 // Memory is a stacked bar per model: weights, KV cache and prefix cache,
-// in GiB once any model holds a GiB (as the models table shows it), MiB
-// below.
+// in MemoryUnit.
 func Memory(models []snapshot.Model, p Palette) []byte {
-	unit, div := "MiB", float64(MiB)
-	for _, m := range models {
-		if m.WeightsBytes+m.KVBytes+m.PrefixCacheBytes >= GiB {
-			unit, div = "GiB", GiB
-		}
-	}
+	u := MemoryUnit(models)
+	unit, div := u.Name, float64(u.Bytes)
 	c := charts.NewBar()
 	c.SetGlobalOptions(
 		charts.WithLegendOpts(legend()),
@@ -204,9 +206,9 @@ func Memory(models []snapshot.Model, p Palette) []byte {
 	return encode(c, p)
 }
 
-// in is b in units of div, to two decimals.
+// in is b in units of div, rounded to two decimals as the table rounds.
 func in(b int64, div float64) float64 {
-	return float64(int64(float64(b)/div*100)) / 100
+	return math.Round(float64(b)/div*100) / 100
 }
 
 // Gauge is one cache's fill as a percentage of its capacity.

@@ -103,8 +103,8 @@ func TestMemoryStacksPerModel(t *testing.T) {
 			t.Errorf("%s of a = %v GiB, want %v", w.name, v, w.a)
 		}
 	}
-	if x := m["xAxis"].([]any)[0].(map[string]any); x["name"] != "GiB" {
-		t.Errorf("x axis unit %v, want GiB", x["name"])
+	if x := m["xAxis"].([]any)[0].(map[string]any); x["name"] != "GiB" || MemoryUnit(ms).Name != "GiB" {
+		t.Errorf("x axis unit %v, the table's %v, want GiB for both", x["name"], MemoryUnit(ms).Name)
 	}
 	small := decode(t, Memory([]snapshot.Model{{Model: "s", WeightsBytes: 300 << 20}}, Light))
 	if x := small["xAxis"].([]any)[0].(map[string]any); x["name"] != "MiB" {

@@ -5,25 +5,61 @@ package format
 import (
 	"fmt"
 	"math"
+	"strconv"
+	"strings"
 	"time"
 )
 
 // Dash stands for a value that was not measured.
 const Dash = "—"
 
-// Bytes renders n in binary units (KiB, MiB, GiB).
-func Bytes(n int64) string {
-	const unit = 1024
-	if n < unit {
-		return fmt.Sprintf("%d B", n)
-	}
-	div, exp := int64(unit), 0
-	for m := n / unit; m >= unit && exp < 4; m /= unit {
-		div *= unit
-		exp++
-	}
-	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTP"[exp])
+// SizeUnit is a binary unit of size.
+type SizeUnit struct {
+	Name  string // B, KiB, MiB, GiB, TiB
+	Bytes int64  // bytes in one unit
 }
+
+var sizeUnits = []SizeUnit{{"B", 1}, {"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30}, {"TiB", 1 << 40}}
+
+// UnitOf is the binary unit of the largest of sizes. A column of sizes, and
+// the chart beside it, show every size in it, so that one quantity reads
+// in one unit ("0.62 GiB" of KV beside "4.00 GiB" of weights, not "638.0
+// MiB").
+func UnitOf(sizes ...int64) SizeUnit {
+	var most int64
+	for _, n := range sizes {
+		most = max(most, n)
+	}
+	u := sizeUnits[0]
+	for _, next := range sizeUnits[1:] {
+		if most < next.Bytes {
+			break
+		}
+		u = next
+	}
+	return u
+}
+
+// BytesIn renders n in u: two decimals from GiB up, one in KiB and MiB,
+// none in bytes. A size too small to show in u is "< 0.01 GiB", not zero.
+func BytesIn(n int64, u SizeUnit) string {
+	decimals := 1
+	switch {
+	case u.Bytes == 1:
+		return fmt.Sprintf("%d B", n)
+	case u.Bytes >= 1<<30:
+		decimals = 2
+	}
+	v := float64(n) / float64(u.Bytes)
+	s := strconv.FormatFloat(v, 'f', decimals, 64)
+	if n > 0 && strings.Trim(s, "0.") == "" {
+		return "< " + strconv.FormatFloat(math.Pow10(-decimals), 'f', decimals, 64) + " " + u.Name
+	}
+	return s + " " + u.Name
+}
+
+// Bytes renders n in its own binary unit.
+func Bytes(n int64) string { return BytesIn(n, UnitOf(n)) }
 
 // Rate renders tokens per second.
 func Rate(v float64) string {

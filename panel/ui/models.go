@@ -21,6 +21,7 @@ func (v *ModelsView) Render() app.UI {
 		return app.Div().Class("view").ID("view-models").Body(empty("No model has reported yet."))
 	}
 	ms := v.Snap.Models
+	unit := charts.MemoryUnit(ms) // the chart's, so both read alike
 	return app.Div().Class("view").ID("view-models").Body(
 		section("Models",
 			app.Div().Class("table-wrap").Body(
@@ -44,9 +45,9 @@ func (v *ModelsView) Render() app.UI {
 							tdNum(unload),
 							tdNum(format.Count(m.Swaps)),
 							tdNum(format.MsPtr(m.LastSwapMs)),
-							tdNum(format.Bytes(m.WeightsBytes)),
-							tdNum(format.Bytes(m.KVBytes)),
-							tdNum(format.Bytes(m.PrefixCacheBytes)),
+							tdNum(format.BytesIn(m.WeightsBytes, unit)),
+							tdNum(format.BytesIn(m.KVBytes, unit)),
+							tdNum(format.BytesIn(m.PrefixCacheBytes, unit)),
 							app.Td().Class("error-text").Text(deref(m.LastError)),
 						)
 					})),

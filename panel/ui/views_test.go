@@ -84,7 +84,7 @@ func TestViews(t *testing.T) {
 			compo: &ModelsView{Snap: busy, Palette: charts.Light},
 			want: []string{
 				"mlx-community/Qwen3-4B-4bit", "state-resident", "1843 ms", "212 ms (evicted)", "2056 ms",
-				"2.1 GiB", "512.0 MiB", "128.0 MiB", "state-failed",
+				"2.10 GiB", "0.50 GiB", "0.12 GiB", "state-failed", // one unit: the chart's
 				"&lt;b&gt;load failed&lt;/b&gt;: weights not found",
 				"&lt;img src=x onerror=alert(1)&gt;",
 				`id="chart-memory"`,
@@ -100,7 +100,7 @@ func TestViews(t *testing.T) {
 			name:  "caches",
 			compo: &CachesView{Snap: busy, Palette: charts.Light},
 			want: []string{
-				`data-cache="kv"`, "512.0 MiB of 1.0 GiB", `id="gauge-kv-0"`,
+				`data-cache="kv"`, "0.50 GiB of 1.00 GiB", `id="gauge-kv-0"`,
 				`data-cache="prefix"`, "128.0 MiB of 512.0 MiB", "hit rate 78.0% (312 hits, 88 misses)", `id="gauge-prefix-1"`,
 			},
 		},
@@ -164,7 +164,7 @@ func TestRecordedSnapshot(t *testing.T) {
 		want  []string
 	}{
 		{"serving", &ServingView{Snap: rec}, []string{"0.00 tok/s", "0 of 8 rows decoding", ">3<", "260 finished", "of 2 known", `id="chart-throughput"`}},
-		{"models", &ModelsView{Snap: rec}, []string{"llama-3.2-3b", "state-unloaded", "qwen2.5-7b", "state-resident", "5470 ms", "7.1 GiB"}},
+		{"models", &ModelsView{Snap: rec}, []string{"llama-3.2-3b", "state-unloaded", "qwen2.5-7b", "state-resident", "5470 ms", "7.08 GiB", "0.03 GiB"}},
 		{"caches", &CachesView{Snap: rec}, []string{"61.0 MiB of 976.6 MiB", "30.5 MiB of 244.1 MiB", "hit rate 82.7% (115 hits, 24 misses)"}},
 		{"requests", &RequestsView{Snap: rec}, []string{
 			"over the last 200 of 260 finished requests (window 200); 33.2% of prompt tokens cached",
@@ -195,8 +195,8 @@ func TestReferenceSnapshot(t *testing.T) {
 		want  []string
 	}{
 		{"serving", &ServingView{Snap: ref}, []string{"202 tok/s", "2 of 16 rows decoding", ">12.5%<", "29 finished since start", "of 1 known"}},
-		{"models", &ModelsView{Snap: ref}, []string{"reference-sim", "state-resident", "400 ms", "4.0 GiB", "238.0 MiB", "1.6 GiB"}},
-		{"caches", &CachesView{Snap: ref}, []string{"238.0 MiB of 8.0 GiB", "1.6 GiB of 2.0 GiB", "hit rate 23.7%"}},
+		{"models", &ModelsView{Snap: ref}, []string{"reference-sim", "state-resident", "400 ms", "4.00 GiB", "0.23 GiB", "1.60 GiB"}},
+		{"caches", &CachesView{Snap: ref}, []string{"0.23 GiB of 8.00 GiB", "1.60 GiB of 2.00 GiB", "hit rate 23.7%"}},
 		{"requests", &RequestsView{Snap: ref}, []string{`data-finish="length"`, "29 · 100.0%", `data-timing="ttft"`}},
 	}
 	for _, tt := range tests {
