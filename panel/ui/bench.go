@@ -473,10 +473,10 @@ func (v *BenchView) jobTiming(j *bench.Job) string {
 	if elapsed < 0 {
 		elapsed = 0
 	}
-	out := "elapsed " + elapsed.String()
+	out := "elapsed " + format.Duration(elapsed)
 	if p := j.Progress; p > 0.02 && p < 1 {
 		left := time.Duration(float64(elapsed) * (1 - p) / p).Round(time.Second)
-		out += " · about " + left.String() + " left"
+		out += " · about " + format.Duration(left) + " left"
 	}
 	return out
 }

@@ -100,7 +100,7 @@ func TestBenchView(t *testing.T) {
 			api:  benchAPI{profiles: profiles, jobs: idle, history: history},
 			want: []string{
 				"No run in progress.",
-				`data-run="20261202T150000Z-aa"`, "2025-12-02 15:00 UTC", "61.0 s", "2 / 3", "41.5 tok/s",
+				`data-run="20261202T150000Z-aa"`, "2025-12-02 15:00 UTC", "1 min 01 s", "2 / 3", "41.5 tok/s",
 				"no (exit 3)", "0 / 0",
 				"Trend across runs", `id="chart-trend"`, `value="smoke"`,
 				`data-runs="20261202T150000Z-aa"`, "1 run of smoke; 1 run that did not complete left out",
@@ -232,8 +232,8 @@ func TestBenchHonestFigures(t *testing.T) {
 		job  bench.Job
 		want string
 	}{
-		{bench.Job{StartedAt: now.Add(-90 * time.Second).UnixMilli(), Progress: 0.25}, "elapsed 1m30s · about 4m30s left"},
-		{bench.Job{StartedAt: now.Add(-5 * time.Second).UnixMilli(), Progress: 0}, "elapsed 5s"},
+		{bench.Job{StartedAt: now.Add(-90 * time.Second).UnixMilli(), Progress: 0.25}, "elapsed 1 min 30 s · about 4 min 30 s left"},
+		{bench.Job{StartedAt: now.Add(-5 * time.Second).UnixMilli(), Progress: 0}, "elapsed 5.00 s"},
 		{bench.Job{}, "not started"},
 	} {
 		if got := v.jobTiming(&tc.job); got != tc.want {

@@ -329,7 +329,7 @@ func (p *Panel) renderState() app.UI {
 	detail := ""
 	switch p.state {
 	case StateInterrupted:
-		detail = fmt.Sprintf("%s; retrying in %s (attempt %d)", p.lastErr, p.retryIn, p.failures)
+		detail = fmt.Sprintf("%s; retrying in %s (attempt %d)", p.lastErr, format.Duration(p.retryIn), p.failures)
 	case StateRetrying:
 		detail = fmt.Sprintf("%s; reconnecting (attempt %d)", p.lastErr, p.failures)
 	case StateLive:

@@ -83,7 +83,7 @@ func TestViews(t *testing.T) {
 			name:  "models",
 			compo: &ModelsView{Snap: busy, Palette: charts.Light},
 			want: []string{
-				"mlx-community/Qwen3-4B-4bit", "state-resident", "1843 ms", "212 ms (evicted)", "2056 ms",
+				"mlx-community/Qwen3-4B-4bit", "state-resident", "1.84 s", "212 ms (evicted)", "2.06 s",
 				"2.10 GiB", "0.50 GiB", "0.12 GiB", "state-failed", // one unit: the chart's
 				"&lt;b&gt;load failed&lt;/b&gt;: weights not found",
 				"&lt;img src=x onerror=alert(1)&gt;",
@@ -123,7 +123,7 @@ func TestViews(t *testing.T) {
 			want: []string{
 				"over the last 256 of 1234 finished requests (window 256); 34.0% of prompt tokens cached",
 				`data-timing="queue"`, "12.5 ms", "180 ms", "403 ms", "611 ms",
-				`data-timing="ttft"`, "150 ms", "521 ms", "880 ms", "1320 ms",
+				`data-timing="ttft"`, "150 ms", "521 ms", "880 ms", "1.32 s",
 				`data-timing="decode"`, "42.1 tok/s", "58.8 tok/s",
 				`data-timing="total"`, "15.0 s",
 				`data-finish="stop"`, "1,100 · 89.1%", `data-finish="error"`,
@@ -164,7 +164,7 @@ func TestRecordedSnapshot(t *testing.T) {
 		want  []string
 	}{
 		{"serving", &ServingView{Snap: rec}, []string{"0.00 tok/s", "0 of 8 rows decoding", ">3<", "260 finished", "of 2 known", `id="chart-throughput"`}},
-		{"models", &ModelsView{Snap: rec}, []string{"llama-3.2-3b", "state-unloaded", "qwen2.5-7b", "state-resident", "5470 ms", "7.08 GiB", "0.03 GiB"}},
+		{"models", &ModelsView{Snap: rec}, []string{"llama-3.2-3b", "state-unloaded", "qwen2.5-7b", "state-resident", "5.47 s", "7.08 GiB", "0.03 GiB"}},
 		{"caches", &CachesView{Snap: rec}, []string{"61.0 MiB of 976.6 MiB", "30.5 MiB of 244.1 MiB", "hit rate 82.7% (115 hits, 24 misses)"}},
 		{"requests", &RequestsView{Snap: rec}, []string{
 			"over the last 200 of 260 finished requests (window 200); 33.2% of prompt tokens cached",
@@ -254,7 +254,7 @@ func TestPanelStates(t *testing.T) {
 		{"interrupted keeps the last snapshot", func(p *Panel) {
 			p.Apply(busy, now)
 			p.state, p.failures, p.retryIn, p.lastErr = StateInterrupted, 1, 500*time.Millisecond, "stream lost at 15:41:00"
-		}, []string{`data-state="interrupted"`, "stream lost at 15:41:00; retrying in 500ms (attempt 1)", "327 tok/s"}},
+		}, []string{`data-state="interrupted"`, "stream lost at 15:41:00; retrying in 500 ms (attempt 1)", "327 tok/s"}},
 		{"retrying", func(p *Panel) {
 			p.state, p.failures, p.lastErr = StateRetrying, 2, "stream lost at 15:41:00"
 		}, []string{`data-state="retrying"`, "reconnecting (attempt 2)"}},
