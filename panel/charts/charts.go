@@ -71,6 +71,8 @@ func encode(c jsonOption, p Palette) []byte {
 				styleAxis(axis, p)
 				if key == "yAxis" {
 					alignName(axis, i)
+				} else {
+					keepEndLabelsIn(axis)
 				}
 			}
 		}
@@ -92,6 +94,15 @@ func styleAxis(a map[string]any, p Palette) {
 	// Labels that would overlap (time labels on a phone) are left out.
 	label["hideOverlap"] = true
 	a["axisLabel"] = label
+}
+
+// keepEndLabelsIn aligns a horizontal axis's first label to its left
+// and its last to its right, so neither is cut at the chart's edge
+// ("13:16:1" at 390 px).
+func keepEndLabelsIn(a map[string]any) {
+	label := a["axisLabel"].(map[string]any)
+	label["alignMinLabel"] = "left"
+	label["alignMaxLabel"] = "right"
 }
 
 // alignName keeps a value axis's name, drawn above the axis, inside the

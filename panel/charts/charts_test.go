@@ -2,6 +2,7 @@ package charts
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -232,5 +233,59 @@ func TestAxisNamesInside(t *testing.T) {
 				t.Errorf("%s: y axis %d name align %v, want %s", tt.name, i, style["align"], tt.want[i])
 			}
 		}
+	}
+}
+
+// TestModelMarks: a model's load, unload and swap are vertical lines on
+// every time chart, labelled with what happened and the model, the label
+// on the side facing the plot's middle; a mark outside the time axis is
+// left out.
+func TestModelMarks(t *testing.T) {
+	tl := []snapshot.TimelinePoint{{At: 100_000}, {At: 160_000}}
+	pts := []snapshot.SeriesPoint{{At: 100_000}, {At: 160_000}}
+	marks := []snapshot.ModelMark{
+		{At: 100_000, Model: "org/a", Kind: snapshot.MarkLoad},
+		{At: 150_000, Model: "org/b", Kind: snapshot.MarkSwap},
+		{At: 155_000, Model: "org/a", Kind: snapshot.MarkUnload},
+		{At: 10, Model: "org/old", Kind: snapshot.MarkLoad},    // before the window
+		{At: 163_000, Model: "org/c", Kind: snapshot.MarkLoad}, // after the newest point
+	}
+	ttft := func(p snapshot.TimelinePoint) *snapshot.Quantiles { return p.TTFTMs }
+	type mark struct{ name, side string }
+	want := []mark{{"load org/a", "insideEndBottom"}, {"swap org/b", "insideEndTop"}, {"unload org/a", "insideEndTop"}, {"load org/c", "insideEndTop"}}
+	for _, tc := range []struct {
+		name   string
+		option []byte
+	}{
+		{"throughput", Throughput(pts, marks, Light)},
+		{"latency", Latency(tl, marks, ttft, "ms", Light)},
+		{"finish rate", FinishRate(tl, 5000, marks, Light)},
+		{"cache use", CacheUse(tl, marks, Light)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m := decode(t, tc.option)
+			ml, _ := series(m)[0]["markLine"].(map[string]any)
+			if ml == nil {
+				t.Fatal("no markLine on the first series")
+			}
+			var got []mark
+			for _, d := range ml["data"].([]any) {
+				d := d.(map[string]any)
+				got = append(got, mark{d["name"].(string), d["label"].(map[string]any)["position"].(string)})
+			}
+			if fmt.Sprint(got) != fmt.Sprint(want) {
+				t.Errorf("marks %v, want %v", got, want)
+			}
+			if max := m["xAxis"].([]any)[0].(map[string]any)["max"]; max != 163_000.0 {
+				t.Errorf("time axis ends at %v, want the newest mark's 163000", max)
+			}
+			x := m["xAxis"].([]any)[0].(map[string]any)["axisLabel"].(map[string]any)
+			if x["alignMinLabel"] != "left" || x["alignMaxLabel"] != "right" {
+				t.Errorf("time axis labels %v: the first and last may be cut at the edges", x)
+			}
+		})
+	}
+	if _, ok := decode(t, Latency(tl, nil, ttft, "ms", Light))["series"].([]any)[0].(map[string]any)["markLine"]; ok {
+		t.Error("a markLine without marks")
 	}
 }
