@@ -127,7 +127,7 @@ func TestEventTextIsText(t *testing.T) {
 	waitFrame(t, ctx, "models view", `!!document.querySelector("#view-models .model-name")`, 5*time.Second)
 
 	var names []string
-	if err := inFrame(ctx, `[...document.querySelectorAll("#view-models td.model-name")].map(e => e.textContent)`, &names); err != nil {
+	if err := inFrame(ctx, `[...document.querySelectorAll("#view-models .model-name")].map(e => e.textContent)`, &names); err != nil {
 		t.Fatal(err)
 	}
 	if !contains(names, xssModel) {

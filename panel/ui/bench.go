@@ -363,7 +363,7 @@ func (v *BenchView) renderProfiles() app.UI {
 						return app.Div().Class("muted").Text(p.Description)
 					})),
 					app.Td().Text(p.Scope),
-					app.Td().Class("model-name").Text(models),
+					app.Td().Body(modelName(models)),
 					tdNum(itoa(p.Cells)),
 					app.Td().Class("actions").Body(
 						app.Button().Class("btn btn-primary").DataSet("action", "run").
@@ -587,7 +587,7 @@ func (v *BenchView) renderDetail() app.UI {
 				app.TBody().Body(app.Range(cells).Slice(func(i int) app.UI {
 					c := cells[i]
 					return app.Tr().Body(
-						app.Td().Body(app.Span().Class("model-name").Text(c.Key), app.If(c.Note != "", func() app.UI {
+						app.Td().Body(modelName(c.Key), app.If(c.Note != "", func() app.UI {
 							return app.Div().Class("muted").Text(c.Note)
 						})),
 						app.Td().Text(c.Status),

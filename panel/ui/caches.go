@@ -69,7 +69,7 @@ func (v *CachesView) cache(i int, c snapshot.Reading) app.UI {
 		}
 	}
 	return app.Div().Class("card gauge-card").DataSet("cache", c.Cache).Body(
-		app.H3().Body(app.Span().Class("model-name").Text(c.Model), app.Text(" · "+title)),
+		app.H3().Body(modelName(c.Model), app.Text(" · "+title)),
 		gauge,
 		app.P().Class("gauge-fill").Text(fill),
 		app.If(hit != "", func() app.UI { return app.P().Class("gauge-hit").Text(hit) }),

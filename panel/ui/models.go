@@ -37,7 +37,7 @@ func (v *ModelsView) Render() app.UI {
 							unload += " (" + *m.LastUnloadReason + ")"
 						}
 						return app.Tr().Body(
-							app.Td().Class("model-name").Text(m.Model),
+							app.Td().Body(modelName(m.Model)),
 							app.Td().Body(app.Span().Class("state "+stateClass(m.State)).Text(m.State)),
 							tdNum(format.Count(m.Loads)),
 							tdNum(format.MsPtr(m.LastLoadMs)),

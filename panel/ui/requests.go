@@ -148,7 +148,7 @@ func recentTable(recent []snapshot.Recent) app.UI {
 			q := rs[i]
 			return app.Tr().Body(
 				app.Td().Text(format.Clock(q.At)),
-				app.Td().Class("model-name").Text(q.Model),
+				app.Td().Body(modelName(q.Model)),
 				app.Td().Class("mono").Text(q.RequestID),
 				app.Td().Body(app.Span().Class("finish-tag "+finishClass(q.Finish)).Text(q.Finish)),
 				tdNum(fmt.Sprintf("%s (%s)", format.Count(q.PromptTokens), format.Count(q.CachedPromptTokens))),

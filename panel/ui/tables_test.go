@@ -9,6 +9,7 @@ import (
 
 	"github.com/mlx-bun/mlx-metrics/panel/charts"
 	"github.com/mlx-bun/mlx-metrics/shared/bench"
+	"github.com/mlx-bun/mlx-metrics/shared/events"
 	"github.com/mlx-bun/mlx-metrics/shared/snapshot"
 )
 
@@ -83,6 +84,44 @@ func TestNumericHeadersAligned(t *testing.T) {
 			}
 			if bad := misaligned(html); len(bad) > 0 {
 				t.Errorf("header and cells aligned differently: %q", bad)
+			}
+		})
+	}
+}
+
+// Model names wrap at their separators, not inside a word, in every view
+// that shows one: each is a model-name span with a break opportunity
+// after each separator.
+func TestModelNamesWrapAtSeparators(t *testing.T) {
+	const name = "mlx-community/Qwen3-4B-4bit"
+	const broken = "mlx-\n<wbr></wbr>\ncommunity/\n<wbr></wbr>\nQwen3-\n<wbr></wbr>\n4B-\n<wbr></wbr>\n4bit"
+	snap := &snapshot.Snapshot{
+		Models:   []snapshot.Model{{Model: name, State: snapshot.StateResident}, {Model: "b", State: snapshot.StateResident}},
+		Caches:   []snapshot.Cache{{Model: name, KV: &snapshot.KVCache{Bytes: 1, CapacityBytes: ptr(int64(2))}}},
+		Requests: snapshot.Requests{Recent: []snapshot.Recent{{RequestFinished: events.RequestFinished{Model: name, RequestID: "r1", Finish: "stop"}}}},
+	}
+	cell := bench.CompactCell{Key: name + "/tree/default", Status: bench.CellMeasured}
+	entry := bench.HistoryEntry{ID: "r1", Profile: "p", Complete: true, Cells: []bench.CompactCell{cell}}
+	bv := &BenchView{profiles: []bench.Profile{{Name: "p", Scope: "scoped", Models: []string{name}}}, detail: &entry}
+	for _, tc := range []struct {
+		name  string
+		compo app.Composer
+		want  int // names shown
+	}{
+		{"models", &ModelsView{Snap: snap}, 1},
+		{"caches", &CachesView{Snap: snap}, 1},
+		{"requests", &RequestsView{Snap: snap}, 1},
+		{"serving by model", &ServingView{Snap: snap}, 1},
+		{"benchmarks: a profile's models and a cell", bv, 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			html := render(t, tc.compo)
+			flat := regexp.MustCompile(`\n\s*`).ReplaceAllString(html, "\n")
+			if n := strings.Count(flat, broken); n != tc.want {
+				t.Errorf("%d names broken at their separators, want %d", n, tc.want)
+			}
+			if text := regexp.MustCompile(`<[^>]*>`).ReplaceAllString(html, ""); strings.Contains(text, name) {
+				t.Error("a name shown without break opportunities")
 			}
 		})
 	}
