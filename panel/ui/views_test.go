@@ -397,3 +397,28 @@ func TestStaleAfterLoss(t *testing.T) {
 		t.Error("still stale after a snapshot")
 	}
 }
+
+// A new connection forgets the old one's loss: its stream's loss time and
+// URL are not carried over to the new stream's first failure.
+func TestSetConnectionForgetsTheLoss(t *testing.T) {
+	old := Connection{APIBase: "http://127.0.0.1:9/api/metrics", EventsURL: "http://127.0.0.1:9/api/metrics/stream"}
+	next := Connection{APIBase: "http://127.0.0.1:10/api/metrics", EventsURL: "http://127.0.0.1:10/api/metrics/stream"}
+	p := NewPanel(old, "")
+	t0 := time.UnixMilli(1_764_690_000_000)
+	p.Apply(&snapshot.Snapshot{At: t0.UnixMilli()}, t0)
+	p.Interrupt(t0.Add(time.Second))
+	if p.SetConnection(old) {
+		t.Error("the same connection counted as a change")
+	}
+	if !p.SetConnection(next) {
+		t.Fatal("a new connection not taken")
+	}
+	if p.snap != nil || p.state != StateWaiting || p.failures != 0 || p.lastErr != "" || !p.lostAt.IsZero() {
+		t.Errorf("after the switch: snap %v, state %s, failures %d, error %q, lost at %v", p.snap != nil, p.state, p.failures, p.lastErr, p.lostAt)
+	}
+	later := t0.Add(time.Hour)
+	p.Interrupt(later)
+	if want := "stream lost at " + format.Clock(later.UnixMilli()) + ": cannot reach " + next.EventsURL; p.lastErr != want {
+		t.Errorf("the new stream's loss reads %q, want %q", p.lastErr, want)
+	}
+}
