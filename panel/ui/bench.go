@@ -184,9 +184,9 @@ type benchData struct {
 }
 
 // fetchBench fetches jobs, and profiles and history when all is set or a
-// job finished since the last look (knownFinished).
-func fetchBench(c *api.Client, all bool, knownFinished int) benchData {
-	ctx, cancel := context.WithTimeout(context.Background(), requestTimeout)
+// job finished since the last look (knownFinished), within timeout.
+func fetchBench(c *api.Client, all bool, knownFinished int, timeout time.Duration) benchData {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	var d benchData
 	d.jobs, d.jobsErr = c.Jobs(ctx)
@@ -220,7 +220,7 @@ func (v *BenchView) refresh(ctx app.Context, all bool, then func(app.Context)) {
 	c, known := v.client(), v.finished
 	v.fetchedFrom = v.API
 	ctx.Async(func() {
-		d := fetchBench(c, all, known)
+		d := fetchBench(c, all, known, requestTimeout)
 		ctx.Dispatch(func(ctx app.Context) {
 			// Answers for a connection the view has left are dropped.
 			if c.Base == v.API {

@@ -4,6 +4,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/maxence-charriere/go-app/v10/pkg/app"
 
@@ -66,7 +67,7 @@ func TestNumericHeadersAligned(t *testing.T) {
 	history := &bench.HistoryList{Entries: []bench.HistoryEntry{{ID: "r1", Profile: "smoke", Complete: true, StartedAt: 2000, Cells: []bench.CompactCell{cell}}}}
 	srv := benchAPI{profiles: []bench.Profile{{Name: "smoke", Scope: "all", Cells: 2}}, jobs: &bench.JobList{}, history: history}.server(t)
 	bv := &BenchView{API: srv.URL + "/api/metrics", Palette: charts.Light, detail: &history.Entries[0]}
-	bv.apply(fetchBench(bv.client(), true, 0))
+	bv.apply(fetchBench(bv.client(), true, 0, time.Minute))
 	for _, tc := range []struct {
 		name   string
 		compo  app.Composer
