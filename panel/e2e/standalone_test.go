@@ -91,7 +91,9 @@ func TestStandalonePage(t *testing.T) {
 		t.Errorf("requests tile says %q, want the 3 seeded requests finished", before)
 	}
 	b.post(event("request.finished", `{"model":"mlx-community/Qwen3-4B-4bit","requestId":"late","finish":"length","promptTokens":10,"cachedPromptTokens":0,"completionTokens":5,"queueMs":1,"ttftMs":20,"prefillTokensPerSecond":500,"decodeTokensPerSecond":30,"totalMs":200}`))
-	waitFrame(t, ctx, "requests tile counts the new request", tileHint("requests")+` === "4 finished since start"`, time.Second)
+	// What is checked is the count, not how fast it came (the queued checks
+	// above log that): a busy machine may take longer than a second.
+	waitFrame(t, ctx, "requests tile counts the new request", tileHint("requests")+` === "4 finished since start"`, 10*time.Second)
 
 	// Leaving a view disposes its charts (ECharts clears its mark on the
 	// element); a chart left undisposed keeps its canvas and observer.
