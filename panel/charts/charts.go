@@ -120,6 +120,11 @@ func alignName(a map[string]any, i int) {
 	a["nameTextStyle"].(map[string]any)["align"] = align
 }
 
+// legendGap is the plot's distance from a time chart's top: room for the
+// legend and, under it, the value axes' names, apart (on a phone the legend
+// spans the width and sits right above them).
+const legendGap = "56"
+
 func legend() opts.Legend {
 	return opts.Legend{Show: opts.Bool(true), Top: "0"}
 }
@@ -132,7 +137,7 @@ func Throughput(series []snapshot.SeriesPoint, marks []snapshot.ModelMark, p Pal
 	c.SetGlobalOptions(
 		charts.WithLegendOpts(legend()),
 		charts.WithTooltipOpts(opts.Tooltip{Show: opts.Bool(true), Trigger: "axis"}),
-		charts.WithGridOpts(opts.Grid{Left: "8", Right: "8", Top: "48", Bottom: "8", ContainLabel: opts.Bool(true)}),
+		charts.WithGridOpts(opts.Grid{Left: "8", Right: "8", Top: legendGap, Bottom: "8", ContainLabel: opts.Bool(true)}),
 		charts.WithXAxisOpts(timeWindow(series)),
 		charts.WithYAxisOpts(opts.YAxis{Name: "tok/s", Type: "value", Min: 0}),
 	)
@@ -271,6 +276,10 @@ func TrendRuns(entries []bench.HistoryEntry, profile string, withIncomplete bool
 	return runs, leftOut
 }
 
+// trendMarginMs is the least margin the trend's time axis leaves either
+// side of its runs.
+const trendMarginMs = 60_000
+
 // Trend follows one figure of each of a profile's cells across runs (oldest
 // left), one line per cell key; a cell not measured in a run leaves a gap.
 // Runs that did not complete (cancelled, failed cells, unstable figures)
@@ -290,20 +299,18 @@ func Trend(entries []bench.HistoryEntry, profile string, f bench.Figure, withInc
 	}
 	x := opts.XAxis{Type: "time", SplitNumber: 4}
 	if n := len(runs); n > 0 {
-		// One run is shown in an hour around it, not over days.
-		const pad = 30 * 60 * 1000
+		// The axis spans the runs with a margin either side, a twentieth of
+		// their span and at least a minute: one run is not shown over days,
+		// and runs a few seconds apart stand apart rather than on one dot.
 		first, last := runs[0].StartedAt, runs[n-1].StartedAt
-		if last-first < 2*pad {
-			mid := (first + last) / 2
-			first, last = mid-pad, mid+pad
-		}
-		x.Min, x.Max = first, last
+		margin := max((last-first)/20, trendMarginMs)
+		x.Min, x.Max = first-margin, last+margin
 	}
 	c := charts.NewLine()
 	c.SetGlobalOptions(
 		charts.WithLegendOpts(legend()),
 		charts.WithTooltipOpts(opts.Tooltip{Show: opts.Bool(true), Trigger: "axis"}),
-		charts.WithGridOpts(opts.Grid{Left: "8", Right: "24", Top: "56", Bottom: "8", ContainLabel: opts.Bool(true)}),
+		charts.WithGridOpts(opts.Grid{Left: "8", Right: "24", Top: legendGap, Bottom: "8", ContainLabel: opts.Bool(true)}),
 		charts.WithXAxisOpts(x),
 		charts.WithYAxisOpts(opts.YAxis{Name: f.Name + " (" + f.Unit + ")", Type: "value", Min: 0}),
 	)

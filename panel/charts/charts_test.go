@@ -175,9 +175,35 @@ func TestTrend(t *testing.T) {
 	if y := m["yAxis"].([]any)[0].(map[string]any); y["name"] != "decode (tok/s)" || y["min"] != 0.0 {
 		t.Errorf("y axis %v: want named, from zero", y)
 	}
-	// Two runs 2 s apart are shown in an hour around them, not stretched.
-	if x := m["xAxis"].([]any)[0].(map[string]any); x["max"].(float64)-x["min"].(float64) != 3_600_000 {
-		t.Errorf("x axis %v..%v", x["min"], x["max"])
+}
+
+// TestTrendTimeAxis: the trend's time axis spans the runs with a margin
+// either side, a twentieth of their span and at least a minute.
+func TestTrendTimeAxis(t *testing.T) {
+	const day = 24 * 3_600_000
+	run := func(at int64) bench.HistoryEntry {
+		return bench.HistoryEntry{Profile: "smoke", Complete: true, StartedAt: at, Cells: []bench.CompactCell{{Key: "k", DecodeTokensPerSecond: f(1)}}}
+	}
+	tests := []struct {
+		name     string
+		at       []int64
+		min, max float64
+	}{
+		{"one run: a minute either side", []int64{day}, day - 60_000, day + 60_000},
+		{"two runs 2 s apart stand apart", []int64{day, day + 2000}, day - 60_000, day + 62_000},
+		{"runs ten days apart: half a day either side", []int64{day, 11 * day}, day / 2, 11*day + day/2},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var entries []bench.HistoryEntry
+			for _, at := range tt.at {
+				entries = append(entries, run(at))
+			}
+			x := decode(t, Trend(entries, "smoke", bench.Figures[0], false, Light))["xAxis"].([]any)[0].(map[string]any)
+			if x["type"] != "time" || x["min"] != tt.min || x["max"] != tt.max {
+				t.Errorf("x axis %v %v..%v, want time %v..%v", x["type"], x["min"], x["max"], tt.min, tt.max)
+			}
+		})
 	}
 }
 

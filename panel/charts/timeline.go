@@ -93,7 +93,7 @@ func timeGlobals(tl []snapshot.TimelinePoint, unit string, p Palette) []charts.G
 	return []charts.GlobalOpts{
 		charts.WithLegendOpts(legend()),
 		charts.WithTooltipOpts(opts.Tooltip{Show: opts.Bool(true), Trigger: "axis"}),
-		charts.WithGridOpts(opts.Grid{Left: "8", Right: "16", Top: "48", Bottom: "8", ContainLabel: opts.Bool(true)}),
+		charts.WithGridOpts(opts.Grid{Left: "8", Right: "16", Top: legendGap, Bottom: "8", ContainLabel: opts.Bool(true)}),
 		charts.WithXAxisOpts(x),
 		charts.WithYAxisOpts(opts.YAxis{Name: unit, Type: "value", Min: 0}),
 	}

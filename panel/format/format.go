@@ -61,11 +61,12 @@ func BytesIn(n int64, u SizeUnit) string {
 // Bytes renders n in its own binary unit.
 func Bytes(n int64) string { return BytesIn(n, UnitOf(n)) }
 
-// Rate renders tokens per second.
+// Rate renders tokens per second, with thousands separators as counts and
+// the charts' axes have them.
 func Rate(v float64) string {
 	switch {
-	case v >= 100:
-		return fmt.Sprintf("%.0f tok/s", v)
+	case v >= 100 && !math.IsInf(v, 1):
+		return Count(int64(math.Round(v))) + " tok/s"
 	case v >= 10:
 		return fmt.Sprintf("%.1f tok/s", v)
 	default:

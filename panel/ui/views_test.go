@@ -175,7 +175,7 @@ func TestRecordedSnapshot(t *testing.T) {
 		{"caches", &CachesView{Snap: rec}, []string{"61.0 MiB of 976.6 MiB", "30.5 MiB of 244.1 MiB", "hit rate 82.7% (115 hits, 24 misses)"}},
 		{"requests", &RequestsView{Snap: rec}, []string{
 			"over the last 200 of 260 finished requests (window 200); 33.2% of prompt tokens cached",
-			"59.3 ms", "115 ms", "120 ms", "421 ms", "828 ms", "885 ms", "892 ms", "3661 tok/s", "53.8 tok/s", "11.0 s",
+			"59.3 ms", "115 ms", "120 ms", "421 ms", "828 ms", "885 ms", "892 ms", "3,661 tok/s", "53.8 tok/s", "11.0 s",
 			`data-finish="stop"`, "211 · 81.2%", `data-finish="error"`, "5 · 1.9%",
 			"req-00260", "1,579 (789)",
 		}},
