@@ -359,7 +359,7 @@ func (v *BenchView) renderProfiles() app.UI {
 					models = strings.Join(p.Models, ", ")
 				}
 				return app.Tr().DataSet("profile", p.Name).Body(
-					app.Td().Body(app.Strong().Text(p.Name), app.If(p.Description != "", func() app.UI {
+					app.Td().Class("profile").Body(app.Strong().Text(p.Name), app.If(p.Description != "", func() app.UI {
 						return app.Div().Class("muted").Text(p.Description)
 					})),
 					app.Td().Text(p.Scope),
@@ -549,7 +549,7 @@ func (v *BenchView) renderHistory() app.UI {
 			}
 			return app.Tr().DataSet("run", e.ID).DataSet("complete", fmt.Sprint(e.Complete)).Body(
 				app.Td().Text(e.Profile),
-				app.Td().Text(format.When(e.StartedAt)),
+				app.Td().Class("when").Text(format.When(e.StartedAt)),
 				tdNum(format.Ms(float64(e.DurationMs))),
 				app.Td().Class(map[bool]string{true: "ok", false: "bad"}[e.Complete]).Text(complete),
 				tdNum(fmt.Sprintf("%d / %d", measured(e), len(e.Cells))),
