@@ -39,6 +39,10 @@ type request struct {
 // the network or the browser refused the request.
 var ErrUnreachable = errors.New("cannot reach the backend")
 
+// ErrTimeout is a call that got no answer before its context's deadline:
+// said in words, not as Go's "context deadline exceeded".
+var ErrTimeout = errors.New("no answer in time from the backend")
+
 // HTTP methods, spelled once.
 const (
 	methodGet    = "GET"
@@ -112,7 +116,10 @@ func (c *Client) do(ctx context.Context, method, path string, body, out any) err
 	}
 	status, data, err := send(ctx, req)
 	if err != nil {
-		if ctx.Err() != nil {
+		switch {
+		case errors.Is(ctx.Err(), context.DeadlineExceeded):
+			return fmt.Errorf("%w at %s", ErrTimeout, c.Base)
+		case ctx.Err() != nil:
 			return ctx.Err()
 		}
 		return fmt.Errorf("%w at %s", ErrUnreachable, c.Base)

@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/mlx-bun/mlx-metrics/shared/bench"
 )
@@ -110,5 +111,43 @@ func TestClientToken(t *testing.T) {
 	want := []string{"GET ", "POST Bearer s3cret", "DELETE Bearer s3cret", "POST "}
 	if strings.Join(seen, "|") != strings.Join(want, "|") {
 		t.Errorf("requests %q, want %q", seen, want)
+	}
+}
+
+// A backend that does not answer, or is not there, is said in words that
+// name it, never as Go's "context deadline exceeded" or a fetch error.
+func TestClientNoAnswer(t *testing.T) {
+	hang := make(chan struct{})
+	slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select { // never answers: the client's deadline ends the call
+		case <-r.Context().Done():
+		case <-hang:
+		}
+	}))
+	defer slow.Close()
+	defer close(hang)
+	gone := httptest.NewServer(http.NotFoundHandler())
+	goneURL := gone.URL
+	gone.Close() // nothing listens there any more
+
+	for _, tc := range []struct {
+		name, base string
+		timeout    time.Duration
+		want       error
+		text       string
+	}{
+		{"no answer in time", slow.URL + "/api/metrics", 100 * time.Millisecond, ErrTimeout,
+			"no answer in time from the backend at " + slow.URL + "/api/metrics"},
+		{"nothing listening", goneURL + "/api/metrics", time.Minute, ErrUnreachable,
+			"cannot reach the backend at " + goneURL + "/api/metrics"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), tc.timeout)
+			defer cancel()
+			_, err := (&Client{Base: tc.base}).Jobs(ctx)
+			if !errors.Is(err, tc.want) || err.Error() != tc.text {
+				t.Errorf("err = %v, want %q", err, tc.text)
+			}
+		})
 	}
 }

@@ -7,11 +7,13 @@ package charts
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"sort"
 
 	"github.com/go-echarts/go-echarts/v2/charts"
 	"github.com/go-echarts/go-echarts/v2/opts"
 
+	"github.com/mlx-bun/mlx-metrics/panel/format"
 	"github.com/mlx-bun/mlx-metrics/shared/bench"
 	"github.com/mlx-bun/mlx-metrics/shared/snapshot"
 )
@@ -69,6 +71,8 @@ func encode(c jsonOption, p Palette) []byte {
 				styleAxis(axis, p)
 				if key == "yAxis" {
 					alignName(axis, i)
+				} else {
+					keepEndLabelsIn(axis)
 				}
 			}
 		}
@@ -92,6 +96,15 @@ func styleAxis(a map[string]any, p Palette) {
 	a["axisLabel"] = label
 }
 
+// keepEndLabelsIn aligns a horizontal axis's first label to its left
+// and its last to its right, so neither is cut at the chart's edge
+// ("13:16:1" at 390 px).
+func keepEndLabelsIn(a map[string]any) {
+	label := a["axisLabel"].(map[string]any)
+	label["alignMinLabel"] = "left"
+	label["alignMaxLabel"] = "right"
+}
+
 // alignName keeps a value axis's name, drawn above the axis, inside the
 // chart: centred on the axis line (ECharts' default) a long name such as
 // "decode (tok/s)" loses its first letters at the left edge. The first
@@ -107,6 +120,11 @@ func alignName(a map[string]any, i int) {
 	a["nameTextStyle"].(map[string]any)["align"] = align
 }
 
+// legendGap is the plot's distance from a time chart's top: room for the
+// legend and, under it, the value axes' names, apart (on a phone the legend
+// spans the width and sits right above them).
+const legendGap = "56"
+
 func legend() opts.Legend {
 	return opts.Legend{Show: opts.Bool(true), Top: "0"}
 }
@@ -119,7 +137,7 @@ func Throughput(series []snapshot.SeriesPoint, marks []snapshot.ModelMark, p Pal
 	c.SetGlobalOptions(
 		charts.WithLegendOpts(legend()),
 		charts.WithTooltipOpts(opts.Tooltip{Show: opts.Bool(true), Trigger: "axis"}),
-		charts.WithGridOpts(opts.Grid{Left: "8", Right: "8", Top: "48", Bottom: "8", ContainLabel: opts.Bool(true)}),
+		charts.WithGridOpts(opts.Grid{Left: "8", Right: "8", Top: legendGap, Bottom: "8", ContainLabel: opts.Bool(true)}),
 		charts.WithXAxisOpts(timeWindow(series)),
 		charts.WithYAxisOpts(opts.YAxis{Name: "tok/s", Type: "value", Min: 0}),
 	)
@@ -161,22 +179,22 @@ func timeWindow(series []snapshot.SeriesPoint) opts.XAxis {
 	return x
 }
 
-// Units of the memory chart, the binary ones the tables use.
-const (
-	MiB = 1 << 20
-	GiB = 1 << 30
-)
+// MemoryUnit is the unit of the memory chart, the one of the largest
+// model's total; the models table shows its memory columns in it too, so
+// the table and the chart read alike.
+func MemoryUnit(models []snapshot.Model) format.SizeUnit {
+	totals := make([]int64, len(models))
+	for i, m := range models {
+		totals[i] = m.WeightsBytes + m.KVBytes + m.PrefixCacheBytes
+	}
+	return format.UnitOf(totals...)
+}
 
 // Memory is a stacked bar per model: weights, KV cache and prefix cache,
-// in GiB once any model holds a GiB (as the models table shows it), MiB
-// below.
+// in MemoryUnit.
 func Memory(models []snapshot.Model, p Palette) []byte {
-	unit, div := "MiB", float64(MiB)
-	for _, m := range models {
-		if m.WeightsBytes+m.KVBytes+m.PrefixCacheBytes >= GiB {
-			unit, div = "GiB", GiB
-		}
-	}
+	u := MemoryUnit(models)
+	unit, div := u.Name, float64(u.Bytes)
 	c := charts.NewBar()
 	c.SetGlobalOptions(
 		charts.WithLegendOpts(legend()),
@@ -204,9 +222,9 @@ func Memory(models []snapshot.Model, p Palette) []byte {
 	return encode(c, p)
 }
 
-// in is b in units of div, to two decimals.
+// in is b in units of div, rounded to two decimals as the table rounds.
 func in(b int64, div float64) float64 {
-	return float64(int64(float64(b)/div*100)) / 100
+	return math.Round(float64(b)/div*100) / 100
 }
 
 // Gauge is one cache's fill as a percentage of its capacity.
@@ -258,6 +276,10 @@ func TrendRuns(entries []bench.HistoryEntry, profile string, withIncomplete bool
 	return runs, leftOut
 }
 
+// trendMarginMs is the least margin the trend's time axis leaves either
+// side of its runs.
+const trendMarginMs = 60_000
+
 // Trend follows one figure of each of a profile's cells across runs (oldest
 // left), one line per cell key; a cell not measured in a run leaves a gap.
 // Runs that did not complete (cancelled, failed cells, unstable figures)
@@ -277,20 +299,18 @@ func Trend(entries []bench.HistoryEntry, profile string, f bench.Figure, withInc
 	}
 	x := opts.XAxis{Type: "time", SplitNumber: 4}
 	if n := len(runs); n > 0 {
-		// One run is shown in an hour around it, not over days.
-		const pad = 30 * 60 * 1000
+		// The axis spans the runs with a margin either side, a twentieth of
+		// their span and at least a minute: one run is not shown over days,
+		// and runs a few seconds apart stand apart rather than on one dot.
 		first, last := runs[0].StartedAt, runs[n-1].StartedAt
-		if last-first < 2*pad {
-			mid := (first + last) / 2
-			first, last = mid-pad, mid+pad
-		}
-		x.Min, x.Max = first, last
+		margin := max((last-first)/20, trendMarginMs)
+		x.Min, x.Max = first-margin, last+margin
 	}
 	c := charts.NewLine()
 	c.SetGlobalOptions(
 		charts.WithLegendOpts(legend()),
 		charts.WithTooltipOpts(opts.Tooltip{Show: opts.Bool(true), Trigger: "axis"}),
-		charts.WithGridOpts(opts.Grid{Left: "8", Right: "24", Top: "56", Bottom: "8", ContainLabel: opts.Bool(true)}),
+		charts.WithGridOpts(opts.Grid{Left: "8", Right: "24", Top: legendGap, Bottom: "8", ContainLabel: opts.Bool(true)}),
 		charts.WithXAxisOpts(x),
 		charts.WithYAxisOpts(opts.YAxis{Name: f.Name + " (" + f.Unit + ")", Type: "value", Min: 0}),
 	)

@@ -2,6 +2,7 @@ package charts
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -103,8 +104,8 @@ func TestMemoryStacksPerModel(t *testing.T) {
 			t.Errorf("%s of a = %v GiB, want %v", w.name, v, w.a)
 		}
 	}
-	if x := m["xAxis"].([]any)[0].(map[string]any); x["name"] != "GiB" {
-		t.Errorf("x axis unit %v, want GiB", x["name"])
+	if x := m["xAxis"].([]any)[0].(map[string]any); x["name"] != "GiB" || MemoryUnit(ms).Name != "GiB" {
+		t.Errorf("x axis unit %v, the table's %v, want GiB for both", x["name"], MemoryUnit(ms).Name)
 	}
 	small := decode(t, Memory([]snapshot.Model{{Model: "s", WeightsBytes: 300 << 20}}, Light))
 	if x := small["xAxis"].([]any)[0].(map[string]any); x["name"] != "MiB" {
@@ -174,9 +175,35 @@ func TestTrend(t *testing.T) {
 	if y := m["yAxis"].([]any)[0].(map[string]any); y["name"] != "decode (tok/s)" || y["min"] != 0.0 {
 		t.Errorf("y axis %v: want named, from zero", y)
 	}
-	// Two runs 2 s apart are shown in an hour around them, not stretched.
-	if x := m["xAxis"].([]any)[0].(map[string]any); x["max"].(float64)-x["min"].(float64) != 3_600_000 {
-		t.Errorf("x axis %v..%v", x["min"], x["max"])
+}
+
+// TestTrendTimeAxis: the trend's time axis spans the runs with a margin
+// either side, a twentieth of their span and at least a minute.
+func TestTrendTimeAxis(t *testing.T) {
+	const day = 24 * 3_600_000
+	run := func(at int64) bench.HistoryEntry {
+		return bench.HistoryEntry{Profile: "smoke", Complete: true, StartedAt: at, Cells: []bench.CompactCell{{Key: "k", DecodeTokensPerSecond: f(1)}}}
+	}
+	tests := []struct {
+		name     string
+		at       []int64
+		min, max float64
+	}{
+		{"one run: a minute either side", []int64{day}, day - 60_000, day + 60_000},
+		{"two runs 2 s apart stand apart", []int64{day, day + 2000}, day - 60_000, day + 62_000},
+		{"runs ten days apart: half a day either side", []int64{day, 11 * day}, day / 2, 11*day + day/2},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var entries []bench.HistoryEntry
+			for _, at := range tt.at {
+				entries = append(entries, run(at))
+			}
+			x := decode(t, Trend(entries, "smoke", bench.Figures[0], false, Light))["xAxis"].([]any)[0].(map[string]any)
+			if x["type"] != "time" || x["min"] != tt.min || x["max"] != tt.max {
+				t.Errorf("x axis %v %v..%v, want time %v..%v", x["type"], x["min"], x["max"], tt.min, tt.max)
+			}
+		})
 	}
 }
 
@@ -232,5 +259,59 @@ func TestAxisNamesInside(t *testing.T) {
 				t.Errorf("%s: y axis %d name align %v, want %s", tt.name, i, style["align"], tt.want[i])
 			}
 		}
+	}
+}
+
+// TestModelMarks: a model's load, unload and swap are vertical lines on
+// every time chart, labelled with what happened and the model, the label
+// on the side facing the plot's middle; a mark outside the time axis is
+// left out.
+func TestModelMarks(t *testing.T) {
+	tl := []snapshot.TimelinePoint{{At: 100_000}, {At: 160_000}}
+	pts := []snapshot.SeriesPoint{{At: 100_000}, {At: 160_000}}
+	marks := []snapshot.ModelMark{
+		{At: 100_000, Model: "org/a", Kind: snapshot.MarkLoad},
+		{At: 150_000, Model: "org/b", Kind: snapshot.MarkSwap},
+		{At: 155_000, Model: "org/a", Kind: snapshot.MarkUnload},
+		{At: 10, Model: "org/old", Kind: snapshot.MarkLoad},    // before the window
+		{At: 163_000, Model: "org/c", Kind: snapshot.MarkLoad}, // after the newest point
+	}
+	ttft := func(p snapshot.TimelinePoint) *snapshot.Quantiles { return p.TTFTMs }
+	type mark struct{ name, side string }
+	want := []mark{{"load org/a", "insideEndBottom"}, {"swap org/b", "insideEndTop"}, {"unload org/a", "insideEndTop"}, {"load org/c", "insideEndTop"}}
+	for _, tc := range []struct {
+		name   string
+		option []byte
+	}{
+		{"throughput", Throughput(pts, marks, Light)},
+		{"latency", Latency(tl, marks, ttft, "ms", Light)},
+		{"finish rate", FinishRate(tl, 5000, marks, Light)},
+		{"cache use", CacheUse(tl, marks, Light)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m := decode(t, tc.option)
+			ml, _ := series(m)[0]["markLine"].(map[string]any)
+			if ml == nil {
+				t.Fatal("no markLine on the first series")
+			}
+			var got []mark
+			for _, d := range ml["data"].([]any) {
+				d := d.(map[string]any)
+				got = append(got, mark{d["name"].(string), d["label"].(map[string]any)["position"].(string)})
+			}
+			if fmt.Sprint(got) != fmt.Sprint(want) {
+				t.Errorf("marks %v, want %v", got, want)
+			}
+			if max := m["xAxis"].([]any)[0].(map[string]any)["max"]; max != 163_000.0 {
+				t.Errorf("time axis ends at %v, want the newest mark's 163000", max)
+			}
+			x := m["xAxis"].([]any)[0].(map[string]any)["axisLabel"].(map[string]any)
+			if x["alignMinLabel"] != "left" || x["alignMaxLabel"] != "right" {
+				t.Errorf("time axis labels %v: the first and last may be cut at the edges", x)
+			}
+		})
+	}
+	if _, ok := decode(t, Latency(tl, nil, ttft, "ms", Light))["series"].([]any)[0].(map[string]any)["markLine"]; ok {
+		t.Error("a markLine without marks")
 	}
 }

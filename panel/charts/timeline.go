@@ -93,15 +93,17 @@ func timeGlobals(tl []snapshot.TimelinePoint, unit string, p Palette) []charts.G
 	return []charts.GlobalOpts{
 		charts.WithLegendOpts(legend()),
 		charts.WithTooltipOpts(opts.Tooltip{Show: opts.Bool(true), Trigger: "axis"}),
-		charts.WithGridOpts(opts.Grid{Left: "8", Right: "16", Top: "48", Bottom: "8", ContainLabel: opts.Bool(true)}),
+		charts.WithGridOpts(opts.Grid{Left: "8", Right: "16", Top: legendGap, Bottom: "8", ContainLabel: opts.Bool(true)}),
 		charts.WithXAxisOpts(x),
 		charts.WithYAxisOpts(opts.YAxis{Name: unit, Type: "value", Min: 0}),
 	}
 }
 
-// withMarks adds the model marks to the first series as vertical lines
-// labelled with the model and what happened, inside the plot so they never
-// cover the axis names.
+// withMarks adds the model marks of the time axis's window to the first
+// series as vertical lines, labelled with the model and what happened. A
+// label runs along its line on the side facing the middle of the plot (to
+// the right of a mark in the left half, to the left of one in the right
+// half), so it never covers the value axes' labels at either edge.
 func withMarks(option []byte, marks []snapshot.ModelMark, p Palette) []byte {
 	if len(marks) == 0 {
 		return option
@@ -114,20 +116,56 @@ func withMarks(option []byte, marks []snapshot.ModelMark, p Palette) []byte {
 	if len(series) == 0 {
 		return option
 	}
+	lo, hi, ranged := timeRange(m)
+	if ranged {
+		// A mark after the newest point (a load in the interval still
+		// filling) stretches the axis to it rather than falling off.
+		for _, mk := range marks {
+			hi = max(hi, float64(mk.At))
+		}
+		m["xAxis"].([]any)[0].(map[string]any)["max"] = hi
+	}
 	data := make([]any, 0, len(marks))
 	for _, mk := range marks {
-		data = append(data, map[string]any{"name": mk.Kind + " " + mk.Model, "xAxis": mk.At})
+		at := float64(mk.At)
+		if ranged && at < lo {
+			continue // before the window: drawn outside the plot it would sit on an axis
+		}
+		side := "insideEndBottom" // right of a line drawn upwards
+		if ranged && at > (lo+hi)/2 {
+			side = "insideEndTop"
+		}
+		data = append(data, map[string]any{
+			"name":  mk.Kind + " " + mk.Model,
+			"xAxis": mk.At,
+			"label": map[string]any{"position": side},
+		})
+	}
+	if len(data) == 0 {
+		return option
 	}
 	first := series[0].(map[string]any)
 	first["markLine"] = map[string]any{
 		"symbol":    []any{"none", "none"},
 		"silent":    true,
 		"lineStyle": map[string]any{"color": p.Muted, "type": "dotted", "width": 1},
-		"label":     map[string]any{"show": true, "formatter": "{b}", "position": "insideEndTop", "color": p.Text, "fontSize": 10},
+		"label":     map[string]any{"show": true, "formatter": "{b}", "color": p.Text, "fontSize": 10},
 		"data":      data,
 	}
 	out, _ := json.Marshal(m)
 	return out
+}
+
+// timeRange is the first x axis's min and max, when the option sets both.
+func timeRange(m map[string]any) (lo, hi float64, ok bool) {
+	axes, _ := m["xAxis"].([]any)
+	if len(axes) == 0 {
+		return 0, 0, false
+	}
+	x, _ := axes[0].(map[string]any)
+	lo, ok1 := x["min"].(float64)
+	hi, ok2 := x["max"].(float64)
+	return lo, hi, ok1 && ok2 && hi > lo
 }
 
 func percentOrNil(v *float64) any {

@@ -32,6 +32,7 @@ func TestBenchmarks(t *testing.T) {
 	waitFrame(t, ctx, "progress moves within the first cell", `Number(document.querySelector('.job .progress').getAttribute("aria-valuenow")) > 0 &&
 		/cell 1\/\d+ · [a-z-]+ \(phase \d\/\d\)/.test(document.querySelector('.job .job-stage').textContent)`, 60*time.Second)
 	waitFrame(t, ctx, "elapsed time shown", `/elapsed \d/.test(document.querySelector('.job [data-timing="job"]').textContent)`, 5*time.Second)
+	waitFrame(t, ctx, "an estimate of the time left", `/^elapsed [\d.]+ (ms|s|min)( \d+ s)? · about [\d.]+ (ms|s|min)( \d+ s)? left$/.test(document.querySelector('.job [data-timing="job"]').textContent)`, 60*time.Second)
 	waitFrame(t, ctx, "log tail shown", `!!document.querySelector('.job .log') && document.querySelector('.job .log').textContent.length > 0`, 30*time.Second)
 	var jobID string
 	inFrame(ctx, `document.querySelector('.job:not(.job-ended)').dataset.job`, &jobID)
@@ -61,6 +62,7 @@ func TestBenchmarks(t *testing.T) {
 	if got := frameText(t, ctx, ".detail"); !strings.Contains(got, "smoke") {
 		t.Errorf("detail shows %q, want the smoke run", got[:min(len(got), 120)])
 	}
+	checkAligned(t, ctx, "benchmarks")
 	var shown string
 	inFrame(ctx, `document.querySelector('.detail').dataset.detail`, &shown)
 	if shown != newest || shown == jobID {

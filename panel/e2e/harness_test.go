@@ -406,6 +406,29 @@ func paintedPixels(id string) string {
 	for(let i=3;i<d.length;i+=4) if(d[i]) n++; return n})()`, id)
 }
 
+// checkAligned fails the test when a table in the frame aligns a header
+// otherwise than the cells under it (numbers right, under right-aligned
+// headers).
+func checkAligned(t *testing.T, ctx context.Context, where string) {
+	t.Helper()
+	var bad []string
+	if err := inFrame(ctx, `(()=>{const bad=[];
+		for (const tb of document.querySelectorAll("table")) {
+			const hs=[...tb.querySelectorAll("thead th")];
+			for (const tr of tb.querySelectorAll("tbody tr")) {
+				const cs=[...tr.children]; if (cs.length!==hs.length) continue;
+				cs.forEach((c,i)=>{const a=getComputedStyle(hs[i]).textAlign, b=getComputedStyle(c).textAlign;
+					const k=tb.className+" / "+hs[i].textContent+": "+a+" over "+b; if (a!==b && !bad.includes(k)) bad.push(k)});
+			}
+		}
+		return bad})()`, &bad); err != nil {
+		t.Fatal(err)
+	}
+	if len(bad) > 0 {
+		t.Errorf("%s: headers aligned otherwise than their cells: %q", where, bad)
+	}
+}
+
 func shot(t *testing.T, ctx context.Context, name string) {
 	t.Helper()
 	buf, err := chromedp.Run(ctx, chromedp.CaptureScreenshot())

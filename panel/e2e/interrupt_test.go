@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -39,6 +40,16 @@ func TestInterruptedStream(t *testing.T) {
 	}
 	shot(t, ctx, "interrupted")
 	t.Logf("while down: %q", frameText(t, ctx, "#conn"))
+
+	// The Benchmarks tab says in words that it cannot reach the backend.
+	click(t, ctx, `[data-tab="bench"]`)
+	says := "cannot reach the backend at " + b.URL() + "/api/metrics"
+	waitFrame(t, ctx, "bench tab says the backend is unreachable", fmt.Sprintf(`(document.querySelector('[data-error="jobs"]')||{}).textContent === %q`, "Jobs unavailable: "+says), 15*time.Second)
+	if got := frameText(t, ctx, "#view-bench"); strings.Contains(got, "fetch") || strings.Contains(got, "TypeError") {
+		t.Errorf("the Benchmarks tab shows a raw error: %q", got)
+	}
+	shot(t, ctx, "bench-unreachable")
+	click(t, ctx, `[data-tab="serving"]`)
 
 	b.start()
 	seed(b, "mlx-community/Qwen3-4B-4bit", 8)

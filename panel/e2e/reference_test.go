@@ -17,7 +17,7 @@ func TestReferenceEngineViews(t *testing.T) {
 	ctx := browser(t)
 	navigate(t, ctx, b.URL()+"/")
 	waitFrame(t, ctx, "stream live", `document.querySelector("#conn").dataset.state === "live"`, 30*time.Second)
-	waitFrame(t, ctx, "synthetic requests finished", tileValue("finished")+` !== "0"`, 30*time.Second)
+	waitFrame(t, ctx, "synthetic requests finished", `/^[1-9][\d,]* finished since start$/.test(`+tileHint("requests")+`)`, 30*time.Second)
 	waitFrame(t, ctx, "model resident", tileValue("models")+` === "1"`, 30*time.Second)
 	waitFrame(t, ctx, "throughput chart drawn", paintedPixels("chart-throughput")+" > 500", 10*time.Second)
 	shot(t, ctx, "serving")

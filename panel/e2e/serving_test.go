@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"testing"
@@ -28,7 +29,25 @@ func TestServingTimeCharts(t *testing.T) {
 	for _, id := range []string{"chart-ttft", "chart-tpot", "chart-e2e", "chart-finish", "chart-cache"} {
 		waitFrame(t, ctx, id+" drawn", paintedPixels(id)+" > 300", 10*time.Second)
 	}
+	// The model's load is a mark on every time chart, as ECharts holds it.
+	for _, id := range []string{"chart-throughput", "chart-ttft", "chart-tpot", "chart-e2e", "chart-finish", "chart-cache"} {
+		if got := chartMarks(t, ctx, id); !contains(got, "load mlx-community/Qwen3-4B-4bit") {
+			t.Errorf("%s marks %q, want the model's load", id, got)
+		}
+	}
 	shot(t, ctx, "serving")
+}
+
+// chartMarks is the names of the marks on chart id, read from its ECharts
+// instance in the frame (the standalone page's element has an open shadow
+// root and the frame is of the same origin).
+func chartMarks(t *testing.T, ctx context.Context, id string) []string {
+	t.Helper()
+	var names []string
+	evalTop(t, ctx, fmt.Sprintf(`(()=>{const w=document.querySelector("mlx-metrics-panel").shadowRoot.querySelector("iframe").contentWindow;
+		const c=w.echarts.getInstanceByDom(w.document.getElementById(%q)); if(!c) return [];
+		const ml=(c.getOption().series[0]||{}).markLine; return ml ? ml.data.map(d => d.name) : []})()`, id), &names)
+	return names
 }
 
 // TestNarrowLayout: at 390 px the Serving view reflows to one column of
@@ -47,6 +66,7 @@ func TestNarrowLayout(t *testing.T) {
 	waitFrame(t, ctx, "stream live", `document.querySelector("#conn").dataset.state === "live"`, 30*time.Second)
 	waitFrame(t, ctx, "per-model table", `!!document.querySelector("[data-model]")`, 5*time.Second)
 	waitFrame(t, ctx, "charts drawn", paintedPixels("chart-ttft")+" > 300", 10*time.Second)
+	checkAligned(t, ctx, "serving by model")
 	var raw string
 	if err := inFrame(ctx, `JSON.stringify((()=>{
 		const boxes = [...document.querySelectorAll(".tile, .chart-card, .card, .tabs, .conn")].map(e => {

@@ -5,31 +5,68 @@ package format
 import (
 	"fmt"
 	"math"
+	"strconv"
+	"strings"
 	"time"
 )
 
 // Dash stands for a value that was not measured.
 const Dash = "—"
 
-// Bytes renders n in binary units (KiB, MiB, GiB).
-func Bytes(n int64) string {
-	const unit = 1024
-	if n < unit {
-		return fmt.Sprintf("%d B", n)
-	}
-	div, exp := int64(unit), 0
-	for m := n / unit; m >= unit && exp < 4; m /= unit {
-		div *= unit
-		exp++
-	}
-	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTP"[exp])
+// SizeUnit is a binary unit of size.
+type SizeUnit struct {
+	Name  string // B, KiB, MiB, GiB, TiB
+	Bytes int64  // bytes in one unit
 }
 
-// Rate renders tokens per second.
+var sizeUnits = []SizeUnit{{"B", 1}, {"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30}, {"TiB", 1 << 40}}
+
+// UnitOf is the binary unit of the largest of sizes. A column of sizes, and
+// the chart beside it, show every size in it, so that one quantity reads
+// in one unit ("0.62 GiB" of KV beside "4.00 GiB" of weights, not "638.0
+// MiB").
+func UnitOf(sizes ...int64) SizeUnit {
+	var most int64
+	for _, n := range sizes {
+		most = max(most, n)
+	}
+	u := sizeUnits[0]
+	for _, next := range sizeUnits[1:] {
+		if most < next.Bytes {
+			break
+		}
+		u = next
+	}
+	return u
+}
+
+// BytesIn renders n in u: two decimals from GiB up, one in KiB and MiB,
+// none in bytes. A size too small to show in u is "< 0.01 GiB", not zero.
+func BytesIn(n int64, u SizeUnit) string {
+	decimals := 1
+	switch {
+	case u.Bytes == 1:
+		return fmt.Sprintf("%d B", n)
+	case u.Bytes >= 1<<30:
+		decimals = 2
+	}
+	v := float64(n) / float64(u.Bytes)
+	s := strconv.FormatFloat(v, 'f', decimals, 64)
+	if n > 0 && strings.Trim(s, "0.") == "" {
+		return "< " + strconv.FormatFloat(math.Pow10(-decimals), 'f', decimals, 64) + " " + u.Name
+	}
+	return s + " " + u.Name
+}
+
+// Bytes renders n in its own binary unit.
+func Bytes(n int64) string { return BytesIn(n, UnitOf(n)) }
+
+// Rate renders tokens per second, with thousands separators as counts and
+// the charts' axes have them.
 func Rate(v float64) string {
 	switch {
-	case v >= 100:
-		return fmt.Sprintf("%.0f tok/s", v)
+	case v >= 100 && !math.IsInf(v, 1):
+		return Count(int64(math.Round(v))) + " tok/s"
 	case v >= 10:
 		return fmt.Sprintf("%.1f tok/s", v)
 	default:
@@ -37,17 +74,30 @@ func Rate(v float64) string {
 	}
 }
 
-// Ms renders a duration in milliseconds, switching to seconds from 10 s.
+// Ms renders a duration given in milliseconds, the one way the panel
+// writes every duration: "12.3 ms", "894 ms", "1.32 s", "12.5 s",
+// "4 min 05 s", "2 h 07 min".
 func Ms(v float64) string {
 	switch {
-	case v >= 10000:
-		return fmt.Sprintf("%.1f s", v/1000)
-	case v >= 100:
-		return fmt.Sprintf("%.0f ms", v)
-	default:
+	case v < 100:
 		return fmt.Sprintf("%.1f ms", v)
+	case v < 1000:
+		return fmt.Sprintf("%.0f ms", v)
+	case v < 10_000:
+		return fmt.Sprintf("%.2f s", v/1000)
+	case v < 60_000:
+		return fmt.Sprintf("%.1f s", v/1000)
 	}
+	s := int64(math.Round(v / 1000))
+	if s < 3600 {
+		return fmt.Sprintf("%d min %02d s", s/60, s%60)
+	}
+	m := (s + 30) / 60
+	return fmt.Sprintf("%d h %02d min", m/60, m%60)
 }
+
+// Duration is Ms of d.
+func Duration(d time.Duration) string { return Ms(float64(d) / float64(time.Millisecond)) }
 
 // MsPtr is Ms, or a dash when v is nil.
 func MsPtr(v *float64) string {

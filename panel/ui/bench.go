@@ -184,9 +184,9 @@ type benchData struct {
 }
 
 // fetchBench fetches jobs, and profiles and history when all is set or a
-// job finished since the last look (knownFinished).
-func fetchBench(c *api.Client, all bool, knownFinished int) benchData {
-	ctx, cancel := context.WithTimeout(context.Background(), requestTimeout)
+// job finished since the last look (knownFinished), within timeout.
+func fetchBench(c *api.Client, all bool, knownFinished int, timeout time.Duration) benchData {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	var d benchData
 	d.jobs, d.jobsErr = c.Jobs(ctx)
@@ -220,7 +220,7 @@ func (v *BenchView) refresh(ctx app.Context, all bool, then func(app.Context)) {
 	c, known := v.client(), v.finished
 	v.fetchedFrom = v.API
 	ctx.Async(func() {
-		d := fetchBench(c, all, known)
+		d := fetchBench(c, all, known, requestTimeout)
 		ctx.Dispatch(func(ctx app.Context) {
 			// Answers for a connection the view has left are dropped.
 			if c.Base == v.API {
@@ -350,7 +350,7 @@ func (v *BenchView) renderProfiles() app.UI {
 	default:
 		ps := v.profiles
 		body = app.Div().Class("table-wrap").Body(app.Table().Class("table profiles").Body(
-			app.THead().Body(app.Tr().Body(th("Profile"), th("Scope"), th("Models"), th("Cells"), th(""))),
+			app.THead().Body(app.Tr().Body(th("Profile"), th("Scope"), th("Models"), thNum("Cells"), th(""))),
 			app.TBody().Body(app.Range(ps).Slice(func(i int) app.UI {
 				p := ps[i]
 				blocked := v.runBlocked(p)
@@ -359,11 +359,11 @@ func (v *BenchView) renderProfiles() app.UI {
 					models = strings.Join(p.Models, ", ")
 				}
 				return app.Tr().DataSet("profile", p.Name).Body(
-					app.Td().Body(app.Strong().Text(p.Name), app.If(p.Description != "", func() app.UI {
+					app.Td().Class("profile").Body(app.Strong().Text(p.Name), app.If(p.Description != "", func() app.UI {
 						return app.Div().Class("muted").Text(p.Description)
 					})),
 					app.Td().Text(p.Scope),
-					app.Td().Class("model-name").Text(models),
+					app.Td().Body(modelName(models)),
 					tdNum(itoa(p.Cells)),
 					app.Td().Class("actions").Body(
 						app.Button().Class("btn btn-primary").DataSet("action", "run").
@@ -473,10 +473,10 @@ func (v *BenchView) jobTiming(j *bench.Job) string {
 	if elapsed < 0 {
 		elapsed = 0
 	}
-	out := "elapsed " + elapsed.String()
+	out := "elapsed " + format.Duration(elapsed)
 	if p := j.Progress; p > 0.02 && p < 1 {
 		left := time.Duration(float64(elapsed) * (1 - p) / p).Round(time.Second)
-		out += " · about " + left.String() + " left"
+		out += " · about " + format.Duration(left) + " left"
 	}
 	return out
 }
@@ -534,7 +534,7 @@ func (v *BenchView) renderHistory() app.UI {
 	}
 	hs := v.history
 	return section("History", app.Div().Class("table-wrap").Body(app.Table().Class("table history").Body(
-		app.THead().Body(app.Tr().Body(th("Profile"), th("When"), th("Duration"), th("Complete"), th("Cells measured"), th("Best decode"), th("Problems"), th(""))),
+		app.THead().Body(app.Tr().Body(th("Profile"), th("When"), thNum("Duration"), th("Complete"), thNum("Cells measured"), thNum("Best decode"), th("Problems"), th(""))),
 		app.TBody().Body(app.Range(hs).Slice(func(i int) app.UI {
 			e := hs[i]
 			complete := "yes"
@@ -549,7 +549,7 @@ func (v *BenchView) renderHistory() app.UI {
 			}
 			return app.Tr().DataSet("run", e.ID).DataSet("complete", fmt.Sprint(e.Complete)).Body(
 				app.Td().Text(e.Profile),
-				app.Td().Text(format.When(e.StartedAt)),
+				app.Td().Class("when").Text(format.When(e.StartedAt)),
 				tdNum(format.Ms(float64(e.DurationMs))),
 				app.Td().Class(map[bool]string{true: "ok", false: "bad"}[e.Complete]).Text(complete),
 				tdNum(fmt.Sprintf("%d / %d", measured(e), len(e.Cells))),
@@ -582,12 +582,12 @@ func (v *BenchView) renderDetail() app.UI {
 			),
 			app.Div().Class("table-wrap").Body(app.Table().Class("table cells").Body(
 				app.THead().Body(app.Tr().Body(th("Cell"), th("Status"), app.Range(bench.Figures).Slice(func(i int) app.UI {
-					return app.Th().Class("num").Text(figureHeader(bench.Figures[i]))
+					return thNum(figureHeader(bench.Figures[i]))
 				}))),
 				app.TBody().Body(app.Range(cells).Slice(func(i int) app.UI {
 					c := cells[i]
 					return app.Tr().Body(
-						app.Td().Body(app.Span().Class("model-name").Text(c.Key), app.If(c.Note != "", func() app.UI {
+						app.Td().Body(modelName(c.Key), app.If(c.Note != "", func() app.UI {
 							return app.Div().Class("muted").Text(c.Note)
 						})),
 						app.Td().Text(c.Status),

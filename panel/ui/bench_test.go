@@ -100,7 +100,7 @@ func TestBenchView(t *testing.T) {
 			api:  benchAPI{profiles: profiles, jobs: idle, history: history},
 			want: []string{
 				"No run in progress.",
-				`data-run="20261202T150000Z-aa"`, "2025-12-02 15:00 UTC", "61.0 s", "2 / 3", "41.5 tok/s",
+				`data-run="20261202T150000Z-aa"`, "2025-12-02 15:00 UTC", "1 min 01 s", "2 / 3", "41.5 tok/s",
 				"no (exit 3)", "0 / 0",
 				"Trend across runs", `id="chart-trend"`, `value="smoke"`,
 				`data-runs="20261202T150000Z-aa"`, "1 run of smoke; 1 run that did not complete left out",
@@ -131,7 +131,7 @@ func TestBenchView(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			srv := tt.api.server(t)
 			v := &BenchView{API: srv.URL + "/api/metrics", Palette: charts.Light}
-			v.apply(fetchBench(v.client(), true, 0))
+			v.apply(fetchBench(v.client(), true, 0, time.Minute))
 			html := render(t, v)
 			for _, w := range tt.want {
 				if !strings.Contains(html, w) {
@@ -212,7 +212,7 @@ func TestBenchHonestFigures(t *testing.T) {
 	}}
 	srv := benchAPI{profiles: []bench.Profile{}, jobs: &bench.JobList{}, history: history}.server(t)
 	v := &BenchView{API: srv.URL + "/api/metrics", Palette: charts.Light}
-	v.apply(fetchBench(v.client(), true, 0))
+	v.apply(fetchBench(v.client(), true, 0, time.Minute))
 	html := render(t, v)
 	ok := regexp.MustCompile(`data-run="ok-run"[^>]*>(?s:.*?)55\.5 tok/s`)
 	cut := regexp.MustCompile(`data-run="cut-run"(?s:.*?)</tr>`).FindString(html)
@@ -232,12 +232,54 @@ func TestBenchHonestFigures(t *testing.T) {
 		job  bench.Job
 		want string
 	}{
-		{bench.Job{StartedAt: now.Add(-90 * time.Second).UnixMilli(), Progress: 0.25}, "elapsed 1m30s · about 4m30s left"},
-		{bench.Job{StartedAt: now.Add(-5 * time.Second).UnixMilli(), Progress: 0}, "elapsed 5s"},
+		{bench.Job{StartedAt: now.Add(-90 * time.Second).UnixMilli(), Progress: 0.25}, "elapsed 1 min 30 s · about 4 min 30 s left"},
+		{bench.Job{StartedAt: now.Add(-5 * time.Second).UnixMilli(), Progress: 0}, "elapsed 5.00 s"},
 		{bench.Job{}, "not started"},
 	} {
 		if got := v.jobTiming(&tc.job); got != tc.want {
 			t.Errorf("jobTiming = %q, want %q", got, tc.want)
 		}
+	}
+}
+
+// TestBenchViewNoAnswer: a backend that is not there, or does not answer
+// in time, is a readable message naming it in each section of the
+// Benchmarks view, never a raw Go or fetch error.
+func TestBenchViewNoAnswer(t *testing.T) {
+	hang := make(chan struct{})
+	slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select { // never answers: the view's deadline ends the call
+		case <-r.Context().Done():
+		case <-hang:
+		}
+	}))
+	t.Cleanup(slow.Close)
+	t.Cleanup(func() { close(hang) })
+	gone := httptest.NewServer(http.NotFoundHandler())
+	gone.Close() // nothing listens there any more
+
+	for _, tc := range []struct {
+		name, api string
+		timeout   time.Duration
+		says      string
+	}{
+		{"unreachable", gone.URL + "/api/metrics", time.Minute, "cannot reach the backend at " + gone.URL + "/api/metrics"},
+		{"no answer in time", slow.URL + "/api/metrics", 100 * time.Millisecond, "no answer in time from the backend at " + slow.URL + "/api/metrics"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			v := &BenchView{API: tc.api, Palette: charts.Light}
+			v.apply(fetchBench(v.client(), true, 0, tc.timeout))
+			html := render(t, v)
+			for _, w := range []string{"Profiles unavailable: " + tc.says, "Jobs unavailable: " + tc.says, "History unavailable: " + tc.says} {
+				if !strings.Contains(html, w) {
+					t.Errorf("missing %q", w)
+				}
+			}
+			for _, raw := range []string{"context deadline", "dial tcp", "fetch", "connection refused"} {
+				if strings.Contains(html, raw) {
+					t.Errorf("shows the raw %q", raw)
+				}
+			}
+		})
 	}
 }

@@ -43,7 +43,8 @@ func (v *CachesView) cache(i int, c snapshot.Reading) app.UI {
 	switch {
 	case c.CapacityBytes != nil && *c.CapacityBytes > 0:
 		share = float64(c.Bytes) / float64(*c.CapacityBytes)
-		fill = fmt.Sprintf("%s of %s", format.Bytes(c.Bytes), format.Bytes(*c.CapacityBytes))
+		u := format.UnitOf(c.Bytes, *c.CapacityBytes) // one unit for both
+		fill = fmt.Sprintf("%s of %s", format.BytesIn(c.Bytes, u), format.BytesIn(*c.CapacityBytes, u))
 	case c.UsageRatio != nil:
 		// Scraped engines (vLLM, SGLang, llama.cpp) report a ratio, not bytes.
 		share = *c.UsageRatio
@@ -68,7 +69,7 @@ func (v *CachesView) cache(i int, c snapshot.Reading) app.UI {
 		}
 	}
 	return app.Div().Class("card gauge-card").DataSet("cache", c.Cache).Body(
-		app.H3().Body(app.Span().Class("model-name").Text(c.Model), app.Text(" · "+title)),
+		app.H3().Body(modelName(c.Model), app.Text(" · "+title)),
 		gauge,
 		app.P().Class("gauge-fill").Text(fill),
 		app.If(hit != "", func() app.UI { return app.P().Class("gauge-hit").Text(hit) }),

@@ -21,13 +21,14 @@ func (v *ModelsView) Render() app.UI {
 		return app.Div().Class("view").ID("view-models").Body(empty("No model has reported yet."))
 	}
 	ms := v.Snap.Models
+	unit := charts.MemoryUnit(ms) // the chart's, so both read alike
 	return app.Div().Class("view").ID("view-models").Body(
 		section("Models",
 			app.Div().Class("table-wrap").Body(
 				app.Table().Class("table").Body(
 					app.THead().Body(app.Tr().Body(
-						th("Model"), th("State"), th("Loads"), th("Last load"), th("Unloads"), th("Last unload"),
-						th("Swaps"), th("Last swap"), th("Weights"), th("KV"), th("Prefix cache"), th("Last error"),
+						th("Model"), th("State"), thNum("Loads"), thNum("Last load"), thNum("Unloads"), thNum("Last unload"),
+						thNum("Swaps"), thNum("Last swap"), thNum("Weights"), thNum("KV"), thNum("Prefix cache"), th("Last error"),
 					)),
 					app.TBody().Body(app.Range(ms).Slice(func(i int) app.UI {
 						m := ms[i]
@@ -36,7 +37,7 @@ func (v *ModelsView) Render() app.UI {
 							unload += " (" + *m.LastUnloadReason + ")"
 						}
 						return app.Tr().Body(
-							app.Td().Class("model-name").Text(m.Model),
+							app.Td().Body(modelName(m.Model)),
 							app.Td().Body(app.Span().Class("state "+stateClass(m.State)).Text(m.State)),
 							tdNum(format.Count(m.Loads)),
 							tdNum(format.MsPtr(m.LastLoadMs)),
@@ -44,9 +45,9 @@ func (v *ModelsView) Render() app.UI {
 							tdNum(unload),
 							tdNum(format.Count(m.Swaps)),
 							tdNum(format.MsPtr(m.LastSwapMs)),
-							tdNum(format.Bytes(m.WeightsBytes)),
-							tdNum(format.Bytes(m.KVBytes)),
-							tdNum(format.Bytes(m.PrefixCacheBytes)),
+							tdNum(format.BytesIn(m.WeightsBytes, unit)),
+							tdNum(format.BytesIn(m.KVBytes, unit)),
+							tdNum(format.BytesIn(m.PrefixCacheBytes, unit)),
 							app.Td().Class("error-text").Text(deref(m.LastError)),
 						)
 					})),
@@ -59,7 +60,10 @@ func (v *ModelsView) Render() app.UI {
 	)
 }
 
+// th heads a column of text; thNum a column of numbers, right-aligned
+// like the tdNum cells under it.
 func th(s string) app.UI    { return app.Th().Text(s) }
+func thNum(s string) app.UI { return app.Th().Class("num").Text(s) }
 func tdNum(s string) app.UI { return app.Td().Class("num").Text(s) }
 
 // stateClass styles the known model states.

@@ -103,11 +103,7 @@ func (p *Panel) OnMount(ctx app.Context) {
 	p.readTheme()
 	// frame.js turns the host's messages into these window events.
 	p.listen(ctx, "mlx-metrics-connection", func(ctx app.Context, detail app.Value) {
-		if c, ok := readConnection(detail); ok && c != p.conn {
-			p.conn = c
-			p.snap = nil
-			p.failures = 0
-			p.state = StateWaiting
+		if c, ok := readConnection(detail); ok && p.SetConnection(c) {
 			p.connect(ctx)
 		}
 	})
@@ -250,6 +246,19 @@ func (p *Panel) connect(ctx app.Context) {
 	)
 }
 
+// SetConnection switches to c, when it differs from the connection in use,
+// and forgets the old one's figures and state: its snapshot, failures,
+// error and the time its stream was lost. It reports whether it switched;
+// the caller then connects.
+func (p *Panel) SetConnection(c Connection) bool {
+	if c == p.conn {
+		return false
+	}
+	p.conn, p.snap, p.state = c, nil, StateWaiting
+	p.failures, p.lastErr, p.lostAt = 0, "", time.Time{}
+	return true
+}
+
 // Apply shows a snapshot and marks the stream live.
 func (p *Panel) Apply(s *snapshot.Snapshot, now time.Time) {
 	p.snap = s
@@ -329,7 +338,7 @@ func (p *Panel) renderState() app.UI {
 	detail := ""
 	switch p.state {
 	case StateInterrupted:
-		detail = fmt.Sprintf("%s; retrying in %s (attempt %d)", p.lastErr, p.retryIn, p.failures)
+		detail = fmt.Sprintf("%s; retrying in %s (attempt %d)", p.lastErr, format.Duration(p.retryIn), p.failures)
 	case StateRetrying:
 		detail = fmt.Sprintf("%s; reconnecting (attempt %d)", p.lastErr, p.failures)
 	case StateLive:

@@ -68,7 +68,7 @@ func (v *RequestsView) Render() app.UI {
 			}),
 			app.P().Class("note").Text(windowNote),
 			app.Div().Class("table-wrap").Body(app.Table().Class("table timings").Body(
-				app.THead().Body(app.Tr().Body(th(""), th("n"), th("p50"), th("p95"), th("p99"), th("max"), th("mean"))),
+				app.THead().Body(app.Tr().Body(th(""), thNum("n"), thNum("p50"), thNum("p95"), thNum("p99"), thNum("max"), thNum("mean"))),
 				app.TBody().Body(app.Range(rows).Slice(func(i int) app.UI {
 					row := rows[i]
 					if row.d == nil {
@@ -141,14 +141,14 @@ func recentTable(recent []snapshot.Recent) app.UI {
 	}
 	return app.Div().Class("table-wrap").Body(app.Table().Class("table recent").Body(
 		app.THead().Body(app.Tr().Body(
-			th("At"), th("Model"), th("Request"), th("Finish"), th("Prompt (cached)"), th("Completion"),
-			th("Queue"), th("TTFT"), th("Decode"), th("Total"),
+			th("At"), th("Model"), th("Request"), th("Finish"), thNum("Prompt (cached)"), thNum("Completion"),
+			thNum("Queue"), thNum("TTFT"), thNum("Decode"), thNum("Total"),
 		)),
 		app.TBody().Body(app.Range(rs).Slice(func(i int) app.UI {
 			q := rs[i]
 			return app.Tr().Body(
 				app.Td().Text(format.Clock(q.At)),
-				app.Td().Class("model-name").Text(q.Model),
+				app.Td().Body(modelName(q.Model)),
 				app.Td().Class("mono").Text(q.RequestID),
 				app.Td().Body(app.Span().Class("finish-tag "+finishClass(q.Finish)).Text(q.Finish)),
 				tdNum(fmt.Sprintf("%s (%s)", format.Count(q.PromptTokens), format.Count(q.CachedPromptTokens))),

@@ -15,6 +15,15 @@ func tile(key, label, value, hint string) app.UI {
 	)
 }
 
+// wideTile is a tile two columns wide, to fill the grid's last row.
+func wideTile(key, label, value, hint string) app.UI {
+	return app.Div().Class("tile tile-wide").DataSet("tile", key).Body(
+		app.Div().Class("tile-label").Text(label),
+		app.Div().Class("tile-value").Text(value),
+		app.If(hint != "", func() app.UI { return app.Div().Class("tile-hint").Text(hint) }),
+	)
+}
+
 // multiTile is a tile of several figures of one quantity (p50 · p95 ·
 // p99): smaller, each figure kept whole when the tile wraps.
 func multiTile(key, label string, values []string, hint string) app.UI {
@@ -72,9 +81,9 @@ func scrollTable(class string, headers []string, rows app.UI) app.UI {
 	return app.Div().Class("table-wrap").Body(app.Table().Class("table "+class).Body(
 		app.THead().Body(app.Tr().Body(app.Range(headers).Slice(func(i int) app.UI {
 			if i == 0 {
-				return app.Th().Text(headers[i])
+				return th(headers[i])
 			}
-			return app.Th().Class("num").Text(headers[i])
+			return thNum(headers[i])
 		}))),
 		app.TBody().Body(rows),
 	))

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -44,6 +45,12 @@ func render(t *testing.T, c app.Composer) string {
 
 func ptr[T any](v T) *T { return &v }
 
+var breakOpportunity = regexp.MustCompile(`\s*<wbr></wbr>\s*`)
+
+// unbroken is html with the break opportunities inside model names taken
+// out, so a name reads whole ("org/name-variant").
+func unbroken(html string) string { return breakOpportunity.ReplaceAllString(html, "") }
+
 const xss = "<img src=x onerror=alert(1)>"
 
 func TestViews(t *testing.T) {
@@ -83,8 +90,8 @@ func TestViews(t *testing.T) {
 			name:  "models",
 			compo: &ModelsView{Snap: busy, Palette: charts.Light},
 			want: []string{
-				"mlx-community/Qwen3-4B-4bit", "state-resident", "1843 ms", "212 ms (evicted)", "2056 ms",
-				"2.1 GiB", "512.0 MiB", "128.0 MiB", "state-failed",
+				"mlx-community/Qwen3-4B-4bit", "state-resident", "1.84 s", "212 ms (evicted)", "2.06 s",
+				"2.10 GiB", "0.50 GiB", "0.12 GiB", "state-failed", // one unit: the chart's
 				"&lt;b&gt;load failed&lt;/b&gt;: weights not found",
 				"&lt;img src=x onerror=alert(1)&gt;",
 				`id="chart-memory"`,
@@ -100,7 +107,7 @@ func TestViews(t *testing.T) {
 			name:  "caches",
 			compo: &CachesView{Snap: busy, Palette: charts.Light},
 			want: []string{
-				`data-cache="kv"`, "512.0 MiB of 1.0 GiB", `id="gauge-kv-0"`,
+				`data-cache="kv"`, "0.50 GiB of 1.00 GiB", `id="gauge-kv-0"`,
 				`data-cache="prefix"`, "128.0 MiB of 512.0 MiB", "hit rate 78.0% (312 hits, 88 misses)", `id="gauge-prefix-1"`,
 			},
 		},
@@ -123,7 +130,7 @@ func TestViews(t *testing.T) {
 			want: []string{
 				"over the last 256 of 1234 finished requests (window 256); 34.0% of prompt tokens cached",
 				`data-timing="queue"`, "12.5 ms", "180 ms", "403 ms", "611 ms",
-				`data-timing="ttft"`, "150 ms", "521 ms", "880 ms", "1320 ms",
+				`data-timing="ttft"`, "150 ms", "521 ms", "880 ms", "1.32 s",
 				`data-timing="decode"`, "42.1 tok/s", "58.8 tok/s",
 				`data-timing="total"`, "15.0 s",
 				`data-finish="stop"`, "1,100 · 89.1%", `data-finish="error"`,
@@ -139,7 +146,7 @@ func TestViews(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			html := render(t, tt.compo)
+			html := unbroken(render(t, tt.compo))
 			for _, w := range tt.want {
 				if !strings.Contains(html, w) {
 					t.Errorf("missing %q in\n%s", w, html)
@@ -164,18 +171,18 @@ func TestRecordedSnapshot(t *testing.T) {
 		want  []string
 	}{
 		{"serving", &ServingView{Snap: rec}, []string{"0.00 tok/s", "0 of 8 rows decoding", ">3<", "260 finished", "of 2 known", `id="chart-throughput"`}},
-		{"models", &ModelsView{Snap: rec}, []string{"llama-3.2-3b", "state-unloaded", "qwen2.5-7b", "state-resident", "5470 ms", "7.1 GiB"}},
+		{"models", &ModelsView{Snap: rec}, []string{"llama-3.2-3b", "state-unloaded", "qwen2.5-7b", "state-resident", "5.47 s", "7.08 GiB", "0.03 GiB"}},
 		{"caches", &CachesView{Snap: rec}, []string{"61.0 MiB of 976.6 MiB", "30.5 MiB of 244.1 MiB", "hit rate 82.7% (115 hits, 24 misses)"}},
 		{"requests", &RequestsView{Snap: rec}, []string{
 			"over the last 200 of 260 finished requests (window 200); 33.2% of prompt tokens cached",
-			"59.3 ms", "115 ms", "120 ms", "421 ms", "828 ms", "885 ms", "892 ms", "3661 tok/s", "53.8 tok/s", "11.0 s",
+			"59.3 ms", "115 ms", "120 ms", "421 ms", "828 ms", "885 ms", "892 ms", "3,661 tok/s", "53.8 tok/s", "11.0 s",
 			`data-finish="stop"`, "211 · 81.2%", `data-finish="error"`, "5 · 1.9%",
 			"req-00260", "1,579 (789)",
 		}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			html := render(t, tt.compo)
+			html := unbroken(render(t, tt.compo))
 			for _, w := range tt.want {
 				if !strings.Contains(html, w) {
 					t.Errorf("missing %q", w)
@@ -195,13 +202,13 @@ func TestReferenceSnapshot(t *testing.T) {
 		want  []string
 	}{
 		{"serving", &ServingView{Snap: ref}, []string{"202 tok/s", "2 of 16 rows decoding", ">12.5%<", "29 finished since start", "of 1 known"}},
-		{"models", &ModelsView{Snap: ref}, []string{"reference-sim", "state-resident", "400 ms", "4.0 GiB", "238.0 MiB", "1.6 GiB"}},
-		{"caches", &CachesView{Snap: ref}, []string{"238.0 MiB of 8.0 GiB", "1.6 GiB of 2.0 GiB", "hit rate 23.7%"}},
+		{"models", &ModelsView{Snap: ref}, []string{"reference-sim", "state-resident", "400 ms", "4.00 GiB", "0.23 GiB", "1.60 GiB"}},
+		{"caches", &CachesView{Snap: ref}, []string{"0.23 GiB of 8.00 GiB", "1.60 GiB of 2.00 GiB", "hit rate 23.7%"}},
 		{"requests", &RequestsView{Snap: ref}, []string{`data-finish="length"`, "29 · 100.0%", `data-timing="ttft"`}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			html := render(t, tt.compo)
+			html := unbroken(render(t, tt.compo))
 			for _, w := range tt.want {
 				if !strings.Contains(html, w) {
 					t.Errorf("missing %q", w)
@@ -254,7 +261,7 @@ func TestPanelStates(t *testing.T) {
 		{"interrupted keeps the last snapshot", func(p *Panel) {
 			p.Apply(busy, now)
 			p.state, p.failures, p.retryIn, p.lastErr = StateInterrupted, 1, 500*time.Millisecond, "stream lost at 15:41:00"
-		}, []string{`data-state="interrupted"`, "stream lost at 15:41:00; retrying in 500ms (attempt 1)", "327 tok/s"}},
+		}, []string{`data-state="interrupted"`, "stream lost at 15:41:00; retrying in 500 ms (attempt 1)", "327 tok/s"}},
 		{"retrying", func(p *Panel) {
 			p.state, p.failures, p.lastErr = StateRetrying, 2, "stream lost at 15:41:00"
 		}, []string{`data-state="retrying"`, "reconnecting (attempt 2)"}},
@@ -388,5 +395,30 @@ func TestStaleAfterLoss(t *testing.T) {
 	p.Apply(snap, t0.Add(2*time.Minute))
 	if p.Stale() || p.bodyClass() != "body" {
 		t.Error("still stale after a snapshot")
+	}
+}
+
+// A new connection forgets the old one's loss: its stream's loss time and
+// URL are not carried over to the new stream's first failure.
+func TestSetConnectionForgetsTheLoss(t *testing.T) {
+	old := Connection{APIBase: "http://127.0.0.1:9/api/metrics", EventsURL: "http://127.0.0.1:9/api/metrics/stream"}
+	next := Connection{APIBase: "http://127.0.0.1:10/api/metrics", EventsURL: "http://127.0.0.1:10/api/metrics/stream"}
+	p := NewPanel(old, "")
+	t0 := time.UnixMilli(1_764_690_000_000)
+	p.Apply(&snapshot.Snapshot{At: t0.UnixMilli()}, t0)
+	p.Interrupt(t0.Add(time.Second))
+	if p.SetConnection(old) {
+		t.Error("the same connection counted as a change")
+	}
+	if !p.SetConnection(next) {
+		t.Fatal("a new connection not taken")
+	}
+	if p.snap != nil || p.state != StateWaiting || p.failures != 0 || p.lastErr != "" || !p.lostAt.IsZero() {
+		t.Errorf("after the switch: snap %v, state %s, failures %d, error %q, lost at %v", p.snap != nil, p.state, p.failures, p.lastErr, p.lostAt)
+	}
+	later := t0.Add(time.Hour)
+	p.Interrupt(later)
+	if want := "stream lost at " + format.Clock(later.UnixMilli()) + ": cannot reach " + next.EventsURL; p.lastErr != want {
+		t.Errorf("the new stream's loss reads %q, want %q", p.lastErr, want)
 	}
 }
