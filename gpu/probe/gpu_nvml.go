@@ -4,14 +4,20 @@ package probe
 
 import (
 	"fmt"
-	"math"
+	"os"
+	"strconv"
 	"sync"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 )
 
 // GPU is an open NVML session.
-type GPU struct{ once sync.Once }
+type GPU struct {
+	once sync.Once
+	// idle is each device's memory in use when the GPU was opened: the
+	// baseline of ProcessMemory's device-wide figure.
+	idle map[int]int64
+}
 
 // OpenGPU loads NVML. Without libnvidia-ml, or with no device, it fails
 // with an error wrapping ErrNoGPU that says which.
@@ -22,7 +28,7 @@ func OpenGPU() (*GPU, error) {
 		}
 		return nil, fmt.Errorf("%w (NVML: %s)", ErrNoGPU, nvml.ErrorString(ret))
 	}
-	g := &GPU{}
+	g := &GPU{idle: map[int]int64{}}
 	n, ret := nvml.DeviceGetCount()
 	if ret != nvml.SUCCESS || n == 0 {
 		g.Close()
@@ -30,6 +36,11 @@ func OpenGPU() (*GPU, error) {
 			return nil, fmt.Errorf("%w (NVML: %s)", ErrNoGPU, nvml.ErrorString(ret))
 		}
 		return nil, fmt.Errorf("%w (NVML sees no device)", ErrNoGPU)
+	}
+	if devs, err := g.Devices(); err == nil {
+		for _, d := range devs {
+			g.idle[d.Index] = d.MemoryUsed
+		}
 	}
 	return g, nil
 }
@@ -60,7 +71,9 @@ func (g *GPU) Devices() ([]Device, error) {
 }
 
 // ProcessMemory is the GPU memory the given processes hold, over every
-// device (compute and graphics contexts).
+// device (compute and graphics contexts). Where NVML's pids are not this
+// PID namespace's while a device's memory in use has risen since OpenGPU,
+// the error is an *UnattributedError with the device-wide figure.
 func (g *GPU) ProcessMemory(pids []int) (int64, error) {
 	want := make(map[uint32]bool, len(pids))
 	for _, p := range pids {
@@ -70,43 +83,31 @@ func (g *GPU) ProcessMemory(pids []int) (int64, error) {
 	if ret != nvml.SUCCESS {
 		return 0, fmt.Errorf("NVML device count: %s", nvml.ErrorString(ret))
 	}
-	var total int64
+	devs := make([]deviceUse, 0, n)
 	for i := range n {
 		d, ret := nvml.DeviceGetHandleByIndex(i)
 		if ret != nvml.SUCCESS {
 			return 0, fmt.Errorf("NVML device %d: %s", i, nvml.ErrorString(ret))
 		}
-		var procs []nvml.ProcessInfo
+		du := deviceUse{index: i, idle: g.idle[i]}
 		for _, list := range []func() ([]nvml.ProcessInfo, nvml.Return){d.GetComputeRunningProcesses, d.GetGraphicsRunningProcesses} {
 			if ps, ret := list(); ret == nvml.SUCCESS {
-				procs = append(procs, ps...)
+				for _, p := range ps {
+					du.procs = append(du.procs, procMemory{pid: p.Pid, used: p.UsedGpuMemory})
+				}
 			}
 		}
-		used, err := deviceMemoryOf(procs, want)
-		if err != nil {
-			return 0, fmt.Errorf("NVML device %d: %w", i, err)
+		du.used = du.idle // unread: no rise
+		if mem, ret := d.GetMemoryInfo(); ret == nvml.SUCCESS {
+			du.used = int64(mem.Used)
 		}
-		total += used
+		devs = append(devs, du)
 	}
-	return total, nil
+	return groupMemory(devs, want, pidHere)
 }
 
-// deviceMemoryOf sums one device's memory of the processes in want. A
-// process with both a compute and a graphics context is listed twice with
-// the same memory, so it counts once; one whose memory NVML cannot read
-// (it says VALUE_NOT_AVAILABLE) makes the figure unavailable, not smaller.
-func deviceMemoryOf(procs []nvml.ProcessInfo, want map[uint32]bool) (int64, error) {
-	seen := make(map[uint32]bool, len(procs))
-	var total int64
-	for _, p := range procs {
-		if !want[p.Pid] || seen[p.Pid] {
-			continue
-		}
-		seen[p.Pid] = true
-		if p.UsedGpuMemory == math.MaxUint64 {
-			return 0, fmt.Errorf("the memory of process %d is not available to NVML", p.Pid)
-		}
-		total += int64(p.UsedGpuMemory)
-	}
-	return total, nil
+// pidHere says whether this PID namespace has a process pid.
+func pidHere(pid uint32) bool {
+	_, err := os.Stat("/proc/" + strconv.FormatUint(uint64(pid), 10))
+	return err == nil
 }

@@ -23,7 +23,8 @@ func Machine() bench.Machine {
 	return m
 }
 
-// DescribeGPUs names the GPUs, or says why there are none.
+// DescribeGPUs names the GPUs with their memory ("NVIDIA H200 (139.8
+// GiB)"), or says why there are none.
 func DescribeGPUs() string {
 	g, err := OpenGPU()
 	if err != nil {
@@ -34,11 +35,7 @@ func DescribeGPUs() string {
 	if err != nil {
 		return err.Error()
 	}
-	names := make([]string, len(devs))
-	for i, d := range devs {
-		names[i] = d.Name
-	}
-	return strings.Join(names, ", ")
+	return describeDevices(devs)
 }
 
 func firstLine(s string) string {

@@ -148,6 +148,11 @@ type memorySampler struct {
 	peakRSS int64
 	peakGPU int64
 	gpuNote string
+	// peakWide and wideWhy: NVML could not attribute the GPU's memory to
+	// processes of this PID namespace (probe.UnattributedError), so the
+	// device-wide figure stands in, said so.
+	peakWide int64
+	wideWhy  string
 }
 
 func (r *run) sampleMemory(srv *server) *memorySampler {
@@ -168,11 +173,7 @@ func (r *run) sampleMemory(srv *server) *memorySampler {
 		}
 		s.peakRSS = max(s.peakRSS, rss)
 		if r.gpu != nil {
-			if g, err := r.gpu.ProcessMemory(pids); err == nil {
-				s.peakGPU = max(s.peakGPU, g)
-			} else {
-				s.gpuNote = "unavailable: " + err.Error()
-			}
+			s.addGPU(r.gpu.ProcessMemory(pids))
 		}
 	}
 	go func() {
@@ -191,16 +192,46 @@ func (r *run) sampleMemory(srv *server) *memorySampler {
 	return s
 }
 
+// addGPU takes one reading of the group's GPU memory.
+func (s *memorySampler) addGPU(bytes int64, err error) {
+	var ua *probe.UnattributedError
+	switch {
+	case err == nil:
+		s.peakGPU = max(s.peakGPU, bytes)
+	case errors.As(err, &ua):
+		s.peakWide = max(s.peakWide, ua.DeviceWide)
+		s.wideWhy = ua.Reason
+	default:
+		s.gpuNote = "unavailable: " + err.Error()
+	}
+}
+
 func (s *memorySampler) stop(res *bench.CellResult) {
 	close(s.done)
 	<-s.stopped
+	s.fill(res)
+}
+
+// fill records the peaks: null GPU memory with the reason when it could not
+// be read; the device-wide figure, labelled, when NVML could not tell the
+// server's share of it; else the server's own.
+func (s *memorySampler) fill(res *bench.CellResult) {
 	res.PeakRSSBytes = s.peakRSS
-	if s.gpuNote == "" {
+	switch {
+	case s.gpuNote != "":
+		res.GPUMemoryNote = s.gpuNote
+	case s.wideWhy != "":
+		v := max(s.peakWide, s.peakGPU)
+		res.PeakGPUMemoryBytes = &v
+		res.GPUMemoryNote = deviceWidePrefix + s.wideWhy + "; the figure is the GPU's memory in use over its use when the run began, so it counts whatever else ran on the GPU"
+	default:
 		v := s.peakGPU
 		res.PeakGPUMemoryBytes = &v
 	}
-	res.GPUMemoryNote = s.gpuNote
 }
+
+// deviceWidePrefix opens the note of a device-wide peak GPU memory.
+const deviceWidePrefix = "device-wide (not the server's own): "
 
 // measurer runs one cell's phases against its server.
 type measurer struct {

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
 	"net/http"
 	"os"
 	"os/signal"
@@ -152,10 +151,21 @@ func runPlan(t *testing.T, ctx context.Context, plan bench.Plan, out *syncBuffer
 	return rec, dir
 }
 
-func within(got, want, tol float64) bool { return math.Abs(got-want) <= tol*want }
+// physical checks a measured figure against the engine's cost model from
+// the side physics fixes: a rate cannot beat the model (nor a latency
+// undercut it) by more than fast, the step alignment and rounding; on the
+// other side only a gross error counts (slow: a factor), since a loaded
+// machine makes every figure slower and a test must not time the machine.
+func physical(got, want, fast, slow float64, higherIsBetter bool) bool {
+	if higherIsBetter {
+		return got <= want*(1+fast) && got >= want/slow
+	}
+	return got >= want*(1-fast) && got <= want*slow
+}
 
 // The runner against the reference engine measures the rates its cost
-// model sets, within a tolerance for HTTP and scheduling on a busy machine.
+// model sets: never better than the model, and within a factor of it
+// however busy the machine is.
 func TestRunMeasuresKnownRates(t *testing.T) {
 	const (
 		decodeRate  = 200.0
@@ -181,19 +191,21 @@ func TestRunMeasuresKnownRates(t *testing.T) {
 	// 39 decode steps at (1+0.1*3)/200 s.
 	aggWall := 140/prefillRate + 39*(1+slowdown*3)/decodeRate
 	tests := []struct {
-		name      string
-		got, want float64
-		tol       float64
+		name           string
+		got, want      float64
+		fast           float64 // how far better than the model the figure may read
+		higherIsBetter bool
 	}{
-		{"decode tok/s", *cc.DecodeTokensPerSecond, decodeRate, 0.15},
-		{"cold TTFT ms (1000-token prompt)", *cc.TTFTColdMs, 1000 / prefillRate * 1000, 0.25},
-		{"prefill tok/s", *cc.Prefill1kTokensPerSecond, prefillRate, 0.25},
-		{"long-context prefill tok/s", *cc.ContextPrefillTokensPerSecond, prefillRate, 0.15},
-		{"aggregate tok/s", *cc.AggregateTokensPerSecond, 160 / aggWall, 0.2},
+		{"decode tok/s", *cc.DecodeTokensPerSecond, decodeRate, 0.05, true},
+		{"cold TTFT ms (1000-token prompt)", *cc.TTFTColdMs, 1000 / prefillRate * 1000, 0.1, false},
+		{"prefill tok/s", *cc.Prefill1kTokensPerSecond, prefillRate, 0.1, true},
+		{"long-context prefill tok/s", *cc.ContextPrefillTokensPerSecond, prefillRate, 0.05, true},
+		{"aggregate tok/s", *cc.AggregateTokensPerSecond, 160 / aggWall, 0.1, true},
 	}
 	for _, tt := range tests {
-		if !within(tt.got, tt.want, tt.tol) {
-			t.Errorf("%s = %.1f, want %.1f ± %.0f%%", tt.name, tt.got, tt.want, tt.tol*100)
+		t.Logf("%s = %.1f (model %.1f)", tt.name, tt.got, tt.want)
+		if !physical(tt.got, tt.want, tt.fast, 3, tt.higherIsBetter) {
+			t.Errorf("%s = %.1f, want %.1f: at most %.0f%% better, and within a factor of 3", tt.name, tt.got, tt.want, tt.fast*100)
 		}
 	}
 	if w := cc.TTFTWarmMs; w == nil || *w > *cc.TTFTColdMs/3 {

@@ -64,7 +64,10 @@ type CellResult struct {
 	Samples      []Sample `json:"samples"`
 	PeakRSSBytes int64    `json:"peakRssBytes,omitempty"`
 	// PeakGPUMemoryBytes is null where the gpu probes cannot read it;
-	// GPUMemoryNote then says why ("unavailable: no GPU found").
+	// GPUMemoryNote then says why ("unavailable: no GPU found"). A figure
+	// with a note is not the server's own: "device-wide (not the server's
+	// own): …" where NVML could not attribute the GPU's memory to the
+	// server's processes (a container's PID namespace).
 	PeakGPUMemoryBytes *int64   `json:"peakGpuMemoryBytes"`
 	GPUMemoryNote      string   `json:"gpuMemoryNote,omitempty"`
 	Problems           []string `json:"problems,omitempty"`

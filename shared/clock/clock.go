@@ -1,11 +1,12 @@
 // Package clock is the workspace's one abstraction of time, for code whose
 // timing tests must control:
-// the stream's throttle and keep-alive, the follower's backoff. Real is the
-// system clock; Fake moves only when told to.
+// the stream's throttle and keep-alive, the follower's backoff, the pace of
+// rejection logs. Real is the system clock; Fake moves only when told to.
 package clock
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"time"
 )
@@ -18,6 +19,14 @@ type Clock interface {
 	Sleep(ctx context.Context, d time.Duration) error
 	// After delivers the time once d has passed, as time.After does.
 	After(d time.Duration) <-chan time.Time
+	// AfterFunc calls f once d has passed, as time.AfterFunc does.
+	AfterFunc(d time.Duration, f func()) Timer
+}
+
+// Timer is a pending AfterFunc. Stop cancels it and reports whether it did
+// (false once f has started), as (*time.Timer).Stop does.
+type Timer interface {
+	Stop() bool
 }
 
 // Ticker delivers ticks on C until stopped.
@@ -49,6 +58,8 @@ func (Real) Sleep(ctx context.Context, d time.Duration) error {
 
 func (Real) After(d time.Duration) <-chan time.Time { return time.After(d) }
 
+func (Real) AfterFunc(d time.Duration, f func()) Timer { return time.AfterFunc(d, f) }
+
 type realTicker struct{ t *time.Ticker }
 
 func (r realTicker) C() <-chan time.Time { return r.t.C }
@@ -68,6 +79,7 @@ type Fake struct {
 	now     time.Time
 	tickers []*fakeTicker
 	sleeps  []*fakeSleep
+	timers  []*fakeTimer
 	changed chan struct{} // closed and replaced when a ticker or sleep is added
 }
 
@@ -168,6 +180,35 @@ func (f *Fake) After(d time.Duration) <-chan time.Time {
 	return ch
 }
 
+type fakeTimer struct {
+	f     *Fake
+	until time.Time
+	fn    func()
+}
+
+func (t *fakeTimer) Stop() bool {
+	t.f.mu.Lock()
+	defer t.f.mu.Unlock()
+	for i, o := range t.f.timers {
+		if o == t {
+			t.f.timers = append(t.f.timers[:i], t.f.timers[i+1:]...)
+			return true
+		}
+	}
+	return false
+}
+
+// AfterFunc calls f from the Advance that moves the clock d on (for d <= 0,
+// the next Advance), before that Advance returns; it is not a sleeper, as
+// no goroutine waits on it.
+func (f *Fake) AfterFunc(d time.Duration, fn func()) Timer {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	t := &fakeTimer{f: f, until: f.now.Add(d), fn: fn}
+	f.timers = append(f.timers, t)
+	return t
+}
+
 func (f *Fake) notify() {
 	close(f.changed)
 	f.changed = make(chan struct{})
@@ -198,8 +239,9 @@ func (f *Fake) WaitForSleepers(ctx context.Context, n int) error {
 	}
 }
 
-// Advance moves the clock d on, delivering each due tick (waiting for it to
-// be received) and ending each due Sleep.
+// Advance moves the clock d on, calling each due AfterFunc (in the order
+// they fall due), delivering each due tick (waiting for it to be received)
+// and ending each due Sleep.
 func (f *Fake) Advance(d time.Duration) {
 	f.mu.Lock()
 	f.now = f.now.Add(d)
@@ -234,7 +276,21 @@ func (f *Fake) Advance(d time.Duration) {
 		}
 	}
 	f.sleeps = sleeps
+	var fire []*fakeTimer
+	timers := f.timers[:0]
+	for _, t := range f.timers {
+		if !t.until.After(now) {
+			fire = append(fire, t)
+		} else {
+			timers = append(timers, t)
+		}
+	}
+	f.timers = timers
 	f.mu.Unlock()
+	slices.SortStableFunc(fire, func(a, b *fakeTimer) int { return a.until.Compare(b.until) })
+	for _, t := range fire {
+		t.fn()
+	}
 	for _, d := range due {
 		select {
 		case d.t.c <- now:

@@ -3,6 +3,7 @@ package clock
 import (
 	"context"
 	"runtime"
+	"slices"
 	"testing"
 	"time"
 )
@@ -141,5 +142,68 @@ func TestFakeAfter(t *testing.T) {
 	}
 	if got := <-f.After(0); !got.Equal(time.Unix(101, 0)) {
 		t.Fatalf("After(0) = %v", got)
+	}
+}
+
+// An AfterFunc runs inside the Advance that reaches it, in the order the
+// funcs fall due, and not at all once stopped.
+func TestFakeAfterFunc(t *testing.T) {
+	tests := []struct {
+		name     string
+		after    []time.Duration // one AfterFunc each, named by index
+		stop     int             // index stopped before advancing; -1 for none
+		advances []time.Duration
+		want     [][]int // the funcs run by each advance
+	}{
+		{"runs when due", []time.Duration{time.Second}, -1,
+			[]time.Duration{999 * time.Millisecond, time.Millisecond, time.Hour}, [][]int{nil, {0}, nil}},
+		{"in the order due", []time.Duration{3 * time.Second, time.Second, 2 * time.Second}, -1,
+			[]time.Duration{time.Minute}, [][]int{{1, 2, 0}}},
+		{"stopped", []time.Duration{time.Second, time.Second}, 0,
+			[]time.Duration{time.Second}, [][]int{{1}}},
+		{"not yet due: zero waits for an Advance", []time.Duration{0}, -1,
+			[]time.Duration{0}, [][]int{{0}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := NewFake(t0)
+			var ran []int
+			timers := make([]Timer, len(tt.after))
+			for i, d := range tt.after {
+				timers[i] = f.AfterFunc(d, func() { ran = append(ran, i) })
+			}
+			if len(ran) != 0 {
+				t.Fatalf("ran %v before any Advance", ran)
+			}
+			if tt.stop >= 0 {
+				if !timers[tt.stop].Stop() || timers[tt.stop].Stop() {
+					t.Error("Stop: want true once, then false")
+				}
+			}
+			if f.Sleepers() != 0 {
+				t.Errorf("%d sleepers: an AfterFunc is none", f.Sleepers())
+			}
+			for i, d := range tt.advances {
+				ran = nil
+				f.Advance(d)
+				if !slices.Equal(ran, tt.want[i]) {
+					t.Errorf("advance %d: ran %v, want %v", i, ran, tt.want[i])
+				}
+			}
+			for i, tm := range timers {
+				if tm.Stop() {
+					t.Errorf("timer %d stopped after it ran or was stopped", i)
+				}
+			}
+		})
+	}
+}
+
+func TestRealAfterFunc(t *testing.T) {
+	done := make(chan struct{})
+	(Real{}).AfterFunc(0, func() { close(done) })
+	<-done
+	if (Real{}).AfterFunc(time.Hour, func() {}).Stop() != true {
+		t.Error("a pending real timer did not stop")
 	}
 }

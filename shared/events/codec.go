@@ -99,6 +99,26 @@ var nullable = map[string]bool{
 // from now a live source may stamp its events is the ingest side's rule.
 const MaxAt = 253402300799999
 
+// Check validates an event made in the process (a scraper's mapping, a
+// proxy's measurement) as Parse validates one from the wire, by parsing its
+// encoding: what an engine or an upstream reports is input like any other.
+// The one event the wire cannot carry passes: a request.finished under no
+// model (one an upstream refused), which exists on the bus only; its other
+// fields are checked.
+func Check(ev Event) error {
+	if p, ok := ev.Payload.(*RequestFinished); ok && p.Model == "" {
+		named := *p
+		named.Model = "-"
+		ev.Payload = &named
+	}
+	b, err := json.Marshal(ev)
+	if err != nil {
+		return err
+	}
+	_, err = Parse(b)
+	return err
+}
+
 // Parse decodes and validates one event, in the host's flat form or the
 // envelope form (payload under data). Unknown types are accepted with a nil
 // Payload; core types must carry every required field with values inside

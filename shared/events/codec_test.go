@@ -2,6 +2,7 @@ package events
 
 import (
 	"encoding/json"
+	"errors"
 	"reflect"
 	"strings"
 	"testing"
@@ -289,5 +290,41 @@ func TestCheckFields(t *testing.T) {
 	}
 	if err := checkFields([]byte(` "str"`), fields); err == nil || err.Reason != "not an object" {
 		t.Fatalf("a string passed as an object: %v", err)
+	}
+}
+
+// Check holds an event made in the process to the wire's rules.
+func TestCheck(t *testing.T) {
+	ok := &RequestFinished{Model: "m", RequestID: "r", Finish: FinishStop, PromptTokens: 1, TotalMs: 2}
+	tooMany := *ok
+	tooMany.PromptTokens = MaxTokens + 1
+	unnamed := *ok
+	unnamed.Model = strings.Repeat("m", MaxModelName+1)
+	for _, tc := range []struct {
+		name  string
+		ev    Event
+		field string // "" when valid
+	}{
+		{"valid", Event{Type: TypeRequestFinished, At: 1764690000000, Payload: ok}, ""},
+		{"another type, no payload", Event{Type: "catalog.changed", At: 1764690000000}, ""},
+		{"a request under no model (the bus only)", Event{Type: TypeRequestFinished, At: 1764690000000, Payload: &RequestFinished{
+			RequestID: "r", Finish: FinishError, TotalMs: 2}}, ""},
+		{"a request under no model, a count past its bound", Event{Type: TypeRequestFinished, At: 1764690000000, Payload: &RequestFinished{
+			RequestID: "r", Finish: FinishError, PromptTokens: MaxTokens + 1, TotalMs: 2}}, "promptTokens"},
+		{"a sample under no model", Event{Type: TypeSchedulerSample, At: 1764690000000, Payload: &SchedulerSample{}}, "model"},
+		{"a count past its bound", Event{Type: TypeRequestFinished, At: 1764690000000, Payload: &tooMany}, "promptTokens"},
+		{"a name past its bound", Event{Type: TypeRequestFinished, At: 1764690000000, Payload: &unnamed}, "model"},
+		{"no time", Event{Type: TypeRequestFinished, Payload: ok}, "at"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := Check(tc.ev)
+			var pe *Error
+			switch {
+			case tc.field == "" && err != nil:
+				t.Fatalf("rejected: %v", err)
+			case tc.field != "" && (!errors.As(err, &pe) || pe.Field != tc.field):
+				t.Fatalf("error %v, want one on %s", err, tc.field)
+			}
+		})
 	}
 }

@@ -45,6 +45,7 @@ func addLiveFlags(fs *flag.FlagSet, env *envDefaults) *liveConfig {
 // stream, and the event sources feeding the bus.
 type liveService struct {
 	live     *live.Live
+	posted   *ingest.HTTP
 	features []server.Feature
 	cancel   context.CancelFunc
 	sources  sync.WaitGroup
@@ -73,6 +74,7 @@ func startLive(ctx context.Context, cfg *liveConfig, b *bus.Bus, healthz *health
 	s := &liveService{cancel: cancel}
 	s.live = live.New(b, live.Options{Store: store.Options{Window: cfg.window, Recent: cfg.recent, Series: cfg.series}})
 	posted := ingest.NewHTTP(b, ingest.Options{})
+	s.posted = posted
 	s.features = []server.Feature{s.live, posted}
 	// Every source's counts, under one section: /healthz lists each one
 	// configured, and each logs its first rejection and then a paced count.
@@ -134,12 +136,14 @@ func startLive(ctx context.Context, cfg *liveConfig, b *bus.Bus, healthz *health
 // Features are the store's routes (GET /snapshot and /stream) and POST /events.
 func (s *liveService) Features() []server.Feature { return s.features }
 
-// Close stops the sources and ends every stream, so the server can shut
-// down without waiting on them: serve closes it before the server's
-// Shutdown (app.App.CloseFirst).
+// Close stops the sources (each logs the count of rejections it has not
+// logged yet) and ends every stream, so the server can shut down without
+// waiting on them: serve closes it before the server's Shutdown
+// (app.App.CloseFirst).
 func (s *liveService) Close(context.Context) error {
 	s.cancel()
 	s.sources.Wait()
+	s.posted.FlushLog()
 	s.live.Close()
 	return nil
 }

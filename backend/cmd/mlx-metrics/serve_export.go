@@ -11,6 +11,7 @@ import (
 
 	"github.com/mlx-bun/mlx-metrics/backend/internal/bus"
 	"github.com/mlx-bun/mlx-metrics/backend/internal/health"
+	"github.com/mlx-bun/mlx-metrics/backend/internal/ingest"
 	"github.com/mlx-bun/mlx-metrics/backend/internal/otlp"
 	"github.com/mlx-bun/mlx-metrics/backend/internal/prom"
 	"github.com/mlx-bun/mlx-metrics/backend/internal/proxy"
@@ -55,8 +56,9 @@ type exportSide struct {
 	features    []server.Feature
 	cancel      context.CancelFunc // stops the scrapers
 	scrapers    sync.WaitGroup
-	unsubscribe func()       // the exporter's subscription to the bus
-	pusher      *otlp.Pusher // nil without --otlp-endpoint
+	proxied     *ingest.Source // the proxy's measurements; nil without --proxy-to
+	unsubscribe func()         // the exporter's subscription to the bus
+	pusher      *otlp.Pusher   // nil without --otlp-endpoint
 }
 
 // otlpShutdownTimeout bounds the last push at shutdown.
@@ -64,19 +66,28 @@ const otlpShutdownTimeout = 5 * time.Second
 
 // startExport subscribes the Prometheus exporter to the bus, starts the
 // OTLP push from its registry, builds the proxy when asked, starts the
-// scrapers, and adds their /healthz sections (otlp, scrape).
+// scrapers, and adds their /healthz sections (otlp, proxy, scrape).
 func startExport(ctx context.Context, cfg *exportConfig, b *bus.Bus, healthz *health.Health) (*exportSide, error) {
 	if cfg.scrapeInterval <= 0 {
 		return nil, fmt.Errorf("--scrape-interval must be > 0, got %v", cfg.scrapeInterval)
 	}
-	var p *proxy.Proxy
+	var (
+		p       *proxy.Proxy
+		proxied *ingest.Source
+	)
 	if cfg.proxyTo != "" {
-		// Streams in flight end with ctx, or they would hold serve's
-		// shutdown open until their generation finished.
+		// The proxy's measurements are a source like the others: checked
+		// against the events' bounds, counted in /healthz, their
+		// rejections logged. Streams in flight end with ctx, or they would
+		// hold serve's shutdown open until their generation finished.
+		proxied = ingest.NewSource("proxy", b, true, ingest.Options{})
 		var err error
-		if p, err = proxy.New(cfg.proxyTo, b.Publish, proxy.Options{BaseContext: ctx}); err != nil {
+		if p, err = proxy.New(cfg.proxyTo, proxied.Publish, proxy.Options{BaseContext: ctx}); err != nil {
 			return nil, err
 		}
+		healthz.Add("proxy", func() any {
+			return proxyHealth{Upstream: p.Upstream(), Events: proxied.Stats()}
+		})
 	}
 	exp := prom.New()
 	var pusher *otlp.Pusher
@@ -90,7 +101,7 @@ func startExport(ctx context.Context, cfg *exportConfig, b *bus.Bus, healthz *he
 		healthz.Add("otlp", func() any { return pusher.Stats() })
 		exportLogf("pushing metrics to %s (%s) every %s", pusher.Stats().Endpoint, o.Protocol, o.Interval)
 	}
-	side := &exportSide{features: []server.Feature{exp}, pusher: pusher}
+	side := &exportSide{features: []server.Feature{exp}, pusher: pusher, proxied: proxied}
 	side.unsubscribe = b.Subscribe("prometheus", 0, exp.Observe)
 	if p != nil {
 		side.features = append(side.features, p)
@@ -107,16 +118,27 @@ func startExport(ctx context.Context, cfg *exportConfig, b *bus.Bus, healthz *he
 	return side, nil
 }
 
+// proxyHealth is the proxy's /healthz section: where it forwards, and the
+// measurements it published (accepted, ignored) or rejected.
+type proxyHealth struct {
+	Upstream string       `json:"upstream"`
+	Events   ingest.Stats `json:"events"`
+}
+
 // Features are GET /prometheus and, with --proxy-to, the proxy at /v1/*.
 func (s *exportSide) Features() []server.Feature { return s.features }
 
-// Close stops the scrapers and the exporter's subscription, then pushes to
-// --otlp-endpoint a last time (within otlpShutdownTimeout and ctx), so a
-// collector sees the final totals.
+// Close stops the scrapers and the exporter's subscription, logs the
+// proxy's rejections not logged yet, then pushes to --otlp-endpoint a last
+// time (within otlpShutdownTimeout and ctx), so a collector sees the final
+// totals.
 func (s *exportSide) Close(ctx context.Context) error {
 	s.cancel()
 	s.scrapers.Wait()
 	s.unsubscribe()
+	if s.proxied != nil {
+		s.proxied.FlushLog()
+	}
 	if s.pusher == nil {
 		return nil
 	}

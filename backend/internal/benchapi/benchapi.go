@@ -5,6 +5,7 @@ package benchapi
 
 import (
 	"sync/atomic"
+	"time"
 
 	"github.com/gofiber/fiber/v2"
 
@@ -37,7 +38,12 @@ type API struct {
 	// with it, and the rest of the server (live metrics) is unaffected.
 	Unavailable string
 
-	jobStreams atomic.Int64 // clients following GET /bench as a stream
+	// StreamWriteTimeout bounds one write to a client following the jobs
+	// or a job's events: one that has not taken it by then is dropped
+	// (30 s when 0).
+	StreamWriteTimeout time.Duration
+
+	jobStreams atomic.Int64 // clients following the jobs or a job's events
 }
 
 // Mount adds the routes; /bench/profiles comes before /bench/:id.

@@ -94,7 +94,7 @@ func newTestAPI(t *testing.T, maxQueued int) *testAPI {
 // follow opens path as a server-sent stream over a real loopback
 // connection (app.Test cannot read an answer that does not end); the body
 // is closed when the test ends.
-func (ta *testAPI) follow(path string) *http.Response {
+func (ta *testAPI) follow(path string, header ...string) *http.Response {
 	ta.t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -104,6 +104,9 @@ func (ta *testAPI) follow(path string) *http.Response {
 	ta.t.Cleanup(func() { ta.app.Shutdown() })
 	req, _ := http.NewRequest("GET", "http://"+ln.Addr().String()+server.APIPrefix+path, nil)
 	req.Header.Set("Accept", "text/event-stream")
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
+	}
 	client := &http.Client{Timeout: time.Minute} // a safeguard against a hang
 	res, err := client.Do(req)
 	if err != nil {
@@ -292,11 +295,16 @@ func TestRunThroughAPI(t *testing.T) {
 	}
 	// Replay after event 1; stdout and stderr interleave freely, so only
 	// the event kinds are certain.
-	sse := ta.do("GET", "/bench/"+j.ID+"/events", "", "Accept", "text/event-stream", "Last-Event-ID", "1")
-	if ct := sse.header.Get("Content-Type"); ct != "text/event-stream" {
+	// Over a real connection: the stream's writer owns it, hijacked.
+	sse := ta.follow("/bench/"+j.ID+"/events", "Last-Event-ID", "1")
+	if ct := sse.Header.Get("Content-Type"); ct != "text/event-stream" {
 		t.Fatalf("content type %q", ct)
 	}
-	if s := string(sse.body); strings.Contains(s, "id: 1\n") || !strings.Contains(s, "id: 2\n") || !strings.Contains(s, "event: stage\n") || !strings.Contains(s, "event: done\n") {
+	body, err := io.ReadAll(sse.Body) // the job has ended: the stream ends
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := string(body); strings.Contains(s, "id: 1\n") || !strings.Contains(s, "id: 2\n") || !strings.Contains(s, "event: stage\n") || !strings.Contains(s, "event: done\n") {
 		t.Fatalf("stream = %s", s)
 	}
 

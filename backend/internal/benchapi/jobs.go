@@ -1,8 +1,8 @@
 package benchapi
 
 import (
-	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -17,6 +17,7 @@ import (
 	"github.com/mlx-bun/mlx-metrics/backend/internal/jobs"
 	"github.com/mlx-bun/mlx-metrics/backend/internal/profiles"
 	"github.com/mlx-bun/mlx-metrics/backend/internal/server"
+	"github.com/mlx-bun/mlx-metrics/backend/internal/stream"
 	"github.com/mlx-bun/mlx-metrics/shared/bench"
 )
 
@@ -104,32 +105,52 @@ func (a *API) jobList(f jobs.Filter) bench.JobList {
 	return bench.JobList{Jobs: a.Jobs.List(f), Lease: a.Lease.State()}
 }
 
-// MaxJobStreams bounds the clients following GET /bench as a stream at once
-// (a panel tab each); one more is answered 503.
+// MaxJobStreams bounds the clients following the jobs as streams at once,
+// GET /bench and every job's GET /bench/:id/events together (a panel tab
+// follows one or two); one more is answered 503.
 const MaxJobStreams = 256
 
 // jobsFrameInterval spaces the job list's frames: a running job changes at
 // every line its runner writes, and a follower needs no more than this.
 const jobsFrameInterval = 500 * time.Millisecond
 
+// streamKeepAlive is the idle time before a keep-alive comment, which
+// also finds out a client that went away.
+const streamKeepAlive = 15 * time.Second
+
+var keepAliveComment = []byte(": keepalive\n\n")
+
+// follow counts a new stream follower and reports true, or answers 503
+// and reports false when MaxJobStreams follow already. Each follower holds
+// a connection and a goroutine: their number is bounded, so a flood of
+// followers cannot grow memory, and one that stops reading is dropped
+// after StreamWriteTimeout.
+func (a *API) follow(c *fiber.Ctx, instead string) bool {
+	if a.jobStreams.Add(1) > MaxJobStreams {
+		a.jobStreams.Add(-1)
+		server.Error(c, fiber.StatusServiceUnavailable,
+			fmt.Sprintf("%d clients follow the jobs already; %s", MaxJobStreams, instead))
+		return false
+	}
+	return true
+}
+
 // streamJobs is GET /bench as a server-sent stream: a `jobs` event with the
 // list (as the JSON answer has it) on connect, then one after each change,
 // at most one per jobsFrameInterval, so the panel follows runs without
 // polling. It ends when the job service closes.
 func (a *API) streamJobs(c *fiber.Ctx, f jobs.Filter) error {
-	// Each follower holds a connection and a goroutine: their number is
-	// bounded, so a flood of followers cannot grow memory.
-	if a.jobStreams.Add(1) > MaxJobStreams {
-		a.jobStreams.Add(-1)
-		return server.Error(c, fiber.StatusServiceUnavailable,
-			fmt.Sprintf("%d clients follow the jobs already; read GET /bench without Accept: text/event-stream", MaxJobStreams))
+	if !a.follow(c, "read GET /bench without Accept: text/event-stream") {
+		return nil
 	}
-	eventStreamHeaders(c)
+	stream.SetHeaders(c)
 	f.Status = strings.Clone(f.Status) // Fiber reuses the request's memory
-	c.Context().SetBodyStreamWriter(func(w *bufio.Writer) {
+	clk := a.clock()
+	stream.Hijack(c, a.StreamWriteTimeout, func(w *stream.Writer) {
 		defer a.jobStreams.Add(-1)
-		keepalive := time.NewTicker(15 * time.Second)
+		keepalive := clk.NewTicker(streamKeepAlive)
 		defer keepalive.Stop()
+		var frame []byte
 		for {
 			// Watch before reading the list, so no change falls between.
 			changed, closing := a.Jobs.Watch()
@@ -137,24 +158,25 @@ func (a *API) streamJobs(c *fiber.Ctx, f jobs.Filter) error {
 				return
 			}
 			data, _ := json.Marshal(a.jobList(f))
-			fmt.Fprintf(w, "event: jobs\ndata: %s\n\n", data)
-			if err := w.Flush(); err != nil {
-				return // the client went away
+			frame = append(append(append(frame[:0], "event: jobs\ndata: "...), data...), "\n\n"...)
+			if w.Event(frame) != nil {
+				return // the client went away, or stopped reading
 			}
-			wrote := time.Now()
+			wrote := clk.Now()
 		wait:
 			for {
 				select {
 				case <-changed:
 					break wait
-				case <-keepalive.C:
-					if _, err := w.WriteString(": keepalive\n\n"); err != nil || w.Flush() != nil {
+				case <-keepalive.C():
+					if w.Event(keepAliveComment) != nil {
 						return
 					}
 				}
 			}
-			if rest := jobsFrameInterval - time.Since(wrote); rest > 0 {
-				time.Sleep(rest) // coalesce the changes of the interval into one frame
+			if rest := jobsFrameInterval - clk.Now().Sub(wrote); rest > 0 {
+				// Coalesce the changes of the interval into one frame.
+				_ = clk.Sleep(context.Background(), rest)
 			}
 		}
 	})
@@ -217,28 +239,34 @@ func (a *API) jobEvents(c *fiber.Ctx) error {
 	if !acceptsEventStream(c) {
 		return c.JSON(EventList{Events: evs, Ended: ended})
 	}
-	eventStreamHeaders(c)
-	svc := a.Jobs
-	c.Context().SetBodyStreamWriter(func(w *bufio.Writer) {
-		keepalive := time.NewTicker(15 * time.Second)
+	if !a.follow(c, "read GET /bench/"+id+"/events without Accept: text/event-stream") {
+		return nil
+	}
+	stream.SetHeaders(c)
+	svc, clk := a.Jobs, a.clock()
+	stream.Hijack(c, a.StreamWriteTimeout, func(w *stream.Writer) {
+		defer a.jobStreams.Add(-1)
+		keepalive := clk.NewTicker(streamKeepAlive)
 		defer keepalive.Stop()
+		var frame []byte
 		for {
+			frame = frame[:0]
 			for _, e := range evs {
 				data, _ := json.Marshal(e)
-				fmt.Fprintf(w, "id: %d\nevent: %s\ndata: %s\n\n", e.Seq, e.Type, data)
+				frame = fmt.Appendf(frame, "id: %d\nevent: %s\ndata: %s\n\n", e.Seq, e.Type, data)
 				after = e.Seq
 			}
-			if ended {
-				w.Flush()
-				return
+			// The events read at once go out as one write.
+			if len(frame) > 0 && w.Event(frame) != nil {
+				return // the client went away, or stopped reading
 			}
-			if err := w.Flush(); err != nil {
-				return // the client went away
+			if ended {
+				return
 			}
 			select {
 			case <-changed:
-			case <-keepalive.C:
-				if _, err := w.WriteString(": keepalive\n\n"); err != nil {
+			case <-keepalive.C():
+				if w.Event(keepAliveComment) != nil {
 					return
 				}
 			}
@@ -253,14 +281,6 @@ func (a *API) jobEvents(c *fiber.Ctx) error {
 
 func acceptsEventStream(c *fiber.Ctx) bool {
 	return c.Accepts(fiber.MIMEApplicationJSON, "text/event-stream") == "text/event-stream"
-}
-
-// eventStreamHeaders are a server-sent stream's: not cached, and not
-// buffered by a proxy in front (nginx's X-Accel-Buffering).
-func eventStreamHeaders(c *fiber.Ctx) {
-	c.Set(fiber.HeaderContentType, "text/event-stream")
-	c.Set(fiber.HeaderCacheControl, "no-cache")
-	c.Set("X-Accel-Buffering", "no")
 }
 
 func (a *API) jobReport(c *fiber.Ctx) error {

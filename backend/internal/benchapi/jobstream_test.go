@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -60,19 +61,52 @@ func TestJobListStream(t *testing.T) {
 	}
 }
 
-// With MaxJobStreams clients following already, one more is a 503 that
-// says what to do instead, and the JSON list still answers.
-func TestJobListStreamBounded(t *testing.T) {
+// With MaxJobStreams clients following already (the job list and the
+// jobs' event logs together), one more is a 503 that says what to do
+// instead, and the JSON answers still come.
+func TestJobStreamsBounded(t *testing.T) {
 	ta := newTestAPI(t, 0)
-	ta.api.jobStreams.Store(MaxJobStreams)
-	res := ta.do("GET", "/bench", "", "Accept", "text/event-stream")
-	if res.status != http.StatusServiceUnavailable || !strings.Contains(res.apiError(t).Message, "without Accept: text/event-stream") {
-		t.Fatalf("status %d %s", res.status, res.body)
+	j := ta.start("ok")
+	ta.waitDone(j.ID)
+	for _, tc := range []struct{ path, instead string }{
+		{"/bench", "without Accept: text/event-stream"},
+		{"/bench/" + j.ID + "/events", "/events without Accept: text/event-stream"},
+	} {
+		// ta.do fails the whole test: no subtests.
+		ta.api.jobStreams.Store(MaxJobStreams)
+		res := ta.do("GET", tc.path, "", "Accept", "text/event-stream")
+		if res.status != http.StatusServiceUnavailable || !strings.Contains(res.apiError(t).Message, tc.instead) {
+			t.Fatalf("%s: status %d %s", tc.path, res.status, res.body)
+		}
+		if ta.api.jobStreams.Load() != MaxJobStreams {
+			t.Fatalf("%s: a refused follower counted: %d", tc.path, ta.api.jobStreams.Load())
+		}
+		if res := ta.do("GET", tc.path, ""); res.status != http.StatusOK {
+			t.Fatalf("%s: JSON answer: %d %s", tc.path, res.status, res.body)
+		}
 	}
-	if ta.api.jobStreams.Load() != MaxJobStreams {
-		t.Fatalf("a refused follower counted: %d", ta.api.jobStreams.Load())
+}
+
+// A follower of a job's events holds its place only while it follows:
+// the stream of an ended job replays the log and ends, and the place is
+// free again.
+func TestJobEventStreamFreesItsPlace(t *testing.T) {
+	ta := newTestAPI(t, 0)
+	j := ta.start("ok")
+	ta.waitDone(j.ID)
+	res := ta.follow("/bench/" + j.ID + "/events")
+	body, err := io.ReadAll(res.Body) // ends with the job's log
+	if err != nil {
+		t.Fatal(err)
 	}
-	if res := ta.do("GET", "/bench", ""); res.status != http.StatusOK {
-		t.Fatalf("JSON list: %d %s", res.status, res.body)
+	if !strings.Contains(string(body), "event: "+bench.EventDone) {
+		t.Errorf("stream %q has no %s event", body, bench.EventDone)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for ta.api.jobStreams.Load() != 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d followers still counted after the stream ended", ta.api.jobStreams.Load())
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
 }

@@ -2,8 +2,10 @@ package ingest
 
 import (
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/mlx-bun/mlx-metrics/shared/events"
 )
@@ -117,39 +119,93 @@ func TestDecode(t *testing.T) {
 	}
 }
 
+// Server-sent events: fields, comments, multi-line data, arrays, bounds;
+// an event is dispatched by its blank line, and one the stream ends inside
+// is discarded with its id, as the SSE spec says.
 func TestDecodeSSE(t *testing.T) {
-	input := strings.Join([]string{
-		": a comment",
-		"retry: 2500",
-		"event: event",
-		"id: 1",
-		"data: " + okLine,
-		"",
-		"data: " + badNeg,
-		"",
-		"data: [" + okOther + ",",
-		"data: " + okLine + "]",
-		"",
-		"data: " + strings.Repeat("x", 70_000),
-		"",
-		"data: " + okOther, // no final blank line
-	}, "\n")
-	var accepted []events.Type
-	var rejected []Rejection
-	retry, err := decodeSSE(strings.NewReader(input),
-		func(ev events.Event, _ Rejection) { accepted = append(accepted, ev.Type) },
-		func(r Rejection) { rejected = append(rejected, r) }, func(string) {})
-	if err != nil {
-		t.Fatal(err)
+	tests := []struct {
+		name     string
+		input    []string // lines, joined by "\n"
+		accepted []events.Type
+		rejected []int // their event numbers
+		ids      []string
+		retry    time.Duration
+	}{
+		{
+			name: "fields, comments, an array, a bad event, an over-long one, a final one cut off",
+			input: []string{
+				": a comment",
+				"retry: 2500",
+				"event: event",
+				"id: 1",
+				"data: " + okLine,
+				"",
+				"data: " + badNeg,
+				"",
+				"data: [" + okOther + ",",
+				"data: " + okLine + "]",
+				"",
+				"data: " + strings.Repeat("x", 70_000),
+				"",
+				"data: " + okOther, // no final blank line: discarded
+			},
+			accepted: []events.Type{events.TypeSchedulerSample, "catalog.changed", events.TypeSchedulerSample},
+			rejected: []int{2, 4},
+			ids:      []string{"1"},
+			retry:    2500 * time.Millisecond,
+		},
+		{
+			name:     "the last event ended by its blank line counts",
+			input:    []string{"id: 1", "data: " + okLine, "", "id: 2", "data: " + okOther, "", ""},
+			accepted: []events.Type{events.TypeSchedulerSample, "catalog.changed"},
+			ids:      []string{"1", "2"},
+		},
+		{
+			name:     "cut off after its data line: discarded with its id",
+			input:    []string{"id: 1", "data: " + okLine, "", "id: 2", "data: " + okOther, ""},
+			accepted: []events.Type{events.TypeSchedulerSample},
+			ids:      []string{"1"},
+		},
+		{
+			name:     "cut off inside a multi-line data",
+			input:    []string{"data: [" + okOther + ",", "data: " + okLine + "]"},
+			accepted: nil,
+		},
+		{
+			name:     "cut off with CRLF",
+			input:    []string{"data: " + okLine + "\r", ""},
+			accepted: nil,
+		},
+		{
+			name:  "an over-long event cut off is not rejected either",
+			input: []string{"data: " + strings.Repeat("x", 70_000)},
+		},
+		{
+			name:  "an id alone is kept, once its blank line comes",
+			input: []string{"id: 7", "", "id: 8"},
+			ids:   []string{"7"},
+		},
 	}
-	if retry.Milliseconds() != 2500 {
-		t.Errorf("retry %v", retry)
-	}
-	want := []events.Type{events.TypeSchedulerSample, "catalog.changed", events.TypeSchedulerSample, "catalog.changed"}
-	if !reflect.DeepEqual(accepted, want) {
-		t.Errorf("accepted %v, want %v", accepted, want)
-	}
-	if len(rejected) != 2 || rejected[0].Line != 2 || rejected[0].Field != "weightsBytes" || rejected[1].Line != 4 {
-		t.Errorf("rejected %+v", rejected)
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var (
+				accepted []events.Type
+				rejected []int
+				ids      []string
+			)
+			retry, err := decodeSSE(strings.NewReader(strings.Join(tc.input, "\n")),
+				func(ev events.Event, _ Rejection) { accepted = append(accepted, ev.Type) },
+				func(r Rejection) { rejected = append(rejected, r.Line) },
+				func(id string) { ids = append(ids, id) })
+			if err != nil {
+				t.Fatal(err)
+			}
+			if retry != tc.retry {
+				t.Errorf("retry %v, want %v", retry, tc.retry)
+			}
+			if !slices.Equal(accepted, tc.accepted) || !slices.Equal(rejected, tc.rejected) || !slices.Equal(ids, tc.ids) {
+				t.Errorf("accepted %v, rejected events %v, ids %q; want %v, %v, %q", accepted, rejected, ids, tc.accepted, tc.rejected, tc.ids)
+			}
+		})
 	}
 }

@@ -26,7 +26,8 @@ import (
 // On reconnecting it sends Last-Event-ID with the last SSE id it saw, and it
 // never publishes the same event twice, even from a host that replays its
 // stream from the start on each connection: it remembers the identity of
-// the last DedupeWindow events it published (see identity).
+// the last DedupeWindow events it published (see identity), and after a
+// reconnection drops what is no newer than the events it forgot (seenSet).
 type Follower struct {
 	URL        string
 	Token      string        // sent as a bearer token when set
@@ -60,7 +61,10 @@ type FollowStatus struct {
 	NextRetryMs int64  `json:"nextRetryMs,omitempty"`
 	LastEventID string `json:"lastEventId,omitempty"`
 	Duplicates  uint64 `json:"duplicates"` // repeats of published events, dropped
-	Events      Stats  `json:"events"`
+	// BeyondWindow counts events dropped after a reconnection for being no
+	// newer than the events the dedupe window forgot: presumed repeats.
+	BeyondWindow uint64 `json:"beyondWindow"`
+	Events       Stats  `json:"events"`
 }
 
 // NewFollower returns a follower of url publishing to b; Run starts it.
@@ -76,7 +80,8 @@ func (f *Follower) Status() FollowStatus {
 	f.mu.Unlock()
 	st.URL = f.URL
 	st.Events = f.Stats()
-	st.Duplicates = f.seen.dropped.Load()
+	st.Duplicates = f.seen.repeats.Load()
+	st.BeyondWindow = f.seen.beyond.Load()
 	return st
 }
 
@@ -86,8 +91,10 @@ func (f *Follower) update(fn func(*FollowStatus)) {
 	f.mu.Unlock()
 }
 
-// Run follows the stream until ctx ends.
+// Run follows the stream until ctx ends, then logs the count of rejections
+// not yet logged.
 func (f *Follower) Run(ctx context.Context) {
+	defer f.FlushLog()
 	minB, maxB := f.MinBackoff, f.MaxBackoff
 	if minB <= 0 {
 		minB = 500 * time.Millisecond
@@ -164,9 +171,13 @@ func (f *Follower) once(ctx context.Context) (accepted int, retry time.Duration,
 	if resp.StatusCode/100 != 2 {
 		return 0, 0, fmt.Errorf("GET %s: %s", f.URL, resp.Status)
 	}
-	f.update(func(s *FollowStatus) { s.Connected, s.Connects, s.NextRetryMs = true, s.Connects+1, 0 })
+	var resumed bool // an earlier connection delivered: its events may come again
+	f.update(func(s *FollowStatus) {
+		s.Connected, s.Connects, s.NextRetryMs = true, s.Connects+1, 0
+		resumed = s.Connects > 1
+	})
 	accept := func(ev events.Event, pos Rejection) {
-		if f.seen.add(identity(ev)) {
+		if f.seen.add(identity(ev), ev.At, resumed) != fresh {
 			return // published already, from this connection or an earlier one
 		}
 		if out, _ := f.offer(ev, pos); out != refused {
@@ -196,7 +207,8 @@ func (f *Follower) setLastID(id string) { f.update(func(s *FollowStatus) { s.Las
 // an array of them). Comments and event names are ignored; an event's
 // number is its position in the stream, for rejections. Each id: field is
 // passed to setID once the event it ends is dispatched, as an EventSource
-// sets its last event ID.
+// sets its last event ID; an event still open when the stream ends is
+// never dispatched.
 func decodeSSE(r io.Reader, accept func(events.Event, Rejection), reject func(Rejection), setID func(string)) (retry time.Duration, err error) {
 	var data bytes.Buffer
 	dispatched := 0
@@ -262,7 +274,9 @@ func decodeSSE(r io.Reader, accept func(events.Event, Rejection), reject func(Re
 			}
 		}
 	})
-	dispatch() // a final event without its blank line still counts
+	// An event the stream ends inside, before its blank line, is discarded
+	// with its id, as the SSE spec says: it may be cut short, and a host
+	// that resumes from the last id dispatched sends it again.
 	return retry, err
 }
 

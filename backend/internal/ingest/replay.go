@@ -20,9 +20,10 @@ const replayBatch = 1024
 // at path to b. With speed 0 it goes as fast as the subscribers take them;
 // with speed s > 0 it keeps the recorded gaps between events' at, divided
 // by s (1 is real time). Events keep their recorded at. Bad lines are
-// counted in src and skipped. When ctx ends Replay stops reading and
-// returns ctx's error.
+// counted in src and skipped, and the count not yet logged is logged when
+// Replay returns. When ctx ends Replay stops reading and returns ctx's error.
 func Replay(ctx context.Context, path string, src *Source, speed float64) error {
+	defer src.FlushLog()
 	clk, b := src.opts.Clock, src.bus
 	f, err := os.Open(path)
 	if err != nil {

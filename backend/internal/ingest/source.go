@@ -2,15 +2,14 @@ package ingest
 
 import (
 	"fmt"
-	"os"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/mlx-bun/mlx-metrics/backend/internal/bus"
+	"github.com/mlx-bun/mlx-metrics/backend/internal/rejectlog"
 	"github.com/mlx-bun/mlx-metrics/shared/clock"
 	"github.com/mlx-bun/mlx-metrics/shared/events"
-	"github.com/mlx-bun/mlx-metrics/shared/plural"
 )
 
 // Options are what every source shares. The zero value is the default.
@@ -20,7 +19,7 @@ type Options struct {
 	// Logf writes a log line (to stderr, prefixed "mlx-metrics: ").
 	Logf func(format string, args ...any)
 	// LogEvery is how often a source logs a count of its rejections after
-	// the first, which it logs at once (DefaultLogEvery).
+	// the first, which it logs at once (rejectlog.DefaultEvery).
 	LogEvery time.Duration
 	// MaxSkew is how far ahead of the clock an event may be stamped
 	// (DefaultMaxSkew): a far-future at would make every real sample after
@@ -34,20 +33,13 @@ type Options struct {
 
 // Defaults for Options.
 const (
-	DefaultLogEvery = time.Minute
-	DefaultMaxSkew  = 5 * time.Minute
-	DefaultMaxAge   = 24 * time.Hour
+	DefaultMaxSkew = 5 * time.Minute
+	DefaultMaxAge  = 24 * time.Hour
 )
 
 func (o Options) withDefaults() Options {
 	if o.Clock == nil {
 		o.Clock = clock.Real{}
-	}
-	if o.Logf == nil {
-		o.Logf = func(format string, args ...any) { fmt.Fprintf(os.Stderr, "mlx-metrics: "+format+"\n", args...) }
-	}
-	if o.LogEvery <= 0 {
-		o.LogEvery = DefaultLogEvery
 	}
 	if o.MaxSkew <= 0 {
 		o.MaxSkew = DefaultMaxSkew
@@ -62,27 +54,31 @@ func (o Options) withDefaults() Options {
 // replayed file). It checks each parsed event's time against the clock,
 // publishes what passes, and counts what it accepted, ignored (valid, of a
 // type the metrics do not use) and rejected, logging the first rejection
-// at once and then a count at most once per LogEvery.
+// at once and then a count at most once per LogEvery (rejectlog).
 type Source struct {
-	name string
 	bus  *bus.Bus
 	live bool
 	opts Options
+	log  *rejectlog.Log
 
 	accepted, ignored, rejected atomic.Uint64
 
-	mu       sync.Mutex
-	last     *Rejection
-	logged   bool      // the first rejection was logged
-	loggedAt time.Time // when the last count was
-	unlogged uint64    // rejections since
+	mu   sync.Mutex
+	last *Rejection
 }
 
 // NewSource returns a source named name (for the log and /healthz)
 // publishing to b. A live source also refuses events older than MaxAge.
 func NewSource(name string, b *bus.Bus, live bool, opts Options) *Source {
-	return &Source{name: name, bus: b, live: live, opts: opts.withDefaults()}
+	opts = opts.withDefaults()
+	return &Source{bus: b, live: live, opts: opts,
+		log: rejectlog.New(name, rejectlog.Options{Clock: opts.Clock, Logf: opts.Logf, Every: opts.LogEvery})}
 }
+
+// FlushLog writes the count of rejections not logged yet, if any: call it
+// when the source stops (Replay and Follower.Run do), so that the end of a
+// burst is not left out of the log.
+func (s *Source) FlushLog() { s.log.Flush() }
 
 // Stats is a source's reading, for /healthz.
 type Stats struct {
@@ -108,6 +104,17 @@ const (
 	ignored                 // a valid event of another type, published for whoever wants it
 	refused                 // its time is out of bounds; rejected and counted
 )
+
+// Publish offers an event made in the process (the proxy's measurements):
+// it is validated as an event from the wire is (events.Check) and its time
+// checked, then published and counted, or rejected, counted and logged.
+func (s *Source) Publish(ev events.Event) {
+	if err := events.Check(ev); err != nil {
+		s.reject(rejection(err))
+		return
+	}
+	s.offer(ev, Rejection{})
+}
 
 // offer publishes ev unless its time is out of bounds, which rejects it:
 // the rejection returned is pos (its place in the input) with the reason,
@@ -142,23 +149,8 @@ func (s *Source) checkTime(at int64) string {
 // reject counts r and logs it, or counts it towards the next log line.
 func (s *Source) reject(r Rejection) {
 	s.rejected.Add(1)
-	now := s.opts.Clock.Now()
 	s.mu.Lock()
 	s.last = &r
-	var line string
-	switch {
-	case !s.logged:
-		s.logged, s.loggedAt = true, now
-		line = fmt.Sprintf("%s: rejected an event: %s (further rejections are counted, logged at most every %v)", s.name, r, s.opts.LogEvery)
-	case now.Sub(s.loggedAt) >= s.opts.LogEvery:
-		n := s.unlogged + 1
-		line = fmt.Sprintf("%s: %s rejected in the last %v; latest: %s", s.name, plural.Count(n, "more event", "more events"), now.Sub(s.loggedAt).Round(time.Second), r)
-		s.loggedAt, s.unlogged = now, 0
-	default:
-		s.unlogged++
-	}
 	s.mu.Unlock()
-	if line != "" {
-		s.opts.Logf("%s", line)
-	}
+	s.log.Reject(r.String())
 }

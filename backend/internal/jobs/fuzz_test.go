@@ -3,6 +3,8 @@ package jobs
 import (
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 )
 
@@ -65,6 +67,49 @@ func FuzzReadOpenIndex(f *testing.F) {
 			if !validID(id) || filepath.Base(id) != id {
 				t.Fatalf("trusted %q", id)
 			}
+		}
+	})
+}
+
+// FuzzReadIDs: whatever the ids file holds (a torn append, garbage, lines
+// longer than a block), reading it from its end never panics and answers
+// only run ids, each a whole line of the file, newest (last) first; a new
+// id appended after it reads back first and whole.
+func FuzzReadIDs(f *testing.F) {
+	for _, seed := range []string{
+		"", "\n", "20261202T155633Z-0a1b2c\n", "a\nb\nc\n", "a\nb\n20261202T1556", "../x\n.open.json\nok\n",
+		"\n\n\nz\n", strings.Repeat("x", idsBlock+3) + "\nafter\n", strings.Repeat("id\n", idsBlock/2),
+	} {
+		f.Add([]byte(seed))
+	}
+	dir := f.TempDir() // one per fuzzing process, whose inputs run one at a time
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if err := os.WriteFile(filepath.Join(dir, idsFile), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		var l runList
+		if err := l.open(dir); err != nil {
+			t.Fatal(err)
+		}
+		lines := strings.Split(string(data), "\n")
+		var want []string // the lines that are ids, last first
+		for i := len(lines) - 1; i >= 0; i-- {
+			if validID(lines[i]) {
+				want = append(want, lines[i])
+			}
+		}
+		if got := l.ids(t); !slices.Equal(got, want) {
+			t.Fatalf("read %q, want %q", got, want)
+		}
+		if err := l.append("new-id"); err != nil {
+			t.Fatal(err)
+		}
+		var again runList
+		if err := again.open(dir); err != nil {
+			t.Fatal(err)
+		}
+		if got := again.ids(t); len(got) == 0 || got[0] != "new-id" {
+			t.Fatalf("after an append: %q", got)
 		}
 	})
 }

@@ -249,7 +249,8 @@ func TestOpenIndexFullDisk(t *testing.T) {
 				if !errors.Is(err, syscall.ENOSPC) {
 					t.Fatalf("submit = %+v, %v", j, err)
 				}
-				if entries, _ := os.ReadDir(runs); len(entries) != 1 || len(h.svc.List(Filter{})) != 0 || h.lease.State().Held {
+				// The two indexes, and no run directory.
+				if entries, _ := os.ReadDir(runs); len(entries) != 2 || len(h.svc.List(Filter{})) != 0 || h.lease.State().Held {
 					t.Fatalf("left behind: %v, lease %+v", entries, h.lease.State())
 				}
 				return

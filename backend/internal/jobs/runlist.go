@@ -1,26 +1,68 @@
 package jobs
 
 import (
-	"sort"
-	"strings"
+	"bytes"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
 
+	"github.com/mlx-bun/mlx-metrics/shared/atomicfile"
 	"github.com/mlx-bun/mlx-metrics/shared/bench"
 )
 
-// runList is every run id, oldest first (run ids sort by their start
-// time), built from the runs directory's names at the first List and kept
-// up to date by Submit, with what List has learned of each run, so that a
-// filtered list skips the runs it knows do not match without reading them
-// again (a final job's status and kind never change).
-//
-// It holds no pointers (the ids back to back in one buffer), so however
-// many runs there are, the garbage collector has nothing in it to scan:
-// a list of 100 k runs costs each List nothing.
+// idsFile, in the runs directory, names every job the backend was given,
+// one id a line, in the order of the submits. It is only ever appended to,
+// so List reads it from its end, a block at a time, as far as its limit
+// takes it: listing the newest jobs costs the same however many runs are
+// stored, from the first List after a start on.
+const idsFile = ".ids"
+
+// idsBlock is how much of the ids file one read takes (about 1,400 ids).
+const idsBlock = 32 << 10
+
+// runList is the jobs' ids, newest submit first, with what List has
+// learned of each, so that a filtered list skips the runs it knows do not
+// match without reading them again (a final job's status and kind never
+// change). It holds the ids submitted since it was opened and those read
+// so far from the ids file, back to back in pointer-free buffers: however
+// many it holds, the garbage collector has nothing in it to scan.
 type runList struct {
-	built bool
+	opened bool
+	path   string
+	added  idSeq // submitted since the list was opened, oldest first
+	older  idSeq // read from the file, newest first
+	from   int64 // the file's bytes before from are not read yet
+	// carry is the end of a line cut by a block's start: the block
+	// before has the rest.
+	carry []byte
+	// torn: the file does not end in a newline (an append cut short);
+	// the next append starts with one, so that its id stays whole.
+	torn bool
+}
+
+// idSeq is a sequence of ids with what was learned of each.
+type idSeq struct {
 	names []byte   // the ids, back to back
-	ends  []uint32 // ends[i]: where id i ends in names
-	info  []uint8  // what List learned of run i (runInfo bits)
+	ends  []uint32 // ends[k]: where id k ends in names
+	info  []uint8  // what List learned of id k (runInfo bits)
+}
+
+func (q *idSeq) push(id []byte) {
+	q.names = append(q.names, id...)
+	q.ends = append(q.ends, uint32(len(q.names)))
+	q.info = append(q.info, 0)
+}
+
+func (q *idSeq) len() int { return len(q.ends) }
+
+func (q *idSeq) name(k int) []byte {
+	start := uint32(0)
+	if k > 0 {
+		start = q.ends[k-1]
+	}
+	return q.names[start:q.ends[k]]
 }
 
 // runInfo bits: a status code (0: not learned, and for jobs in memory,
@@ -43,74 +85,165 @@ func statusCode(status string) uint8 {
 	return 0
 }
 
-func (l *runList) build(runsDir string) error {
-	if l.built {
+// open finds the ids file's end, once. A runs directory from before the
+// file gets one, written whole, from its directory's names (sorted: run
+// ids sort by their start time); that listing is the only cost that
+// grows with the runs stored, and it is paid once per home.
+func (l *runList) open(runsDir string) error {
+	if l.opened {
 		return nil
 	}
-	ids, err := runIDs(runsDir)
+	path := filepath.Join(runsDir, idsFile)
+	st, err := os.Stat(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		ids, lerr := runIDs(runsDir)
+		if lerr != nil {
+			return lerr
+		}
+		var data []byte
+		for _, id := range ids {
+			data = append(append(data, id...), '\n')
+		}
+		if err := atomicfile.WriteFile(path, data, 0o644); err != nil {
+			return fmt.Errorf("write the list of runs: %w", err)
+		}
+		st, err = os.Stat(path)
+	}
 	if err != nil {
 		return err
 	}
-	size := 0
-	for _, id := range ids {
-		size += len(id)
+	if st.Size() > 0 {
+		f, err := os.Open(path)
+		if err != nil {
+			return err
+		}
+		last := make([]byte, 1)
+		_, err = f.ReadAt(last, st.Size()-1)
+		f.Close()
+		if err != nil {
+			return err
+		}
+		l.torn = last[0] != '\n'
 	}
-	l.names = make([]byte, 0, size)
-	l.ends = make([]uint32, len(ids))
-	l.info = make([]uint8, len(ids))
-	for i, id := range ids {
-		l.names = append(l.names, id...)
-		l.ends[i] = uint32(len(l.names))
-	}
-	l.built = true
+	l.path, l.from, l.opened = path, st.Size(), true
 	return nil
 }
 
-func (l *runList) len() int { return len(l.ends) }
-
-func (l *runList) name(i int) []byte {
-	start := uint32(0)
-	if i > 0 {
-		start = l.ends[i-1]
+// append records a new job's id: in the file first (synced), so that a
+// job is never missing from the list after a crash; an id whose directory
+// was never made reads as no job.
+func (l *runList) append(id string) error {
+	f, err := os.OpenFile(l.path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	if err != nil {
+		return err
 	}
-	return l.names[start:l.ends[i]]
+	line := make([]byte, 0, len(id)+2)
+	if l.torn {
+		line = append(line, '\n')
+	}
+	line = append(append(line, id...), '\n')
+	_, err = f.Write(line)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		// What was written, if anything, ends without a newline now.
+		l.torn = true
+		return err
+	}
+	l.torn = false
+	l.added.push([]byte(id))
+	return nil
 }
 
-func (l *runList) id(i int) string { return string(l.name(i)) }
-
-// find returns the index of id, or where it would go.
-func (l *runList) find(id string) (int, bool) {
-	i := sort.Search(l.len(), func(i int) bool { return strings.Compare(string(l.name(i)), id) >= 0 })
-	return i, i < l.len() && string(l.name(i)) == id
+// has reports whether there is an i-th newest id, reading older blocks of
+// the file as far as it needs.
+func (l *runList) has(i int) (bool, error) {
+	for i >= l.added.len()+l.older.len() {
+		if l.from == 0 {
+			return false, nil
+		}
+		if err := l.readBlock(); err != nil {
+			return false, err
+		}
+	}
+	return true, nil
 }
 
-// add puts a new id in its place: at the end, but for a clock that went
-// back (then the ids after it move, once).
-func (l *runList) add(id string) {
-	if !l.built {
-		return // the directory's names will have it
+// readBlock reads the block of the file before from, and the ids of the
+// lines it completes, newest first.
+func (l *runList) readBlock() error {
+	start := max(l.from-idsBlock, 0)
+	f, err := os.Open(l.path)
+	if err != nil {
+		return err
 	}
-	i, ok := l.find(id)
-	if ok {
-		return
+	buf := make([]byte, l.from-start, l.from-start+int64(len(l.carry)))
+	_, err = f.ReadAt(buf, start)
+	f.Close()
+	if err != nil {
+		return err
 	}
-	start := uint32(0)
-	if i > 0 {
-		start = l.ends[i-1]
+	data := append(buf, l.carry...)
+	l.from = start
+	// The block's first line began before it, unless the block starts
+	// the file: it waits in carry for the block before.
+	head := 0
+	if start > 0 {
+		nl := bytes.IndexByte(data, '\n')
+		if nl < 0 {
+			l.keepCarry(data)
+			return nil
+		}
+		head = nl + 1
 	}
-	l.names = append(l.names[:start], append([]byte(id), l.names[start:]...)...)
-	l.ends = append(l.ends, 0)
-	copy(l.ends[i+1:], l.ends[i:])
-	l.ends[i] = start
-	for k := i; k < len(l.ends); k++ {
-		l.ends[k] += uint32(len(id))
+	for lines := data[head:]; len(lines) > 0; {
+		end := len(lines)
+		if lines[end-1] == '\n' {
+			end--
+		}
+		nl := bytes.LastIndexByte(lines[:end], '\n')
+		if line := lines[nl+1 : end]; validID(string(line)) {
+			l.older.push(line)
+		}
+		lines = lines[:nl+1]
 	}
-	l.info = append(l.info, 0)
-	copy(l.info[i+1:], l.info[i:])
-	l.info[i] = 0
+	l.carry = l.carry[:0]
+	if head > 0 {
+		l.keepCarry(data[:head-1])
+	}
+	return nil
 }
 
-// learn records what run i's final job is.
+// notAnID stands for the end of a line longer than any id: whatever comes
+// before it, the line is not an id ('/' is in none).
+var notAnID = []byte("/")
+
+// keepCarry keeps the end of a line read so far for the block before.
+func (l *runList) keepCarry(part []byte) {
+	if len(part) > maxIDLen {
+		part = notAnID
+	}
+	l.carry = append(l.carry[:0], part...)
+}
+
+// at returns the sequence and position of the i-th newest id.
+func (l *runList) at(i int) (*idSeq, int) {
+	if n := l.added.len(); i < n {
+		return &l.added, n - 1 - i
+	}
+	return &l.older, i - l.added.len()
+}
+
+func (l *runList) id(i int) string {
+	q, k := l.at(i)
+	return string(q.name(k))
+}
+
+// learn records what the i-th newest run's final job is.
 func (l *runList) learn(i int, j *job) {
 	if !isFinal(j.Status) {
 		return
@@ -119,24 +252,31 @@ func (l *runList) learn(i int, j *job) {
 	if j.Kind != bench.JobKind {
 		info |= infoOtherKind
 	}
-	l.info[i] = info
+	q, k := l.at(i)
+	q.info[k] = info
 }
 
-// learnID is learn by id, for a job that has just become final.
+// learnID is learn by id, for a job that has just become final: one of
+// this backend's, so among the newest.
 func (l *runList) learnID(id string, j *job) {
-	if !l.built {
-		return
-	}
-	if i, ok := l.find(id); ok {
-		l.learn(i, j)
+	for i := 0; i < l.added.len()+l.older.len(); i++ {
+		if l.id(i) == id {
+			l.learn(i, j)
+			return
+		}
 	}
 }
 
-func (l *runList) notJob(i int) { l.info[i] = infoNotJob }
+func (l *runList) notJob(i int) {
+	q, k := l.at(i)
+	q.info[k] = infoNotJob
+}
 
-// skip reports whether run i is known not to match f (or not to be a job).
+// skip reports whether the i-th newest run is known not to match f (or not
+// to be a job).
 func (l *runList) skip(i int, f Filter) bool {
-	info := l.info[i]
+	q, k := l.at(i)
+	info := q.info[k]
 	switch {
 	case info&infoNotJob != 0:
 		return true

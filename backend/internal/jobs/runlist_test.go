@@ -1,52 +1,121 @@
 package jobs
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/mlx-bun/mlx-metrics/shared/bench"
 )
 
-// TestRunListAdd: ids stay sorted whatever order they come in (a clock
-// that went back), each once, with what was learned kept in its place.
-func TestRunListAdd(t *testing.T) {
+// ids lists the run list's ids, newest first, reading all of it.
+func (l *runList) ids(t *testing.T) []string {
+	t.Helper()
+	var got []string
+	for i := 0; ; i++ {
+		more, err := l.has(i)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !more {
+			return got
+		}
+		got = append(got, l.id(i))
+	}
+}
+
+// TestRunList: a home from before the ids file gets one from its
+// directory's names (sorted), once; new ids follow in the order of the
+// submits (a clock that went back included); the file is read from its end
+// across blocks, each id once; a torn last line and lines that are not ids
+// are passed over; what was learned of a run stays with it.
+func TestRunList(t *testing.T) {
 	dir := t.TempDir()
 	for _, id := range []string{"b2", "d4", ".hidden", "not a run"} {
 		os.Mkdir(filepath.Join(dir, id), 0o755)
 	}
 	os.WriteFile(filepath.Join(dir, "f5"), nil, 0o644) // listed: a file is found out when read
 	var l runList
-	l.add("zz") // before build: the directory's names will have it
-	if err := l.build(dir); err != nil {
+	if err := l.open(dir); err != nil {
 		t.Fatal(err)
 	}
-	l.learn(1, &job{jobState: jobState{Job: bench.Job{ID: "d4", Kind: bench.JobKind, Status: bench.StatusDone}}})
-	steps := []struct {
-		add  string
-		want []string
-	}{
-		{"e5", []string{"b2", "d4", "e5", "f5"}},
-		{"a1", []string{"a1", "b2", "d4", "e5", "f5"}},
-		{"c3", []string{"a1", "b2", "c3", "d4", "e5", "f5"}},
-		{"c3", []string{"a1", "b2", "c3", "d4", "e5", "f5"}},
-		{"ccc", []string{"a1", "b2", "c3", "ccc", "d4", "e5", "f5"}},
-		{"g6", []string{"a1", "b2", "c3", "ccc", "d4", "e5", "f5", "g6"}},
+	if got, want := l.ids(t), []string{"f5", "d4", "b2"}; !slices.Equal(got, want) {
+		t.Fatalf("from the directory: %q, want %q", got, want)
 	}
-	for _, st := range steps {
-		l.add(st.add)
-		var got []string
-		for i := range l.len() {
-			got = append(got, l.id(i))
+	l.learn(1, &job{jobState: jobState{Job: bench.Job{ID: "d4", Kind: bench.JobKind, Status: bench.StatusDone}}})
+	for _, id := range []string{"e5", "a1"} { // a1: the clock went back
+		if err := l.append(id); err != nil {
+			t.Fatal(err)
 		}
-		if !slices.Equal(got, st.want) {
-			t.Fatalf("after add %s: %q, want %q", st.add, got, st.want)
+	}
+	if got, want := l.ids(t), []string{"a1", "e5", "f5", "d4", "b2"}; !slices.Equal(got, want) {
+		t.Fatalf("after two submits: %q, want %q", got, want)
+	}
+	if i := slices.Index(l.ids(t), "d4"); !l.skip(i, Filter{Status: bench.StatusFailed}) || l.skip(i, Filter{Status: bench.StatusDone}) {
+		t.Fatal("what was learned of d4 moved")
+	}
+	data, _ := os.ReadFile(filepath.Join(dir, idsFile))
+	if string(data) != "b2\nd4\nf5\ne5\na1\n" {
+		t.Fatalf("ids file %q", data)
+	}
+
+	// A later start reads the file, not the directory.
+	os.Mkdir(filepath.Join(dir, "z9"), 0o755)
+	var again runList
+	if err := again.open(dir); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := again.ids(t), []string{"a1", "e5", "f5", "d4", "b2"}; !slices.Equal(got, want) {
+		t.Fatalf("read again: %q, want %q", got, want)
+	}
+}
+
+// TestRunListReadsBlocks: a long ids file is read from its end a block at
+// a time, and only as far as asked; a line cut by a block's start, a torn
+// append, a line longer than any id and an empty line come out right.
+func TestRunListReadsBlocks(t *testing.T) {
+	dir := t.TempDir()
+	var want []string // newest first
+	var data []byte
+	for i := range 4000 { // about three blocks
+		id := fmt.Sprintf("20261201T%06dZ-%06x", i, i)
+		if i == 1234 {
+			data = append(data, strings.Repeat("x", idsBlock+10)...) // not an id, across a block
+			data = append(data, "\n\n"...)
 		}
-		i, ok := l.find("d4")
-		if !ok || !l.skip(i, Filter{Status: bench.StatusFailed}) || l.skip(i, Filter{Status: bench.StatusDone}) {
-			t.Fatalf("after add %s: what was learned of d4 moved", st.add)
-		}
+		data = append(append(data, id...), '\n')
+		want = append([]string{id}, want...)
+	}
+	data = append(data, "20261202T0000"...) // an append a crash cut short
+	os.WriteFile(filepath.Join(dir, idsFile), data, 0o644)
+
+	var l runList
+	if err := l.open(dir); err != nil {
+		t.Fatal(err)
+	}
+	if more, err := l.has(49); !more || err != nil {
+		t.Fatalf("has(49) = %v, %v", more, err)
+	}
+	if l.from < int64(len(data))-idsBlock {
+		t.Errorf("50 ids read %d bytes of %d: more than one block", int64(len(data))-l.from, len(data))
+	}
+	if err := l.append("20261203T000000Z-aaaaaa"); err != nil {
+		t.Fatal(err)
+	}
+	got := l.ids(t)
+	if got[0] != "20261203T000000Z-aaaaaa" {
+		t.Errorf("newest %q", got[0])
+	}
+	// The torn line reads as an id no directory has (no job, skipped).
+	if !slices.Equal(got[2:], want) || got[1] != "20261202T0000" {
+		t.Errorf("%d ids, want %d; first %q", len(got), len(want)+2, got[:3])
+	}
+	data, _ = os.ReadFile(filepath.Join(dir, idsFile))
+	if !strings.HasSuffix(string(data), "20261202T0000\n20261203T000000Z-aaaaaa\n") {
+		t.Errorf("the torn line took the new id: %q", data[len(data)-40:])
 	}
 }
 
@@ -68,7 +137,8 @@ func TestRunListSkip(t *testing.T) {
 		{bench.JobKind, bench.StatusCancelled, true, Filter{}, true},
 	}
 	for _, tt := range tests {
-		l := runList{built: true, names: []byte("a"), ends: []uint32{1}, info: []uint8{0}}
+		var l runList
+		l.added.push([]byte("a"))
 		l.learn(0, &job{jobState: jobState{Job: bench.Job{ID: "a", Kind: tt.kind, Status: tt.status}}})
 		if tt.notJob {
 			l.notJob(0)

@@ -36,7 +36,8 @@ func benchRunCounts(b *testing.B) []int {
 
 // writeFinishedRuns writes n finished jobs as a backend leaves them (a
 // job.json with a full log tail, an events.ndjson), directly, not through
-// the runner, plus the open index of a backend that stopped cleanly.
+// the runner, plus the ids file and the open index of a backend that
+// stopped cleanly.
 func writeFinishedRuns(b *testing.B, runs string, n int) {
 	b.Helper()
 	if err := os.MkdirAll(runs, 0o755); err != nil {
@@ -49,8 +50,10 @@ func writeFinishedRuns(b *testing.B, runs string, n int) {
 	}
 	events := []byte(`{"seq":1,"at":1,"type":"started","message":"holds the GPU","progress":0}` + "\n" +
 		`{"seq":2,"at":2,"type":"done","message":"complete: 2 measured, 0 skipped, 0 failed of 2 cells","progress":1}` + "\n")
+	var ids []byte
 	for i := range n {
 		id := bench.NewRunID(base.Add(time.Duration(i)*time.Minute), fmt.Sprintf("%06x", i))
+		ids = append(append(ids, id...), '\n')
 		status := bench.StatusDone
 		if i%10 == 0 {
 			status = bench.StatusFailed
@@ -62,6 +65,9 @@ func writeFinishedRuns(b *testing.B, runs string, n int) {
 		if err := os.WriteFile(filepath.Join(runs, id, eventsFile), events, 0o644); err != nil {
 			b.Fatal(err)
 		}
+	}
+	if err := os.WriteFile(filepath.Join(runs, idsFile), ids, 0o644); err != nil {
+		b.Fatal(err)
 	}
 	if err := writeJSON(filepath.Join(runs, openIndexFile), openIndex{Open: []string{}}); err != nil {
 		b.Fatal(err)
@@ -80,7 +86,8 @@ func openBenchService(b *testing.B, runs string) *Service {
 
 // BenchmarkJobsAtScale measures what grows with the runs stored: start-up
 // (New, over a runs directory with its open index), the first
-// GET /bench?limit=50 after it (List: the ids listed, 50 job.json read),
+// GET /bench?limit=50 after it (List: the ids file's last block read, 50
+// job.json read),
 // the steady one the panel polls, and the one-time start of a home from
 // before the open index (every job.json read, the index written).
 func BenchmarkJobsAtScale(b *testing.B) {

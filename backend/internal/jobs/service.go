@@ -184,6 +184,14 @@ func (s *Service) Submit(profile string, plan bench.Plan) (bench.Job, error) {
 	}
 	now := s.opts.Clock.Now()
 	id := s.newIDLocked(now)
+	// In the list of runs before anything else, so that no job is
+	// missing from it after a crash.
+	if err := s.runs.open(s.opts.RunsDir); err != nil {
+		return bench.Job{}, err
+	}
+	if err := s.runs.append(id); err != nil {
+		return bench.Job{}, err
+	}
 	// Mkdir, not MkdirAll: the directory is this job's alone, and a
 	// failed submit removes it, leaving no half job for recovery.
 	dir := filepath.Join(s.opts.RunsDir, id)
@@ -223,7 +231,6 @@ func (s *Service) Submit(profile string, plan bench.Plan) (bench.Job, error) {
 		ticket.Release()
 		return fail(err)
 	}
-	s.runs.add(id)
 	select {
 	case <-ticket.Ready():
 		s.applyLocked(j, leased{device: s.opts.Lease.State().Device})
@@ -280,9 +287,10 @@ func (f Filter) match(kind, status string) bool {
 	return (f.Kind == "" || kind == f.Kind) && (f.Status == "" || status == f.Status)
 }
 
-// List returns the jobs that match f, newest first (by id: by start
-// second, then suffix). It reads runs newest first until the limit is
-// filled, so its cost follows the limit, not the runs stored.
+// List returns the jobs that match f, newest first (in the order of the
+// submits, which is the order of their ids unless the clock went back). It
+// reads the ids file from its end until the limit is filled, so its cost
+// follows the limit, not the runs stored.
 func (s *Service) List(f Filter) []bench.Job {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -300,11 +308,17 @@ func (s *Service) List(f Filter) []bench.Job {
 		}
 		return out
 	}
-	if err := s.runs.build(s.opts.RunsDir); err != nil {
+	if err := s.runs.open(s.opts.RunsDir); err != nil {
 		s.opts.Logf("jobs: list the runs: %v", err)
 		return out
 	}
-	for i := s.runs.len() - 1; i >= 0 && (f.Limit <= 0 || len(out) < f.Limit); i-- {
+	for i := 0; f.Limit <= 0 || len(out) < f.Limit; i++ {
+		if more, err := s.runs.has(i); !more {
+			if err != nil {
+				s.opts.Logf("jobs: list the runs: %v", err)
+			}
+			break
+		}
 		if s.runs.skip(i, f) {
 			continue
 		}

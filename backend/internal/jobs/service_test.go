@@ -561,7 +561,9 @@ func TestSubmitFailureLeavesNothing(t *testing.T) {
 	if _, err := h.svc.Submit("p", bad); err == nil {
 		t.Fatal("Submit wrote a plan that JSON cannot hold")
 	}
-	if entries, _ := os.ReadDir(h.dir); len(entries) != 1 || entries[0].Name() != openIndexFile {
+	// The ids file names the job (List passes over an id with no
+	// directory); no run directory is left.
+	if entries, _ := os.ReadDir(h.dir); len(entries) != 2 || entries[0].Name() != idsFile || entries[1].Name() != openIndexFile {
 		t.Fatalf("left behind: %v", entries)
 	}
 	if open, err := readOpenIndex(h.dir); err != nil || len(open) != 0 {

@@ -139,12 +139,9 @@ func TestDashboardUsesExportedNames(t *testing.T) {
 
 // TestDashboardQueriesParse has promtool parse every panel query, with the
 // Grafana variables filled in, as recording rules, where promtool is
-// installed (Debian: apt-get install prometheus).
+// installed (scripts/setup installs Debian's prometheus); see lookTool.
 func TestDashboardQueriesParse(t *testing.T) {
-	promtool, err := exec.LookPath("promtool")
-	if err != nil {
-		t.Skip("promtool not installed")
-	}
+	promtool := lookTool(t, "promtool")
 	vars := strings.NewReplacer("$__rate_interval", "1m", "$instance", ".*", "$model", ".*")
 	var rules strings.Builder
 	rules.WriteString("groups:\n- name: dashboard\n  rules:\n")

@@ -174,12 +174,10 @@ mlx_prefix_cache_queries_total{model_name="m"} %g
 }
 
 // TestPromtoolCheckMetrics lints a scrape of every family with Prometheus'
-// own promtool, where it is installed (Debian: apt-get install prometheus).
+// own promtool, where it is installed (scripts/setup installs Debian's
+// prometheus); see lookTool.
 func TestPromtoolCheckMetrics(t *testing.T) {
-	promtool, err := exec.LookPath("promtool")
-	if err != nil {
-		t.Skip("promtool not installed")
-	}
+	promtool := lookTool(t, "promtool")
 	e := replay(t, "testdata/events.ndjson")
 	e.Observe(finished("", events.FinishError, 1))
 	e.Observe(events.Event{Type: events.TypeSchedulerSample, At: 1, Payload: &events.SchedulerSample{Model: "qwen3-8b", Active: 1, Capacity: 2}})

@@ -9,6 +9,8 @@ import (
 
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
+
+	"github.com/mlx-bun/mlx-metrics/shared/events"
 )
 
 // FuzzMap: whatever an engine serves, mapping it (in every dialect, two
@@ -36,7 +38,7 @@ func FuzzMap(f *testing.F) {
 			mp := newMapper(kind, "default")
 			for i := range 2 {
 				for _, ev := range mp.Map(fams, t0.Add(time.Duration(i)*time.Second)) {
-					_ = check(ev)
+					_ = events.Check(ev)
 					if ev.At != t0.Add(time.Duration(i)*time.Second).UnixMilli() {
 						t.Fatalf("event stamped %d", ev.At)
 					}

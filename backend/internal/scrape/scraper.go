@@ -2,7 +2,6 @@ package scrape
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -14,6 +13,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
+	"github.com/mlx-bun/mlx-metrics/backend/internal/rejectlog"
 	"github.com/mlx-bun/mlx-metrics/shared/clock"
 	"github.com/mlx-bun/mlx-metrics/shared/events"
 )
@@ -31,6 +31,7 @@ type Scraper struct {
 	publish func(events.Event)
 	clock   clock.Clock
 	logf    func(format string, args ...any)
+	rejects *rejectlog.Log
 
 	mu      sync.Mutex // one poll at a time
 	mapper  *mapper
@@ -63,8 +64,9 @@ type Options struct {
 	// Client makes the requests (a plain &http.Client{} when nil; each
 	// poll of Run is bounded to 10 s by its context).
 	Client *http.Client
-	// Logf reports a target going down or coming back (log.Printf when
-	// nil).
+	// Logf reports a target going down or coming back, and its rejected
+	// events: the first at once, then a count at most once a minute
+	// (log.Printf when nil).
 	Logf func(format string, args ...any)
 }
 
@@ -85,6 +87,7 @@ func New(t Target, publish func(events.Event), opts Options) *Scraper {
 		publish: publish,
 		clock:   opts.Clock,
 		logf:    opts.Logf,
+		rejects: rejectlog.New("scrape "+t.URL, rejectlog.Options{Clock: opts.Clock, Logf: opts.Logf}),
 		mapper:  newMapper(t.Kind, t.Model),
 		stats:   Stats{URL: t.URL, Kind: t.Kind},
 	}
@@ -161,11 +164,14 @@ func (s *Scraper) poll(ctx context.Context) (int, error) {
 	}
 	n := 0
 	for _, ev := range evs {
-		if err := check(ev); err != nil {
+		// An engine's counters and gauges are input like any other.
+		if err := events.Check(ev); err != nil {
+			why := string(ev.Type) + ": " + err.Error()
 			s.statsMu.Lock()
 			s.stats.Rejected++
-			s.stats.LastRejection = string(ev.Type) + ": " + err.Error()
+			s.stats.LastRejection = why
 			s.statsMu.Unlock()
+			s.rejects.Reject(why)
 			continue
 		}
 		s.publish(ev)
@@ -177,20 +183,11 @@ func (s *Scraper) poll(ctx context.Context) (int, error) {
 	return n, nil
 }
 
-// check validates a mapped event as any event from the wire is validated:
-// an engine's counters and gauges are input like any other.
-func check(ev events.Event) error {
-	b, err := json.Marshal(ev)
-	if err != nil {
-		return err
-	}
-	_, err = events.Parse(b)
-	return err
-}
-
 // Run polls at every tick until ctx ends; the first poll is immediate.
-// Errors are logged, never fatal: an engine restarting comes back.
+// Errors are logged, never fatal: an engine restarting comes back. When it
+// returns it logs the count of rejections not logged yet.
 func (s *Scraper) Run(ctx context.Context, tick <-chan time.Time) {
+	defer s.rejects.Flush()
 	for ctx.Err() == nil {
 		pctx, cancel := context.WithTimeout(ctx, pollTimeout)
 		_, _ = s.Poll(pctx)

@@ -2,6 +2,7 @@ package scrape
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -92,5 +93,51 @@ func TestGroupStats(t *testing.T) {
 	st := g.Stats()
 	if len(st) != 2 || st[0].URL != a.URL+"/metrics" || st[0].Accepted == 0 || st[1].Failures != 1 {
 		t.Errorf("group stats %+v", st)
+	}
+}
+
+// Rejected events reach the log as the ingest sources' do: the first at
+// once, then a count once a minute, and what is pending when Run ends.
+func TestRejectionsAreLogged(t *testing.T) {
+	const flood = `# TYPE vllm:num_requests_running gauge
+vllm:num_requests_running{model_name="m"} 1e9
+`
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; version=0.0.4")
+		w.Write([]byte(flood))
+	}))
+	defer srv.Close()
+	clk := clock.NewFake(time.UnixMilli(1764690000000))
+	var lines []string
+	s := New(Target{URL: srv.URL + "/metrics", Kind: KindVLLM}, func(events.Event) {},
+		Options{Clock: clk, Logf: func(f string, a ...any) { lines = append(lines, fmt.Sprintf(f, a...)) }})
+	for i, step := range []struct {
+		advance time.Duration
+		polls   int
+		stop    bool   // Run returns
+		line    string // a part of the line this step writes; "" for none
+	}{
+		{0, 1, false, "scrape " + srv.URL + "/metrics: rejected an event: scheduler.sample: active"},
+		{time.Second, 2, false, ""},
+		{59 * time.Second, 0, false, "2 more events rejected in the last 1m0s"},
+		{time.Second, 1, false, ""},
+		{0, 0, true, "1 more event rejected in the last 1s"},
+	} {
+		lines = nil
+		clk.Advance(step.advance)
+		for range step.polls {
+			s.Poll(context.Background())
+		}
+		if step.stop {
+			ctx, cancel := context.WithCancel(context.Background())
+			cancel()
+			s.Run(ctx, nil)
+		}
+		if (len(lines) == 1) != (step.line != "") || len(lines) > 1 || (step.line != "" && !strings.Contains(lines[0], step.line)) {
+			t.Errorf("step %d: lines %q, want one with %q", i, lines, step.line)
+		}
+	}
+	if st := s.Stats(); st.Rejected != 4 {
+		t.Errorf("rejected %d, want 4", st.Rejected)
 	}
 }

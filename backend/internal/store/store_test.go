@@ -382,6 +382,41 @@ func TestLifecycle(t *testing.T) {
 			},
 		},
 		{
+			// The anchor lists it unloaded (docs/events.md, "Differences").
+			name: "a model first seen through model.memory is resident, with its bytes",
+			evs:  []events.Event{memory(t0, "a", 1000, 200, 30)},
+			check: func(t *testing.T, s snapshot.Snapshot) {
+				a := modelOf(t, s, "a")
+				if a.State != snapshot.StateResident || a.WeightsBytes != 1000 || a.KVBytes != 200 || a.PrefixCacheBytes != 30 ||
+					a.Loads != 0 || a.LastLoadMs != nil || a.UpdatedAt != t0 {
+					t.Errorf("model %+v", a)
+				}
+				if s.Version != 1 {
+					t.Errorf("version %d, want 1", s.Version)
+				}
+			},
+		},
+		{
+			// The anchor counts the request and lists no row (docs/events.md).
+			name: "a request.finished for a model never seen counts, and lists the model resident",
+			evs:  []events.Event{request(t0, "a", events.FinishStop, 50, f(10))},
+			check: func(t *testing.T, s snapshot.Snapshot) {
+				a := modelOf(t, s, "a")
+				if a.State != snapshot.StateResident || a.Loads != 0 || a.LastLoadMs != nil || a.WeightsBytes != 0 {
+					t.Errorf("model %+v", a)
+				}
+				if s.Requests.Finished != 1 || s.Requests.ByFinish[events.FinishStop] != 1 || s.Requests.Window.Count != 1 {
+					t.Errorf("requests %+v", s.Requests)
+				}
+				if w := s.Requests.Window.PerModel["a"]; w == nil || w.Count != 1 {
+					t.Errorf("per-model window %+v", w)
+				}
+				if len(s.Requests.Recent) != 1 || s.Requests.Recent[0].Model != "a" {
+					t.Errorf("recent %+v", s.Requests.Recent)
+				}
+			},
+		},
+		{
 			name: "a failed unload leaves the model failed",
 			evs: []events.Event{
 				load(t0, "a", events.PhaseFinished, f(1)),
@@ -802,13 +837,18 @@ func BenchmarkSnapshot(b *testing.B) {
 			_ = s.Snapshot(t0)
 		}
 	})
+	// Encoded as live encodes: into a buffer sized from the last
+	// snapshot, allocated once (a frame is shared and never reused).
+	encode := func(snap *snapshot.Snapshot, last int) []byte {
+		out, _ := snapshot.AppendJSON(make([]byte, 0, last+last/8+512), snap)
+		return out
+	}
 	b.Run("build+encode", func(b *testing.B) {
 		b.ReportAllocs()
 		var size int
 		for b.Loop() {
 			snap := s.Snapshot(t0)
-			out, _ := snapshot.Encode(&snap)
-			size = len(out)
+			size = len(encode(&snap, size))
 		}
 		b.ReportMetric(float64(size), "bytes")
 	})
@@ -818,12 +858,12 @@ func BenchmarkSnapshot(b *testing.B) {
 		b.ReportAllocs()
 		evs := mixedEvents(4096)
 		at := evs[len(evs)-1].At
-		i := 0
+		i, size := 0, 0
 		for b.Loop() {
 			at++
 			s.Apply(request(at, "llama-3.2-3b", events.FinishStop, float64(i%997), f(float64(i%89))))
 			snap := s.Snapshot(t0)
-			_, _ = snapshot.Encode(&snap)
+			size = len(encode(&snap, size))
 			i++
 		}
 	})

@@ -1,7 +1,6 @@
 package stream
 
 import (
-	"bufio"
 	"net"
 	"time"
 
@@ -47,9 +46,7 @@ func (h *Hub) Handler(c *fiber.Ctx) error {
 	if err != nil {
 		return fiber.NewError(fiber.StatusInternalServerError, "encoding the snapshot: "+err.Error())
 	}
-	c.Set(fiber.HeaderContentType, "text/event-stream")
-	c.Set(fiber.HeaderCacheControl, "no-cache")
-	c.Set("X-Accel-Buffering", "no") // let nginx pass frames straight through
+	SetHeaders(c)
 	ctx := c.Context()
 	ctx.HijackSetNoResponse(true)
 	ctx.Hijack(func(nc net.Conn) { h.serve(ctx, nc, fr) })
@@ -59,30 +56,11 @@ func (h *Hub) Handler(c *fiber.Ctx) error {
 // serve is the client's goroutine, from the hijack until the stream ends;
 // the server closes the connection when it returns.
 func (h *Hub) serve(ctx *fasthttp.RequestCtx, nc net.Conn, fr *frame) {
-	if u, ok := nc.(interface{ UnsafeConn() net.Conn }); ok {
-		nc = u.UnsafeConn() // the socket itself, whose writev takes several parts at once
-	}
-	resp := &ctx.Response
-	if resp.StatusCode() != fiber.StatusOK {
-		// A handler after this one answered otherwise: send that answer.
-		bw := bufio.NewWriter(nc)
-		if resp.Write(bw) == nil {
-			_ = bw.Flush()
-		}
+	w, head, ok := open(ctx, nc)
+	if !ok {
 		return
 	}
-	cl := &client{wake: make(chan struct{}, 1), conn: nc}
-	w := &conn{Conn: nc, chunked: ctx.Request.Header.IsHTTP11()}
-	if w.chunked {
-		resp.Header.SetContentLength(-1)
-	} else {
-		resp.Header.SetConnectionClose()
-	}
-	head := resp.Header.Header()
-	if ctx.IsHead() {
-		_, _ = nc.Write(head)
-		return
-	}
+	cl := &client{wake: make(chan struct{}, 1), conn: w.Conn}
 
 	// The opening frame carries the time it is sent.
 	now := h.opts.Clock.Now()
@@ -112,7 +90,7 @@ func (h *Hub) serve(ctx *fasthttp.RequestCtx, nc net.Conn, fr *frame) {
 	defer h.remove(cl)
 
 	h.sent.Add(1)
-	ok := h.write(cl, w, fr, head, append([][]byte{h.retry}, opening...)...)
+	ok = h.write(cl, w, fr, head, append([][]byte{h.retry}, opening...)...)
 	for ok {
 		select {
 		case <-h.done:
@@ -133,10 +111,29 @@ func (h *Hub) serve(ctx *fasthttp.RequestCtx, nc net.Conn, fr *frame) {
 	h.finish(cl, w)
 }
 
-// write writes lead as it is, then parts as one event (a chunk for
-// HTTP/1.1), in one writev. It reports false when the stream is over:
-// the client went away, was cut off, or the hub is closing.
+// write writes lead as it is, then parts as one event, in one writev
+// (conn.prepare). It reports false when the stream is over: the client
+// went away, was cut off, or the hub is closing.
 func (h *Hub) write(cl *client, w *conn, fr *frame, lead []byte, parts ...[]byte) bool {
+	if cl.begin(fr, w.prepare(lead, parts...), h.opts.Clock.Now()) != nil {
+		return false
+	}
+	if h.opts.onWrite != nil {
+		h.opts.onWrite()
+	}
+	_, err := w.flush()
+	if closing := cl.end(); err != nil {
+		if !closing {
+			h.dropped.Add(1)
+		}
+		return false
+	}
+	return true
+}
+
+// prepare lays out one write: lead as it is, then parts as one event (a
+// chunk for HTTP/1.1). It reports the write's size in bytes.
+func (w *conn) prepare(lead []byte, parts ...[]byte) int {
 	size := 0
 	for _, p := range parts {
 		size += len(p)
@@ -157,22 +154,15 @@ func (h *Hub) write(cl *client, w *conn, fr *frame, lead []byte, parts ...[]byte
 	for _, b := range bufs {
 		n += len(b)
 	}
-	if cl.begin(fr, n, h.opts.Clock.Now()) != nil {
-		return false
-	}
-	if h.opts.onWrite != nil {
-		h.opts.onWrite()
-	}
 	w.bufs = bufs
-	_, err := w.bufs.WriteTo(w.Conn)
+	return n
+}
+
+// flush writes what prepare laid out, in one writev.
+func (w *conn) flush() (int64, error) {
+	n, err := w.bufs.WriteTo(w.Conn)
 	clear(w.vec[:]) // hold no frame past its write
-	if closing := cl.end(); err != nil {
-		if !closing {
-			h.dropped.Add(1)
-		}
-		return false
-	}
-	return true
+	return n, err
 }
 
 // finish ends a stream that was not cut off with the closing chunk.
@@ -180,7 +170,15 @@ func (h *Hub) finish(cl *client, w *conn) {
 	cl.mu.Lock()
 	cut := cl.cut
 	cl.mu.Unlock()
-	if cut || !w.chunked {
+	if !cut {
+		w.finish()
+	}
+}
+
+// finish writes the closing chunk of an HTTP/1.1 stream, bounded by
+// closeGrace (an HTTP/1.0 stream ends at the close).
+func (w *conn) finish() {
+	if !w.chunked {
 		return
 	}
 	_ = w.SetWriteDeadline(time.Now().Add(closeGrace))

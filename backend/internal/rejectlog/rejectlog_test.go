@@ -1,0 +1,95 @@
+package rejectlog
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mlx-bun/mlx-metrics/shared/clock"
+)
+
+// The first rejection is logged at once; later ones are counted and
+// logged at most once an interval: when the interval ends (no rejection
+// needed to trigger it), at once after a quiet interval, and on Flush.
+func TestPacing(t *testing.T) {
+	type step struct {
+		advance time.Duration
+		rejects int
+		flush   bool
+		lines   []string // the lines this step writes, each by a part of it
+	}
+	first := "src: rejected an event: bad 1 (further rejections are counted, logged at most every 1m0s)"
+	tests := []struct {
+		name  string
+		steps []step
+	}{
+		{"a burst, then silence: the timer writes the count", []step{
+			{0, 1, false, []string{first}},
+			{time.Second, 50, false, nil},
+			{58 * time.Second, 0, false, nil},
+			{time.Second, 0, false, []string{"src: 50 more events rejected in the last 1m0s; latest: bad 51"}},
+			{time.Hour, 0, true, nil}, // nothing pending: nothing more
+		}},
+		{"counted within the interval, logged at its end, paced again after", []step{
+			{0, 1, false, []string{first}},
+			{30 * time.Second, 2, false, nil},
+			{30 * time.Second, 0, false, []string{"2 more events rejected in the last 1m0s; latest: bad 3"}},
+			{time.Second, 1, false, nil}, // the interval starts at the last line
+			{59 * time.Second, 0, false, []string{"1 more event rejected in the last 1m0s; latest: bad 4"}},
+		}},
+		{"after a quiet interval, at once", []step{
+			{0, 1, false, []string{first}},
+			{5 * time.Minute, 1, false, []string{"1 more event rejected in the last 5m0s; latest: bad 2"}},
+			{time.Second, 1, false, nil},
+		}},
+		{"the source stops: Flush writes what is pending, once", []step{
+			{0, 3, false, []string{first}},
+			{10 * time.Second, 0, true, []string{"2 more events rejected in the last 10s; latest: bad 3"}},
+			{time.Hour, 0, true, nil}, // the timer was stopped
+		}},
+		{"Flush before any rejection writes nothing", []step{
+			{0, 0, true, nil},
+			{0, 1, false, []string{first}},
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			clk := clock.NewFake(time.UnixMilli(1_764_690_000_000))
+			var lines []string
+			l := New("src", Options{Clock: clk, Logf: func(f string, a ...any) { lines = append(lines, fmt.Sprintf(f, a...)) }})
+			n := 0
+			for i, s := range tt.steps {
+				lines = nil
+				clk.Advance(s.advance)
+				for range s.rejects {
+					n++
+					l.Reject(fmt.Sprintf("bad %d", n))
+				}
+				if s.flush {
+					l.Flush()
+				}
+				if len(lines) != len(s.lines) {
+					t.Fatalf("step %d: lines %q, want %d", i, lines, len(s.lines))
+				}
+				for j, want := range s.lines {
+					if !strings.Contains(lines[j], want) {
+						t.Errorf("step %d: line %q, want it to hold %q", i, lines[j], want)
+					}
+				}
+			}
+		})
+	}
+}
+
+// A real clock's timer writes the count by itself.
+func TestRealTimerFlushes(t *testing.T) {
+	got := make(chan string, 2)
+	l := New("src", Options{Every: time.Millisecond, Logf: func(f string, a ...any) { got <- fmt.Sprintf(f, a...) }})
+	l.Reject("a")
+	l.Reject("b")
+	<-got
+	if line := <-got; !strings.Contains(line, "1 more event rejected") {
+		t.Errorf("line %q", line)
+	}
+}
