@@ -10,6 +10,7 @@
 package access
 
 import (
+	"bytes"
 	"crypto/subtle"
 	"strings"
 	"sync/atomic"
@@ -197,14 +198,14 @@ type Stats struct {
 	Forbidden        int64 `json:"forbidden"`        // 403: foreign Origin, or a non-loopback Host
 	TooLarge         int64 `json:"tooLarge"`         // 413: over the body limit, on the wire or decoded
 	Unsupported      int64 `json:"unsupported"`      // 415: not JSON/NDJSON, or an unknown Content-Encoding
-	EmptyBody        int64 `json:"emptyBody"`        // 400 to a POST with no body
+	EmptyBody        int64 `json:"emptyBody"`        // 400 to a POST with no body, or only blanks
 	Timeout          int64 `json:"timeout"`          // 408: the request was not sent within the read timeout
 	MethodNotAllowed int64 `json:"methodNotAllowed"` // 405
 }
 
 // Refused notes a refusal; it is the server's OnError hook, so it sees
 // the refusals made before any route ran (413 on the wire, 408) as well as
-// the guard's and the handlers' own.
+// the guard's and the handlers' own, returned or written with server.Error.
 func (g *Guard) Refused(c *fiber.Ctx, status int) {
 	r := &g.refusals
 	switch status {
@@ -221,7 +222,7 @@ func (g *Guard) Refused(c *fiber.Ctx, status int) {
 	case fiber.StatusMethodNotAllowed:
 		r.methodNotAllowed.Add(1)
 	case fiber.StatusBadRequest:
-		if c.Method() == fiber.MethodPost && len(c.Request().Body()) == 0 {
+		if c.Method() == fiber.MethodPost && len(bytes.TrimSpace(c.Request().Body())) == 0 {
 			r.emptyBody.Add(1)
 		}
 	}

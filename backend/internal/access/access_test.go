@@ -1,6 +1,7 @@
 package access
 
 import (
+	"bytes"
 	"encoding/json"
 	"io"
 	"net/http/httptest"
@@ -26,8 +27,24 @@ func (routes) Mount(root *fiber.App, api fiber.Router) {
 		}
 		return c.Send(c.Body())
 	}
-	api.Post("/events", post)
+	// As ingest answers: a body of blanks is empty too.
+	api.Post("/events", func(c *fiber.Ctx) error {
+		if len(bytes.TrimSpace(c.Body())) == 0 {
+			return fiber.NewError(fiber.StatusBadRequest, "empty body")
+		}
+		return c.Send(c.Body())
+	})
 	api.Post("/bench", post)
+	// As the bench routes answer: written with server.Error, not returned.
+	api.Post("/history", func(c *fiber.Ctx) error {
+		if len(c.Body()) == 0 {
+			return server.Error(c, fiber.StatusBadRequest, "empty body")
+		}
+		if len(c.Body()) > 16 {
+			return server.Error(c, fiber.StatusRequestEntityTooLarge, "over 16 bytes")
+		}
+		return c.Send(c.Body())
+	})
 	api.Delete("/bench/:id", echo)
 	api.Delete("/history/:id", echo)
 	api.Get("/snapshot", func(c *fiber.Ctx) error { return c.SendString("snapshot") })
@@ -211,11 +228,15 @@ func TestRefusalCounts(t *testing.T) {
 		{method: "POST", path: "/api/metrics/bench", body: "x", header: map[string]string{"Authorization": "Bearer " + token, "Content-Type": "text/plain"}}, // 415
 		{method: "PUT", path: "/api/metrics/snapshot", header: map[string]string{"Authorization": "Bearer " + token}},                                        // 405
 		{method: "POST", path: "/api/metrics/bench", header: map[string]string{"Authorization": "Bearer " + token}},                                          // 400, empty
+		// Answered with server.Error by the route, and a body of blanks.
+		{method: "POST", path: "/api/metrics/history", header: map[string]string{"Authorization": "Bearer " + token}},                                                                    // 400, empty
+		{method: "POST", path: "/api/metrics/history", body: strings.Repeat("x", 17), header: map[string]string{"Authorization": "Bearer " + token, "Content-Type": "application/json"}}, // 413
+		{method: "POST", path: "/api/metrics/events", body: " \n\t\n", header: map[string]string{"Authorization": "Bearer " + token, "Content-Type": "application/x-ndjson"}},            // 400, blank
 	}
 	for _, r := range reqs {
 		do(t, app, r)
 	}
-	want := Stats{Unauthorized: 1, Forbidden: 2, Unsupported: 1, MethodNotAllowed: 1, EmptyBody: 1}
+	want := Stats{Unauthorized: 1, Forbidden: 2, TooLarge: 1, Unsupported: 1, MethodNotAllowed: 1, EmptyBody: 3}
 	if got := g.Stats(); got != want {
 		t.Fatalf("stats %+v, want %+v", got, want)
 	}
