@@ -35,7 +35,7 @@ func entry(i int) bench.HistoryEntry {
 
 func open(t testing.TB) *Store {
 	t.Helper()
-	s, err := Open(t.TempDir())
+	s, err := Open(t.TempDir(), Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -126,7 +126,7 @@ func TestPutNew(t *testing.T) {
 
 func TestPersists(t *testing.T) {
 	dir := t.TempDir()
-	s, err := Open(dir)
+	s, err := Open(dir, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -134,7 +134,7 @@ func TestPersists(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.Close()
-	s, err = Open(dir)
+	s, err = Open(dir, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -333,5 +333,48 @@ func TestDeleteWithBadIndex(t *testing.T) {
 		if got, _, _ := s.List(0); len(got) != 0 {
 			t.Fatalf("index %q: still listed", idx)
 		}
+	}
+}
+
+// TestFullDisk: below MinFree free, every write refuses with ErrFull and
+// leaves history as it was; reads go on; with room again, writes do too.
+func TestFullDisk(t *testing.T) {
+	var free uint64 = MinFree
+	s, err := Open(t.TempDir(), Options{FreeSpace: func(string) (uint64, error) { return free, nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { free = MinFree; s.Close() })
+	if err := s.Put(entry(0)); err != nil {
+		t.Fatal(err)
+	}
+	free = MinFree - 1
+	tests := []struct {
+		name  string
+		write func() error
+	}{
+		{"Put", func() error { return s.Put(entry(1)) }},
+		{"Put replacing", func() error { return s.Put(entry(0)) }},
+		{"PutNew", func() error { return s.PutNew(entry(2)) }},
+		{"Delete", func() error { return s.Delete(entry(0).ID) }},
+	}
+	for _, tt := range tests {
+		if err := tt.write(); !errors.Is(err, ErrFull) {
+			t.Errorf("%s on a full disk: %v, want ErrFull", tt.name, err)
+		}
+	}
+	got, _, err := s.List(0)
+	if err != nil || len(got) != 1 || got[0].ID != entry(0).ID {
+		t.Fatalf("history after refused writes: %d entries, %v; want entry 0 alone", len(got), err)
+	}
+	if _, err := s.Get(entry(0).ID); err != nil {
+		t.Fatalf("Get on a full disk: %v", err)
+	}
+	free = MinFree
+	if err := s.PutNew(entry(1)); err != nil {
+		t.Fatalf("PutNew with room again: %v", err)
+	}
+	if err := s.Delete(entry(0).ID); err != nil {
+		t.Fatalf("Delete with room again: %v", err)
 	}
 }

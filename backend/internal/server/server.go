@@ -130,10 +130,23 @@ type onErrorKey struct{}
 // Error answers status with the API's JSON error body, and shows it to
 // Options.OnError as the error handler shows a returned error.
 func Error(c *fiber.Ctx, status int, message string) error {
+	return errorBody(c, status, apierror.New(status, message))
+}
+
+// StorageFull answers 503 with the error type apierror.TypeStorageFull:
+// the server's disk is too full for the request, which may succeed once
+// space is freed.
+func StorageFull(c *fiber.Ctx, message string) error {
+	return errorBody(c, fiber.StatusServiceUnavailable,
+		apierror.Body{Error: apierror.Detail{Message: message, Type: apierror.TypeStorageFull}})
+}
+
+func errorBody(c *fiber.Ctx, status int, body apierror.Body) error {
 	if onError, ok := c.Locals(onErrorKey{}).(func(*fiber.Ctx, int)); ok {
 		onError(c, status)
 	}
-	return write(c, status, message)
+	c.Set(fiber.HeaderXContentTypeOptions, "nosniff")
+	return c.Status(status).JSON(body)
 }
 
 func write(c *fiber.Ctx, status int, message string) error {
