@@ -184,7 +184,7 @@ func TestBombsStopAtTheLimit(t *testing.T) {
 // counted.
 func TestWireLimitCounted(t *testing.T) {
 	g := New(Options{Loopback: true})
-	app := server.New(server.Options{BodyLimit: 1 << 10, OnError: g.Refused}, g, routes{})
+	app := server.New(server.Options{BodyLimit: 1 << 10, OnError: g.Refused}, g, fakeRoutes{})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
