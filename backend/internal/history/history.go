@@ -21,6 +21,7 @@ import (
 
 	badger "github.com/dgraph-io/badger/v4"
 
+	"github.com/mlx-bun/mlx-metrics/backend/internal/redact"
 	"github.com/mlx-bun/mlx-metrics/shared/bench"
 )
 
@@ -332,8 +333,8 @@ func (s *Store) List(limit int) ([]bench.HistoryEntry, []bench.HistoryProblem, e
 
 // Each calls f on up to limit readable entries, newest first (limit <= 0:
 // all), stopping at f's first error. An entry whose value does not decode is
-// skipped and reported among the problems (at most maxProblems of them), so
-// one bad entry never hides the others.
+// skipped and reported among the problems (at most maxProblems of them, their
+// messages without server paths), so one bad entry never hides the others.
 func (s *Store) Each(limit int, f func(bench.HistoryEntry) error) (problems []bench.HistoryProblem, err error) {
 	defer recoverDamage(&err)
 	problems = []bench.HistoryProblem{}
@@ -358,7 +359,7 @@ func (s *Store) Each(limit int, f func(bench.HistoryEntry) error) (problems []be
 				id := idOfKey(it.Item().Key())
 				s.noteUnreadable(id, true)
 				if len(problems) < maxProblems {
-					problems = append(problems, bench.HistoryProblem{ID: id, Message: "unreadable entry: " + err.Error()})
+					problems = append(problems, bench.HistoryProblem{ID: id, Message: "unreadable entry: " + redact.Message(err)})
 				}
 				continue
 			}

@@ -5,6 +5,7 @@ import (
 	"encoding/csv"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -267,11 +268,13 @@ func TestUnreadable(t *testing.T) {
 	tests := []struct {
 		name string
 		val  string
+		hide string // what the problem's message must not quote
 	}{
-		{"torn json", `{"id":`},
-		{"binary", "\x00\xff\x10"},
-		{"another run", `{"id":"x"}`},
-		{"wrong type", `{"id":5}`},
+		{"torn json", `{"id":`, ""},
+		{"binary", "\x00\xff\x10", ""},
+		{"another run", `{"id":"x"}`, ""},
+		{"wrong type", `{"id":5}`, ""},
+		{"another run, named by a path", `{"id":"/home/alice/.mlx-metrics/metrics/history/000001.vlog"}`, "/home/alice"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -285,6 +288,9 @@ func TestUnreadable(t *testing.T) {
 			got, problems, err := s.List(0)
 			if err != nil || len(got) != 2 || len(problems) != 1 || problems[0].ID != entry(1).ID {
 				t.Fatalf("List = %d entries, %+v, %v", len(got), problems, err)
+			}
+			if msg := problems[0].Message; tt.hide != "" && strings.Contains(msg, tt.hide) {
+				t.Fatalf("the problem %q quotes a path", msg)
 			}
 			// The limit counts readable entries.
 			if got, _, _ := s.List(2); len(got) != 2 {
