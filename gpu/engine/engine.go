@@ -127,21 +127,32 @@ var ErrStopped = errors.New("the engine has stopped")
 // fault: a 400).
 var ErrRejected = errors.New("request rejected")
 
+// fits is nil when a request of prompt tokens asking for maxTokens more
+// fits this engine, else why Submit refuses it (ErrRejected, wrapped).
+func (e *Engine) fits(prompt, maxTokens int) error {
+	if prompt == 0 {
+		return fmt.Errorf("%w: the prompt is empty", ErrRejected)
+	}
+	if maxTokens < 1 {
+		return fmt.Errorf("%w: max_tokens must be >= 1, got %d", ErrRejected, maxTokens)
+	}
+	// Compared without adding: a max_tokens near the int's bound would
+	// overflow the sum and pass.
+	if maxTokens > e.cfg.MaxContext-prompt {
+		return fmt.Errorf("%w: this model's maximum context length is %d tokens, but the request needs more (%d in the prompt, %d to generate)",
+			ErrRejected, e.cfg.MaxContext, prompt, maxTokens)
+	}
+	if need := e.cfg.pagesFor(prompt + maxTokens); need > e.kv.total {
+		return fmt.Errorf("%w: the request needs %d KV pages and the KV budget holds %d", ErrRejected, need, e.kv.total)
+	}
+	return nil
+}
+
 // Submit queues a generation of maxTokens tokens after prompt. The stream
 // ends when all are generated, or when ctx ends (the request is cancelled).
 func (e *Engine) Submit(ctx context.Context, prompt []uint64, maxTokens int) (*Stream, error) {
-	if len(prompt) == 0 {
-		return nil, fmt.Errorf("%w: the prompt is empty", ErrRejected)
-	}
-	if maxTokens < 1 {
-		return nil, fmt.Errorf("%w: max_tokens must be >= 1, got %d", ErrRejected, maxTokens)
-	}
-	if n := len(prompt) + maxTokens; n > e.cfg.MaxContext {
-		return nil, fmt.Errorf("%w: this model's maximum context length is %d tokens, but the request needs %d (%d in the prompt, %d to generate)",
-			ErrRejected, e.cfg.MaxContext, n, len(prompt), maxTokens)
-	}
-	if need := e.cfg.pagesFor(len(prompt) + maxTokens); need > e.kv.total {
-		return nil, fmt.Errorf("%w: the request needs %d KV pages and the KV budget holds %d", ErrRejected, need, e.kv.total)
+	if err := e.fits(len(prompt), maxTokens); err != nil {
+		return nil, err
 	}
 	n := e.seq.Add(1)
 	r := &request{

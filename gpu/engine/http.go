@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"strings"
 	"time"
@@ -110,91 +111,125 @@ const (
 	defaultChatTokens       = 256
 )
 
-func decode(w http.ResponseWriter, r *http.Request, v any) bool {
-	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxBody))
-	if err := dec.Decode(v); err != nil {
+// genRequest is a generation request as decoded and checked: what the
+// engine is asked to run.
+type genRequest struct {
+	commonRequest
+	prompt []uint64
+	max    int // tokens to generate
+}
+
+// badRequest is why a request is refused: its status and message, which
+// quotes at most maxEcho runes of what the client sent.
+type badRequest struct {
+	status  int
+	message string
+}
+
+// maxEcho bounds how much of a client's input an error message quotes.
+const maxEcho = 100
+
+// parseRequest decodes the body of POST /v1/chat/completions (chat) or
+// /v1/completions and checks it against this engine: its model, one
+// choice, a length to generate, and a prompt of the endpoint's shape.
+// Whether the engine has room for it is Submit's to say.
+func (e *Engine) parseRequest(body []byte, chat bool) (genRequest, *badRequest) {
+	var g genRequest
+	var prompt json.RawMessage
+	var messages []chatMessage
+	var err error
+	if chat {
+		var req chatRequest
+		err = json.Unmarshal(body, &req)
+		g.commonRequest, messages = req.commonRequest, req.Messages
+	} else {
+		var req completionRequest
+		err = json.Unmarshal(body, &req)
+		g.commonRequest, prompt = req.commonRequest, req.Prompt
+	}
+	if err != nil {
+		return g, &badRequest{http.StatusBadRequest, fmt.Sprintf("invalid JSON body: %.*s", maxEcho, err.Error())}
+	}
+	def := defaultCompletionTokens
+	if chat {
+		def = defaultChatTokens
+	}
+	if bad := e.checkCommon(&g, def); bad != nil {
+		return g, bad
+	}
+	if chat {
+		if len(messages) == 0 {
+			return g, &badRequest{http.StatusBadRequest, "messages: must hold at least one message"}
+		}
+		for i, m := range messages {
+			if m.Role == "" {
+				return g, &badRequest{http.StatusBadRequest, fmt.Sprintf("messages[%d].role: missing", i)}
+			}
+		}
+		g.prompt = chatTokens(messages)
+		return g, nil
+	}
+	var text string
+	if err := json.Unmarshal(prompt, &text); err != nil {
+		var list []string
+		if json.Unmarshal(prompt, &list) != nil || len(list) != 1 {
+			return g, &badRequest{http.StatusBadRequest, "prompt: must be a string (or an array of one string)"}
+		}
+		text = list[0]
+	}
+	g.prompt = tokenize(text)
+	return g, nil
+}
+
+// checkCommon checks what both endpoints share and sets g.max.
+func (e *Engine) checkCommon(g *genRequest, def int) *badRequest {
+	if g.Model != e.cfg.Model {
+		if g.Model == "" {
+			return &badRequest{http.StatusBadRequest, "model: missing"}
+		}
+		return &badRequest{http.StatusNotFound, fmt.Sprintf("the model %.*q does not exist; this engine serves %q", maxEcho, g.Model, e.cfg.Model)}
+	}
+	if g.N != nil && *g.N != 1 {
+		return &badRequest{http.StatusBadRequest, "n: the reference engine generates one choice per request"}
+	}
+	g.max = def
+	if g.MaxCompletionTokens != nil {
+		g.max = *g.MaxCompletionTokens
+	}
+	if g.MaxTokens != nil {
+		g.max = *g.MaxTokens
+	}
+	if g.max < 1 {
+		return &badRequest{http.StatusBadRequest, fmt.Sprintf("max_tokens: must be >= 1, got %d", g.max)}
+	}
+	return nil
+}
+
+// generate answers POST /v1/completions (chat false) and
+// /v1/chat/completions.
+func (e *Engine) generate(w http.ResponseWriter, r *http.Request, chat bool) {
+	received := time.Now()
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
+	if err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
 			writeError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("request body over %d bytes", maxBody))
-			return false
-		}
-		writeError(w, http.StatusBadRequest, "invalid JSON body: "+err.Error())
-		return false
-	}
-	return true
-}
-
-func (e *Engine) checkCommon(w http.ResponseWriter, c commonRequest, def int) (int, bool) {
-	if c.Model != e.cfg.Model {
-		if c.Model == "" {
-			writeError(w, http.StatusBadRequest, "model: missing")
-		} else {
-			writeError(w, http.StatusNotFound, fmt.Sprintf("the model %q does not exist; this engine serves %q", c.Model, e.cfg.Model))
-		}
-		return 0, false
-	}
-	if c.N != nil && *c.N != 1 {
-		writeError(w, http.StatusBadRequest, "n: the reference engine generates one choice per request")
-		return 0, false
-	}
-	max := def
-	if c.MaxCompletionTokens != nil {
-		max = *c.MaxCompletionTokens
-	}
-	if c.MaxTokens != nil {
-		max = *c.MaxTokens
-	}
-	if max < 1 {
-		writeError(w, http.StatusBadRequest, fmt.Sprintf("max_tokens: must be >= 1, got %d", max))
-		return 0, false
-	}
-	return max, true
-}
-
-func (e *Engine) completions(w http.ResponseWriter, r *http.Request) {
-	received := time.Now()
-	var req completionRequest
-	if !decode(w, r, &req) {
-		return
-	}
-	max, ok := e.checkCommon(w, req.commonRequest, defaultCompletionTokens)
-	if !ok {
-		return
-	}
-	var prompt string
-	if err := json.Unmarshal(req.Prompt, &prompt); err != nil {
-		var list []string
-		if json.Unmarshal(req.Prompt, &list) != nil || len(list) != 1 {
-			writeError(w, http.StatusBadRequest, "prompt: must be a string (or an array of one string)")
 			return
 		}
-		prompt = list[0]
+		writeError(w, http.StatusBadRequest, "reading the body: "+err.Error())
+		return
 	}
-	e.serve(w, r, received, tokenize(prompt), max, req.commonRequest, false)
+	g, bad := e.parseRequest(body, chat)
+	if bad != nil {
+		writeError(w, bad.status, bad.message)
+		return
+	}
+	e.serve(w, r, received, g.prompt, g.max, g.commonRequest, chat)
 }
 
-func (e *Engine) chatCompletions(w http.ResponseWriter, r *http.Request) {
-	received := time.Now()
-	var req chatRequest
-	if !decode(w, r, &req) {
-		return
-	}
-	max, ok := e.checkCommon(w, req.commonRequest, defaultChatTokens)
-	if !ok {
-		return
-	}
-	if len(req.Messages) == 0 {
-		writeError(w, http.StatusBadRequest, "messages: must hold at least one message")
-		return
-	}
-	for i, m := range req.Messages {
-		if m.Role == "" {
-			writeError(w, http.StatusBadRequest, fmt.Sprintf("messages[%d].role: missing", i))
-			return
-		}
-	}
-	e.serve(w, r, received, chatTokens(req.Messages), max, req.commonRequest, true)
-}
+func (e *Engine) completions(w http.ResponseWriter, r *http.Request) { e.generate(w, r, false) }
+
+func (e *Engine) chatCompletions(w http.ResponseWriter, r *http.Request) { e.generate(w, r, true) }
 
 type usage struct {
 	PromptTokens        int `json:"prompt_tokens"`

@@ -43,6 +43,8 @@ func TestHTTPAnswers(t *testing.T) {
 		{"zero max tokens", "POST", "/v1/completions", `{"model":"reference-sim","prompt":"x","max_tokens":0}`, 400, []string{"max_tokens"}},
 		{"no messages", "POST", "/v1/chat/completions", `{"model":"reference-sim","messages":[]}`, 400, []string{"messages"}},
 		{"over context", "POST", "/v1/completions", `{"model":"reference-sim","prompt":"x","max_tokens":100000}`, 400, []string{"maximum context length"}},
+		{"max_tokens that overflows the sum", "POST", "/v1/completions", `{"model":"reference-sim","prompt":"x","max_tokens":9223372036854775807}`, 400, []string{"maximum context length"}},
+		{"a long unknown model, quoted in part", "POST", "/v1/completions", `{"model":"` + strings.Repeat("m", 5000) + `","prompt":"x"}`, 404, []string{`"the model \"` + strings.Repeat("m", 100) + `\" does not exist`}},
 		{"unknown route", "GET", "/v2/nothing", "", 404, []string{"no route GET /v2/nothing"}},
 		{"wrong method", "GET", "/v1/completions", "", 405, []string{"not allowed"}},
 	}

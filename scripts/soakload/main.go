@@ -2,16 +2,20 @@
 // day, all at once and bounded in time, on loopback only:
 //
 //   - stream clients that connect and never read (with frames made large
-//     by many models), which must cost the server about one frame each;
+//     by many models), which must cost the server about one frame each:
+//     /healthz's stream.maxClientBytes, the most one client holds unsent,
+//     must stay within two frames (the one in its write and the newest);
 //   - clients that dribble a request header a line at a time, which the
 //     server must cut off within its header timeout;
-//   - gzip bodies that inflate to a gigabyte, which must be refused
-//     without the server inflating them;
+//   - gzip, deflate and br bodies that inflate to a gigabyte, which must
+//     be refused (413) without the server inflating them (its peak RSS
+//     stays under the bound);
 //   - a steady posting load of valid events, every one of which must be
 //     in the snapshot afterwards;
 //   - kill -9 of the server during a bench-serve run and a restart on the
 //     same home, after which the GPU lease must be free, the run must not
-//     be left running, and a new run must start.
+//     be left running, the record its runner left must be in GET /history,
+//     and a new run must start.
 //
 // It prints the server's peak RSS, what was refused, and what was lost,
 // and exits 1 when a bound is broken (2 on a usage or set-up error).
@@ -22,6 +26,7 @@ package main
 import (
 	"bytes"
 	"compress/gzip"
+	"compress/zlib"
 	"context"
 	"encoding/json"
 	"flag"
@@ -38,6 +43,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/andybalholm/brotli"
 )
 
 type config struct {
@@ -59,7 +66,7 @@ func main() {
 	flag.DurationVar(&c.duration, "duration", 60*time.Second, "how long the load runs before the kill -9 phase")
 	flag.IntVar(&c.readers, "readers", 200, "stream clients that never read")
 	flag.IntVar(&c.dribblers, "dribblers", 200, "clients dribbling a request header")
-	flag.IntVar(&c.bombs, "bombs", 20, "gzip bodies that inflate to 1 GiB each")
+	flag.IntVar(&c.bombs, "bombs", 21, "compressed bodies that inflate to 1 GiB each, gzip, deflate and br in turn")
 	flag.IntVar(&c.models, "models", 400, "models posted, to make each stream frame large")
 	flag.DurationVar(&c.postEvery, "post-every", 50*time.Millisecond, "pace of the posting load")
 	flag.IntVar(&c.maxRSSMB, "max-rss-mb", 768, "the server's peak RSS bound")
@@ -86,12 +93,13 @@ func main() {
 // report is what the soak saw.
 type report struct {
 	peakRSSMB       float64
-	frameBytes      int
+	frameBytes      int // the largest snapshot seen during the load
+	maxClientBytes  int // /healthz: the most one stream client held unsent
 	readersHeld     int
 	dribblersCut    int
 	dribblersLonger int
 	longestDribble  time.Duration
-	bombsRefused    map[int]int
+	bombsRefused    map[string]int // "<encoding> <status>" (status 0: no answer)
 	posted, seen    int64
 	postFailures    int64
 	health          map[string]any
@@ -101,9 +109,9 @@ type report struct {
 
 func (r *report) print(w io.Writer) {
 	fmt.Fprintf(w, "peak server RSS        %.0f MB (stream frame %d bytes)\n", r.peakRSSMB, r.frameBytes)
-	fmt.Fprintf(w, "non-reading streams    %d connected\n", r.readersHeld)
+	fmt.Fprintf(w, "non-reading streams    %d connected, at most %d bytes unsent for one (2 frames: %d)\n", r.readersHeld, r.maxClientBytes, 2*r.frameBytes)
 	fmt.Fprintf(w, "header dribblers       %d cut off, longest kept %s, %d kept too long\n", r.dribblersCut, r.longestDribble.Round(time.Second), r.dribblersLonger)
-	fmt.Fprintf(w, "gzip bombs             %v (status: count)\n", r.bombsRefused)
+	fmt.Fprintf(w, "compressed bombs       %v (encoding status: count)\n", r.bombsRefused)
 	fmt.Fprintf(w, "posted requests        %d accepted, %d in the snapshot, %d posts failed\n", r.posted, r.seen, r.postFailures)
 	if refusals, ok := r.health["refused"]; ok {
 		b, _ := json.Marshal(refusals)
@@ -216,7 +224,7 @@ func getJSON(s *server, path string, out any) error {
 }
 
 func run(ctx context.Context, c config) (*report, error) {
-	r := &report{bombsRefused: map[int]int{}}
+	r := &report{bombsRefused: map[string]int{}}
 	home, err := os.MkdirTemp("", "mlx-metrics-soak-")
 	if err != nil {
 		return nil, err
@@ -245,18 +253,24 @@ func run(ctx context.Context, c config) (*report, error) {
 	if err != nil {
 		return nil, err
 	}
-	r.frameBytes = frame
+	var maxFrame atomic.Int64 // the posting load grows the frame a little
+	maxFrame.Store(int64(frame))
 
 	loadCtx, stopLoad := context.WithTimeout(ctx, c.duration)
 	defer stopLoad()
 	var wg sync.WaitGroup
 	var peak atomic.Uint64
-	wg.Go(func() { // RSS sampler
+	wg.Go(func() { // RSS and frame size sampler
 		t := time.NewTicker(100 * time.Millisecond)
 		defer t.Stop()
-		for loadCtx.Err() == nil {
+		for i := 0; loadCtx.Err() == nil; i++ {
 			if mb := s.rss(); uint64(mb) > peak.Load() {
 				peak.Store(uint64(mb))
+			}
+			if i%10 == 0 {
+				if n, err := snapshotSize(s); err == nil && int64(n) > maxFrame.Load() {
+					maxFrame.Store(int64(n))
+				}
 			}
 			select {
 			case <-t.C:
@@ -302,23 +316,27 @@ func run(ctx context.Context, c config) (*report, error) {
 		}
 		dw.Wait()
 	})
-	bomb := gzipBomb(1 << 30)
+	encodings := []string{"gzip", "deflate", "br"}
+	bombs := map[string][]byte{}
+	for _, enc := range encodings {
+		bombs[enc] = compressedBomb(enc, 1<<30)
+	}
 	wg.Go(func() { // compressed bombs
-		for range c.bombs {
+		for i := range c.bombs {
 			if loadCtx.Err() != nil {
 				return
 			}
-			req, _ := http.NewRequestWithContext(loadCtx, "POST", s.url("/events"), bytes.NewReader(bomb))
+			enc := encodings[i%len(encodings)]
+			req, _ := http.NewRequestWithContext(loadCtx, "POST", s.url("/events"), bytes.NewReader(bombs[enc]))
 			req.Header.Set("Content-Type", "application/x-ndjson")
-			req.Header.Set("Content-Encoding", "gzip")
-			res, err := http.DefaultClient.Do(req)
-			if err != nil {
-				r.bombsRefused[0]++
-				continue
+			req.Header.Set("Content-Encoding", enc)
+			status := 0
+			if res, err := http.DefaultClient.Do(req); err == nil {
+				io.Copy(io.Discard, res.Body)
+				res.Body.Close()
+				status = res.StatusCode
 			}
-			io.Copy(io.Discard, res.Body)
-			res.Body.Close()
-			r.bombsRefused[res.StatusCode]++
+			r.bombsRefused[fmt.Sprintf("%s %d", enc, status)]++
 		}
 	})
 	wg.Go(func() { // posting load: one request each, all must be counted
@@ -355,6 +373,12 @@ func run(ctx context.Context, c config) (*report, error) {
 		res.Body.Close()
 	}
 	r.health = health
+	r.frameBytes = int(maxFrame.Load())
+	if st, ok := health["stream"].(map[string]any); ok {
+		if n, ok := st["maxClientBytes"].(float64); ok {
+			r.maxClientBytes = int(n)
+		}
+	}
 	for _, conn := range readers {
 		conn.Close()
 	}
@@ -365,9 +389,17 @@ func run(ctx context.Context, c config) (*report, error) {
 	if r.dribblersLonger > 0 {
 		r.breaks("%d header dribblers kept over %s", r.dribblersLonger, c.headerWait)
 	}
-	for code, n := range r.bombsRefused {
-		if code/100 == 2 {
-			r.breaks("%d gzip bombs answered %d", n, code)
+	// A client holds at most the frame it is writing and the newest; the
+	// stream's event lines and a stamp's digits add a little to each.
+	if bound := 2*r.frameBytes + 4<<10; r.maxClientBytes > bound {
+		r.breaks("a non-reading stream client held %d bytes unsent, over two frames (%d)", r.maxClientBytes, bound)
+	}
+	if r.health["stream"] == nil {
+		r.breaks("/healthz has no stream section to read maxClientBytes from")
+	}
+	for key, n := range r.bombsRefused {
+		if !strings.HasSuffix(key, " 413") {
+			r.breaks("%d compressed bombs answered %s, want 413", n, key)
 		}
 	}
 	if r.seen != r.posted || r.postFailures > 0 {
@@ -430,10 +462,19 @@ func dribble(ctx context.Context, addr string, limit time.Duration) (held time.D
 	}
 }
 
-// gzipBomb is a gzip body of n zero bytes (about n/1000 compressed).
-func gzipBomb(n int) []byte {
+// compressedBomb is a body of n zero bytes in encoding enc (gzip and
+// deflate about n/1000 compressed, br far less).
+func compressedBomb(enc string, n int) []byte {
 	var buf bytes.Buffer
-	zw, _ := gzip.NewWriterLevel(&buf, gzip.BestCompression)
+	var zw io.WriteCloser
+	switch enc {
+	case "gzip":
+		zw, _ = gzip.NewWriterLevel(&buf, gzip.BestCompression)
+	case "deflate":
+		zw, _ = zlib.NewWriterLevel(&buf, zlib.BestCompression)
+	case "br":
+		zw = brotli.NewWriterLevel(&buf, brotli.BestSpeed)
+	}
 	zero := make([]byte, 1<<20)
 	for written := 0; written < n; written += len(zero) {
 		zw.Write(zero)
@@ -490,6 +531,17 @@ func killDuringRun(ctx context.Context, c config, s *server, r *report) string {
 	if err := getJSON(s, "/bench", &lease); err != nil || lease.Lease.Held {
 		r.breaks("the lease after recovery: held=%v err=%v", lease.Lease.Held, err)
 	}
+	// The runner outlived the kill (or had its SIGTERM from the kernel):
+	// whatever record it wrote is kept in history by the restarted server.
+	kept := "not in history"
+	var entry struct {
+		ID string `json:"id"`
+	}
+	if waitFor(30*time.Second, func() bool { return getJSON(s, "/history/"+started.ID, &entry) == nil }) && entry.ID == started.ID {
+		kept = "in history"
+	} else {
+		r.breaks("run %s is not in GET /history after the restart", started.ID)
+	}
 	res, err = http.Post(s.url("/bench"), "application/json", strings.NewReader(`{"profile":"smoke"}`))
 	if err != nil || res.StatusCode/100 != 2 {
 		status := "no answer"
@@ -498,11 +550,11 @@ func killDuringRun(ctx context.Context, c config, s *server, r *report) string {
 			res.Body.Close()
 		}
 		r.breaks("a new run after recovery: %s %v", status, err)
-		return fmt.Sprintf("recovered as %s, but a new run was refused", after.Status)
+		return fmt.Sprintf("recovered as %s (%s), but a new run was refused", after.Status, kept)
 	}
 	res.Body.Close()
 	runs, _ := filepath.Glob(filepath.Join(s.home, "metrics", "bench", "runs", started.ID, "run.json"))
-	return fmt.Sprintf("run %s recovered as %s (run.json kept: %v); a new run accepted", started.ID, after.Status, len(runs) == 1)
+	return fmt.Sprintf("run %s recovered as %s (run.json kept: %v, %s); a new run accepted", started.ID, after.Status, len(runs) == 1, kept)
 }
 
 func waitFor(limit time.Duration, cond func() bool) bool {

@@ -6,7 +6,10 @@ package apierror
 // Types of error.
 const (
 	TypeInvalidRequest = "invalid_request_error" // every 4xx
-	TypeServer         = "server_error"          // every 5xx
+	TypeServer         = "server_error"          // every 5xx but the one below
+	// TypeStorageFull is a 503 for want of disk space on the server: the
+	// request may succeed once space is freed.
+	TypeStorageFull = "storage_full_error"
 )
 
 // Body is the JSON error response.

@@ -7,6 +7,10 @@ package routes
 // module is under it.
 const Prefix = "/api/metrics"
 
+// Proxy is where the measuring proxy (serve --proxy-to) forwards an
+// OpenAI-compatible engine's API, outside Prefix.
+const Proxy = "/v1"
+
 // Paths under Prefix that clients name.
 const (
 	Events = Prefix + "/events" // POST: serving events in

@@ -50,7 +50,7 @@ func benchImportCmd(ctx context.Context, args []string, env cliEnv) error {
 	}
 	var keep func(body []byte, dir string) (string, error)
 	if *home != "" {
-		h, err := history.Open(filepath.Join(*home, "metrics", "history"))
+		h, err := history.Open(filepath.Join(*home, "metrics", "history"), history.Options{})
 		if err != nil && historyHeld(err) {
 			return fmt.Errorf("serve is running on %s and holds its history: import through it, without --home (--server URL when it is not on %s)", *home, defaultServer())
 		}

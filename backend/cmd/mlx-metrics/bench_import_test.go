@@ -63,7 +63,7 @@ func TestBenchImport(t *testing.T) {
 		target func(t *testing.T) ([]string, func() *history.Store)
 	}{
 		{"through a running backend", func(t *testing.T) ([]string, func() *history.Store) {
-			h, err := history.Open(t.TempDir())
+			h, err := history.Open(t.TempDir(), history.Options{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -73,7 +73,7 @@ func TestBenchImport(t *testing.T) {
 		{"into a home with no serve", func(t *testing.T) ([]string, func() *history.Store) {
 			home := t.TempDir()
 			return []string{"--home", home}, func() *history.Store {
-				h, err := history.Open(filepath.Join(home, "metrics", "history"))
+				h, err := history.Open(filepath.Join(home, "metrics", "history"), history.Options{})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -114,7 +114,7 @@ func TestBenchImport(t *testing.T) {
 // While serve holds a home's history, --home says to import through serve.
 func TestBenchImportHomeHeld(t *testing.T) {
 	home := t.TempDir()
-	h, err := history.Open(filepath.Join(home, "metrics", "history"))
+	h, err := history.Open(filepath.Join(home, "metrics", "history"), history.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

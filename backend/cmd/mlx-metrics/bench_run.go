@@ -127,7 +127,7 @@ flags:
 // history (one process at a time): the command that imports the run
 // through serve is said, and it is not a failure of the run.
 func keepInHistory(home string, e bench.HistoryEntry, w io.Writer) error {
-	h, err := history.Open(filepath.Join(home, "metrics", "history"))
+	h, err := history.Open(filepath.Join(home, "metrics", "history"), history.Options{})
 	if err != nil && historyHeld(err) {
 		fmt.Fprintf(w, "history: serve is running on %s and holds its history; keep the run in it with\n  mlx-metrics bench import %s\n(--server URL when serve is not on %s)\n", home, e.RunDirectory, defaultServer())
 		return nil

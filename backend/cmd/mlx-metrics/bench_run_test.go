@@ -144,7 +144,7 @@ func TestBenchRunSummaryAndExit(t *testing.T) {
 				t.Errorf("err = %v, want %q", err, fill(tt.errHas))
 			}
 			if tt.history {
-				h, err := history.Open(filepath.Join(home, "metrics", "history"))
+				h, err := history.Open(filepath.Join(home, "metrics", "history"), history.Options{})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -162,7 +162,7 @@ func TestBenchRunSummaryAndExit(t *testing.T) {
 // says so, keeps the run in serve's runs directory, and still exits 0.
 func TestBenchRunHomeWhileServeHoldsHistory(t *testing.T) {
 	home := t.TempDir()
-	h, err := history.Open(filepath.Join(home, "metrics", "history"))
+	h, err := history.Open(filepath.Join(home, "metrics", "history"), history.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -72,7 +72,7 @@ func benchForgetCmd(ctx context.Context, args []string, env cliEnv) error {
 // printProblems tells, on stderr, which history entries a listing skipped.
 func printProblems(w io.Writer, problems []bench.HistoryProblem) {
 	for _, p := range problems {
-		fmt.Fprintf(w, "skipped run %s: %s\n", p.ID, p.Message)
+		fmt.Fprintf(w, "skipped run %s: %s\n", termSafe(p.ID), termSafe(p.Message))
 	}
 	if len(problems) > 0 {
 		fmt.Fprintf(w, "%s skipped; remove one with `mlx-metrics bench forget ID`\n", plural.Count(len(problems), "unreadable history entry", "unreadable history entries"))
@@ -121,10 +121,16 @@ func benchListCmd(ctx context.Context, args []string, env cliEnv) error {
 		fmt.Fprintln(env.stdout, "no finished runs yet (start one with POST /api/metrics/bench or `mlx-metrics bench run`)")
 		return nil
 	}
-	tw := tabwriter.NewWriter(env.stdout, 0, 4, 2, ' ', 0)
+	return printBenchList(env.stdout, list.Entries)
+}
+
+// printBenchList prints one line a run; what the history says is escaped
+// for the terminal (termSafe), as everything the bench commands print of it.
+func printBenchList(w io.Writer, entries []bench.HistoryEntry) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tPROFILE\tSTARTED\tDURATION\tCELLS\tRESULT")
-	for _, e := range list.Entries {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\n", e.ID, e.Profile,
+	for _, e := range entries {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\n", termSafe(e.ID), termSafe(e.Profile),
 			time.UnixMilli(e.StartedAt).UTC().Format("2006-01-02 15:04:05Z"),
 			(time.Duration(e.DurationMs) * time.Millisecond).Round(time.Second), len(e.Cells), result(e))
 	}
@@ -188,19 +194,19 @@ func benchShowCmd(ctx context.Context, args []string, env cliEnv) error {
 	return printBenchEntry(env.stdout, e)
 }
 
-// printBenchEntry prints a run's summary and per-cell medians; `bench run`
-// ends with it too.
+// printBenchEntry prints a run's summary and per-cell medians, escaped for
+// the terminal; `bench run` ends with it too.
 func printBenchEntry(w io.Writer, e bench.HistoryEntry) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintf(tw, "run\t%s\nprofile\t%s (%s)\nstarted\t%s\nduration\t%s\nresult\t%s\nmachine\t%s, %s, %s\n",
-		e.ID, e.Profile, e.Scope, time.UnixMilli(e.StartedAt).UTC().Format(time.RFC3339),
+		termSafe(e.ID), termSafe(e.Profile), termSafe(e.Scope), time.UnixMilli(e.StartedAt).UTC().Format(time.RFC3339),
 		(time.Duration(e.DurationMs) * time.Millisecond).Round(time.Second), result(e),
-		e.Machine.Chip, e.Machine.OS, orDash(e.Machine.GPU))
+		termSafe(e.Machine.Chip), termSafe(e.Machine.OS), termSafe(orDash(e.Machine.GPU)))
 	if e.RunDirectory != "" {
-		fmt.Fprintf(tw, "record\t%s\n", e.RunDirectory)
+		fmt.Fprintf(tw, "record\t%s\n", termSafe(e.RunDirectory))
 	}
 	for _, p := range e.Problems {
-		fmt.Fprintf(tw, "problem\t%s\n", p)
+		fmt.Fprintf(tw, "problem\t%s\n", termSafe(p))
 	}
 	fmt.Fprint(tw, "\nCELL\tSTATUS")
 	for _, f := range bench.Figures {
@@ -208,7 +214,7 @@ func printBenchEntry(w io.Writer, e bench.HistoryEntry) error {
 	}
 	fmt.Fprintln(tw)
 	for _, cell := range e.Cells {
-		fmt.Fprintf(tw, "%s\t%s", termSafe(cell.Key), cell.Status)
+		fmt.Fprintf(tw, "%s\t%s", termSafe(cell.Key), termSafe(cell.Status))
 		for _, f := range bench.Figures {
 			if f.Key == "cold_start" && cell.Attached {
 				fmt.Fprint(tw, "\tn/a")

@@ -79,3 +79,31 @@ func TestBenchListProblemsAndForget(t *testing.T) {
 		})
 	}
 }
+
+// TestBenchPrintsEscaped: what a run's record or the history says (an
+// imported run.json, a machine's names, a runner's problems) reaches the
+// terminal escaped, so it cannot rewrite the operator's screen.
+func TestBenchPrintsEscaped(t *testing.T) {
+	const evil = "x\x1b]0;pwned\x07\x1b[2J\u009b31m"
+	e := bench.HistoryEntry{
+		ID: "20261201T100000Z-aaaa", Profile: "smoke" + evil, Scope: bench.ScopeScoped + evil,
+		Machine:      bench.Machine{Chip: "chip" + evil, OS: "os" + evil, GPU: "gpu" + evil},
+		RunDirectory: "/runs/a" + evil,
+		Problems:     []string{"server exited" + evil},
+		Cells:        []bench.CompactCell{{Key: "m/tree/a" + evil, Status: bench.CellFailed + evil}},
+	}
+	var show, list, problems strings.Builder
+	if err := printBenchEntry(&show, e); err != nil {
+		t.Fatal(err)
+	}
+	printBenchList(&list, []bench.HistoryEntry{e})
+	printProblems(&problems, []bench.HistoryProblem{{ID: "20261201T090000Z-bbbb" + evil, Message: "unreadable entry: " + evil}})
+	for name, out := range map[string]string{"bench show": show.String(), "bench list": list.String(), "skipped runs": problems.String()} {
+		if strings.ContainsAny(out, "\x1b\x07\u009b") {
+			t.Errorf("%s printed a control sequence: %q", name, out)
+		}
+		if !strings.Contains(out, `\x1b]0;pwned\a`) {
+			t.Errorf("%s lost the escaped text: %q", name, out)
+		}
+	}
+}

@@ -202,13 +202,21 @@ func listenError(addr string, err error) error {
 	return &exitError{code: 2, err: fmt.Errorf("--addr %s: %v", addr, err)}
 }
 
-// warnExposed warns, loudly, when the server listens beyond loopback and
-// any client that reaches it may start GPU jobs.
+// warnExposed warns, loudly, when any client that reaches the server, or
+// any web page the user opens, may start GPU jobs: listening beyond
+// loopback, or letting every origin in (--cors-origins '*'), with no token.
 func warnExposed(w io.Writer, addr string, guard *access.Guard) {
-	if access.IsLoopbackAddr(addr) || guard.Protected() {
+	if guard.Protected() {
 		return
 	}
-	fmt.Fprintf(w, "mlx-metrics: WARNING: listening on %s, beyond loopback, with no --token: anyone who can reach this port\n"+
-		"mlx-metrics: WARNING: may post events, start and cancel GPU bench runs, and delete history. Set --token\n"+
-		"mlx-metrics: WARNING: (env MLX_METRICS_TOKEN) or bind 127.0.0.1. See docs/security.md.\n", addr)
+	if !access.IsLoopbackAddr(addr) {
+		fmt.Fprintf(w, "mlx-metrics: WARNING: listening on %s, beyond loopback, with no --token: anyone who can reach this port\n"+
+			"mlx-metrics: WARNING: may post events, start and cancel GPU bench runs, and delete history. Set --token\n"+
+			"mlx-metrics: WARNING: (env MLX_METRICS_TOKEN) or bind 127.0.0.1. See docs/security.md.\n", addr)
+	}
+	if guard.AnyOrigin() {
+		fmt.Fprint(w, "mlx-metrics: WARNING: --cors-origins '*' with no --token: any web page the user opens may post events,\n"+
+			"mlx-metrics: WARNING: start and cancel GPU bench runs, delete history and generate through the proxy.\n"+
+			"mlx-metrics: WARNING: List the host origins instead of '*', or set --token. See docs/security.md.\n")
+	}
 }

@@ -90,7 +90,7 @@ func openBenchStorage(home string, l *lease.Lease, cfg *benchConfig) (*benchServ
 	if err := dir.Seed(plans.Ready()); err != nil {
 		return nil, fmt.Errorf("seed the ready bench profiles: %w", err)
 	}
-	hist, err := history.Open(filepath.Join(root, "history"))
+	hist, err := history.Open(filepath.Join(root, "history"), history.Options{})
 	if err != nil {
 		return nil, err
 	}

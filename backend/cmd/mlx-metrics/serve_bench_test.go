@@ -277,7 +277,7 @@ func TestStopWithAFollowedRun(t *testing.T) {
 	if j, _ = b.jobs.Get(j.ID); j.Status != bench.StatusFailed || j.Error != jobs.MsgStoppedDuringRun {
 		t.Fatalf("job = %+v", j)
 	}
-	hist, err := history.Open(filepath.Join(home, "metrics", "history"))
+	hist, err := history.Open(filepath.Join(home, "metrics", "history"), history.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -308,7 +308,7 @@ func TestOpenBenchDegraded(t *testing.T) {
 		}},
 		{"history held by another backend", func(t *testing.T) string {
 			home := t.TempDir()
-			h, err := history.Open(filepath.Join(home, "metrics", "history"))
+			h, err := history.Open(filepath.Join(home, "metrics", "history"), history.Options{})
 			if err != nil {
 				t.Fatal(err)
 			}

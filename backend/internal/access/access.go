@@ -6,10 +6,15 @@
 //
 // Reads (GET, HEAD, OPTIONS) stay open, as the panel and Prometheus need;
 // every other method under the API prefix is a change and is guarded, so a
-// route added later is covered without naming it here.
+// route added later is covered without naming it here. A change through
+// the measuring proxy (routes.Proxy: a generation is a POST that takes the
+// GPU) gets the Origin and body-type checks too, but no token (its
+// Authorization is the upstream engine's) and no decompression (its body
+// goes on as it came).
 package access
 
 import (
+	"bytes"
 	"crypto/subtle"
 	"strings"
 	"sync/atomic"
@@ -18,6 +23,7 @@ import (
 	"github.com/gofiber/fiber/v2/middleware/cors"
 
 	"github.com/mlx-bun/mlx-metrics/backend/internal/server"
+	"github.com/mlx-bun/mlx-metrics/shared/routes"
 )
 
 // DefaultMaxBody bounds a request body after decompression, as
@@ -77,8 +83,12 @@ func New(opts Options) *Guard {
 		}
 	}
 	if len(opts.Origins) > 0 {
+		allow := strings.Join(opts.Origins, ",")
+		if g.anyOrig {
+			allow = "*" // it covers the others, and Fiber's CORS panics on "*" among them
+		}
 		g.cors = cors.New(cors.Config{
-			AllowOrigins: strings.Join(opts.Origins, ","),
+			AllowOrigins: allow,
 			AllowMethods: "GET,HEAD,POST,DELETE,OPTIONS",
 			AllowHeaders: "Accept,Authorization,Content-Type,Last-Event-ID",
 			MaxAge:       600,
@@ -89,6 +99,10 @@ func New(opts Options) *Guard {
 
 // Protected reports whether changes need a token.
 func (g *Guard) Protected() bool { return g.opts.Token != "" }
+
+// AnyOrigin reports whether --cors-origins lets every page in ("*"):
+// without a token, any page the user opens may then change state.
+func (g *Guard) AnyOrigin() bool { return g.anyOrig }
 
 // Mount registers, ahead of every route: the Host check (all routes), CORS
 // for the configured origins, then the checks on changes under the API.
@@ -107,23 +121,32 @@ func (g *Guard) checkHost(c *fiber.Ctx) error {
 	return c.Next()
 }
 
-// isChange reports whether the request changes state under the API. The
-// API's routes match case-insensitively, so the prefix does too.
-func isChange(c *fiber.Ctx) bool {
+// change says where a request that may change state goes: under the API,
+// through the proxy, or neither (a read, or another route). Routes match
+// case-insensitively, so the prefixes do too.
+func change(c *fiber.Ctx) (api, proxied bool) {
 	switch c.Method() {
 	case fiber.MethodGet, fiber.MethodHead, fiber.MethodOptions:
-		return false
+		return false, false
 	}
 	p := strings.ToLower(c.Path())
-	return p == server.APIPrefix || strings.HasPrefix(p, server.APIPrefix+"/")
+	under := func(prefix string) bool { return p == prefix || strings.HasPrefix(p, prefix+"/") }
+	return under(server.APIPrefix), under(routes.Proxy)
 }
 
 func (g *Guard) checkChange(c *fiber.Ctx) error {
-	if !isChange(c) {
+	api, proxied := change(c)
+	if !api && !proxied {
 		return c.Next()
 	}
 	if o := c.Get(fiber.HeaderOrigin); o != "" && !g.originAllowed(c, o) {
 		return fiber.NewError(fiber.StatusForbidden, "changes are refused from pages of other origins: add the page's origin to --cors-origins")
+	}
+	if proxied {
+		if err := checkContentType(c); err != nil {
+			return err
+		}
+		return c.Next()
 	}
 	if !g.authorized(c) {
 		c.Set(fiber.HeaderWWWAuthenticate, `Bearer realm="mlx-metrics"`)
@@ -197,14 +220,14 @@ type Stats struct {
 	Forbidden        int64 `json:"forbidden"`        // 403: foreign Origin, or a non-loopback Host
 	TooLarge         int64 `json:"tooLarge"`         // 413: over the body limit, on the wire or decoded
 	Unsupported      int64 `json:"unsupported"`      // 415: not JSON/NDJSON, or an unknown Content-Encoding
-	EmptyBody        int64 `json:"emptyBody"`        // 400 to a POST with no body
+	EmptyBody        int64 `json:"emptyBody"`        // 400 to a POST with no body, or only blanks
 	Timeout          int64 `json:"timeout"`          // 408: the request was not sent within the read timeout
 	MethodNotAllowed int64 `json:"methodNotAllowed"` // 405
 }
 
 // Refused notes a refusal; it is the server's OnError hook, so it sees
 // the refusals made before any route ran (413 on the wire, 408) as well as
-// the guard's and the handlers' own.
+// the guard's and the handlers' own, returned or written with server.Error.
 func (g *Guard) Refused(c *fiber.Ctx, status int) {
 	r := &g.refusals
 	switch status {
@@ -221,7 +244,7 @@ func (g *Guard) Refused(c *fiber.Ctx, status int) {
 	case fiber.StatusMethodNotAllowed:
 		r.methodNotAllowed.Add(1)
 	case fiber.StatusBadRequest:
-		if c.Method() == fiber.MethodPost && len(c.Request().Body()) == 0 {
+		if c.Method() == fiber.MethodPost && len(bytes.TrimSpace(c.Request().Body())) == 0 {
 			r.emptyBody.Add(1)
 		}
 	}

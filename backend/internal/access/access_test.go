@@ -1,6 +1,7 @@
 package access
 
 import (
+	"bytes"
 	"encoding/json"
 	"io"
 	"net/http/httptest"
@@ -13,12 +14,12 @@ import (
 	"github.com/mlx-bun/mlx-metrics/shared/apierror"
 )
 
-// routes stands for the features: changes and reads under the API, the
+// fakeRoutes stands for the features: changes and reads under the API, the
 // standalone page and a proxied route outside it. A change answers the
 // body it got.
-type routes struct{}
+type fakeRoutes struct{}
 
-func (routes) Mount(root *fiber.App, api fiber.Router) {
+func (fakeRoutes) Mount(root *fiber.App, api fiber.Router) {
 	echo := func(c *fiber.Ctx) error { return c.Send(c.Body()) }
 	post := func(c *fiber.Ctx) error {
 		if len(c.Body()) == 0 {
@@ -26,13 +27,33 @@ func (routes) Mount(root *fiber.App, api fiber.Router) {
 		}
 		return c.Send(c.Body())
 	}
-	api.Post("/events", post)
+	// As ingest answers: a body of blanks is empty too.
+	api.Post("/events", func(c *fiber.Ctx) error {
+		if len(bytes.TrimSpace(c.Body())) == 0 {
+			return fiber.NewError(fiber.StatusBadRequest, "empty body")
+		}
+		return c.Send(c.Body())
+	})
 	api.Post("/bench", post)
+	// As the bench routes answer: written with server.Error, not returned.
+	api.Post("/history", func(c *fiber.Ctx) error {
+		if len(c.Body()) == 0 {
+			return server.Error(c, fiber.StatusBadRequest, "empty body")
+		}
+		if len(c.Body()) > 16 {
+			return server.Error(c, fiber.StatusRequestEntityTooLarge, "over 16 bytes")
+		}
+		return c.Send(c.Body())
+	})
 	api.Delete("/bench/:id", echo)
 	api.Delete("/history/:id", echo)
 	api.Get("/snapshot", func(c *fiber.Ctx) error { return c.SendString("snapshot") })
 	root.Get("/", func(c *fiber.Ctx) error { return c.SendString("page") })
-	root.Post("/v1/chat/completions", echo)
+	// As the proxy reads it: the body as it came, still encoded.
+	raw := func(c *fiber.Ctx) error { return c.Send(c.Request().Body()) }
+	root.Post("/v1/chat/completions", raw)
+	root.Post("/v1/completions", raw)
+	root.Get("/v1/models", func(c *fiber.Ctx) error { return c.SendString("models") })
 }
 
 const (
@@ -77,7 +98,7 @@ func do(t *testing.T, app *fiber.App, r request) (int, string, map[string]string
 
 func newApp(opts Options) (*fiber.App, *Guard) {
 	g := New(opts)
-	return server.New(server.Options{OnError: g.Refused}, g, routes{}), g
+	return server.New(server.Options{OnError: g.Refused}, g, fakeRoutes{}), g
 }
 
 func TestGuard(t *testing.T) {
@@ -87,6 +108,7 @@ func TestGuard(t *testing.T) {
 	open := Options{Loopback: true}
 	cors := Options{Token: token, Origins: []string{hostPage}, Loopback: true}
 	exposed := Options{Token: token} // bound to every interface
+	anyOrigin := Options{Origins: []string{hostPage, "*"}, Loopback: true}
 	jsonType := map[string]string{"Content-Type": "application/json"}
 	ndjson := map[string]string{"Content-Type": "application/x-ndjson"}
 	auth := func(v string, more ...string) map[string]string {
@@ -118,7 +140,7 @@ func TestGuard(t *testing.T) {
 		{name: "scheme is case-insensitive", opts: withToken, req: request{method: "POST", path: "/api/metrics/bench", body: `{}`, header: auth("bEARER " + token)}, status: 200, want: `{}`},
 		{name: "DELETE with the token", opts: withToken, req: request{method: "DELETE", path: "/api/metrics/bench/j1", header: map[string]string{"Authorization": "Bearer " + token}}, status: 200},
 		{name: "reads stay open", opts: withToken, req: request{method: "GET", path: "/api/metrics/snapshot"}, status: 200, want: "snapshot"},
-		{name: "outside the API is not guarded", opts: withToken, req: request{method: "POST", path: "/v1/chat/completions", body: "x", header: map[string]string{"Content-Type": "text/plain"}}, status: 200, want: "x"},
+		{name: "the page is not guarded", opts: withToken, req: request{method: "GET", path: "/"}, status: 200, want: "page"},
 		{name: "producer token opens POST /events", opts: both, req: request{method: "POST", path: "/api/metrics/events", body: `{}`, header: auth("Bearer " + producer)}, status: 200, want: `{}`},
 		{name: "producer token does not open POST /bench", opts: both, req: request{method: "POST", path: "/api/metrics/bench", body: `{}`, header: auth("Bearer " + producer)}, status: 401},
 		{name: "producer token does not open DELETE", opts: both, req: request{method: "DELETE", path: "/api/metrics/bench/j1", header: map[string]string{"Authorization": "Bearer " + producer}}, status: 401},
@@ -160,6 +182,20 @@ func TestGuard(t *testing.T) {
 		{name: "preflight answers no other page", opts: cors,
 			req:    request{method: "OPTIONS", path: "/api/metrics/bench", header: map[string]string{"Origin": "http://evil.test", "Access-Control-Request-Method": "POST"}},
 			status: 204, header: map[string]string{"Access-Control-Allow-Origin": ""}},
+
+		{name: "'*' among the origins lets any page change state", opts: anyOrigin, req: request{method: "POST", path: "/api/metrics/bench", body: `{}`, header: map[string]string{"Content-Type": "application/json", "Origin": "http://evil.test"}}, status: 200, want: `{}`,
+			header: map[string]string{"Access-Control-Allow-Origin": "*"}},
+
+		// The proxy at /v1: Origin and body type, no token, no inflating.
+		{name: "proxy: a foreign page may not generate", opts: open, req: request{method: "POST", path: "/v1/chat/completions", body: `{}`, header: map[string]string{"Content-Type": "application/json", "Origin": "http://evil.test"}}, status: 403},
+		{name: "proxy: nor under any case of the prefix", opts: open, req: request{method: "POST", path: "/V1/chat/completions", body: `{}`, header: map[string]string{"Content-Type": "application/json", "Origin": "http://evil.test"}}, status: 403},
+		{name: "proxy: text/plain refused (no preflight)", opts: open, req: request{method: "POST", path: "/v1/chat/completions", body: `{}`, header: map[string]string{"Content-Type": "text/plain"}}, status: 415},
+		{name: "proxy: a form refused", opts: open, req: request{method: "POST", path: "/v1/completions", body: `prompt=x`, header: map[string]string{"Content-Type": "application/x-www-form-urlencoded"}}, status: 415},
+		{name: "proxy: no token asked; the Authorization is the upstream's", opts: withToken, req: request{method: "POST", path: "/v1/chat/completions", body: `{}`, header: map[string]string{"Content-Type": "application/json", "Authorization": "Bearer upstream-key"}}, status: 200, want: `{}`},
+		{name: "proxy: this server's own page may", opts: open, req: request{method: "POST", path: "/v1/chat/completions", body: `{}`, header: map[string]string{"Content-Type": "application/json", "Origin": "http://" + self}}, status: 200, want: `{}`},
+		{name: "proxy: a configured page may", opts: cors, req: request{method: "POST", path: "/v1/chat/completions", body: `{}`, header: map[string]string{"Content-Type": "application/json", "Origin": hostPage}}, status: 200, want: `{}`},
+		{name: "proxy: a foreign page may read", opts: open, req: request{method: "GET", path: "/v1/models", header: map[string]string{"Origin": "http://evil.test"}}, status: 200, want: "models"},
+		{name: "proxy: an encoded body goes on as it came", opts: open, req: request{method: "POST", path: "/v1/chat/completions", body: string(compress(t, "gzip", []byte(`{}`))), header: map[string]string{"Content-Type": "application/json", "Content-Encoding": "gzip"}}, status: 200, want: string(compress(t, "gzip", []byte(`{}`)))},
 
 		// Host, against DNS rebinding.
 		{name: "rebound name refused on loopback", opts: open, req: request{method: "GET", path: "/api/metrics/snapshot", host: "evil.test:7878"}, status: 403},
@@ -211,11 +247,15 @@ func TestRefusalCounts(t *testing.T) {
 		{method: "POST", path: "/api/metrics/bench", body: "x", header: map[string]string{"Authorization": "Bearer " + token, "Content-Type": "text/plain"}}, // 415
 		{method: "PUT", path: "/api/metrics/snapshot", header: map[string]string{"Authorization": "Bearer " + token}},                                        // 405
 		{method: "POST", path: "/api/metrics/bench", header: map[string]string{"Authorization": "Bearer " + token}},                                          // 400, empty
+		// Answered with server.Error by the route, and a body of blanks.
+		{method: "POST", path: "/api/metrics/history", header: map[string]string{"Authorization": "Bearer " + token}},                                                                    // 400, empty
+		{method: "POST", path: "/api/metrics/history", body: strings.Repeat("x", 17), header: map[string]string{"Authorization": "Bearer " + token, "Content-Type": "application/json"}}, // 413
+		{method: "POST", path: "/api/metrics/events", body: " \n\t\n", header: map[string]string{"Authorization": "Bearer " + token, "Content-Type": "application/x-ndjson"}},            // 400, blank
 	}
 	for _, r := range reqs {
 		do(t, app, r)
 	}
-	want := Stats{Unauthorized: 1, Forbidden: 2, Unsupported: 1, MethodNotAllowed: 1, EmptyBody: 1}
+	want := Stats{Unauthorized: 1, Forbidden: 2, TooLarge: 1, Unsupported: 1, MethodNotAllowed: 1, EmptyBody: 3}
 	if got := g.Stats(); got != want {
 		t.Fatalf("stats %+v, want %+v", got, want)
 	}

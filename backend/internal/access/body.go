@@ -5,6 +5,7 @@ import (
 	"compress/flate"
 	"compress/gzip"
 	"compress/zlib"
+	"errors"
 	"fmt"
 	"io"
 	"mime"
@@ -50,38 +51,60 @@ func decodeBody(c *fiber.Ctx, max int) error {
 	if enc == "" || enc == "identity" {
 		return nil
 	}
-	raw := c.Request().Body()
-	var (
-		r   io.Reader
-		err error
-	)
-	switch enc {
-	case "gzip", "x-gzip":
-		r, err = gzip.NewReader(bytes.NewReader(raw))
-	case "deflate":
-		// RFC 9110 deflate is zlib-wrapped; some clients send it raw.
-		if r, err = zlib.NewReader(bytes.NewReader(raw)); err != nil {
-			r, err = flate.NewReader(bytes.NewReader(raw)), nil
-		}
-	case "br":
-		r = brotli.NewReader(bytes.NewReader(raw))
-	default:
-		return fiber.NewError(fiber.StatusUnsupportedMediaType, "unsupported Content-Encoding: send the body plain, or as one of gzip, deflate, br")
+	r, err := decoder(enc, c.Request().Body())
+	if err != nil {
+		return err
+	}
+	out, err := readAtMost(r, max)
+	if errors.Is(err, errOverLimit) {
+		return fiber.NewError(fiber.StatusRequestEntityTooLarge, "the body inflates past the limit of "+byteSize(max))
 	}
 	if err != nil {
 		return fiber.NewError(fiber.StatusBadRequest, "the body is not valid "+enc)
 	}
+	c.Request().SetBodyRaw(out)
+	c.Request().Header.Del(fiber.HeaderContentEncoding)
+	return nil
+}
+
+// decoder is the inflating reader of raw in encoding enc (lower case), or
+// the error to answer: 415 for an encoding it does not take, 400 for a
+// header that is not valid.
+func decoder(enc string, raw []byte) (io.Reader, error) {
+	switch enc {
+	case "gzip", "x-gzip":
+		r, err := gzip.NewReader(bytes.NewReader(raw))
+		if err != nil {
+			return nil, fiber.NewError(fiber.StatusBadRequest, "the body is not valid "+enc)
+		}
+		return r, nil
+	case "deflate":
+		// RFC 9110 deflate is zlib-wrapped; some clients send it raw.
+		if r, err := zlib.NewReader(bytes.NewReader(raw)); err == nil {
+			return r, nil
+		}
+		return flate.NewReader(bytes.NewReader(raw)), nil
+	case "br":
+		return brotli.NewReader(bytes.NewReader(raw)), nil
+	}
+	return nil, fiber.NewError(fiber.StatusUnsupportedMediaType, "unsupported Content-Encoding: send the body plain, or as one of gzip, deflate, br")
+}
+
+// errOverLimit is readAtMost's answer for a stream longer than its bound.
+var errOverLimit = errors.New("over the limit")
+
+// readAtMost reads r to its end if that is at most max bytes; else it
+// stops after max+1 (asking r for no more) with errOverLimit.
+func readAtMost(r io.Reader, max int) ([]byte, error) {
 	var out bytes.Buffer
 	n, err := io.Copy(&out, io.LimitReader(r, int64(max)+1))
 	if err != nil {
-		return fiber.NewError(fiber.StatusBadRequest, "the body is not valid "+enc)
+		return nil, err
 	}
 	if n > int64(max) {
-		return fiber.NewError(fiber.StatusRequestEntityTooLarge, "the body inflates past the limit of "+byteSize(max))
+		return nil, errOverLimit
 	}
-	c.Request().SetBodyRaw(out.Bytes())
-	c.Request().Header.Del(fiber.HeaderContentEncoding)
-	return nil
+	return out.Bytes(), nil
 }
 
 // byteSize says n as MiB when it is whole MiB, else as bytes.

@@ -5,6 +5,7 @@ import (
 	"compress/flate"
 	"compress/gzip"
 	"compress/zlib"
+	"errors"
 	"io"
 	"net"
 	"net/http"
@@ -96,38 +97,86 @@ func TestEncodedBodies(t *testing.T) {
 	}
 }
 
-// A bomb inflating to 64 times the limit costs memory of the order of the
-// limit, not of what it would inflate to.
-func TestBombMemoryBounded(t *testing.T) {
+// countingReader counts the bytes read through it.
+type countingReader struct {
+	r io.Reader
+	n int
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += n
+	return n, err
+}
+
+// A bomb of each encoding, inflating to 512 times the limit, is refused
+// with 413: the inflate stops one byte past the limit (nothing more is
+// asked of the decoder), and the request costs memory of the order of the
+// limit and the decoder's window, never of what it would inflate to.
+func TestBombsStopAtTheLimit(t *testing.T) {
 	const limit = 256 << 10
 	const inflated = 128 << 20
-	body := compress(t, "gzip", make([]byte, inflated))
-	app, _ := newApp(Options{Loopback: true, MaxBody: limit})
-	post := func() int {
-		req := httptest.NewRequest("POST", "/api/metrics/events", bytes.NewReader(body))
-		req.Host = self
-		req.Header.Set("Content-Type", "application/x-ndjson")
-		req.Header.Set("Content-Encoding", "gzip")
-		resp, err := app.Test(req, -1)
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
-		return resp.StatusCode
+	zeros := make([]byte, inflated)
+	tests := []struct {
+		encoding string // sent as Content-Encoding
+		format   string // compress's name for it
+		window   uint64 // the decoder's own buffers, whatever the body
+	}{
+		{"gzip", "gzip", 64 << 10},
+		{"deflate", "deflate", 64 << 10},
+		{"deflate", "raw-deflate", 64 << 10},
+		// A brotli decoder's ring buffer is the sender's window, at most
+		// 16 MiB (RFC 7932), whatever the body inflates to.
+		{"br", "br", 16 << 20},
 	}
-	post() // warm the pools
-	var before, after runtime.MemStats
-	runtime.GC()
-	runtime.ReadMemStats(&before)
-	status := post()
-	runtime.ReadMemStats(&after)
-	if status != 413 {
-		t.Fatalf("status %d, want 413", status)
+	app, g := newApp(Options{Loopback: true, MaxBody: limit})
+	for _, tt := range tests {
+		t.Run(tt.format, func(t *testing.T) {
+			body := compress(t, tt.format, zeros)
+			r, err := decoder(tt.encoding, body)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cr := &countingReader{r: r}
+			if _, err := readAtMost(cr, limit); !errors.Is(err, errOverLimit) {
+				t.Fatalf("readAtMost: %v, want errOverLimit", err)
+			}
+			if cr.n != limit+1 {
+				t.Fatalf("the decoder was read for %d bytes, want the limit and one (%d)", cr.n, limit+1)
+			}
+
+			post := func() int {
+				req := httptest.NewRequest("POST", "/api/metrics/events", bytes.NewReader(body))
+				req.Host = self
+				req.Header.Set("Content-Type", "application/x-ndjson")
+				req.Header.Set("Content-Encoding", tt.encoding)
+				resp, err := app.Test(req, -1)
+				if err != nil {
+					t.Fatal(err)
+				}
+				resp.Body.Close()
+				return resp.StatusCode
+			}
+			post() // warm the pools
+			var before, after runtime.MemStats
+			runtime.GC()
+			runtime.ReadMemStats(&before)
+			status := post()
+			runtime.ReadMemStats(&after)
+			if status != 413 {
+				t.Fatalf("status %d, want 413", status)
+			}
+			// The decoded bytes may reach the limit (and a buffer's
+			// doubling); the test's own copies of the compressed body
+			// are small.
+			bound := 16*limit + tt.window
+			if grew := after.TotalAlloc - before.TotalAlloc; grew > bound {
+				t.Fatalf("allocated %d KiB for one bomb, want under %d KiB (it inflates to %d MiB)", grew>>10, bound>>10, inflated>>20)
+			}
+		})
 	}
-	// The decoded bytes may reach the limit (and a buffer's doubling);
-	// the test's own copies of the compressed body are small.
-	if grew := after.TotalAlloc - before.TotalAlloc; grew > 16*limit {
-		t.Fatalf("allocated %d MiB for one bomb, want under %d MiB (it inflates to %d MiB)", grew>>20, (16*limit)>>20, inflated>>20)
+	if got := g.Stats().TooLarge; got != 2*int64(len(tests)) {
+		t.Errorf("tooLarge counted %d, want %d", got, 2*len(tests))
 	}
 }
 
@@ -135,7 +184,7 @@ func TestBombMemoryBounded(t *testing.T) {
 // counted.
 func TestWireLimitCounted(t *testing.T) {
 	g := New(Options{Loopback: true})
-	app := server.New(server.Options{BodyLimit: 1 << 10, OnError: g.Refused}, g, routes{})
+	app := server.New(server.Options{BodyLimit: 1 << 10, OnError: g.Refused}, g, fakeRoutes{})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

@@ -63,7 +63,7 @@ func newTestAPI(t *testing.T, maxQueued int) *testAPI {
 		t.Fatal(err)
 	}
 	os.WriteFile(plans.FileFor("broken"), []byte(`{"scope":"nowhere"}`), 0o644)
-	hist, err := history.Open(filepath.Join(home, "metrics", "history"))
+	hist, err := history.Open(filepath.Join(home, "metrics", "history"), history.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,11 +1,14 @@
 package benchapi
 
 import (
+	"errors"
 	"log"
+	"syscall"
 	"unicode/utf8"
 
 	"github.com/gofiber/fiber/v2"
 
+	"github.com/mlx-bun/mlx-metrics/backend/internal/history"
 	"github.com/mlx-bun/mlx-metrics/backend/internal/redact"
 	"github.com/mlx-bun/mlx-metrics/backend/internal/server"
 )
@@ -30,8 +33,13 @@ func SafeMessage(err error) string { return redact.Message(err) }
 
 // storageError answers a failure of the disk under a route: 503 (it is the
 // server's storage, and may come back), with what failed and why but no
-// path; the full error goes to the server's log.
+// path; the full error goes to the server's log. A full disk (history's
+// reserve reached, or ENOSPC) is said by the error's type as well.
 func storageError(c *fiber.Ctx, what string, err error) error {
 	log.Printf("benchapi: %s %s: %s: %v", c.Method(), c.Path(), what, err)
-	return server.Error(c, fiber.StatusServiceUnavailable, "could not "+what+": "+SafeMessage(err))
+	msg := "could not " + what + ": " + SafeMessage(err)
+	if errors.Is(err, history.ErrFull) || errors.Is(err, syscall.ENOSPC) {
+		return server.StorageFull(c, msg)
+	}
+	return server.Error(c, fiber.StatusServiceUnavailable, msg)
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/mlx-bun/mlx-metrics/backend/internal/server"
 	"github.com/mlx-bun/mlx-metrics/shared/apierror"
 	"github.com/mlx-bun/mlx-metrics/shared/bench"
+	"github.com/mlx-bun/mlx-metrics/shared/clock"
 )
 
 var histBase = time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)
@@ -49,7 +50,7 @@ func newHistoryAPI(t *testing.T, n int, bad map[int]string) *testAPI {
 		t.Fatal(err)
 	}
 	db.Close()
-	hist, err := history.Open(dir)
+	hist, err := history.Open(dir, history.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -129,5 +130,48 @@ func TestUnreadableEntry(t *testing.T) {
 	ta.do("GET", "/history", "").decode(t, &hl)
 	if len(hl.Entries) != 3 || len(hl.Problems) != 0 || ta.api.History.Unreadable() != 0 {
 		t.Fatalf("after deletes: %d entries, problems %+v, unreadable %d", len(hl.Entries), hl.Problems, ta.api.History.Unreadable())
+	}
+}
+
+// TestHistoryFullDisk: with the disk below history's reserve, importing and
+// forgetting a run answer 503 of the storage-full type, counted as errors,
+// and history is left as it was; reads go on.
+func TestHistoryFullDisk(t *testing.T) {
+	var free uint64 = history.MinFree
+	hist, err := history.Open(t.TempDir(), history.Options{FreeSpace: func(string) (uint64, error) { return free, nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { free = history.MinFree; hist.Close() })
+	kept := bench.HistoryEntry{ID: histID(0), Profile: "p", StartedAt: histBase.UnixMilli(), Complete: true}
+	if err := hist.Put(kept); err != nil {
+		t.Fatal(err)
+	}
+	free = history.MinFree - 1
+	var seen []int
+	api := &API{History: hist, Clock: clock.NewFake(importNow)}
+	ta := &testAPI{t: t, app: server.New(server.Options{OnError: func(_ *fiber.Ctx, status int) { seen = append(seen, status) }}, api), api: api}
+	tests := []struct {
+		name, method, path, body string
+	}{
+		{"import", "POST", "/history", importRecord(nil)},
+		{"forget", "DELETE", "/history/" + kept.ID, ""},
+	}
+	for _, tt := range tests {
+		res := ta.do(tt.method, tt.path, tt.body)
+		if res.status != fiber.StatusServiceUnavailable {
+			t.Fatalf("%s: status %d (%s), want 503", tt.name, res.status, res.body)
+		}
+		if e := res.apiError(t); e.Type != apierror.TypeStorageFull || !strings.Contains(e.Message, "storage full") || strings.Contains(e.Message, "/") {
+			t.Errorf("%s: error %+v, want type %s saying storage full, no path", tt.name, e, apierror.TypeStorageFull)
+		}
+	}
+	if len(seen) != len(tests) {
+		t.Errorf("OnError saw %v, want the %d refusals", seen, len(tests))
+	}
+	var list bench.HistoryList
+	ta.do("GET", "/history", "").decode(t, &list)
+	if len(list.Entries) != 1 || list.Entries[0].ID != kept.ID {
+		t.Fatalf("history after the refused writes: %+v, want the one entry", list.Entries)
 	}
 }

@@ -20,6 +20,10 @@ import (
 // record is a few hundred KiB of samples.
 const MaxImportBytes = 8 << 20
 
+// ErrTooLarge is what DecodeImport answers, wrapped, for a body over
+// MaxImportBytes: the route says 413.
+var ErrTooLarge = errors.New("the body is too large")
+
 // maxRunDirectory bounds the runDirectory query, kept as the entry's note of
 // where its record is (shown, never read: the server opens no file it names).
 const maxRunDirectory = 1024
@@ -30,7 +34,10 @@ const maxRunDirectory = 1024
 // history has that run already.
 func (a *API) importRun(c *fiber.Ctx) error {
 	e, err := DecodeImport(c.Body(), c.Query("runDirectory"), a.clock())
-	if err != nil {
+	switch {
+	case errors.Is(err, ErrTooLarge):
+		return server.Error(c, fiber.StatusRequestEntityTooLarge, err.Error())
+	case err != nil:
 		return server.Error(c, fiber.StatusBadRequest, err.Error())
 	}
 	switch err := a.History.PutNew(e); {
@@ -56,7 +63,7 @@ func (a *API) clock() clock.Clock {
 func DecodeImport(body []byte, runDirectory string, now clock.Clock) (bench.HistoryEntry, error) {
 	const what = "POST /history takes a run's run.json"
 	if len(body) > MaxImportBytes {
-		return bench.HistoryEntry{}, fmt.Errorf("%s of at most %d MiB, not %d bytes", what, MaxImportBytes>>20, len(body))
+		return bench.HistoryEntry{}, fmt.Errorf("%w: %s of at most %d MiB, not %d bytes", ErrTooLarge, what, MaxImportBytes>>20, len(body))
 	}
 	if len(runDirectory) > maxRunDirectory || strings.IndexFunc(runDirectory, unicode.IsControl) >= 0 {
 		return bench.HistoryEntry{}, fmt.Errorf("runDirectory: at most %d bytes, no control characters", maxRunDirectory)

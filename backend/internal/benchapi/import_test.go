@@ -31,8 +31,8 @@ func importRecord(edit func(r *bench.RunRecord)) string {
 }
 
 // TestImportRun: POST /history keeps a run.json made elsewhere (a hand
-// `bench run`) in history, once; a bad record is a 400 that says why and
-// leaves history as it was.
+// `bench run`) in history, once; a bad record is a 400 (413 when too large)
+// that says why and leaves history as it was.
 func TestImportRun(t *testing.T) {
 	ta := newTestAPI(t, 1)
 	ta.api.Clock = clock.NewFake(importNow)
@@ -57,6 +57,7 @@ func TestImportRun(t *testing.T) {
 			r.ID = "hand03"
 			r.FinishedAt = importNow.Add(365 * 24 * time.Hour).UnixMilli()
 		}), http.StatusBadRequest, "finishedAt"},
+		{"over 8 MiB", "/history", importRecord(nil) + strings.Repeat(" ", MaxImportBytes), http.StatusRequestEntityTooLarge, "at most 8 MiB"},
 		{"a control character in runDirectory", "/history?runDirectory=%1b%5b2J", importRecord(func(r *bench.RunRecord) { r.ID = "hand04" }), http.StatusBadRequest, "runDirectory"},
 	}
 	for _, tt := range tests {

@@ -35,23 +35,39 @@ type startRequest struct {
 	Profile *string `json:"profile"`
 }
 
-func (a *API) start(c *fiber.Ctx) error {
+// errNoProfile is decodeStart's answer for a body that names no profile.
+var errNoProfile = errors.New("missing profile")
+
+// decodeStart is the profile name POST /bench's body names, or why the
+// body is not {"profile": "<name>"}, in a message that quotes a bounded
+// part of it; errNoProfile when the name is missing or empty. The name
+// itself is checked by profiles.
+func decodeStart(body []byte) (string, error) {
 	var req startRequest
-	dec := json.NewDecoder(bytes.NewReader(c.Body()))
+	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&req); err != nil {
-		return server.Error(c, fiber.StatusBadRequest,
-			fmt.Sprintf(`POST /bench takes a JSON body {"profile": "<name>"} and nothing else: %s`, capEcho(err.Error())))
+		return "", fmt.Errorf(`POST /bench takes a JSON body {"profile": "<name>"} and nothing else: %s`, capEcho(err.Error()))
 	}
 	if dec.More() {
-		return server.Error(c, fiber.StatusBadRequest, `POST /bench takes one JSON object {"profile": "<name>"}`)
+		return "", errors.New(`POST /bench takes one JSON object {"profile": "<name>"}`)
 	}
 	if req.Profile == nil || *req.Profile == "" {
+		return "", errNoProfile
+	}
+	return *req.Profile, nil
+}
+
+func (a *API) start(c *fiber.Ctx) error {
+	name, err := decodeStart(c.Body())
+	switch {
+	case errors.Is(err, errNoProfile):
 		return server.Error(c, fiber.StatusBadRequest,
 			`missing profile: POST /bench takes {"profile": "<name>"} naming a plan in `+profiles.ShownDir+
 				" (GET /api/metrics/bench/profiles lists them); "+a.Profiles.HowToCreate(""))
+	case err != nil:
+		return server.Error(c, fiber.StatusBadRequest, err.Error())
 	}
-	name := *req.Profile
 	plan, err := a.Profiles.Load(name)
 	switch {
 	case errors.Is(err, profiles.ErrBadName):

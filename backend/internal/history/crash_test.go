@@ -25,7 +25,8 @@ func TestMain(m *testing.M) {
 // and exits: the process ends with the database open.
 func child(dir string) int {
 	n, _ := strconv.Atoi(os.Getenv(childEnv + "_N"))
-	s, err := Open(dir)
+	var free uint64 = MinFree // room to write, until the disk fills
+	s, err := Open(dir, Options{FreeSpace: func(string) (uint64, error) { return free, nil }})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
@@ -36,7 +37,7 @@ func child(dir string) int {
 			return 1
 		}
 	}
-	s.freeSpace = func(string) (uint64, error) { return MinFreeToClose - 1, nil }
+	free = MinFree - 1
 	if err := s.Close(); !errors.Is(err, ErrNotClosed) {
 		fmt.Fprintln(os.Stderr, "Close on a full disk:", err)
 		return 1
@@ -75,7 +76,7 @@ func TestNextStartRecovers(t *testing.T) {
 				t.Fatalf("writer: %v: %s", err, out)
 			}
 			tt.tear(t, dir)
-			s, err := Open(dir)
+			s, err := Open(dir, Options{})
 			if err != nil {
 				t.Fatalf("reopen: %v", err)
 			}
@@ -93,11 +94,10 @@ func TestNextStartRecovers(t *testing.T) {
 
 // TestCloseWithRoom: with room on the disk Close closes.
 func TestCloseWithRoom(t *testing.T) {
-	s, err := Open(t.TempDir())
+	s, err := Open(t.TempDir(), Options{FreeSpace: func(string) (uint64, error) { return MinFree, nil }})
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.freeSpace = func(string) (uint64, error) { return MinFreeToClose, nil }
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}

@@ -21,6 +21,7 @@ import (
 
 	badger "github.com/dgraph-io/badger/v4"
 
+	"github.com/mlx-bun/mlx-metrics/backend/internal/redact"
 	"github.com/mlx-bun/mlx-metrics/shared/bench"
 )
 
@@ -37,9 +38,8 @@ const (
 
 // Store is the history database.
 type Store struct {
-	db  *badger.DB
-	dir string
-	// freeSpace is the filesystem's free space; tests fake a full disk.
+	db        *badger.DB
+	dir       string
 	freeSpace func(dir string) (uint64, error)
 
 	salvage *Salvage // what Open did about damaged tables, if anything
@@ -69,16 +69,27 @@ func recoverDamage(err *error) {
 // Salvaged reports what Open did about a damaged history (nil: it was not).
 func (s *Store) Salvaged() *Salvage { return s.salvage }
 
+// Options configure a Store.
+type Options struct {
+	// FreeSpace says how many bytes may still be written on the
+	// filesystem holding dir (tests fake a full disk); statfs when nil.
+	// Where it cannot tell, writes and Close go ahead.
+	FreeSpace func(dir string) (uint64, error)
+}
+
 // Open opens (creating) the history at dir.
-func Open(dir string) (*Store, error) {
-	opts := badger.DefaultOptions(dir).
+func Open(dir string, opts Options) (*Store, error) {
+	if opts.FreeSpace == nil {
+		opts.FreeSpace = freeSpace
+	}
+	dbOpts := badger.DefaultOptions(dir).
 		WithLogger(quietLogger{}).
 		// Entries are a few KB; small tables keep memory and start-up
 		// modest on a laptop that also runs models.
 		WithMemTableSize(8 << 20).
 		WithValueLogFileSize(64 << 20).
 		WithNumVersionsToKeep(1)
-	db, err := badger.Open(opts)
+	db, err := badger.Open(dbOpts)
 	if err != nil {
 		return nil, fmt.Errorf("open history: %w", err)
 	}
@@ -89,21 +100,41 @@ func Open(dir string) (*Store, error) {
 	if cause := verifyChecksum(db); cause != nil {
 		log.Printf("history: %s is damaged, salvaging what it still reads: %v", dir, cause)
 		var got Salvage
-		if db, got = salvage(db, dir, opts, cause, time.Now()); db == nil {
+		if db, got = salvage(db, dir, dbOpts, cause, time.Now()); db == nil {
 			return nil, fmt.Errorf("open history after salvaging it: %w", cause)
 		}
 		log.Printf("history: salvage: %+v", got)
 		sv = &got
 	}
-	return &Store{db: db, dir: dir, freeSpace: freeSpace, unreadable: map[string]bool{}, salvage: sv}, nil
+	return &Store{db: db, dir: dir, freeSpace: opts.FreeSpace, unreadable: map[string]bool{}, salvage: sv}, nil
 }
 
-// MinFreeToClose is the free space Close wants before it closes Badger.
-// Closing writes the memtable out as a new table file through a memory
-// map, and a write through a map on a full disk is SIGBUS, which no Go code
-// can catch: below this, Close leaves the memtable in its write-ahead log,
-// which the next Open replays, and the process may exit safely.
-const MinFreeToClose = 64 << 20
+// MinFree is the free space the history keeps for closing Badger. Closing
+// writes the memtable out as a new table file through a memory map, and a
+// write through a map on a full disk is SIGBUS, which no Go code can catch:
+// below this, Close leaves the memtable in its write-ahead log, which the
+// next Open replays, and the process may exit safely; and Put, PutNew and
+// Delete refuse (ErrFull), so that they do not eat that room.
+const MinFree = 64 << 20
+
+// ErrFull is a write's answer, wrapped with the free space left, when the
+// disk holding the history has less than MinFree free. Nothing is written.
+var ErrFull = errors.New("storage full: the disk holding the history has too little free space to write it safely; free some and try again")
+
+// lowOnSpace reports the free space left when it is below MinFree; where
+// the free space cannot be told, it is not low.
+func (s *Store) lowOnSpace() (free uint64, low bool) {
+	free, err := s.freeSpace(s.dir)
+	return free, err == nil && free < MinFree
+}
+
+// checkSpace is ErrFull, wrapped, when the disk is low.
+func (s *Store) checkSpace() error {
+	if free, low := s.lowOnSpace(); low {
+		return fmt.Errorf("%w (%d MiB free, %d MiB kept)", ErrFull, free>>20, MinFree>>20)
+	}
+	return nil
+}
 
 // ErrNotClosed is Close's answer when it left the database open for want
 // of disk space; nothing committed is lost.
@@ -111,7 +142,7 @@ var ErrNotClosed = errors.New("history left open: too little disk space to close
 
 // Close closes the database, unless the disk is nearly full (ErrNotClosed).
 func (s *Store) Close() error {
-	if free, err := s.freeSpace(s.dir); err == nil && free < MinFreeToClose {
+	if free, low := s.lowOnSpace(); low {
 		return fmt.Errorf("%w (%d MiB free)", ErrNotClosed, free>>20)
 	}
 	return s.db.Close()
@@ -125,12 +156,13 @@ func entryKey(e bench.HistoryEntry) []byte {
 // readable or not.
 var ErrExists = errors.New("the run is in history already")
 
-// Put stores e, replacing an entry with the same id.
+// Put stores e, replacing an entry with the same id; ErrFull when the
+// disk is low.
 func (s *Store) Put(e bench.HistoryEntry) error { return s.put(e, true) }
 
 // PutNew stores e unless history holds its run already (ErrExists): an
 // import never overwrites a run, and the check and the write are one
-// transaction.
+// transaction. ErrFull when the disk is low.
 func (s *Store) PutNew(e bench.HistoryEntry) error { return s.put(e, false) }
 
 func (s *Store) put(e bench.HistoryEntry, replace bool) error {
@@ -145,6 +177,9 @@ func (s *Store) put(e bench.HistoryEntry, replace bool) error {
 	}
 	val, err := json.Marshal(e)
 	if err != nil {
+		return err
+	}
+	if err := s.checkSpace(); err != nil {
 		return err
 	}
 	key := entryKey(e)
@@ -257,10 +292,14 @@ func decodeEntry(key, v []byte, e *bench.HistoryEntry) error {
 }
 
 // Delete removes one entry (readable or not) and its index; ErrNotFound
-// when there is none.
+// when there is none, ErrFull when the disk is low (a deletion is a
+// write too, until Badger compacts).
 func (s *Store) Delete(id string) error {
 	if !IDPattern.MatchString(id) {
 		return ErrNotFound
+	}
+	if err := s.checkSpace(); err != nil {
+		return err
 	}
 	err := s.db.Update(func(txn *badger.Txn) error {
 		key, err := s.entryKeyOf(txn, id)
@@ -294,8 +333,8 @@ func (s *Store) List(limit int) ([]bench.HistoryEntry, []bench.HistoryProblem, e
 
 // Each calls f on up to limit readable entries, newest first (limit <= 0:
 // all), stopping at f's first error. An entry whose value does not decode is
-// skipped and reported among the problems (at most maxProblems of them), so
-// one bad entry never hides the others.
+// skipped and reported among the problems (at most maxProblems of them, their
+// messages without server paths), so one bad entry never hides the others.
 func (s *Store) Each(limit int, f func(bench.HistoryEntry) error) (problems []bench.HistoryProblem, err error) {
 	defer recoverDamage(&err)
 	problems = []bench.HistoryProblem{}
@@ -320,7 +359,7 @@ func (s *Store) Each(limit int, f func(bench.HistoryEntry) error) (problems []be
 				id := idOfKey(it.Item().Key())
 				s.noteUnreadable(id, true)
 				if len(problems) < maxProblems {
-					problems = append(problems, bench.HistoryProblem{ID: id, Message: "unreadable entry: " + err.Error()})
+					problems = append(problems, bench.HistoryProblem{ID: id, Message: "unreadable entry: " + redact.Message(err)})
 				}
 				continue
 			}

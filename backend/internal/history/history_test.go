@@ -5,6 +5,7 @@ import (
 	"encoding/csv"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -35,7 +36,7 @@ func entry(i int) bench.HistoryEntry {
 
 func open(t testing.TB) *Store {
 	t.Helper()
-	s, err := Open(t.TempDir())
+	s, err := Open(t.TempDir(), Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -126,7 +127,7 @@ func TestPutNew(t *testing.T) {
 
 func TestPersists(t *testing.T) {
 	dir := t.TempDir()
-	s, err := Open(dir)
+	s, err := Open(dir, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -134,7 +135,7 @@ func TestPersists(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.Close()
-	s, err = Open(dir)
+	s, err = Open(dir, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -267,11 +268,13 @@ func TestUnreadable(t *testing.T) {
 	tests := []struct {
 		name string
 		val  string
+		hide string // what the problem's message must not quote
 	}{
-		{"torn json", `{"id":`},
-		{"binary", "\x00\xff\x10"},
-		{"another run", `{"id":"x"}`},
-		{"wrong type", `{"id":5}`},
+		{"torn json", `{"id":`, ""},
+		{"binary", "\x00\xff\x10", ""},
+		{"another run", `{"id":"x"}`, ""},
+		{"wrong type", `{"id":5}`, ""},
+		{"another run, named by a path", `{"id":"/home/alice/.mlx-metrics/metrics/history/000001.vlog"}`, "/home/alice"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -285,6 +288,9 @@ func TestUnreadable(t *testing.T) {
 			got, problems, err := s.List(0)
 			if err != nil || len(got) != 2 || len(problems) != 1 || problems[0].ID != entry(1).ID {
 				t.Fatalf("List = %d entries, %+v, %v", len(got), problems, err)
+			}
+			if msg := problems[0].Message; tt.hide != "" && strings.Contains(msg, tt.hide) {
+				t.Fatalf("the problem %q quotes a path", msg)
 			}
 			// The limit counts readable entries.
 			if got, _, _ := s.List(2); len(got) != 2 {
@@ -333,5 +339,48 @@ func TestDeleteWithBadIndex(t *testing.T) {
 		if got, _, _ := s.List(0); len(got) != 0 {
 			t.Fatalf("index %q: still listed", idx)
 		}
+	}
+}
+
+// TestFullDisk: below MinFree free, every write refuses with ErrFull and
+// leaves history as it was; reads go on; with room again, writes do too.
+func TestFullDisk(t *testing.T) {
+	var free uint64 = MinFree
+	s, err := Open(t.TempDir(), Options{FreeSpace: func(string) (uint64, error) { return free, nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { free = MinFree; s.Close() })
+	if err := s.Put(entry(0)); err != nil {
+		t.Fatal(err)
+	}
+	free = MinFree - 1
+	tests := []struct {
+		name  string
+		write func() error
+	}{
+		{"Put", func() error { return s.Put(entry(1)) }},
+		{"Put replacing", func() error { return s.Put(entry(0)) }},
+		{"PutNew", func() error { return s.PutNew(entry(2)) }},
+		{"Delete", func() error { return s.Delete(entry(0).ID) }},
+	}
+	for _, tt := range tests {
+		if err := tt.write(); !errors.Is(err, ErrFull) {
+			t.Errorf("%s on a full disk: %v, want ErrFull", tt.name, err)
+		}
+	}
+	got, _, err := s.List(0)
+	if err != nil || len(got) != 1 || got[0].ID != entry(0).ID {
+		t.Fatalf("history after refused writes: %d entries, %v; want entry 0 alone", len(got), err)
+	}
+	if _, err := s.Get(entry(0).ID); err != nil {
+		t.Fatalf("Get on a full disk: %v", err)
+	}
+	free = MinFree
+	if err := s.PutNew(entry(1)); err != nil {
+		t.Fatalf("PutNew with room again: %v", err)
+	}
+	if err := s.Delete(entry(0).ID); err != nil {
+		t.Fatalf("Delete with room again: %v", err)
 	}
 }

@@ -18,7 +18,7 @@ func TestSalvageFlippedByte(t *testing.T) {
 	for _, off := range []int64{20000, 60000, 100000} {
 		t.Run(fmt.Sprint("offset ", off), func(t *testing.T) {
 			dir := filepath.Join(t.TempDir(), "history")
-			s, err := Open(dir)
+			s, err := Open(dir, Options{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -43,7 +43,7 @@ func TestSalvageFlippedByte(t *testing.T) {
 			f.WriteAt([]byte{b[0] ^ 0xff}, off)
 			f.Close()
 
-			s, err = Open(dir)
+			s, err = Open(dir, Options{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -66,7 +66,7 @@ func TestSalvageFlippedByte(t *testing.T) {
 			}
 			s.Close()
 			// The salvaged history is whole: the next start finds nothing.
-			s, err = Open(dir)
+			s, err = Open(dir, Options{})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -1,6 +1,7 @@
 package jobs
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -110,6 +111,63 @@ func FuzzReadIDs(f *testing.F) {
 		}
 		if got := again.ids(t); len(got) == 0 || got[0] != "new-id" {
 			t.Fatalf("after an append: %q", got)
+		}
+	})
+}
+
+// TestDecodeJobDropsUnsafeRunners: a job.json naming a runner no backend
+// started (damaged, or written by hand) keeps its job but loses the
+// runner, so recovery signals no group but the runner's own.
+func TestDecodeJobDropsUnsafeRunners(t *testing.T) {
+	const job = `{"id":"20261201T100000Z-aaaaaa","kind":"bench-serve","status":"running","runner":%s}`
+	tests := []struct {
+		runner string
+		keep   bool
+	}{
+		{`{"pid":4242,"pgid":4242,"start":"123"}`, true},
+		{`{"pid":4242,"pgid":1,"start":"123"}`, false}, // kill(-1): every process of the user
+		{`{"pid":4242,"pgid":0,"start":"123"}`, false}, // kill(0): the backend's own group
+		{`{"pid":4242,"pgid":-7,"start":"123"}`, false},
+		{`{"pid":4242,"pgid":4243,"start":"123"}`, false},
+		{`{"pid":1,"pgid":1,"start":"1"}`, false},
+		{`{"pid":0,"pgid":0,"start":"1"}`, false},
+		{`{"pid":4242,"pgid":4242,"start":""}`, false},
+		{`null`, false},
+	}
+	for _, tt := range tests {
+		dj, err := decodeJob(fmt.Appendf(nil, job, tt.runner))
+		if err != nil {
+			t.Fatalf("%s: %v", tt.runner, err)
+		}
+		if dj.ID != "20261201T100000Z-aaaaaa" || dj.Status != "running" {
+			t.Errorf("%s: job %+v", tt.runner, dj.Job)
+		}
+		if (dj.Runner != nil) != tt.keep {
+			t.Errorf("%s: runner %+v, want kept %v", tt.runner, dj.Runner, tt.keep)
+		}
+	}
+}
+
+// FuzzDecodeJob: whatever a job.json holds, decoding it never panics, and
+// a runner it keeps is one recovery may signal: a pid above 1 leading its
+// own group, with a start time to tell it from a later process.
+func FuzzDecodeJob(f *testing.F) {
+	for _, seed := range []string{
+		`{"id":"20261201T100000Z-aaaaaa","kind":"bench-serve","status":"running","runner":{"pid":4242,"pgid":4242,"start":"123"}}`,
+		`{"id":"20261201T100000Z-aaaaaa","status":"running","runner":{"pid":4242,"pgid":1,"start":"123"}}`,
+		`{"id":"x","status":"done","progress":{"done":1,"total":2}}`,
+		`{"runner":{"pid":1e99}}`, `{"runner":{"pid":-1,"pgid":-1,"start":"1"}}`, `{"status":7}`,
+		``, `{`, `null`, `[]`, "\x00",
+	} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		dj, err := decodeJob(data)
+		if err != nil {
+			return
+		}
+		if p := dj.Runner; p != nil && (p.Pid < 2 || p.Pgid != p.Pid || p.Start == "") {
+			t.Fatalf("kept runner %+v", *p)
 		}
 	})
 }

@@ -220,8 +220,7 @@ func (s *Service) readFinal(id string) (*job, error) {
 	if fi, err := os.Lstat(dir); err != nil || !fi.IsDir() {
 		return nil, ErrNotFound // a link is not followed out of the runs directory
 	}
-	var dj diskJob
-	err := readJSON(filepath.Join(dir, jobFile), &dj)
+	dj, err := readJob(dir)
 	var readErr *fs.PathError
 	switch {
 	case errors.Is(err, fs.ErrNotExist):

@@ -49,8 +49,8 @@ func (s *Service) recover() error {
 // recoverJob settles one job of an earlier backend (see recover).
 func (s *Service) recoverJob(id string) error {
 	dir := filepath.Join(s.opts.RunsDir, id)
-	var dj diskJob
-	if err := readJSON(filepath.Join(dir, jobFile), &dj); err != nil {
+	dj, err := readJob(dir)
+	if err != nil {
 		if !errors.Is(err, os.ErrNotExist) && !errors.Is(err, syscall.ENOTDIR) {
 			s.opts.Logf("jobs: skip %s: %v", dir, err)
 		}

@@ -112,11 +112,17 @@ func TestRestartWithLiveRunner(t *testing.T) {
 			if running(p) {
 				t.Fatal("running() says the reaped runner runs")
 			}
+			// What the orphan wrote goes to history (Finished), as its own run.
 			h.mu.Lock()
-			n := len(h.records)
+			records := append([]bench.RunRecord(nil), h.records...)
 			h.mu.Unlock()
-			if n != tt.records {
-				t.Fatalf("records = %d, want %d", n, tt.records)
+			if len(records) != tt.records {
+				t.Fatalf("records = %d, want %d", len(records), tt.records)
+			}
+			for _, rec := range records {
+				if rec.ID != id {
+					t.Fatalf("history got run %q, want the orphan's %q", rec.ID, id)
+				}
 			}
 			if j := h.done(next.ID); j.Status != bench.StatusDone {
 				t.Fatalf("next job = %+v", j)

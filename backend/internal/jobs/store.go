@@ -56,6 +56,32 @@ func readJSON(path string, v any) error {
 	return json.Unmarshal(data, v)
 }
 
+// readJob reads dir's job.json (decodeJob); an error reading the file is
+// an *fs.PathError, one decoding it is not.
+func readJob(dir string) (diskJob, error) {
+	data, err := os.ReadFile(filepath.Join(dir, jobFile))
+	if err != nil {
+		return diskJob{}, err
+	}
+	return decodeJob(data)
+}
+
+// decodeJob decodes a job.json. A runner it names that no backend started
+// (a pid below 2, a process group other than its own, which every runner
+// leads, or no start time) is dropped, so that recovery never signals it:
+// SIGTERM to group 1 is kill(-1), every process the user owns, and to group
+// 0 the backend's own.
+func decodeJob(data []byte) (diskJob, error) {
+	var dj diskJob
+	if err := json.Unmarshal(data, &dj); err != nil {
+		return diskJob{}, err
+	}
+	if p := dj.Runner; p != nil && (p.Pid < 2 || p.Pgid != p.Pid || p.Start == "") {
+		dj.Runner = nil
+	}
+	return dj, nil
+}
+
 // readRecord reads the runner's run.json.
 func readRecord(dir string) (bench.RunRecord, error) {
 	var r bench.RunRecord

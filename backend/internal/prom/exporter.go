@@ -20,11 +20,12 @@ import (
 // the registry, and every scrape, without bound.
 const MaxModels = store.DefaultMaxModels
 
-// OtherModels is the model label of every model beyond MaxModels. Their
-// requests, tokens, loads and unloads are counted under it, so sums over
-// models stay right; their gauges and prefix-cache counters are dropped,
-// since a gauge shared by many models, or totals told apart by nothing,
-// would mean nothing.
+// OtherModels is the model label of a new model when MaxModels labels are
+// in use and none can make room (every one is a loaded model that is
+// resident or loading again). Its requests, tokens, loads and unloads are
+// counted under it, so sums over models stay right; its gauges and
+// prefix-cache counters are dropped, since a gauge shared by many models,
+// or totals told apart by nothing, would mean nothing.
 const OtherModels = "(other models)"
 
 // Exporter reduces serving events to Prometheus metrics. It is a bus
@@ -33,22 +34,36 @@ const OtherModels = "(other models)"
 type Exporter struct {
 	reg *prometheus.Registry
 	m   *metrics
+	max int // MaxModels; smaller in tests
 
+	// mu serialises Observe, so that a label is never evicted between
+	// being chosen and being written to.
 	mu sync.Mutex
-	// models are the model label values in use, at most MaxModels.
-	models map[string]bool
+	// models are the model label values in use, at most max.
+	models map[string]*labelState
+	seq    uint64 // counts the events that named a model
 	// prefix remembers each model's last prefix-cache totals: cache.sample
 	// carries running totals since the model loaded, and counters need the
 	// increase, including across a reload that restarts the totals at 0.
 	prefix map[string]prefixTotals
 }
 
+// labelState is what the eviction rule needs to know of a model label.
+type labelState struct {
+	seen   uint64 // the exporter's seq when an event last named it
+	loaded bool   // it finished a load: a model the host really served
+	live   bool   // resident or loading now
+}
+
 type prefixTotals struct{ hits, queries float64 }
 
 // New returns an exporter with every metric registered and no series yet.
-func New() *Exporter {
+func New() *Exporter { return newExporter(MaxModels) }
+
+func newExporter(maxModels int) *Exporter {
 	reg := prometheus.NewRegistry()
-	return &Exporter{reg: reg, m: newMetrics(reg), models: map[string]bool{}, prefix: map[string]prefixTotals{}}
+	return &Exporter{reg: reg, m: newMetrics(reg), max: maxModels,
+		models: map[string]*labelState{}, prefix: map[string]prefixTotals{}}
 }
 
 // Registry is the exporter's registry, for tests and for pushing elsewhere.
@@ -69,6 +84,8 @@ func (e *Exporter) Mount(_ *fiber.App, api fiber.Router) {
 // Observe folds one event into the metrics. Types it does not export are
 // ignored. It is safe for concurrent use.
 func (e *Exporter) Observe(ev events.Event) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
 	switch p := ev.Payload.(type) {
 	case *events.SchedulerSample:
 		if model, ok := e.model(p.Model); ok {
@@ -99,6 +116,7 @@ func (e *Exporter) Observe(ev events.Event) {
 		if !ok {
 			return
 		}
+		e.models[model].live = false
 		e.m.resident.WithLabelValues(model).Set(0)
 		// An unloaded model has no batch and holds no memory; leaving its
 		// last values would report a ghost.
@@ -110,30 +128,64 @@ func (e *Exporter) Observe(ev events.Event) {
 		e.m.cacheCapacity.DeletePartialMatch(prometheus.Labels{modelLabel: model})
 		// Its prefix totals end here; the next load's start again at 0, and
 		// all of its first sample is new, even when it exceeds these.
-		e.mu.Lock()
 		delete(e.prefix, model)
-		e.mu.Unlock()
 	}
 }
 
-// model is the label value for name: name itself, made safe to export,
-// while it is one of the first MaxModels seen (ok), else OtherModels. An
-// empty name is no model (a request no model accepted): its counters go
-// under the empty label, and it has no gauges.
+// model is the label value for name, with e.mu held: name itself, made safe
+// to export, while it is in use or can be (ok), else OtherModels. A new name
+// past the bound takes the place of an idle label (evictIdle). An empty
+// name is no model (a request no model accepted): its counters go under the
+// empty label, and it has no gauges.
 func (e *Exporter) model(name string) (label string, ok bool) {
 	if name == "" {
 		return "", false
 	}
 	label = LabelValue(name)
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if !e.models[label] {
-		if len(e.models) >= MaxModels {
-			return OtherModels, false
-		}
-		e.models[label] = true
+	e.seq++
+	if st, ok := e.models[label]; ok {
+		st.seen = e.seq
+		return label, true
 	}
+	if len(e.models) >= e.max && !e.evictIdle() {
+		return OtherModels, false
+	}
+	e.models[label] = &labelState{seen: e.seq}
 	return label, true
+}
+
+// evictIdle makes room for a new label by deleting every series of one that
+// holds nothing, by the live store's rule: the least recently named model
+// that never finished a load (a name a producer may have invented, or a load
+// that never finished or failed), or failing that the least recently named
+// loaded one that is unloaded or failed. A loaded model that is resident or
+// loading again is never evicted. It reports whether one was. A model that
+// comes back after its eviction starts its counters again, which Prometheus
+// reads as a reset.
+func (e *Exporter) evictIdle() bool {
+	victim, victimTier := "", 0
+	var victimSeen uint64
+	for label, st := range e.models {
+		tier := 1
+		switch {
+		case !st.loaded:
+			tier = 2
+		case st.live:
+			continue
+		}
+		if tier > victimTier || tier == victimTier && st.seen < victimSeen {
+			victim, victimTier, victimSeen = label, tier, st.seen
+		}
+	}
+	if victimTier == 0 {
+		return false
+	}
+	for _, v := range e.m.all {
+		v.DeletePartialMatch(prometheus.Labels{modelLabel: victim})
+	}
+	delete(e.models, victim)
+	delete(e.prefix, victim)
+	return true
 }
 
 // LabelValue makes s safe as a label value: client_golang refuses invalid
@@ -183,10 +235,8 @@ func (e *Exporter) observeCache(model string, p *events.CacheSample) {
 	}
 	// In float64: hits + misses of two large int64 totals would overflow.
 	now := prefixTotals{hits: float64(*p.Hits), queries: float64(*p.Hits) + float64(*p.Misses)}
-	e.mu.Lock()
 	last, seen := e.prefix[model]
 	e.prefix[model] = now
-	e.mu.Unlock()
 	if seen && now.hits >= last.hits && now.queries >= last.queries {
 		now.hits -= last.hits
 		now.queries -= last.queries
@@ -245,7 +295,7 @@ func (e *Exporter) observeRequest(model string, p *events.RequestFinished) {
 }
 
 // observeLoad counts a load under model; tracked says whether model is the
-// model's own label, whose gauges it may set.
+// model's own label, whose gauges and state it may set.
 func (e *Exporter) observeLoad(model string, tracked bool, p *events.ModelLoad) {
 	switch p.Phase {
 	case events.PhaseFinished, events.PhaseFailed:
@@ -259,6 +309,8 @@ func (e *Exporter) observeLoad(model string, tracked bool, p *events.ModelLoad) 
 		if !tracked {
 			return
 		}
+		st := e.models[model]
+		st.loaded, st.live = true, true
 		e.m.resident.WithLabelValues(model).Set(1)
 		if p.Ms != nil {
 			e.m.loadSeconds.WithLabelValues(model).Set(*p.Ms / 1000)
@@ -268,6 +320,7 @@ func (e *Exporter) observeLoad(model string, tracked bool, p *events.ModelLoad) 
 		}
 	case events.PhaseFailed, events.PhaseStarted:
 		if tracked {
+			e.models[model].live = p.Phase == events.PhaseStarted
 			e.m.resident.WithLabelValues(model).Set(0)
 		}
 	}

@@ -215,73 +215,180 @@ func TestPrometheusRoute(t *testing.T) {
 	}
 }
 
-// TestModelLabelBounded checks that a producer inventing model names cannot
-// grow the registry without bound: models past MaxModels share the
-// OtherModels label for counters and histograms, and report no gauges.
-func TestModelLabelBounded(t *testing.T) {
-	const extra = 5
-	e := New()
-	name := func(i int) string { return "model-" + strconv.Itoa(i) }
-	for i := 0; i < MaxModels+extra; i++ {
-		e.Observe(events.Event{Type: events.TypeSchedulerSample, At: 1, Payload: &events.SchedulerSample{
-			Model: name(i), Active: 1, Capacity: 4}})
-		e.Observe(events.Event{Type: events.TypeRequestFinished, At: 1, Payload: &events.RequestFinished{
-			Model: name(i), RequestID: "r", Finish: events.FinishStop, PromptTokens: 10, TotalMs: 100}})
-	}
-	// A model seen before the bound keeps its own series.
-	e.Observe(events.Event{Type: events.TypeRequestFinished, At: 2, Payload: &events.RequestFinished{
-		Model: name(0), RequestID: "r", Finish: events.FinishStop, PromptTokens: 10, TotalMs: 100}})
-
+// byModel gathers e's registry as family -> model label -> value (a
+// counter's or gauge's value, a histogram's count), summed over the other
+// labels.
+func byModel(t *testing.T, e *Exporter) map[string]map[string]float64 {
+	t.Helper()
 	fams, err := e.Registry().Gather()
 	if err != nil {
 		t.Fatal(err)
 	}
-	tests := []struct {
-		family string
-		series int
-		other  float64 // the OtherModels series' value, or histogram count; -1 when it must be absent
-		first  float64 // name(0)'s value or count
-		summed float64 // over every series
-	}{
-		{"mlx_request_success_total", MaxModels + 1, extra, 2, MaxModels + extra + 1},
-		{"mlx_prompt_tokens_total", MaxModels + 1, 10 * extra, 20, 10 * (MaxModels + extra + 1)},
-		{"mlx_e2e_request_latency_seconds", MaxModels + 1, extra, 2, MaxModels + extra + 1},
-		{"mlx_num_requests_running", MaxModels, -1, 1, MaxModels},
-	}
-	for _, tc := range tests {
-		t.Run(tc.family, func(t *testing.T) {
-			var f *dto.MetricFamily
-			for _, g := range fams {
-				if g.GetName() == tc.family {
-					f = g
-				}
-			}
-			if f == nil {
-				t.Fatal("no such family")
-			}
-			if n := len(f.GetMetric()); n != tc.series {
-				t.Errorf("%d series, want %d", n, tc.series)
-			}
-			byModel := map[string]float64{}
-			var sum float64
-			for _, m := range f.GetMetric() {
-				v := m.GetCounter().GetValue() + m.GetGauge().GetValue() + float64(m.GetHistogram().GetSampleCount())
-				for _, l := range m.GetLabel() {
-					if l.GetName() == modelLabel {
-						byModel[l.GetValue()] = v
+	out := map[string]map[string]float64{}
+	for _, f := range fams {
+		for _, m := range f.GetMetric() {
+			v := m.GetCounter().GetValue() + m.GetGauge().GetValue() + float64(m.GetHistogram().GetSampleCount())
+			for _, l := range m.GetLabel() {
+				if l.GetName() == modelLabel {
+					if out[f.GetName()] == nil {
+						out[f.GetName()] = map[string]float64{}
 					}
+					out[f.GetName()][l.GetValue()] += v
 				}
-				sum += v
 			}
-			other, hasOther := byModel[OtherModels]
-			if tc.other < 0 && hasOther {
-				t.Errorf("%s has an %q series", tc.family, OtherModels)
+		}
+	}
+	return out
+}
+
+// TestModelLabelBounded checks that a producer inventing model names cannot
+// grow the registry without bound, nor keep a real model out of it: past
+// the bound a new name takes the place of the least recently named model
+// that never finished a load, else of an unloaded one, with every series of
+// the one evicted deleted; only when every label is a loaded model that is
+// resident or loading does a new one share OtherModels, with no gauges.
+func TestModelLabelBounded(t *testing.T) {
+	name := func(i int) string { return "junk-" + strconv.Itoa(i) }
+	sched := func(model string) events.Event {
+		return events.Event{Type: events.TypeSchedulerSample, At: 1, Payload: &events.SchedulerSample{
+			Model: model, Active: 1, Capacity: 4}}
+	}
+	request := func(model string) events.Event {
+		return events.Event{Type: events.TypeRequestFinished, At: 1, Payload: &events.RequestFinished{
+			Model: model, RequestID: "r", Finish: events.FinishStop, PromptTokens: 10, TotalMs: 100}}
+	}
+	load := func(model, phase string) events.Event {
+		return events.Event{Type: events.TypeModelLoad, At: 1, Payload: &events.ModelLoad{Model: model, Phase: phase}}
+	}
+	unload := func(model string) events.Event {
+		return events.Event{Type: events.TypeModelUnload, At: 1, Payload: &events.ModelUnload{
+			Model: model, Reason: events.ReasonIdle}}
+	}
+	// serves is a real model loading, then serving one request.
+	serves := func(model string) []events.Event {
+		return []events.Event{load(model, events.PhaseStarted), load(model, events.PhaseFinished), sched(model), request(model)}
+	}
+	flood := func(n int, each func(model string) []events.Event) []events.Event {
+		var evs []events.Event
+		for i := range n {
+			evs = append(evs, each(name(i))...)
+		}
+		return evs
+	}
+	concat := func(parts ...[]events.Event) []events.Event {
+		var evs []events.Event
+		for _, p := range parts {
+			evs = append(evs, p...)
+		}
+		return evs
+	}
+	type value struct {
+		family, model string
+		want          float64 // -1: no series
+	}
+	for _, tc := range []struct {
+		name string
+		max  int
+		evs  []events.Event
+		want []value
+	}{
+		{
+			name: "a flood of sampled names, then a real model that loads and serves",
+			max:  MaxModels,
+			evs: concat(flood(MaxModels+100, func(m string) []events.Event { return []events.Event{sched(m), request(m)} }),
+				serves("real")),
+			want: []value{
+				{"mlx_num_requests_running", "real", 1},
+				{"mlx_request_success_total", "real", 1},
+				{"mlx_e2e_request_latency_seconds", "real", 1},
+				{"mlx_model_resident", "real", 1},
+				{"mlx_model_loads_total", "real", 1},
+				{"mlx_num_requests_running", name(0), -1}, // the least recently named went first
+				{"mlx_request_success_total", name(100), -1},
+				{"mlx_request_success_total", name(MaxModels + 99), 1},
+				{"mlx_num_requests_running", OtherModels, -1},
+				{"mlx_request_success_total", OtherModels, -1},
+			},
+		},
+		{
+			name: "a flood of loads that never finish, or fail, then a real model",
+			max:  4,
+			evs: concat(serves("real-a"), flood(10, func(m string) []events.Event {
+				return []events.Event{load(m, events.PhaseStarted), load(m, events.PhaseFailed), load(m, events.PhaseStarted)}
+			}), serves("real-b")),
+			want: []value{
+				{"mlx_model_resident", "real-a", 1},
+				{"mlx_model_resident", "real-b", 1},
+				{"mlx_request_success_total", "real-b", 1},
+				{"mlx_model_loads_total", name(0), -1},
+				{"mlx_model_resident", name(7), -1},
+				{"mlx_model_loads_total", name(9), 1},
+				{"mlx_model_loads_total", OtherModels, -1},
+			},
+		},
+		{
+			name: "the least recently named goes first",
+			max:  4,
+			evs: concat([]events.Event{sched("junk-old"), sched("junk-new"), sched("junk-old")},
+				serves("l1"), serves("l2"), serves("l3")),
+			want: []value{
+				{"mlx_num_requests_running", "junk-old", 1},
+				{"mlx_num_requests_running", "junk-new", -1},
+				{"mlx_num_requests_running", "l3", 1},
+			},
+		},
+		{
+			name: "with no never-loaded model, the least recently named unloaded one goes",
+			max:  4,
+			evs: concat(serves("l1"), serves("l2"), []events.Event{unload("l2")}, serves("l3"),
+				[]events.Event{unload("l3")}, serves("l4"), serves("l5")),
+			want: []value{
+				{"mlx_request_success_total", "l1", 1},
+				{"mlx_request_success_total", "l2", -1},
+				{"mlx_model_unloads_total", "l2", -1},
+				{"mlx_model_resident", "l3", 0},
+				{"mlx_model_resident", "l5", 1},
+			},
+		},
+		{
+			name: "resident and reloading models stay: the newcomer counts under OtherModels, without gauges",
+			max:  4,
+			evs: concat(serves("l1"), serves("l2"), serves("l3"), []events.Event{unload("l3"), load("l3", events.PhaseStarted)},
+				serves("l4"), serves("l5")),
+			want: []value{
+				{"mlx_request_success_total", "l1", 1},
+				{"mlx_model_resident", "l3", 0},
+				{"mlx_request_success_total", OtherModels, 1},
+				{"mlx_model_loads_total", OtherModels, 1},
+				{"mlx_num_requests_running", OtherModels, -1},
+				{"mlx_model_resident", OtherModels, -1},
+				{"mlx_request_success_total", "l5", -1},
+			},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newExporter(tc.max)
+			for _, ev := range tc.evs {
+				e.Observe(ev)
 			}
-			if tc.other >= 0 && other != tc.other {
-				t.Errorf("%q = %v, want %v", OtherModels, other, tc.other)
+			got := byModel(t, e)
+			for family, models := range got {
+				labels := len(models)
+				if _, ok := models[OtherModels]; ok {
+					labels--
+				}
+				if labels > tc.max {
+					t.Errorf("%s has %d model labels, want at most %d", family, labels, tc.max)
+				}
 			}
-			if byModel[name(0)] != tc.first || sum != tc.summed {
-				t.Errorf("%s = %v and sum %v, want %v and %v", name(0), byModel[name(0)], sum, tc.first, tc.summed)
+			for _, w := range tc.want {
+				v, ok := got[w.family][w.model]
+				switch {
+				case w.want < 0 && ok:
+					t.Errorf("%s{%s} = %v, want no series", w.family, w.model, v)
+				case w.want >= 0 && (!ok || v != w.want):
+					t.Errorf("%s{%s} = %v (present %v), want %v", w.family, w.model, v, ok, w.want)
+				}
 			}
 		})
 	}

@@ -68,6 +68,10 @@ type metrics struct {
 	loads       *prometheus.CounterVec
 	unloads     *prometheus.CounterVec
 	resident    *prometheus.GaugeVec
+
+	// all is every collector above, to register them and to delete a
+	// model's series from each.
+	all []*prometheus.MetricVec
 }
 
 func gauge(name, help string, labels ...string) *prometheus.GaugeVec {
@@ -116,9 +120,14 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		unloads:     counter("model_unloads_total", "Model unloads by reason.", modelLabel, "reason"),
 		resident:    gauge("model_resident", "1 while the model is loaded and serving, else 0.", modelLabel),
 	}
-	reg.MustRegister(m.running, m.waiting, m.capacity, m.tokensPerSecond,
-		m.kvUsage, m.cacheBytes, m.cacheCapacity, m.prefixHits, m.prefixQueries,
-		m.ttft, m.queue, m.e2e, m.tpot, m.prompt, m.cached, m.gen, m.success, m.errors,
-		m.weights, m.kvBytes, m.prefixBytes, m.loadSeconds, m.loadTime, m.loads, m.unloads, m.resident)
+	m.all = []*prometheus.MetricVec{m.running.MetricVec, m.waiting.MetricVec, m.capacity.MetricVec,
+		m.tokensPerSecond.MetricVec, m.kvUsage.MetricVec, m.cacheBytes.MetricVec, m.cacheCapacity.MetricVec,
+		m.prefixHits.MetricVec, m.prefixQueries.MetricVec, m.ttft.MetricVec, m.queue.MetricVec, m.e2e.MetricVec,
+		m.tpot.MetricVec, m.prompt.MetricVec, m.cached.MetricVec, m.gen.MetricVec, m.success.MetricVec,
+		m.errors.MetricVec, m.weights.MetricVec, m.kvBytes.MetricVec, m.prefixBytes.MetricVec,
+		m.loadSeconds.MetricVec, m.loadTime.MetricVec, m.loads.MetricVec, m.unloads.MetricVec, m.resident.MetricVec}
+	for _, v := range m.all {
+		reg.MustRegister(v)
+	}
 	return m
 }

@@ -5,6 +5,8 @@ import (
 	"net/url"
 	"strings"
 	"unicode"
+
+	"github.com/mlx-bun/mlx-metrics/shared/routes"
 )
 
 // The reasons a path is refused; neither echoes it.
@@ -53,7 +55,7 @@ func cleanPath(raw string) (forward, decoded string, err error) {
 		}
 	}
 	forward, decoded = "/"+strings.Join(out, "/"), "/"+strings.Join(dec, "/")
-	if forward != "/v1" && !strings.HasPrefix(forward, "/v1/") {
+	if forward != routes.Proxy && !strings.HasPrefix(forward, routes.Proxy+"/") {
 		return "", "", errPathEscapes
 	}
 	return forward, decoded, nil

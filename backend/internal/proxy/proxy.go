@@ -31,6 +31,7 @@ import (
 	"github.com/mlx-bun/mlx-metrics/backend/internal/server"
 	"github.com/mlx-bun/mlx-metrics/shared/clock"
 	"github.com/mlx-bun/mlx-metrics/shared/events"
+	"github.com/mlx-bun/mlx-metrics/shared/routes"
 )
 
 // measuredPaths are the generation endpoints measured on POST.
@@ -113,7 +114,7 @@ func (p *Proxy) Upstream() string { return p.base }
 
 // Mount serves /v1/* on the app's root.
 func (p *Proxy) Mount(root *fiber.App, _ fiber.Router) {
-	root.All("/v1/*", p.handle)
+	root.All(routes.Proxy+"/*", p.handle)
 }
 
 func (p *Proxy) handle(c *fiber.Ctx) error {

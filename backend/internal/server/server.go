@@ -66,7 +66,7 @@ func New(opts Options, features ...Feature) *fiber.App {
 	if opts.OnError != nil {
 		errorHandler = func(c *fiber.Ctx, err error) error {
 			opts.OnError(c, statusOf(err))
-			return ErrorHandler(c, err)
+			return write(c, statusOf(err), err.Error())
 		}
 	}
 	app := fiber.New(fiber.Config{
@@ -79,6 +79,9 @@ func New(opts Options, features ...Feature) *fiber.App {
 	})
 	app.Use(func(c *fiber.Ctx) error {
 		c.Set(fiber.HeaderXContentTypeOptions, "nosniff")
+		if opts.OnError != nil {
+			c.Locals(onErrorKey{}, opts.OnError) // for Error
+		}
 		return c.Next()
 	})
 	api := app.Group(APIPrefix)
@@ -120,8 +123,33 @@ func clip(s string) string {
 	return s
 }
 
-// Error answers status with the API's JSON error body.
+// onErrorKey holds Options.OnError in a request's locals, so that an
+// answer written with Error is seen as one returned to the error handler is.
+type onErrorKey struct{}
+
+// Error answers status with the API's JSON error body, and shows it to
+// Options.OnError as the error handler shows a returned error.
 func Error(c *fiber.Ctx, status int, message string) error {
+	return errorBody(c, status, apierror.New(status, message))
+}
+
+// StorageFull answers 503 with the error type apierror.TypeStorageFull:
+// the server's disk is too full for the request, which may succeed once
+// space is freed.
+func StorageFull(c *fiber.Ctx, message string) error {
+	return errorBody(c, fiber.StatusServiceUnavailable,
+		apierror.Body{Error: apierror.Detail{Message: message, Type: apierror.TypeStorageFull}})
+}
+
+func errorBody(c *fiber.Ctx, status int, body apierror.Body) error {
+	if onError, ok := c.Locals(onErrorKey{}).(func(*fiber.Ctx, int)); ok {
+		onError(c, status)
+	}
+	c.Set(fiber.HeaderXContentTypeOptions, "nosniff")
+	return c.Status(status).JSON(body)
+}
+
+func write(c *fiber.Ctx, status int, message string) error {
 	c.Set(fiber.HeaderXContentTypeOptions, "nosniff")
 	return c.Status(status).JSON(apierror.New(status, message))
 }
@@ -139,5 +167,5 @@ func statusOf(err error) int {
 // ErrorHandler turns any error a handler returns into the JSON error body:
 // a *fiber.Error keeps its status, anything else is a 500.
 func ErrorHandler(c *fiber.Ctx, err error) error {
-	return Error(c, statusOf(err), err.Error())
+	return write(c, statusOf(err), err.Error())
 }

@@ -83,3 +83,26 @@ func TestErrorConvention(t *testing.T) {
 		})
 	}
 }
+
+// OnError sees every error answer: those a handler returns and those it
+// writes with Error, so /healthz counts refusals whichever way they are made.
+func TestOnErrorSeesEveryErrorAnswer(t *testing.T) {
+	var seen []int
+	app := New(Options{OnError: func(_ *fiber.Ctx, status int) { seen = append(seen, status) }}, failing{})
+	for _, path := range []string{"/api/metrics/ok", "/api/metrics/conflict", "/api/metrics/explicit", "/api/metrics/missing"} {
+		resp, err := app.Test(httptest.NewRequest("GET", path, nil))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+	}
+	want := []int{409, 400, 404}
+	if len(seen) != len(want) {
+		t.Fatalf("OnError saw %v, want %v", seen, want)
+	}
+	for i := range want {
+		if seen[i] != want[i] {
+			t.Fatalf("OnError saw %v, want %v", seen, want)
+		}
+	}
+}

@@ -65,20 +65,20 @@ func (s *Store) lookup(name, state string, at int64) *model {
 
 // evictIdle makes room for a new model by forgetting one that holds
 // nothing: the least recently named model that never finished a load (a
-// name a producer may have invented), or failing that the least recently
-// named one that is unloaded or failed. A resident or loading model is never
-// forgotten. It reports whether one was.
+// name a producer may have invented, whether only sampled, loading without
+// a finish or failed: model.load started is as cheap to invent as a
+// sample), or failing that the least recently named one that is unloaded
+// or failed. A model that finished a load and is resident or loading again
+// is never forgotten. It reports whether one was.
 func (s *Store) evictIdle() bool {
 	victim, victimTier := -1, 0
 	for i, m := range s.order {
-		tier := 0
+		tier := 1
 		switch {
-		case m.view.State == snapshot.StateLoading || m.view.State == snapshot.StateResident && m.view.Loads > 0:
-			continue
 		case m.view.Loads == 0:
 			tier = 2
-		default:
-			tier = 1
+		case m.view.State == snapshot.StateLoading || m.view.State == snapshot.StateResident:
+			continue
 		}
 		if tier > victimTier || tier == victimTier && m.lastSeen < s.order[victim].lastSeen {
 			victim, victimTier = i, tier

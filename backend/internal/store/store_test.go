@@ -939,20 +939,43 @@ func TestModelBoundEvictsIdleNeverLoaded(t *testing.T) {
 			firstTwo: []string{"l1", "l3"},
 		},
 		{
-			name: "resident and loading models are never evicted: the newcomer is refused",
+			name: "resident and reloading models are never evicted: the newcomer is refused",
 			evs: func() []events.Event {
 				return []events.Event{
 					load(t0, "l1", events.PhaseFinished, f(1)),
 					load(t0+1, "l2", events.PhaseFinished, f(1)),
-					load(t0+2, "l3", events.PhaseStarted, nil),
-					load(t0+3, "l4", events.PhaseFinished, f(1)),
-					load(t0+4, "l5", events.PhaseFinished, f(1)),
+					load(t0+2, "l3", events.PhaseFinished, f(1)),
+					unload(t0+3, "l3", events.ReasonIdle, 0, nil),
+					load(t0+4, "l3", events.PhaseStarted, nil), // loaded before: loading again
+					load(t0+5, "l4", events.PhaseFinished, f(1)),
+					load(t0+6, "l5", events.PhaseFinished, f(1)),
 				}
 			},
 			present: []string{"l1", "l2", "l3", "l4"},
 			absent:  []string{"l5"},
 			evicted: 0, nModels: 4,
 			firstTwo: []string{"l1", "l2"},
+		},
+		{
+			name: "a flood of loads that never finish, or fail, makes way for a real load",
+			evs: func() []events.Event {
+				evs := []events.Event{load(t0, "real-a", events.PhaseFinished, f(1))}
+				for i := range 10 {
+					phase := events.PhaseStarted
+					if i%2 == 1 {
+						phase = events.PhaseFailed
+					}
+					evs = append(evs, load(t0+1+int64(i), fmt.Sprintf("junk-%d", i), phase, nil))
+				}
+				return append(evs,
+					load(t0+100, "real-b", events.PhaseStarted, nil),
+					load(t0+101, "real-b", events.PhaseFinished, f(1)),
+					sched(t0+102, "real-b", 1, 0, 1))
+			},
+			present: []string{"real-a", "real-b", "junk-9"},
+			absent:  []string{"junk-0", "junk-1", "junk-7"},
+			evicted: 8, nModels: 4,
+			firstTwo: []string{"real-a", "junk-8"},
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
