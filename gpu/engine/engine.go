@@ -22,7 +22,7 @@ import (
 // Engine is one simulated model behind a batch scheduler.
 type Engine struct {
 	cfg   Config
-	clock Clock
+	clock clock.Clock
 	sink  func(events.Event)
 
 	ready atomic.Bool
@@ -56,7 +56,7 @@ type Options struct {
 	// Clock is the engine's time (clock.Real{} when nil). A test clock
 	// that jumps to each deadline makes every figure exactly what the cost
 	// model says.
-	Clock Clock
+	Clock clock.Clock
 	// Sink receives every event the engine publishes (the events are
 	// dropped when nil). It is called from the scheduler goroutine and
 	// must not block.
@@ -100,7 +100,7 @@ func (e *Engine) emit(t events.Type, at time.Time, payload any) {
 func (e *Engine) Run(ctx context.Context) error {
 	start := e.clock.Now()
 	e.emit(events.TypeModelLoad, start, &events.ModelLoad{Model: e.cfg.Model, Phase: events.PhaseStarted})
-	if err := sleepUntil(ctx, e.clock, start.Add(e.cfg.LoadTime)); err != nil {
+	if err := clock.SleepUntil(ctx, e.clock, start.Add(e.cfg.LoadTime)); err != nil {
 		msg := "load interrupted: " + err.Error()
 		e.emit(events.TypeModelLoad, e.clock.Now(), &events.ModelLoad{Model: e.cfg.Model, Phase: events.PhaseFailed, Error: msg})
 		e.failAll(ErrStopped)

@@ -7,30 +7,20 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mlx-bun/mlx-metrics/shared/clock"
 	"github.com/mlx-bun/mlx-metrics/shared/events"
 )
 
 // jumpClock jumps to every deadline at once: the scheduler runs as fast as
 // the CPU allows while its figures are exactly the cost model's.
-type jumpClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
+type jumpClock struct{ *clock.Fake }
 
-func newJumpClock() *jumpClock { return &jumpClock{now: time.Unix(1_764_000_000, 0)} }
-
-func (c *jumpClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
+func newJumpClock() *jumpClock { return &jumpClock{clock.NewFake(time.Unix(1_764_000_000, 0))} }
 
 func (c *jumpClock) Sleep(ctx context.Context, d time.Duration) error {
-	c.mu.Lock()
 	if d > 0 {
-		c.now = c.now.Add(d)
+		c.Advance(d)
 	}
-	c.mu.Unlock()
 	return ctx.Err()
 }
 

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/mlx-bun/mlx-metrics/shared/clock"
 	"github.com/mlx-bun/mlx-metrics/shared/events"
 )
 
@@ -84,7 +85,7 @@ func (e *Engine) schedule(ctx context.Context) error {
 			}
 		}
 		next := stepEnd.Add(e.cfg.StepTime(prefillTokens, decodeRows))
-		if err := sleepUntil(ctx, e.clock, next); err != nil {
+		if err := clock.SleepUntil(ctx, e.clock, next); err != nil {
 			return err
 		}
 		stepEnd = next

@@ -34,7 +34,7 @@ type Client struct {
 	APIKey string
 	HTTP   *http.Client
 	// Clock is what the timings are read from: clock.Real, or a test's.
-	Clock interface{ Now() time.Time }
+	Clock clock.Clock
 }
 
 // NewClient returns a client with a transport sized for many concurrent

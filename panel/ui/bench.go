@@ -14,6 +14,7 @@ import (
 	"github.com/mlx-bun/mlx-metrics/panel/charts"
 	"github.com/mlx-bun/mlx-metrics/panel/format"
 	"github.com/mlx-bun/mlx-metrics/shared/bench"
+	"github.com/mlx-bun/mlx-metrics/shared/clock"
 )
 
 // HistoryLimit is how many finished runs the view lists and trends.
@@ -59,8 +60,8 @@ type BenchView struct {
 	withIncomplete bool
 	actionErr      string
 	busy           bool
-	// now is the clock for elapsed and remaining time (time.Now when nil).
-	now func() time.Time
+	// clock tells elapsed and remaining time (clock.Real when nil).
+	clock clock.Clock
 	// jobStream follows GET /bench as a stream while it is open; gen tells
 	// its callbacks from those of a stream closed since.
 	jobStream *stream
@@ -465,11 +466,11 @@ func (v *BenchView) jobTiming(j *bench.Job) string {
 	if j.StartedAt == 0 {
 		return "not started"
 	}
-	now := time.Now
-	if v.now != nil {
-		now = v.now
+	var clk clock.Clock = clock.Real{}
+	if v.clock != nil {
+		clk = v.clock
 	}
-	elapsed := now().Sub(time.UnixMilli(j.StartedAt)).Round(time.Second)
+	elapsed := clk.Now().Sub(time.UnixMilli(j.StartedAt)).Round(time.Second)
 	if elapsed < 0 {
 		elapsed = 0
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/mlx-bun/mlx-metrics/panel/charts"
 	"github.com/mlx-bun/mlx-metrics/shared/bench"
+	"github.com/mlx-bun/mlx-metrics/shared/clock"
 )
 
 // benchAPI fakes the bench routes; a nil field answers 500.
@@ -227,7 +228,7 @@ func TestBenchHonestFigures(t *testing.T) {
 		}
 	}
 	now := time.UnixMilli(1_764_690_600_000)
-	v.now = func() time.Time { return now }
+	v.clock = clock.NewFake(now)
 	for _, tc := range []struct {
 		job  bench.Job
 		want string

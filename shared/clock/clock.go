@@ -38,6 +38,16 @@ type Ticker interface {
 	Reset(d time.Duration)
 }
 
+// SleepUntil waits on c until t, as Sleep does; at once (with ctx's error,
+// if any) when t has passed.
+func SleepUntil(ctx context.Context, c Clock, t time.Time) error {
+	d := t.Sub(c.Now())
+	if d <= 0 {
+		return ctx.Err()
+	}
+	return c.Sleep(ctx, d)
+}
+
 // Real is the system clock.
 type Real struct{}
 

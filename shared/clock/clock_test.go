@@ -116,6 +116,43 @@ func TestFakeSleep(t *testing.T) {
 	}
 }
 
+func TestSleepUntil(t *testing.T) {
+	ctx := context.Background()
+	cancelled, cancel := context.WithCancel(ctx)
+	cancel()
+	tests := []struct {
+		name    string
+		ctx     context.Context
+		until   time.Duration // since t0
+		sleeper bool          // the call waits for an Advance
+		want    error
+	}{
+		{"past", ctx, -time.Second, false, nil},
+		{"now", ctx, 0, false, nil},
+		{"past, cancelled", cancelled, -time.Second, false, context.Canceled},
+		{"future", ctx, time.Second, true, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := NewFake(t0)
+			woke := make(chan error, 1)
+			go func() { woke <- SleepUntil(tt.ctx, f, t0.Add(tt.until)) }()
+			if tt.sleeper {
+				if err := f.WaitForSleepers(ctx, 1); err != nil {
+					t.Fatal(err)
+				}
+				f.Advance(tt.until)
+			}
+			if err := <-woke; err != tt.want {
+				t.Fatalf("SleepUntil = %v, want %v", err, tt.want)
+			}
+			if !f.Now().Equal(t0.Add(max(tt.until, 0))) {
+				t.Fatalf("clock moved to %v", f.Now())
+			}
+		})
+	}
+}
+
 func TestRealSleepCancel(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()

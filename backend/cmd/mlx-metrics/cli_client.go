@@ -9,6 +9,7 @@ import (
 	"github.com/mattn/go-isatty"
 
 	"github.com/mlx-bun/mlx-metrics/backend/internal/apiclient"
+	"github.com/mlx-bun/mlx-metrics/shared/clock"
 )
 
 // cliEnv is where the client subcommands write, so tests can capture it.
@@ -17,11 +18,21 @@ type cliEnv struct {
 	// tty is true when stderr is a terminal: progress is then a bar
 	// redrawn in place, else plain lines.
 	tty bool
+	// clock paces replay and the progress bar (clock.Real when nil).
+	clock clock.Clock
 }
 
 func osEnv() cliEnv {
 	return cliEnv{stdout: os.Stdout, stderr: os.Stderr,
 		tty: isatty.IsTerminal(os.Stderr.Fd()) || isatty.IsCygwinTerminal(os.Stderr.Fd())}
+}
+
+// clk is env's clock: the injected one, else the system's.
+func (e cliEnv) clk() clock.Clock {
+	if e.clock == nil {
+		return clock.Real{}
+	}
+	return e.clock
 }
 
 // defaultServer is the backend the client subcommands talk to.

@@ -19,17 +19,10 @@ import (
 )
 
 func runEvents(ctx context.Context, args []string) error {
-	return eventsCmd(ctx, args, osEnv(), clock.Real{})
+	return eventsCmd(ctx, args, osEnv())
 }
 
-// pacer is the part of clock.Clock replay paces itself by (a fake one that
-// records its sleeps in tests).
-type pacer interface {
-	Now() time.Time
-	Sleep(ctx context.Context, d time.Duration) error
-}
-
-func eventsCmd(ctx context.Context, args []string, env cliEnv, clk pacer) error {
+func eventsCmd(ctx context.Context, args []string, env cliEnv) error {
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
 		fmt.Fprintln(env.stderr, "usage: mlx-metrics events replay [flags] FILE\n\n"+
 			"Works with recorded serving events.\n\n"+
@@ -43,10 +36,10 @@ func eventsCmd(ctx context.Context, args []string, env cliEnv, clk pacer) error 
 	if args[0] != "replay" {
 		return usageErr("unknown subcommand %q (want replay)", args[0])
 	}
-	return replayCmd(ctx, args[1:], env, clk)
+	return replayCmd(ctx, args[1:], env)
 }
 
-func replayCmd(ctx context.Context, args []string, env cliEnv, clk pacer) error {
+func replayCmd(ctx context.Context, args []string, env cliEnv) error {
 	fs := flag.NewFlagSet("events replay", flag.ContinueOnError)
 	fs.SetOutput(env.stderr)
 	server := fs.String("server", defaultServer(), "backend `URL` (env MLX_METRICS_SERVER)")
@@ -93,6 +86,7 @@ func replayCmd(ctx context.Context, args []string, env cliEnv, clk pacer) error 
 
 	prog := newProgress(env, "replay", len(evs))
 	defer prog.done()
+	clk := env.clk()
 	start := clk.Now()
 	due := func(i int) time.Time {
 		if *speed == 0 {
@@ -120,10 +114,8 @@ func replayCmd(ctx context.Context, args []string, env cliEnv, clk pacer) error 
 	}
 	var accepted, rejected int
 	for i := 0; i < len(lines); {
-		if wait := due(i).Sub(clk.Now()); wait > 0 {
-			if err := clk.Sleep(ctx, wait); err != nil {
-				return fmt.Errorf("stopped after %d of %d events: %w", i, len(lines), err)
-			}
+		if err := clock.SleepUntil(ctx, clk, due(i)); err != nil {
+			return fmt.Errorf("stopped after %d of %d events: %w", i, len(lines), err)
 		}
 		// Send together what is due now, up to a batch.
 		j := i + 1

@@ -5,6 +5,8 @@ import (
 	"io"
 	"strings"
 	"time"
+
+	"github.com/mlx-bun/mlx-metrics/shared/clock"
 )
 
 // progress reports long work: on a terminal a bar redrawn in place (at most
@@ -15,14 +17,14 @@ type progress struct {
 	tty    bool
 	label  string
 	total  int
-	now    func() time.Time
+	clock  clock.Clock
 	drawn  time.Time
 	tenths int // plain mode: tenths already reported
 	ended  bool
 }
 
 func newProgress(env cliEnv, label string, total int) *progress {
-	return &progress{w: env.stderr, tty: env.tty, label: label, total: total, now: time.Now}
+	return &progress{w: env.stderr, tty: env.tty, label: label, total: total, clock: env.clk()}
 }
 
 // set reports n of total done.
@@ -31,7 +33,7 @@ func (p *progress) set(n int) {
 		return
 	}
 	if p.tty {
-		t := p.now()
+		t := p.clock.Now()
 		if n < p.total && t.Sub(p.drawn) < 100*time.Millisecond {
 			return
 		}

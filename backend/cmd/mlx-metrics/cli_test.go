@@ -21,6 +21,7 @@ import (
 	"github.com/mlx-bun/mlx-metrics/backend/internal/ingest"
 	"github.com/mlx-bun/mlx-metrics/shared/apierror"
 	"github.com/mlx-bun/mlx-metrics/shared/bench"
+	"github.com/mlx-bun/mlx-metrics/shared/clock"
 	"github.com/mlx-bun/mlx-metrics/shared/events"
 	"github.com/mlx-bun/mlx-metrics/shared/snapshot"
 )
@@ -269,14 +270,13 @@ func TestJudge(t *testing.T) {
 
 // fakePacer is a clock that moves only when replay sleeps.
 type fakePacer struct {
-	now    time.Time
+	*clock.Fake
 	sleeps []time.Duration
 }
 
-func (f *fakePacer) Now() time.Time { return f.now }
 func (f *fakePacer) Sleep(_ context.Context, d time.Duration) error {
 	f.sleeps = append(f.sleeps, d)
-	f.now = f.now.Add(d)
+	f.Advance(d)
 	return nil
 }
 
@@ -338,8 +338,9 @@ func TestReplay(t *testing.T) {
 			fb := newFakeBackend(t)
 			fb.reject = tc.reject
 			env, out, errOut := testEnv()
-			clk := &fakePacer{now: time.UnixMilli(now)}
-			err := eventsCmd(context.Background(), append([]string{"replay", "--server", fb.URL}, tc.args...), env, clk)
+			clk := &fakePacer{Fake: clock.NewFake(time.UnixMilli(now))}
+			env.clock = clk
+			err := eventsCmd(context.Background(), append([]string{"replay", "--server", fb.URL}, tc.args...), env)
 			if got := exitCode(err); got != tc.code {
 				t.Fatalf("exit code %d (err %v), want %d", got, err, tc.code)
 			}
@@ -390,21 +391,24 @@ func TestProgress(t *testing.T) {
 	tests := []struct {
 		name  string
 		tty   bool
+		every time.Duration // between steps
 		steps []int
 		want  string
 	}{
-		{"plain lines at each tenth", false, []int{1, 5, 9, 10}, "job: 1/10 (10%)\njob: 5/10 (50%)\njob: 9/10 (90%)\njob: 10/10 (100%)\n"},
-		{"plain skips nothing when jumping", false, []int{10}, "job: 10/10 (100%)\n"},
-		{"bar redrawn in place", true, []int{5, 10},
+		{"plain lines at each tenth", false, time.Second, []int{1, 5, 9, 10}, "job: 1/10 (10%)\njob: 5/10 (50%)\njob: 9/10 (90%)\njob: 10/10 (100%)\n"},
+		{"plain skips nothing when jumping", false, time.Second, []int{10}, "job: 10/10 (100%)\n"},
+		{"bar redrawn in place", true, time.Second, []int{5, 10},
 			"\rjob [===============>              ] 5/10  50%\rjob [==============================] 10/10 100%\n"},
+		{"bar redrawn at most ten times a second, the end always", true, 50 * time.Millisecond, []int{2, 3, 4, 10},
+			"\rjob [======>                       ] 2/10  20%\rjob [============>                 ] 4/10  40%\rjob [==============================] 10/10 100%\n"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			var buf bytes.Buffer
-			pr := newProgress(cliEnv{stderr: &buf, tty: tc.tty}, "job", 10)
-			now := time.Unix(0, 0)
-			pr.now = func() time.Time { now = now.Add(time.Second); return now }
+			clk := clock.NewFake(time.Unix(0, 0))
+			pr := newProgress(cliEnv{stderr: &buf, tty: tc.tty, clock: clk}, "job", 10)
 			for _, n := range tc.steps {
+				clk.Advance(tc.every)
 				pr.set(n)
 			}
 			pr.done()

@@ -16,7 +16,6 @@ import (
 	"github.com/mlx-bun/mlx-metrics/backend/internal/bus"
 	"github.com/mlx-bun/mlx-metrics/backend/internal/health"
 	"github.com/mlx-bun/mlx-metrics/backend/internal/server"
-	"github.com/mlx-bun/mlx-metrics/shared/clock"
 	"github.com/mlx-bun/mlx-metrics/shared/snapshot"
 )
 
@@ -131,7 +130,7 @@ func TestHostFlatEventsThroughEveryPath(t *testing.T) {
 		}},
 		{name: "events replay", feed: func(t *testing.T, url string) {
 			env, _, errOut := testEnv()
-			if err := eventsCmd(context.Background(), []string{"replay", "--server", url, file}, env, clock.Real{}); err != nil {
+			if err := eventsCmd(context.Background(), []string{"replay", "--server", url, file}, env); err != nil {
 				t.Fatalf("events replay: %v: %s", err, errOut)
 			}
 		}},

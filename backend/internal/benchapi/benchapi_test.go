@@ -26,6 +26,7 @@ import (
 	"github.com/mlx-bun/mlx-metrics/gpu/lease"
 	"github.com/mlx-bun/mlx-metrics/shared/apierror"
 	"github.com/mlx-bun/mlx-metrics/shared/bench"
+	"github.com/mlx-bun/mlx-metrics/shared/clock"
 )
 
 func TestMain(m *testing.M) {
@@ -37,17 +38,7 @@ type testAPI struct {
 	t     *testing.T
 	app   *fiber.App
 	api   *API
-	clock *killClock
-}
-
-// killClock is real time, but the SIGKILL timer fires only when the test says.
-type killClock struct{ armed chan chan time.Time }
-
-func (killClock) Now() time.Time { return time.Now() }
-func (c killClock) After(time.Duration) <-chan time.Time {
-	ch := make(chan time.Time, 1)
-	c.armed <- ch
-	return ch
+	clock *jobstest.Clock // real time; the SIGKILL timer fires when the test says
 }
 
 func newTestAPI(t *testing.T, maxQueued int) *testAPI {
@@ -69,7 +60,7 @@ func newTestAPI(t *testing.T, maxQueued int) *testAPI {
 	}
 	l := lease.New("no GPU found", lease.Options{})
 	argv, env := jobstest.RunnerArgv()
-	c := &killClock{armed: make(chan chan time.Time, 16)}
+	c := jobstest.NewClock(clock.Real{})
 	svc, err := jobs.New(jobs.Options{
 		RunsDir: filepath.Join(home, "metrics", "bench", "runs"),
 		Lease:   l, Runner: argv, Env: env, Clock: c, MaxQueued: maxQueued,
@@ -365,7 +356,7 @@ func TestQueueAndCancel(t *testing.T) {
 	if r.status != 202 || cancelling.Stage != "cancelling" {
 		t.Fatalf("cancel: %d %s", r.status, r.body)
 	}
-	<-ta.clock.armed
+	<-ta.clock.Armed
 	if a = ta.waitDone(a.ID); a.Status != bench.StatusCancelled {
 		t.Fatalf("a = %+v", a)
 	}
@@ -528,7 +519,7 @@ func TestEventStreamFollows(t *testing.T) {
 			if r := ta.do("DELETE", "/bench/"+j.ID, ""); r.status != 202 {
 				t.Fatalf("cancel: %d %s", r.status, r.body)
 			}
-			<-ta.clock.armed
+			<-ta.clock.Armed
 		}
 	}
 	if err := sc.Err(); err != nil {

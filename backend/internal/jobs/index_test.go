@@ -204,7 +204,7 @@ func TestOpenIndexFollowsJobs(t *testing.T) {
 					t.Fatalf("open index while it runs = %q", open)
 				}
 				h.svc.Cancel(j.ID)
-				<-h.clock.armed
+				<-h.clock.Armed
 			}
 			if j = h.done(j.ID); j.Status != tt.status {
 				t.Fatalf("job = %+v", j)
@@ -351,7 +351,7 @@ func TestListReadsNewestFirst(t *testing.T) {
 	}
 	// A job that ends moves from memory to disk and keeps its place.
 	h.svc.Cancel(live.ID)
-	<-h.clock.armed
+	<-h.clock.Armed
 	h.done(live.ID)
 	if got := h.svc.List(Filter{Limit: 1}); len(got) != 1 || got[0].ID != live.ID || got[0].Status != bench.StatusCancelled {
 		t.Errorf("after the end = %+v", got)

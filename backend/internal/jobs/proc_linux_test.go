@@ -35,7 +35,7 @@ func TestKillAfterGraceReachesServers(t *testing.T) {
 		t.Fatal("the server is not running")
 	}
 	h.svc.Cancel(j.ID)
-	(<-h.clock.armed) <- time.Time{}
+	(<-h.clock.Armed) <- time.Time{}
 	if j = h.done(j.ID); j.Status != bench.StatusCancelled {
 		t.Fatalf("job = %+v", j)
 	}

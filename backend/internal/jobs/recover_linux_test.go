@@ -91,7 +91,7 @@ func TestRestartWithLiveRunner(t *testing.T) {
 			if next.Status != bench.StatusQueued || next.Position != 1 {
 				t.Fatalf("next job = %+v, want queued behind the orphan", next)
 			}
-			timer := <-h.clock.armed // the grace period
+			timer := <-h.clock.Armed // the grace period
 			if !running(p) {
 				t.Fatal("the orphan stopped before the test let it")
 			}

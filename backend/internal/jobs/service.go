@@ -78,7 +78,9 @@ type Options struct {
 	// MaxQueued bounds the jobs waiting for the GPU; Submit answers
 	// ErrQueueFull beyond it.
 	MaxQueued int
-	Clock     Clock
+	// Clock is the service's time (clock.Real when nil); tests drive the
+	// SIGKILL grace period with it.
+	Clock clock.Clock
 	// Finished receives the record of every run that wrote one (complete,
 	// incomplete or cancelled), to keep in history. An error fails the job.
 	Finished func(rec bench.RunRecord, runDir string) error

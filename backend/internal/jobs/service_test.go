@@ -16,6 +16,7 @@ import (
 	"github.com/mlx-bun/mlx-metrics/backend/internal/jobs/jobstest"
 	"github.com/mlx-bun/mlx-metrics/gpu/lease"
 	"github.com/mlx-bun/mlx-metrics/shared/bench"
+	"github.com/mlx-bun/mlx-metrics/shared/clock"
 )
 
 func TestMain(m *testing.M) {
@@ -23,26 +24,17 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-// fakeClock's timers fire only when the test says so.
-type fakeClock struct {
-	armed chan chan time.Time // each After's channel, in order
-}
-
-func newFakeClock() *fakeClock { return &fakeClock{armed: make(chan chan time.Time, 16)} }
-
-func (c *fakeClock) Now() time.Time { return time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC) }
-
-func (c *fakeClock) After(time.Duration) <-chan time.Time {
-	ch := make(chan time.Time, 1)
-	c.armed <- ch
-	return ch
+// newFakeClock stands still at one time; its grace periods end only when
+// the test says (jobstest.Clock).
+func newFakeClock() *jobstest.Clock {
+	return jobstest.NewClock(clock.NewFake(time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)))
 }
 
 type harness struct {
 	t     *testing.T
 	svc   *Service
 	lease *lease.Lease
-	clock *fakeClock
+	clock *jobstest.Clock
 	dir   string
 
 	mu      sync.Mutex
@@ -86,7 +78,7 @@ func newHarnessLog(t *testing.T, dir string, maxQueued int, logf func(string, ..
 			}
 		}
 		go func() { // ends every grace period at once, until Close is done
-			for ch := range h.clock.armed {
+			for ch := range h.clock.Armed {
 				ch <- time.Time{}
 			}
 		}()
@@ -96,7 +88,7 @@ func newHarnessLog(t *testing.T, dir string, maxQueued int, logf func(string, ..
 			t.Errorf("a job outlived Close: %v", err)
 			return // its runner may still arm a timer
 		}
-		close(h.clock.armed)
+		close(h.clock.Armed)
 	})
 	return h
 }
@@ -307,7 +299,7 @@ func TestCancelMidCell(t *testing.T) {
 	if err != nil || c.Stage != "cancelling" || c.Status != bench.StatusRunning {
 		t.Fatalf("cancel = %+v %v", c, err)
 	}
-	<-h.clock.armed // the SIGKILL timer is armed but never fires here
+	<-h.clock.Armed // the SIGKILL timer is armed but never fires here
 	j = h.done(j.ID)
 	if j.Status != bench.StatusCancelled || j.Error != "cancelled" || *j.ExitCode != 143 {
 		t.Fatalf("job = %+v", j)
@@ -393,7 +385,7 @@ func TestCancelKillsAfterGrace(t *testing.T) {
 	if _, err := h.svc.Cancel(j.ID); err != nil {
 		t.Fatal(err)
 	}
-	timer := <-h.clock.armed
+	timer := <-h.clock.Armed
 	select {
 	case <-mustDone(t, h.svc, j.ID):
 		t.Fatal("the runner ended before the grace period")
@@ -445,7 +437,7 @@ func TestQueue(t *testing.T) {
 		t.Fatalf("lease = %+v", s)
 	}
 	h.svc.Cancel(a.ID)
-	timer := <-h.clock.armed
+	timer := <-h.clock.Armed
 	// a's runner ignores SIGTERM, so it holds the GPU until the grace
 	// period ends, and b waits.
 	if got, _ := h.svc.Get(b.ID); got.Status != bench.StatusQueued || got.Position != 1 || h.lease.State().Holder != a.ID {

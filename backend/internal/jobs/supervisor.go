@@ -5,6 +5,8 @@ import (
 	"os/exec"
 	"syscall"
 	"time"
+
+	"github.com/mlx-bun/mlx-metrics/shared/clock"
 )
 
 // pipeDrain bounds how long the backend keeps reading the runner's output
@@ -19,19 +21,19 @@ const pipeDrain = 5 * time.Second
 type supervisor struct {
 	cmd            *exec.Cmd
 	stdout, stderr *lineWriter
-	clock          Clock
+	clock          clock.Clock
 	grace          time.Duration
 	exited         chan struct{} // closed once wait has its status
 }
 
 // newSupervisor prepares argv to run in dir with env; out gets each line
 // the process writes, from one goroutine per stream.
-func newSupervisor(argv, env []string, dir string, clock Clock, grace time.Duration, out func(text string, stdout bool)) *supervisor {
+func newSupervisor(argv, env []string, dir string, clk clock.Clock, grace time.Duration, out func(text string, stdout bool)) *supervisor {
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Dir = dir
 	cmd.Env = env
 	isolate(cmd)
-	p := &supervisor{cmd: cmd, clock: clock, grace: grace, exited: make(chan struct{}),
+	p := &supervisor{cmd: cmd, clock: clk, grace: grace, exited: make(chan struct{}),
 		stdout: &lineWriter{f: func(l string) { out(l, true) }, max: 64 << 10},
 		stderr: &lineWriter{f: func(l string) { out(l, false) }, max: 64 << 10},
 	}
@@ -121,7 +123,7 @@ const (
 // for; otherwise it is stopped as supervisor.terminate stops a child.
 type orphan struct {
 	proc  runnerProc
-	clock Clock
+	clock clock.Clock
 	grace time.Duration
 }
 
