@@ -90,29 +90,37 @@ flags:
 		return err
 	}
 	fmt.Fprintf(stderr, "reference engine (a simulator, not a model) serving %q on http://%s/v1\n", cfg.Model, ln.Addr())
-	return Serve(ctx, cfg, ln, Publish{URL: *publish, Token: *publishToken}, stderr)
+	return Serve(ctx, cfg, ln, ServeOptions{PublishURL: *publish, PublishToken: *publishToken, Log: stderr})
 }
 
-// Publish says where an engine's events go: nowhere when URL is empty.
-type Publish struct {
-	URL   string
-	Token string
+// ServeOptions configure Serve. The zero value is the defaults.
+type ServeOptions struct {
+	// PublishURL is the backend the engine's events are posted to; they
+	// are posted nowhere when empty.
+	PublishURL string
+	// PublishToken is the bearer token for PublishURL.
+	PublishToken string
+	// Log receives what Serve has to say (io.Discard when nil).
+	Log io.Writer
 }
 
 // Serve runs an engine with cfg on ln until ctx ends, publishing its events
-// as publish says.
-func Serve(ctx context.Context, cfg Config, ln net.Listener, publish Publish, logw io.Writer) error {
+// as o says.
+func Serve(ctx context.Context, cfg Config, ln net.Listener, o ServeOptions) error {
+	if o.Log == nil {
+		o.Log = io.Discard
+	}
 	var opts Options
 	var pub *Publisher
-	if publish.URL != "" {
+	if o.PublishURL != "" {
 		var err error
-		logf := func(format string, args ...any) { fmt.Fprintf(logw, format+"\n", args...) }
-		if pub, err = NewPublisher(publish.URL, PublisherOptions{Token: publish.Token, Logf: logf}); err != nil {
+		logf := func(format string, args ...any) { fmt.Fprintf(o.Log, format+"\n", args...) }
+		if pub, err = NewPublisher(o.PublishURL, PublisherOptions{Token: o.PublishToken, Logf: logf}); err != nil {
 			ln.Close()
 			return &UsageError{err}
 		}
 		opts.Sink = pub.Send
-		fmt.Fprintf(logw, "publishing events to %s\n", pub.URL())
+		fmt.Fprintf(o.Log, "publishing events to %s\n", pub.URL())
 	}
 	e, err := New(cfg, opts)
 	if err != nil {

@@ -28,30 +28,44 @@ const (
 
 // Client streams requests to one OpenAI-compatible server.
 type Client struct {
-	// BaseURL is the API root, e.g. http://127.0.0.1:8080/v1.
-	BaseURL string
+	base   string
+	apiKey string
+	http   *http.Client
+	clock  clock.Clock
+}
+
+// Options configure a Client. The zero value is the defaults.
+type Options struct {
 	// APIKey, when set, is sent as a bearer token.
 	APIKey string
-	HTTP   *http.Client
-	// Clock is what the timings are read from: clock.Real, or a test's.
+	// HTTP sends the requests; default: a transport sized for many
+	// concurrent streams and without response compression (which would
+	// buffer chunks).
+	HTTP *http.Client
+	// Clock is what the timings are read from (clock.Real when nil).
 	Clock clock.Clock
 }
 
-// NewClient returns a client with a transport sized for many concurrent
-// streams and no response compression (which would buffer chunks).
-func NewClient(baseURL string) *Client {
-	tr := &http.Transport{
-		DialContext:         (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
-		MaxIdleConns:        1024,
-		MaxIdleConnsPerHost: 1024,
-		IdleConnTimeout:     90 * time.Second,
-		DisableCompression:  true,
+// New returns a client of the API rooted at baseURL, e.g.
+// http://127.0.0.1:8080/v1.
+func New(baseURL string, opts Options) *Client {
+	if opts.HTTP == nil {
+		opts.HTTP = &http.Client{Transport: &http.Transport{
+			DialContext:         (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+			MaxIdleConns:        1024,
+			MaxIdleConnsPerHost: 1024,
+			IdleConnTimeout:     90 * time.Second,
+			DisableCompression:  true,
+		}}
 	}
-	return &Client{BaseURL: strings.TrimRight(baseURL, "/"), HTTP: &http.Client{Transport: tr}, Clock: clock.Real{}}
+	if opts.Clock == nil {
+		opts.Clock = clock.Real{}
+	}
+	return &Client{base: strings.TrimRight(baseURL, "/"), apiKey: opts.APIKey, http: opts.HTTP, clock: opts.Clock}
 }
 
 // Close drops idle connections.
-func (c *Client) Close() { c.HTTP.CloseIdleConnections() }
+func (c *Client) Close() { c.http.CloseIdleConnections() }
 
 // Request is one streaming generation.
 type Request struct {
@@ -138,17 +152,17 @@ func (c *Client) Do(ctx context.Context, req Request) (Result, error) {
 	if err != nil {
 		return res, err
 	}
-	hr, err := http.NewRequestWithContext(ctx, http.MethodPost, c.BaseURL+"/"+req.Endpoint, bytes.NewReader(body))
+	hr, err := http.NewRequestWithContext(ctx, http.MethodPost, c.base+"/"+req.Endpoint, bytes.NewReader(body))
 	if err != nil {
 		return res, err
 	}
 	hr.Header.Set("Content-Type", "application/json")
 	hr.Header.Set("Accept", "text/event-stream")
-	if c.APIKey != "" {
-		hr.Header.Set("Authorization", "Bearer "+c.APIKey)
+	if c.apiKey != "" {
+		hr.Header.Set("Authorization", "Bearer "+c.apiKey)
 	}
-	res.Start = c.Clock.Now()
-	resp, err := c.HTTP.Do(hr)
+	res.Start = c.clock.Now()
+	resp, err := c.http.Do(hr)
 	if err != nil {
 		return res, timeoutErr(ctx, req.Timeout, err)
 	}
@@ -159,7 +173,7 @@ func (c *Client) Do(ctx context.Context, req Request) (Result, error) {
 	if err := c.read(resp.Body, &res); err != nil {
 		return res, timeoutErr(ctx, req.Timeout, err)
 	}
-	res.End = c.Clock.Now()
+	res.End = c.clock.Now()
 	// Read past [DONE] to the end so the connection is kept for the next
 	// request rather than closed.
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
@@ -258,7 +272,7 @@ func (c *Client) read(body io.Reader, res *Result) error {
 		if err != nil && err != io.EOF {
 			return err
 		}
-		at := c.Clock.Now()
+		at := c.clock.Now()
 		data, ok := bytes.CutPrefix(bytes.TrimRight(line, "\r\n"), []byte("data:"))
 		if ok {
 			data = bytes.TrimSpace(data)

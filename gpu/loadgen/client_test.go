@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/mlx-bun/mlx-metrics/gpu/engine"
+	"github.com/mlx-bun/mlx-metrics/shared/clock"
 )
 
 // startEngine serves a real-clock reference engine on loopback.
@@ -35,7 +36,7 @@ func startEngine(tb testing.TB, edit func(*engine.Config)) *httptest.Server {
 
 func TestDoAgainstEngine(t *testing.T) {
 	srv := startEngine(t, nil)
-	c := NewClient(srv.URL + "/v1")
+	c := New(srv.URL+"/v1", Options{})
 	defer c.Close()
 	tests := []struct {
 		name       string
@@ -124,7 +125,7 @@ data: [DONE]
 		t.Run(tt.name, func(t *testing.T) {
 			srv := fixedStream(tt.body, tt.status)
 			defer srv.Close()
-			c := NewClient(srv.URL)
+			c := New(srv.URL, Options{})
 			res, err := c.Do(context.Background(), Request{Endpoint: ChatCompletions, Model: "m", Prompt: "p", MaxTokens: 2})
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
@@ -219,12 +220,65 @@ func TestClientShare(t *testing.T) {
 		t.Run("stream: "+tt.name, func(t *testing.T) {
 			srv := fixedStream("data: {\"choices\":[{\"text\":\"x\"}]}\n\ndata: {\"choices\":[],\"usage\":{\"prompt_tokens\":1,\"completion_tokens\":1},\"server_timing\":"+tt.timing+"}\n\ndata: [DONE]\n\n", 200)
 			defer srv.Close()
-			res, err := NewClient(srv.URL).Do(context.Background(), Request{Endpoint: Completions, Model: "m", Prompt: "p", MaxTokens: 1})
+			res, err := New(srv.URL, Options{}).Do(context.Background(), Request{Endpoint: Completions, Model: "m", Prompt: "p", MaxTokens: 1})
 			if err != nil {
 				t.Fatal(err)
 			}
 			if stamped := !res.ServerReceived.IsZero(); stamped != tt.stamped {
 				t.Errorf("stamped = %v, want %v (%v, %v)", stamped, tt.stamped, res.ServerReceived, res.ServerFirstToken)
+			}
+		})
+	}
+}
+
+// countingTransport counts the requests a given HTTP client sends.
+type countingTransport struct{ n int }
+
+func (t *countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	t.n++
+	return http.DefaultTransport.RoundTrip(r)
+}
+
+// Each option takes effect, and the zero value sends no key and reads the
+// real clock.
+func TestOptions(t *testing.T) {
+	var auth string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		auth = r.Header.Get("Authorization")
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.Write([]byte("data: {\"choices\":[{\"text\":\"x\"}]}\n\ndata: [DONE]\n\n"))
+	}))
+	defer srv.Close()
+	t0 := time.Unix(1_764_000_000, 0)
+	tr := &countingTransport{}
+	tests := []struct {
+		name     string
+		opts     Options
+		wantAuth string
+		fake     bool // the timings are all t0
+		sent     int  // requests through tr
+	}{
+		{"zero", Options{}, "", false, 0},
+		{"api key", Options{APIKey: "s3cret"}, "Bearer s3cret", false, 0},
+		{"clock", Options{Clock: clock.NewFake(t0)}, "", true, 0},
+		{"http client", Options{HTTP: &http.Client{Transport: tr}}, "", false, 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := New(srv.URL+"/", tt.opts) // the trailing slash is trimmed
+			defer c.Close()
+			res, err := c.Do(context.Background(), Request{Endpoint: Completions, Model: "m", Prompt: "p", MaxTokens: 1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if auth != tt.wantAuth {
+				t.Errorf("Authorization %q, want %q", auth, tt.wantAuth)
+			}
+			if fake := res.Start.Equal(t0) && res.FirstToken.Equal(t0) && res.End.Equal(t0); fake != tt.fake || res.Start.IsZero() {
+				t.Errorf("timings %v %v %v from the fake clock: %v, want %v", res.Start, res.FirstToken, res.End, fake, tt.fake)
+			}
+			if tr.n != tt.sent {
+				t.Errorf("%d requests through the given client, want %d", tr.n, tt.sent)
 			}
 		})
 	}

@@ -81,7 +81,7 @@ func benchOverhead(b *testing.B, streams int) {
 		h.ServeHTTP(&stampWriter{ResponseWriter: w, fw: fw, entered: time.Now()}, r)
 	}))
 	defer srv.Close()
-	c := NewClient(srv.URL + "/v1")
+	c := New(srv.URL+"/v1", Options{})
 	defer c.Close()
 	prompt := Prompt(100, "")
 	// Each stream: 40 tokens at 25 tok/s (a per-stream rate typical of a

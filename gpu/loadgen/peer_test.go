@@ -37,7 +37,7 @@ func BenchmarkPeerShare1(b *testing.B) { benchPeerShare(b, 1) }
 
 func benchPeerShare(b *testing.B, streams int) {
 	peer := startPeer(b, streams)
-	c := NewClient(peer.base + "/v1")
+	c := New(peer.base+"/v1", Options{})
 	defer c.Close()
 	var ours, theirs []float64
 	b.ResetTimer()

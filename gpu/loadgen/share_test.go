@@ -35,7 +35,7 @@ func BenchmarkClientShare1(b *testing.B) { benchClientShare(b, 1) }
 func benchClientShare(b *testing.B, streams int) {
 	base := spawnEngine(b, "--batch-capacity", strconv.Itoa(streams), "--prefill-rate", "1000000",
 		"--decode-rate", "25", "--batch-slowdown", "0", "--load-ms", "0")
-	c := NewClient(base + "/v1")
+	c := New(base+"/v1", Options{})
 	defer c.Close()
 	prompt := Prompt(100, "")
 	var shares, server []float64

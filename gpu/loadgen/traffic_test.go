@@ -8,7 +8,7 @@ import (
 
 func TestTraffic(t *testing.T) {
 	srv := startEngine(t, nil)
-	c := NewClient(srv.URL + "/v1")
+	c := New(srv.URL+"/v1", Options{})
 	defer c.Close()
 	var mu sync.Mutex
 	var results []Result

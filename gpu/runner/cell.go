@@ -73,7 +73,7 @@ func (r *run) measure(ctx context.Context, i int, cell bench.Cell, res *bench.Ce
 
 	m := &measurer{
 		run: r, srv: srv, res: res,
-		client: loadgen.NewClient(srv.baseURL),
+		client: loadgen.New(srv.baseURL, loadgen.Options{}),
 		model:  cell.Model,
 		nonce:  fmt.Sprintf("%s-%d", r.o.ID, i),
 	}

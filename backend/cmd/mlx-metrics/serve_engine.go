@@ -79,11 +79,11 @@ func startReferenceEngine(ctx context.Context, c *referenceEngineConfig, backend
 		base := "http://" + ln.Addr().String() + "/v1"
 		fmt.Fprintf(os.Stderr, "mlx-metrics: reference engine (a simulator) serving %q at %s with ~%g synthetic requests/s\n", cfg.Model, base, c.rate)
 		r.wg.Go(func() {
-			client := loadgen.NewClient(base)
+			client := loadgen.New(base, loadgen.Options{})
 			defer client.Close()
 			client.Traffic(ctx, loadgen.TrafficOptions{Model: cfg.Model, RatePerSecond: c.rate, Seed: uint64(time.Now().UnixNano())}, nil)
 		})
-		if err := engine.Serve(ctx, cfg, ln, engine.Publish{URL: backend, Token: eventsToken}, os.Stderr); err != nil {
+		if err := engine.Serve(ctx, cfg, ln, engine.ServeOptions{PublishURL: backend, PublishToken: eventsToken, Log: os.Stderr}); err != nil {
 			fmt.Fprintf(os.Stderr, "mlx-metrics: reference engine: %v\n", err)
 		}
 	})

@@ -95,7 +95,7 @@ func startExport(ctx context.Context, cfg *exportConfig, b *bus.Bus, healthz *he
 		o := cfg.otlp
 		o.Logf = exportLogf
 		var err error
-		if pusher, err = otlp.Start(ctx, o, exp.Registry()); err != nil {
+		if pusher, err = otlp.Start(ctx, exp.Registry(), o); err != nil {
 			return nil, fmt.Errorf("--otlp-endpoint: %w", err)
 		}
 		healthz.Add("otlp", func() any { return pusher.Stats() })

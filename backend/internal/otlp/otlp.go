@@ -112,7 +112,7 @@ type Pusher struct {
 
 // Start begins pushing what g gathers. The first push is one interval
 // after the start; Shutdown pushes a last time.
-func Start(ctx context.Context, o Options, g prometheus.Gatherer) (*Pusher, error) {
+func Start(ctx context.Context, g prometheus.Gatherer, o Options) (*Pusher, error) {
 	o, err := o.Check()
 	if err != nil {
 		return nil, err

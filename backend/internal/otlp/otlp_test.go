@@ -226,7 +226,7 @@ func TestPushesWhatPrometheusServes(t *testing.T) {
 			e := exporterWithData()
 			ctx := context.Background()
 			// An interval no test waits for: the pushes are forced.
-			p, err := Start(ctx, Options{Endpoint: r.endpoint, Protocol: tc.protocol, Interval: MaxInterval}, e.Registry())
+			p, err := Start(ctx, e.Registry(), Options{Endpoint: r.endpoint, Protocol: tc.protocol, Interval: MaxInterval})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -312,8 +312,8 @@ func TestReceiverFailures(t *testing.T) {
 	var mu sync.Mutex
 	var logs []string
 	fake := clock.NewFake(time.UnixMilli(1764690000000))
-	p, err := Start(context.Background(), Options{Endpoint: r.endpoint, Protocol: ProtocolHTTP, Interval: MaxInterval, Clock: fake,
-		Logf: func(f string, a ...any) { mu.Lock(); logs = append(logs, f); mu.Unlock() }}, exporterWithData().Registry())
+	p, err := Start(context.Background(), exporterWithData().Registry(), Options{Endpoint: r.endpoint, Protocol: ProtocolHTTP, Interval: MaxInterval, Clock: fake,
+		Logf: func(f string, a ...any) { mu.Lock(); logs = append(logs, f); mu.Unlock() }})
 	if err != nil {
 		t.Fatal(err)
 	}
