@@ -39,7 +39,7 @@ func writeRun(t *testing.T, id string) string {
 // serveHistory runs the history routes over h on loopback, as serve does.
 func serveHistory(t *testing.T, h *history.Store) string {
 	t.Helper()
-	app := server.New(server.Options{}, &benchapi.API{History: h})
+	app := server.New(server.Options{}, benchapi.New(nil, h, nil, nil, benchapi.Options{}))
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

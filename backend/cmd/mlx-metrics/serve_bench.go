@@ -47,6 +47,7 @@ type benchServe struct {
 	api   *benchapi.API
 	hist  *history.Store // nil when degraded
 	jobs  *jobs.Service  // nil when degraded
+	plans *profiles.Dir  // nil when degraded
 	lease *lease.Lease
 	// degraded is why the storage did not open ("" when it did): the
 	// bench routes then answer 503 with it, and live metrics go on.
@@ -79,7 +80,7 @@ func openBench(home, device string, cfg *benchConfig) (*benchServe, error) {
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "mlx-metrics: bench-serve storage unavailable, serving live metrics only: %v\n", err)
 		reason := benchapi.SafeMessage(err)
-		return &benchServe{api: &benchapi.API{Lease: l, Unavailable: reason}, lease: l, degraded: reason}, nil
+		return &benchServe{api: benchapi.Unavailable(reason), lease: l, degraded: reason}, nil
 	}
 	return b, nil
 }
@@ -110,8 +111,8 @@ func openBenchStorage(home string, l *lease.Lease, cfg *benchConfig) (*benchServ
 		return nil, fmt.Errorf("open the bench runs: %w", err)
 	}
 	return &benchServe{
-		api:  &benchapi.API{Jobs: svc, History: hist, Profiles: dir, Lease: l},
-		hist: hist, jobs: svc, lease: l,
+		api:  benchapi.New(svc, hist, dir, l, benchapi.Options{}),
+		hist: hist, jobs: svc, plans: dir, lease: l,
 	}, nil
 }
 

@@ -219,7 +219,7 @@ func TestStopWithAFollowedRun(t *testing.T) {
 	defer parts.Close(context.Background())
 	parts.Add(b)
 	data, _ := json.Marshal(jobstest.Plan("block", 1))
-	if err := os.WriteFile(b.api.Profiles.FileFor("block"), data, 0o644); err != nil {
+	if err := os.WriteFile(b.plans.FileFor("block"), data, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")

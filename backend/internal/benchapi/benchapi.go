@@ -27,23 +27,43 @@ const (
 
 // API is the bench-serve feature.
 type API struct {
-	Jobs     *jobs.Service
-	History  *history.Store
-	Profiles *profiles.Dir
-	Lease    *lease.Lease
-	// Clock judges an imported run's times (clock.Real{} when nil).
-	Clock clock.Clock
-	// Unavailable, when set, is why bench-serve's storage could not open
-	// (a full disk, a home that cannot be written): every route answers 503
-	// with it, and the rest of the server (live metrics) is unaffected.
-	Unavailable string
+	jobs     *jobs.Service
+	history  *history.Store
+	profiles *profiles.Dir
+	lease    *lease.Lease
+	opts     Options
+	// unavailable, when set, is why bench-serve's storage could not open:
+	// every route answers 503 with it.
+	unavailable string
 
+	jobStreams atomic.Int64 // clients following the jobs or a job's events
+}
+
+// Options configure an API. The zero value is the defaults.
+type Options struct {
+	// Clock judges an imported run's times and paces the streams
+	// (clock.Real when nil).
+	Clock clock.Clock
 	// StreamWriteTimeout bounds one write to a client following the jobs
 	// or a job's events: one that has not taken it by then is dropped
 	// (30 s when 0).
 	StreamWriteTimeout time.Duration
+}
 
-	jobStreams atomic.Int64 // clients following the jobs or a job's events
+// New serves bench-serve over the job service, the history of finished
+// runs, the profiles runs start from and the GPU lease.
+func New(svc *jobs.Service, hist *history.Store, plans *profiles.Dir, l *lease.Lease, opts Options) *API {
+	if opts.Clock == nil {
+		opts.Clock = clock.Real{}
+	}
+	return &API{jobs: svc, history: hist, profiles: plans, lease: l, opts: opts}
+}
+
+// Unavailable is bench-serve whose storage could not open (a full disk, a
+// home that cannot be written): every route answers 503 with reason, and
+// the rest of the server (live metrics) is unaffected.
+func Unavailable(reason string) *API {
+	return &API{unavailable: reason, opts: Options{Clock: clock.Real{}}}
 }
 
 // Mount adds the routes; /bench/profiles comes before /bench/:id.
@@ -66,14 +86,14 @@ func (a *API) Mount(_ *fiber.App, api fiber.Router) {
 	}
 	for _, r := range routes {
 		h := r.handler
-		if a.Unavailable != "" {
-			h = a.unavailable
+		if a.unavailable != "" {
+			h = a.serveUnavailable
 		}
 		api.Add(r.method, r.path, h)
 	}
 }
 
-func (a *API) unavailable(c *fiber.Ctx) error {
+func (a *API) serveUnavailable(c *fiber.Ctx) error {
 	return server.Error(c, fiber.StatusServiceUnavailable,
-		"bench-serve is unavailable: "+a.Unavailable+"; live metrics are still served; free the disk or fix the home and restart")
+		"bench-serve is unavailable: "+a.unavailable+"; live metrics are still served; free the disk or fix the home and restart")
 }

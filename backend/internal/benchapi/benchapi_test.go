@@ -43,6 +43,12 @@ type testAPI struct {
 
 func newTestAPI(t *testing.T, maxQueued int) *testAPI {
 	t.Helper()
+	return newTestAPIOpts(t, maxQueued, Options{})
+}
+
+// newTestAPIOpts is newTestAPI with the API's options.
+func newTestAPIOpts(t *testing.T, maxQueued int, opts Options) *testAPI {
+	t.Helper()
 	home := t.TempDir()
 	plans := profiles.New(filepath.Join(home, "metrics", "bench", "plans"))
 	err := plans.Seed(map[string]bench.Plan{
@@ -78,7 +84,7 @@ func newTestAPI(t *testing.T, maxQueued int) *testAPI {
 		}
 		hist.Close()
 	})
-	api := &API{Jobs: svc, History: hist, Profiles: plans, Lease: l}
+	api := New(svc, hist, plans, l, opts)
 	return &testAPI{t: t, app: server.New(server.Options{}, api), api: api, clock: c}
 }
 
@@ -162,7 +168,7 @@ func (ta *testAPI) start(profile string) bench.Job {
 
 func (ta *testAPI) waitDone(id string) bench.Job {
 	ta.t.Helper()
-	ch, err := ta.api.Jobs.Done(id)
+	ch, err := ta.api.jobs.Done(id)
 	if err != nil {
 		ta.t.Fatal(err)
 	}
@@ -181,7 +187,7 @@ func (ta *testAPI) waitCell(id string) {
 	ta.t.Helper()
 	deadline := time.After(time.Minute)
 	for {
-		evs, changed, ended, err := ta.api.Jobs.Events(id, 0)
+		evs, changed, ended, err := ta.api.jobs.Events(id, 0)
 		if err != nil || ended {
 			ta.t.Fatalf("job %s: %v (ended %v)", id, err, ended)
 		}
@@ -235,7 +241,7 @@ func TestStartRejects(t *testing.T) {
 			}
 		})
 	}
-	if jl := ta.api.Jobs.List(jobs.Filter{}); len(jl) != 0 {
+	if jl := ta.api.jobs.List(jobs.Filter{}); len(jl) != 0 {
 		t.Fatalf("a rejected start made jobs: %+v", jl)
 	}
 }
@@ -392,7 +398,7 @@ func TestCancelQueued(t *testing.T) {
 
 func TestStartWhileStopping(t *testing.T) {
 	ta := newTestAPI(t, 0)
-	if err := ta.api.Jobs.Close(context.Background()); err != nil {
+	if err := ta.api.jobs.Close(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	r := ta.do("POST", "/bench", `{"profile":"ok"}`)
@@ -455,7 +461,7 @@ func TestHistoryLimitsAndCSV(t *testing.T) {
 		v := float64(i)
 		e := bench.HistoryEntry{ID: bench.NewRunID(start, "x"), Profile: "p", StartedAt: start.UnixMilli(), Complete: true,
 			Cells: []bench.CompactCell{{Key: "a", Status: bench.CellMeasured, DecodeTokensPerSecond: &v}, {Key: "b", Status: bench.CellSkipped}}}
-		if err := ta.api.History.Put(e); err != nil {
+		if err := ta.api.history.Put(e); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -28,7 +28,7 @@ func (a *API) listHistory(c *fiber.Ctx) error {
 		if err != nil {
 			return server.Error(c, fiber.StatusBadRequest, err.Error())
 		}
-		entries, problems, err := a.History.List(limit)
+		entries, problems, err := a.history.List(limit)
 		if err != nil {
 			return storageError(c, "read the history", err)
 		}
@@ -44,7 +44,7 @@ func (a *API) listHistory(c *fiber.Ctx) error {
 		if err != nil {
 			return err
 		}
-		problems, err := a.History.Each(limit, cw.Write)
+		problems, err := a.history.Each(limit, cw.Write)
 		if err == nil {
 			err = cw.Flush()
 		}
@@ -63,7 +63,7 @@ func (a *API) listHistory(c *fiber.Ctx) error {
 
 func (a *API) getHistory(c *fiber.Ctx) error {
 	id := c.Params("id")
-	e, err := a.History.Get(id)
+	e, err := a.history.Get(id)
 	switch {
 	case errors.Is(err, history.ErrNotFound):
 		return server.Error(c, fiber.StatusNotFound, fmt.Sprintf("no finished run %q in history", capEcho(id)))
@@ -81,7 +81,7 @@ func (a *API) getHistory(c *fiber.Ctx) error {
 // directory is left alone.
 func (a *API) deleteHistory(c *fiber.Ctx) error {
 	id := c.Params("id")
-	err := a.History.Delete(id)
+	err := a.history.Delete(id)
 	if errors.Is(err, history.ErrNotFound) {
 		return server.Error(c, fiber.StatusNotFound, fmt.Sprintf("no finished run %q in history", capEcho(id)))
 	}

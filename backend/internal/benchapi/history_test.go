@@ -67,7 +67,7 @@ func newHistoryAPI(t *testing.T, n int, bad map[int]string) *testAPI {
 			t.Fatal(err)
 		}
 	}
-	api := &API{History: hist}
+	api := New(nil, hist, nil, nil, Options{})
 	return &testAPI{t: t, app: server.New(server.Options{}, api), api: api}
 }
 
@@ -90,7 +90,7 @@ func TestUnreadableEntry(t *testing.T) {
 	if len(hl.Entries) != 4 || len(hl.Problems) != 2 || hl.Problems[0].ID != histID(4) || hl.Problems[1].ID != histID(2) {
 		t.Fatalf("history = %d entries, problems %+v", len(hl.Entries), hl.Problems)
 	}
-	if n := ta.api.History.Unreadable(); n != 2 {
+	if n := ta.api.history.Unreadable(); n != 2 {
 		t.Fatalf("Unreadable() = %d, want 2", n)
 	}
 
@@ -128,8 +128,8 @@ func TestUnreadableEntry(t *testing.T) {
 	}
 	hl = bench.HistoryList{}
 	ta.do("GET", "/history", "").decode(t, &hl)
-	if len(hl.Entries) != 3 || len(hl.Problems) != 0 || ta.api.History.Unreadable() != 0 {
-		t.Fatalf("after deletes: %d entries, problems %+v, unreadable %d", len(hl.Entries), hl.Problems, ta.api.History.Unreadable())
+	if len(hl.Entries) != 3 || len(hl.Problems) != 0 || ta.api.history.Unreadable() != 0 {
+		t.Fatalf("after deletes: %d entries, problems %+v, unreadable %d", len(hl.Entries), hl.Problems, ta.api.history.Unreadable())
 	}
 }
 
@@ -149,7 +149,7 @@ func TestHistoryFullDisk(t *testing.T) {
 	}
 	free = history.MinFree - 1
 	var seen []int
-	api := &API{History: hist, Clock: clock.NewFake(importNow)}
+	api := New(nil, hist, nil, nil, Options{Clock: clock.NewFake(importNow)})
 	ta := &testAPI{t: t, app: server.New(server.Options{OnError: func(_ *fiber.Ctx, status int) { seen = append(seen, status) }}, api), api: api}
 	tests := []struct {
 		name, method, path, body string

@@ -33,14 +33,14 @@ const maxRunDirectory = 1024
 // it, and the answer is the history entry made of it (201), or 409 when
 // history has that run already.
 func (a *API) importRun(c *fiber.Ctx) error {
-	e, err := DecodeImport(c.Body(), c.Query("runDirectory"), a.clock())
+	e, err := DecodeImport(c.Body(), c.Query("runDirectory"), a.opts.Clock)
 	switch {
 	case errors.Is(err, ErrTooLarge):
 		return server.Error(c, fiber.StatusRequestEntityTooLarge, err.Error())
 	case err != nil:
 		return server.Error(c, fiber.StatusBadRequest, err.Error())
 	}
-	switch err := a.History.PutNew(e); {
+	switch err := a.history.PutNew(e); {
 	case errors.Is(err, history.ErrExists):
 		return server.Error(c, fiber.StatusConflict, fmt.Sprintf(
 			"run %s is in history already; to import it again, forget it first (DELETE /api/metrics/history/%s)", e.ID, e.ID))
@@ -48,13 +48,6 @@ func (a *API) importRun(c *fiber.Ctx) error {
 		return storageError(c, "keep the run in history", err)
 	}
 	return c.Status(fiber.StatusCreated).JSON(e)
-}
-
-func (a *API) clock() clock.Clock {
-	if a.Clock == nil {
-		return clock.Real{}
-	}
-	return a.Clock
 }
 
 // DecodeImport turns a run.json into the history entry that keeps it,

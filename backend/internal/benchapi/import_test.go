@@ -34,8 +34,7 @@ func importRecord(edit func(r *bench.RunRecord)) string {
 // `bench run`) in history, once; a bad record is a 400 (413 when too large)
 // that says why and leaves history as it was.
 func TestImportRun(t *testing.T) {
-	ta := newTestAPI(t, 1)
-	ta.api.Clock = clock.NewFake(importNow)
+	ta := newTestAPIOpts(t, 1, Options{Clock: clock.NewFake(importNow)})
 	tests := []struct {
 		name   string
 		path   string

@@ -22,7 +22,7 @@ import (
 )
 
 func (a *API) listProfiles(c *fiber.Ctx) error {
-	ps, err := a.Profiles.List()
+	ps, err := a.profiles.List()
 	if err != nil {
 		return storageError(c, "list the profiles", err)
 	}
@@ -64,24 +64,24 @@ func (a *API) start(c *fiber.Ctx) error {
 	case errors.Is(err, errNoProfile):
 		return server.Error(c, fiber.StatusBadRequest,
 			`missing profile: POST /bench takes {"profile": "<name>"} naming a plan in `+profiles.ShownDir+
-				" (GET /api/metrics/bench/profiles lists them); "+a.Profiles.HowToCreate(""))
+				" (GET /api/metrics/bench/profiles lists them); "+a.profiles.HowToCreate(""))
 	case err != nil:
 		return server.Error(c, fiber.StatusBadRequest, err.Error())
 	}
-	plan, err := a.Profiles.Load(name)
+	plan, err := a.profiles.Load(name)
 	switch {
 	case errors.Is(err, profiles.ErrBadName):
 		return server.Error(c, fiber.StatusBadRequest,
-			err.Error()+"; it resolves to "+profiles.ShownFile("<name>")+" and nothing else; "+a.Profiles.HowToCreate(""))
+			err.Error()+"; it resolves to "+profiles.ShownFile("<name>")+" and nothing else; "+a.profiles.HowToCreate(""))
 	case errors.Is(err, profiles.ErrNotFound):
-		return server.Error(c, fiber.StatusBadRequest, err.Error()+"; "+a.Profiles.HowToCreate(name))
+		return server.Error(c, fiber.StatusBadRequest, err.Error()+"; "+a.profiles.HowToCreate(name))
 	case errors.Is(err, profiles.ErrInvalid):
 		return server.Error(c, fiber.StatusBadRequest,
 			err.Error()+"; fix "+profiles.ShownFile(name)+" or write it again with `mlx-metrics bench plan --out "+profiles.ShownFile(name)+"`")
 	case err != nil:
 		return storageError(c, fmt.Sprintf("read profile %q", name), err)
 	}
-	j, err := a.Jobs.Submit(name, plan)
+	j, err := a.jobs.Submit(name, plan)
 	switch {
 	case errors.Is(err, jobs.ErrQueueFull):
 		return server.Error(c, fiber.StatusConflict, err.Error())
@@ -118,7 +118,7 @@ func (a *API) listJobs(c *fiber.Ctx) error {
 }
 
 func (a *API) jobList(f jobs.Filter) bench.JobList {
-	return bench.JobList{Jobs: a.Jobs.List(f), Lease: a.Lease.State()}
+	return bench.JobList{Jobs: a.jobs.List(f), Lease: a.lease.State()}
 }
 
 // MaxJobStreams bounds the clients following the jobs as streams at once,
@@ -140,7 +140,7 @@ var keepAliveComment = []byte(": keepalive\n\n")
 // and reports false when MaxJobStreams follow already. Each follower holds
 // a connection and a goroutine: their number is bounded, so a flood of
 // followers cannot grow memory, and one that stops reading is dropped
-// after StreamWriteTimeout.
+// after Options.StreamWriteTimeout.
 func (a *API) follow(c *fiber.Ctx, instead string) bool {
 	if a.jobStreams.Add(1) > MaxJobStreams {
 		a.jobStreams.Add(-1)
@@ -161,15 +161,15 @@ func (a *API) streamJobs(c *fiber.Ctx, f jobs.Filter) error {
 	}
 	stream.SetHeaders(c)
 	f.Status = strings.Clone(f.Status) // Fiber reuses the request's memory
-	clk := a.clock()
-	stream.Hijack(c, a.StreamWriteTimeout, func(w *stream.Writer) {
+	clk := a.opts.Clock
+	stream.Hijack(c, a.opts.StreamWriteTimeout, func(w *stream.Writer) {
 		defer a.jobStreams.Add(-1)
 		keepalive := clk.NewTicker(streamKeepAlive)
 		defer keepalive.Stop()
 		var frame []byte
 		for {
 			// Watch before reading the list, so no change falls between.
-			changed, closing := a.Jobs.Watch()
+			changed, closing := a.jobs.Watch()
 			if closing {
 				return
 			}
@@ -200,7 +200,7 @@ func (a *API) streamJobs(c *fiber.Ctx, f jobs.Filter) error {
 }
 
 func (a *API) getJob(c *fiber.Ctx) error {
-	j, err := a.Jobs.Get(c.Params("id"))
+	j, err := a.jobs.Get(c.Params("id"))
 	if err != nil {
 		return jobError(c, err)
 	}
@@ -210,7 +210,7 @@ func (a *API) getJob(c *fiber.Ctx) error {
 // cancelJob answers 200 when the job is cancelled already (it was queued)
 // and 202 while its runner is still stopping.
 func (a *API) cancelJob(c *fiber.Ctx) error {
-	j, err := a.Jobs.Cancel(c.Params("id"))
+	j, err := a.jobs.Cancel(c.Params("id"))
 	if errors.Is(err, jobs.ErrFinished) {
 		return server.Error(c, fiber.StatusConflict, fmt.Sprintf("job %s has already ended (%s); nothing to cancel", j.ID, j.Status))
 	}
@@ -248,7 +248,7 @@ func (a *API) jobEvents(c *fiber.Ctx) error {
 	}
 	// The first read answers a JSON request, or opens the stream, which
 	// then reads on from where it ended.
-	evs, off, changed, ended, err := a.Jobs.EventsAt(id, after, 0)
+	evs, off, changed, ended, err := a.jobs.EventsAt(id, after, 0)
 	if err != nil {
 		return jobError(c, err)
 	}
@@ -259,8 +259,8 @@ func (a *API) jobEvents(c *fiber.Ctx) error {
 		return nil
 	}
 	stream.SetHeaders(c)
-	svc, clk := a.Jobs, a.clock()
-	stream.Hijack(c, a.StreamWriteTimeout, func(w *stream.Writer) {
+	svc, clk := a.jobs, a.opts.Clock
+	stream.Hijack(c, a.opts.StreamWriteTimeout, func(w *stream.Writer) {
 		defer a.jobStreams.Add(-1)
 		keepalive := clk.NewTicker(streamKeepAlive)
 		defer keepalive.Stop()
@@ -301,13 +301,13 @@ func acceptsEventStream(c *fiber.Ctx) bool {
 
 func (a *API) jobReport(c *fiber.Ctx) error {
 	id := c.Params("id")
-	dir, err := a.Jobs.Dir(id)
+	dir, err := a.jobs.Dir(id)
 	if err != nil {
 		return jobError(c, err)
 	}
 	data, err := os.ReadFile(filepath.Join(dir, jobs.ReportFile))
 	if errors.Is(err, os.ErrNotExist) {
-		j, _ := a.Jobs.Get(id)
+		j, _ := a.jobs.Get(id)
 		return server.Error(c, fiber.StatusNotFound, fmt.Sprintf("job %s (%s) has no report.md yet", id, j.Status))
 	}
 	if err != nil {

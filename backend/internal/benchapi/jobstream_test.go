@@ -54,7 +54,7 @@ func TestJobListStream(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	if err := ta.api.Jobs.Close(ctx); err != nil {
+	if err := ta.api.jobs.Close(ctx); err != nil {
 		t.Fatal(err)
 	}
 	for sc.Scan() { // the service closed: the stream ends

@@ -14,8 +14,8 @@ import (
 // path of the server.
 func TestMessagesBounded(t *testing.T) {
 	ta := newTestAPI(t, 0)
-	serverPath := ta.api.Profiles.Path()
-	os.WriteFile(ta.api.Profiles.FileFor("invalid"), []byte(`{"scope":"sideways","cells":[]}`), 0o644)
+	serverPath := ta.api.profiles.Path()
+	os.WriteFile(ta.api.profiles.FileFor("invalid"), []byte(`{"scope":"sideways","cells":[]}`), 0o644)
 	long := strings.Repeat("a", 251)
 	huge := strings.Repeat("b", 100000)
 	longQuery := strings.Repeat("q", 3000) // a URL within the server's header buffer
