@@ -81,8 +81,7 @@ func startLive(ctx context.Context, cfg *liveConfig, b *bus.Bus, healthz *health
 	sources := map[string]func() any{"http": func() any { return posted.Stats() }}
 
 	if cfg.eventsURL != "" {
-		f := ingest.NewFollower(b, cfg.eventsURL, ingest.Options{})
-		f.Token = cfg.eventsURLToken
+		f := ingest.NewFollower(b, cfg.eventsURL, ingest.FollowerOptions{Token: cfg.eventsURLToken})
 		sources["follow"] = func() any { return f.Status() }
 		s.sources.Add(1)
 		go func() {

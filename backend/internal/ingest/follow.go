@@ -29,15 +29,8 @@ import (
 // the last DedupeWindow events it published (see identity), and after a
 // reconnection drops what is no newer than the events it forgot (seenSet).
 type Follower struct {
-	URL        string
-	Token      string        // sent as a bearer token when set
-	MinBackoff time.Duration // 500 ms
-	MaxBackoff time.Duration // 30 s
-	// IdleTimeout drops a connection that delivers nothing, not even a
-	// keep-alive, for this long: a half-open TCP connection would otherwise
-	// wait forever (60 s; wall-clock, as it guards a real socket).
-	IdleTimeout time.Duration
-	Client      *http.Client // one without a timeout when nil: the stream is long-lived
+	url string
+	cfg FollowerOptions // defaults filled in
 
 	*Source
 	clock clock.Clock
@@ -67,10 +60,39 @@ type FollowStatus struct {
 	Events       Stats  `json:"events"`
 }
 
+// FollowerOptions configure a Follower. The zero value is the defaults.
+type FollowerOptions struct {
+	Options // the source's
+	// Token is sent as a bearer token when set.
+	Token string
+	// MinBackoff is the first wait before reconnecting (500 ms when 0);
+	// MaxBackoff the longest (30 s, or MinBackoff if that is longer).
+	MinBackoff, MaxBackoff time.Duration
+	// IdleTimeout drops a connection that delivers nothing, not even a
+	// keep-alive, for this long: a half-open TCP connection would otherwise
+	// wait forever (60 s when 0; wall-clock, as it guards a real socket).
+	IdleTimeout time.Duration
+	// Client makes the requests (http.DefaultClient, which has no timeout,
+	// when nil: the stream is long-lived).
+	Client *http.Client
+}
+
 // NewFollower returns a follower of url publishing to b; Run starts it.
-func NewFollower(b *bus.Bus, url string, opts Options) *Follower {
-	src := NewSource("follow "+url, b, true, opts)
-	return &Follower{URL: url, Source: src, clock: src.opts.Clock, seen: newSeenSet(DedupeWindow)}
+func NewFollower(b *bus.Bus, url string, opts FollowerOptions) *Follower {
+	if opts.MinBackoff <= 0 {
+		opts.MinBackoff = 500 * time.Millisecond
+	}
+	if opts.MaxBackoff < opts.MinBackoff {
+		opts.MaxBackoff = max(30*time.Second, opts.MinBackoff)
+	}
+	if opts.IdleTimeout <= 0 {
+		opts.IdleTimeout = 60 * time.Second
+	}
+	if opts.Client == nil {
+		opts.Client = http.DefaultClient
+	}
+	src := NewSource("follow "+url, b, true, opts.Options)
+	return &Follower{url: url, cfg: opts, Source: src, clock: src.opts.Clock, seen: newSeenSet(DedupeWindow)}
 }
 
 // Status reports the follower's state.
@@ -78,7 +100,7 @@ func (f *Follower) Status() FollowStatus {
 	f.mu.Lock()
 	st := f.status
 	f.mu.Unlock()
-	st.URL = f.URL
+	st.URL = f.url
 	st.Events = f.Stats()
 	st.Duplicates = f.seen.repeats.Load()
 	st.BeyondWindow = f.seen.beyond.Load()
@@ -95,13 +117,7 @@ func (f *Follower) update(fn func(*FollowStatus)) {
 // not yet logged.
 func (f *Follower) Run(ctx context.Context) {
 	defer f.FlushLog()
-	minB, maxB := f.MinBackoff, f.MaxBackoff
-	if minB <= 0 {
-		minB = 500 * time.Millisecond
-	}
-	if maxB < minB {
-		maxB = max(30*time.Second, minB)
-	}
+	minB, maxB := f.cfg.MinBackoff, f.cfg.MaxBackoff
 	clk := f.clock
 	wait := minB
 	for ctx.Err() == nil {
@@ -135,10 +151,7 @@ func (f *Follower) Run(ctx context.Context) {
 // once makes one connection and reads it to its end. It reports how many
 // events it accepted and any retry the server advised.
 func (f *Follower) once(ctx context.Context) (accepted int, retry time.Duration, err error) {
-	idle := f.IdleTimeout
-	if idle <= 0 {
-		idle = 60 * time.Second
-	}
+	idle := f.cfg.IdleTimeout
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	watchdog := time.AfterFunc(idle, func() { cancel(fmt.Errorf("nothing received for %v", idle)) })
@@ -148,28 +161,24 @@ func (f *Follower) once(ctx context.Context) (accepted int, retry time.Duration,
 			err = cause
 		}
 	}()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, f.URL, nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, f.url, nil)
 	if err != nil {
 		return 0, 0, err
 	}
 	req.Header.Set("Accept", "text/event-stream, application/x-ndjson;q=0.9")
-	if f.Token != "" {
-		req.Header.Set("Authorization", "Bearer "+f.Token)
+	if f.cfg.Token != "" {
+		req.Header.Set("Authorization", "Bearer "+f.cfg.Token)
 	}
 	if id := f.LastID(); id != "" {
 		req.Header.Set("Last-Event-ID", id)
 	}
-	client := f.Client
-	if client == nil {
-		client = http.DefaultClient
-	}
-	resp, err := client.Do(req)
+	resp, err := f.cfg.Client.Do(req)
 	if err != nil {
 		return 0, 0, err
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode/100 != 2 {
-		return 0, 0, fmt.Errorf("GET %s: %s", f.URL, resp.Status)
+		return 0, 0, fmt.Errorf("GET %s: %s", f.url, resp.Status)
 	}
 	var resumed bool // an earlier connection delivered: its events may come again
 	f.update(func(s *FollowStatus) {

@@ -46,8 +46,7 @@ func TestFollowerReconnects(t *testing.T) {
 	got := make(chan events.Event, 16)
 	defer b.Subscribe("sink", 64, func(ev events.Event) { got <- ev })()
 	clk := clock.NewFake(time.UnixMilli(t0))
-	f := NewFollower(b, srv.URL, Options{Clock: clk, Logf: t.Logf})
-	f.Token, f.MaxBackoff = "tok", 3*time.Second
+	f := NewFollower(b, srv.URL, FollowerOptions{Options: Options{Clock: clk, Logf: t.Logf}, Token: "tok", MaxBackoff: 3 * time.Second})
 
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
@@ -206,8 +205,7 @@ func TestFollowerIdleTimeout(t *testing.T) {
 	}))
 	defer srv.Close()
 	clk := clock.NewFake(time.UnixMilli(t0))
-	f := NewFollower(bus.New(), srv.URL, Options{Clock: clk, Logf: t.Logf})
-	f.IdleTimeout = 50 * time.Millisecond
+	f := NewFollower(bus.New(), srv.URL, FollowerOptions{Options: Options{Clock: clk, Logf: t.Logf}, IdleTimeout: 50 * time.Millisecond})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { f.Run(ctx); close(done) }()

@@ -88,7 +88,7 @@ func TestFollowerResumesWithoutDoubleCounting(t *testing.T) {
 				}
 			})()
 			clk := clock.NewFake(time.UnixMilli(t0))
-			f := NewFollower(b, srv.URL, Options{Clock: clk, Logf: t.Logf})
+			f := NewFollower(b, srv.URL, FollowerOptions{Options: Options{Clock: clk, Logf: t.Logf}})
 			if tc.window > 0 {
 				f.seen = newSeenSet(tc.window)
 			}
@@ -200,7 +200,7 @@ func TestSourcesLogPendingWhenTheyEnd(t *testing.T) {
 			defer srv.Close()
 			read := make(chan struct{}, 1)
 			defer b.Subscribe("sink", 4, func(events.Event) { read <- struct{}{} })()
-			f := NewFollower(b, srv.URL, opts)
+			f := NewFollower(b, srv.URL, FollowerOptions{Options: opts})
 			ctx, cancel := context.WithCancel(context.Background())
 			done := make(chan struct{})
 			go func() { f.Run(ctx); close(done) }()
