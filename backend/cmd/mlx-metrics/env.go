@@ -53,3 +53,12 @@ func (e *envDefaults) duration(key string, def time.Duration) time.Duration {
 
 // err is every malformed value, nil when there is none.
 func (e *envDefaults) err() error { return errors.Join(e.errs...) }
+
+// envOr is key's value, or def when key is unset: the client commands'
+// defaults (serve's flags read theirs through envDefaults).
+func envOr(key, def string) string {
+	if v := os.Getenv(key); v != "" {
+		return v
+	}
+	return def
+}

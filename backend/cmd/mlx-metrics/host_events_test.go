@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mlx-bun/mlx-metrics/backend/internal/app"
 	"github.com/mlx-bun/mlx-metrics/backend/internal/bus"
 	"github.com/mlx-bun/mlx-metrics/backend/internal/health"
 	"github.com/mlx-bun/mlx-metrics/backend/internal/server"
@@ -137,23 +138,24 @@ func TestHostFlatEventsThroughEveryPath(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			fs := flag.NewFlagSet("serve", flag.ContinueOnError)
-			cfg := addLiveFlags(fs, &envDefaults{})
+			var cfg app.LiveConfig
+			addLiveFlags(fs, &envDefaults{}, &cfg)
 			if err := fs.Parse(tc.args); err != nil {
 				t.Fatal(err)
 			}
 			b := bus.New()
-			s, err := startLive(context.Background(), cfg, b, health.New(time.Now(), health.Options{}))
+			s, err := app.StartLive(context.Background(), b, health.New(time.Now(), health.Options{}), cfg)
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer s.Close(context.Background())
-			app := server.New(server.Options{}, s.features...)
+			srv := server.New(server.Options{}, s.Features()...)
 			ln, err := net.Listen("tcp", "127.0.0.1:0")
 			if err != nil {
 				t.Fatal(err)
 			}
-			go func() { _ = app.Listener(ln) }()
-			defer app.Shutdown()
+			go func() { _ = srv.Listener(ln) }()
+			defer srv.Shutdown()
 			if tc.feed != nil {
 				tc.feed(t, "http://"+ln.Addr().String())
 			}
@@ -162,7 +164,7 @@ func TestHostFlatEventsThroughEveryPath(t *testing.T) {
 			deadline := time.Now().Add(10 * time.Second)
 			for {
 				b.Flush()
-				snap := s.live.Snapshot(time.Now())
+				snap := s.Snapshot(time.Now())
 				if snap.Requests.Finished >= 3 {
 					checkAnchorValues(t, snap)
 					return

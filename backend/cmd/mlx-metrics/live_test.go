@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mlx-bun/mlx-metrics/backend/internal/app"
 	"github.com/mlx-bun/mlx-metrics/backend/internal/bus"
 	"github.com/mlx-bun/mlx-metrics/backend/internal/health"
 )
@@ -30,15 +31,16 @@ func TestLiveFlags(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 			fs.SetOutput(io.Discard)
-			cfg := addLiveFlags(fs, &envDefaults{})
+			var cfg app.LiveConfig
+			addLiveFlags(fs, &envDefaults{}, &cfg)
 			if err := fs.Parse(tc.args); err != nil {
 				t.Fatal(err)
 			}
 			h := health.New(time.Now(), health.Options{})
-			s, err := startLive(context.Background(), cfg, bus.New(), h)
+			s, err := app.StartLive(context.Background(), bus.New(), h, cfg)
 			if tc.err != "" {
-				if err == nil || !strings.Contains(err.Error(), tc.err) {
-					t.Fatalf("error %v, want one mentioning %q", err, tc.err)
+				if exitCode(startError(err)) != 2 || !strings.Contains(err.Error(), tc.err) {
+					t.Fatalf("error %v, want a usage error mentioning %q", err, tc.err)
 				}
 				return
 			}

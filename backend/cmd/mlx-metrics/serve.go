@@ -1,12 +1,10 @@
 package main
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"net"
 	"os"
 	"path/filepath"
@@ -14,50 +12,26 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/mlx-bun/mlx-metrics/backend/internal/access"
 	"github.com/mlx-bun/mlx-metrics/backend/internal/app"
-	"github.com/mlx-bun/mlx-metrics/backend/internal/bus"
-	"github.com/mlx-bun/mlx-metrics/backend/internal/health"
-	"github.com/mlx-bun/mlx-metrics/backend/internal/server"
-	"github.com/mlx-bun/mlx-metrics/backend/internal/webui"
+	"github.com/mlx-bun/mlx-metrics/backend/internal/jobs"
+	"github.com/mlx-bun/mlx-metrics/backend/internal/otlp"
+	"github.com/mlx-bun/mlx-metrics/backend/internal/store"
 )
 
-// serveConfig is the backend's configuration; every flag has an env twin.
-type serveConfig struct {
-	addr string
-	home string
-	// corsOrigins are the host origins allowed to embed the panel and call
-	// the API from their pages (comma-separated); none by default.
-	corsOrigins string
-	// token is required of every change under the API (docs/security.md).
-	token string
-}
-
+// defaultHome is serve's data home without --home or MLX_METRICS_HOME.
 func defaultHome() string {
-	if h := os.Getenv("MLX_METRICS_HOME"); h != "" {
-		return h
-	}
 	if h, err := os.UserHomeDir(); err == nil {
 		return filepath.Join(h, ".mlx-metrics")
 	}
 	return ".mlx-metrics"
 }
 
-func envOr(key, def string) string {
-	if v := os.Getenv(key); v != "" {
-		return v
-	}
-	return def
-}
-
+// runServe is `mlx-metrics serve`: the flags fill app.Config, and
+// internal/app starts the backend from it.
 func runServe(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
-	var cfg serveConfig
-	fs.StringVar(&cfg.addr, "addr", envOr("MLX_METRICS_ADDR", "127.0.0.1:7878"), "listen on `HOST:PORT` (env MLX_METRICS_ADDR)")
-	fs.StringVar(&cfg.home, "home", defaultHome(), "data home `DIR`; storage lives under DIR/metrics (env MLX_METRICS_HOME)")
-	fs.StringVar(&cfg.corsOrigins, "cors-origins", os.Getenv("MLX_METRICS_CORS_ORIGINS"), "comma-separated host `ORIGINS` (scheme://host[:port]) allowed to embed the panel and call the API; none by default (env MLX_METRICS_CORS_ORIGINS)")
 	var env envDefaults
-	fs.StringVar(&cfg.token, "token", env.text("MLX_METRICS_TOKEN", ""), "bearer `TOKEN` every change under /api/metrics requires (POST /events, POST and DELETE /bench, POST and DELETE /history); none when empty, which is safe only on loopback (env MLX_METRICS_TOKEN)")
+	cfg := addServeFlags(fs, &env)
 	fs.Usage = func() {
 		fmt.Fprintln(os.Stderr, "usage: mlx-metrics serve [flags]\n\n"+
 			"Runs the backend: the live metrics from the host's events (REST, server-sent events,\n"+
@@ -69,104 +43,22 @@ func runServe(ctx context.Context, args []string) error {
 			"  mlx-metrics serve --addr 0.0.0.0:7878 --token \"$(openssl rand -hex 16)\" --cors-origins https://host.example\n\nflags:")
 		fs.PrintDefaults()
 	}
-	benchCfg := addBenchFlags(fs, &env)
-	liveCfg := addLiveFlags(fs, &env)
-	exportCfg := addExportFlags(fs, &env)
-	refEngineCfg := addReferenceEngineFlags(fs, &env)
 	if err := fs.Parse(args); err != nil {
 		return &exitError{code: 2, err: err}
 	}
 	if err := env.err(); err != nil {
 		return &exitError{code: 2, err: err}
 	}
-	origins, err := access.ParseOrigins(strings.Split(cfg.corsOrigins, ","))
+	b, err := app.Start(ctx, *cfg)
 	if err != nil {
-		return &exitError{code: 2, err: fmt.Errorf("-cors-origins: %w", err)}
+		return startError(err)
 	}
-	// The guard mounts before every feature: Host, CORS, then the checks
-	// on changes. A producer's --events-token opens POST /events alone.
-	guard := access.New(access.Options{
-		Token:         cfg.token,
-		ProducerToken: liveCfg.eventsToken,
-		Origins:       origins,
-		Loopback:      access.IsLoopbackAddr(cfg.addr),
-	})
-	warnExposed(os.Stderr, cfg.addr, guard)
-	// Every event source publishes to eventBus; every consumer subscribes.
-	eventBus := bus.New()
-	// Features add their own /healthz sections with healthz.Add.
-	healthz := health.New(time.Now(), health.Options{})
-	healthz.Add("bus", func() any { return eventBus.Stats() })
-	healthz.Add("refused", func() any { return guard.Stats() })
-	// The parts start in order and close in reverse (internal/app), on
-	// every way out; each part's Close bounds itself, so the context is
-	// one that a signal has not cancelled.
-	parts := new(app.App)
-	defer func() { logCloseErrors(parts.Close(context.WithoutCancel(ctx))) }()
-	// The live half: the store on the bus, GET /snapshot and /stream,
-	// POST /events, and the --events-url and --replay sources.
-	liveSrv, err := startLive(ctx, liveCfg, eventBus, healthz)
-	if err != nil {
-		return &exitError{code: 2, err: err}
-	}
-	parts.Add(liveSrv)
-	// bench-serve: plans, history, the GPU lease and the job service.
-	benchSrv, err := openBench(cfg.home, gpuDevice(), benchCfg)
-	if err != nil {
-		return err
-	}
-	parts.Add(benchSrv)
-	healthz.Add("gpu", func() any { return benchSrv.lease.State() })
-	healthz.Add("storage", benchSrv.health) // "degraded" when the disk kept bench-serve from opening
-	// Export: GET /prometheus, the --proxy-to proxy at /v1/*, --scrape.
-	exportSide, err := startExport(ctx, exportCfg, eventBus, healthz)
-	if err != nil {
-		return &exitError{code: 2, err: err}
-	}
-	parts.Add(exportSide)
-	panelUI, err := webui.New(webui.Options{CORSOrigins: origins})
-	if err != nil {
-		return &exitError{code: 2, err: err}
-	}
-	if !panelUI.Built() {
-		fmt.Fprintln(os.Stderr, "mlx-metrics: panel not built (run scripts/build-panel); serving the API only")
-	}
-	// Features mount in order: the guard, the panel, /healthz, then the
-	// parts' in the order they started; add a part above to add yours.
-	features := append([]server.Feature{guard, panelUI, healthz}, parts.Features()...)
-
-	fiberApp := server.New(server.Options{OnError: guard.Refused}, features...)
-	// Bind first, so "serving on" is said only of a bound address and a
-	// taken port is one line naming the flag to change.
-	ln, err := net.Listen("tcp", cfg.addr)
-	if err != nil {
-		return listenError(cfg.addr, err)
-	}
-	// The server starts after the live half and bench-serve, so it would
-	// close before them; but its Shutdown waits for the requests in flight,
-	// and a stream client or a run's event follower stays until its part
-	// ends. So the server's Close ends those two parts first (live, then
-	// bench-serve), then shuts down.
-	srv := app.Serve(fiberApp, ln, func(ctx context.Context) error {
-		return parts.CloseFirst(ctx, liveSrv, benchSrv)
-	})
-	parts.Add(srv)
-	fmt.Fprintf(os.Stderr, "mlx-metrics: serving on http://%s (home %s)\n", ln.Addr(), cfg.home)
-	if panelUI.Built() {
-		fmt.Fprintf(os.Stderr, "mlx-metrics: open the panel at http://%s/\n", ln.Addr())
-	}
-	// --reference-engine: a simulator with synthetic traffic feeding this backend.
-	// The engine is an event producer: the producer token when there is
-	// one, else the token.
-	publishToken := cmp.Or(liveCfg.eventsToken, cfg.token)
-	refEngine, err := startReferenceEngine(ctx, refEngineCfg, cfg.addr, publishToken)
-	if err != nil {
-		return &exitError{code: 2, err: err}
-	}
-	parts.Add(refEngine)
+	// Closed on every way out; each part bounds its own Close, so the
+	// context is one that a signal has not cancelled.
+	defer func() { app.LogErrors(os.Stderr, b.Close(context.WithoutCancel(ctx))) }()
 	select {
-	case <-srv.Done():
-		return srv.Err()
+	case <-b.Done():
+		return b.Err()
 	case <-ctx.Done():
 		// Stopping was asked for: the deferred Close does it and says
 		// what was cut.
@@ -174,19 +66,77 @@ func runServe(ctx context.Context, args []string) error {
 	}
 }
 
-// logCloseErrors prints each of the errors closing the parts returned (an
-// errors.Join of them, nested or not), one line each.
-func logCloseErrors(err error) {
-	if err == nil {
-		return
-	}
-	if j, ok := err.(interface{ Unwrap() []error }); ok {
-		for _, e := range j.Unwrap() {
-			logCloseErrors(e)
+// addServeFlags defines serve's flags on fs, each defaulting to its
+// environment twin (read by env), and returns the configuration they fill.
+func addServeFlags(fs *flag.FlagSet, env *envDefaults) *app.Config {
+	cfg := &app.Config{}
+	fs.StringVar(&cfg.Addr, "addr", env.text("MLX_METRICS_ADDR", "127.0.0.1:7878"), "listen on `HOST:PORT` (env MLX_METRICS_ADDR)")
+	fs.StringVar(&cfg.Home, "home", env.text("MLX_METRICS_HOME", defaultHome()), "data home `DIR`; storage lives under DIR/metrics (env MLX_METRICS_HOME)")
+	fs.StringVar(&cfg.CORSOrigins, "cors-origins", env.text("MLX_METRICS_CORS_ORIGINS", ""), "comma-separated host `ORIGINS` (scheme://host[:port]) allowed to embed the panel and call the API; none by default (env MLX_METRICS_CORS_ORIGINS)")
+	fs.StringVar(&cfg.Token, "token", env.text("MLX_METRICS_TOKEN", ""), "bearer `TOKEN` every change under /api/metrics requires (POST /events, POST and DELETE /bench, POST and DELETE /history); none when empty, which is safe only on loopback (env MLX_METRICS_TOKEN)")
+	addBenchFlags(fs, env, &cfg.Bench)
+	addLiveFlags(fs, env, &cfg.Live)
+	addExportFlags(fs, env, &cfg.Export)
+	addReferenceEngineFlags(fs, env, &cfg.ReferenceEngine)
+	return cfg
+}
+
+func addLiveFlags(fs *flag.FlagSet, env *envDefaults, c *app.LiveConfig) {
+	fs.StringVar(&c.EventsURL, "events-url", env.text("MLX_METRICS_EVENTS_URL", ""), "follow a host's event stream at `URL` (SSE or NDJSON), reconnecting with backoff (env MLX_METRICS_EVENTS_URL)")
+	fs.StringVar(&c.EventsURLToken, "events-url-token", env.text("MLX_METRICS_EVENTS_URL_TOKEN", ""), "bearer `TOKEN` sent to --events-url (env MLX_METRICS_EVENTS_URL_TOKEN)")
+	fs.StringVar(&c.EventsToken, "events-token", env.text("MLX_METRICS_EVENTS_TOKEN", ""), "producer-only bearer `TOKEN`: opens POST /api/metrics/events alone, beside --token (alone, it guards every change); none when empty (env MLX_METRICS_EVENTS_TOKEN)")
+	fs.StringVar(&c.Replay, "replay", env.text("MLX_METRICS_REPLAY", ""), "replay the events recorded in the NDJSON `FILE` at start (env MLX_METRICS_REPLAY)")
+	fs.Float64Var(&c.ReplaySpeed, "replay-speed", env.float("MLX_METRICS_REPLAY_SPEED", 0), "replay pace `FACTOR`: 0 as fast as possible, 1 real time, 10 ten times faster (env MLX_METRICS_REPLAY_SPEED)")
+	fs.IntVar(&c.Window, "window", env.int("MLX_METRICS_WINDOW", store.DefaultWindow), "the last `N` finished requests the timing distributions cover (env MLX_METRICS_WINDOW)")
+	fs.IntVar(&c.Recent, "recent", env.int("MLX_METRICS_RECENT", store.DefaultRecent), "the last `N` finished requests the snapshot lists in recent (env MLX_METRICS_RECENT)")
+	fs.IntVar(&c.Series, "series", env.int("MLX_METRICS_SERIES", store.DefaultSeries), "the last `N` scheduler samples the throughput series keeps (env MLX_METRICS_SERIES)")
+}
+
+func addBenchFlags(fs *flag.FlagSet, env *envDefaults, c *app.BenchConfig) {
+	fs.DurationVar(&c.Grace, "bench-grace", env.duration("MLX_METRICS_BENCH_GRACE", jobs.DefaultGrace),
+		"the `DURATION` a cancelled bench run has between SIGTERM and SIGKILL (env MLX_METRICS_BENCH_GRACE)")
+	fs.IntVar(&c.MaxQueued, "bench-queue", env.int("MLX_METRICS_BENCH_QUEUE", jobs.DefaultMaxQueued),
+		"at most `N` bench runs wait for the GPU; POST /bench answers 409 beyond it (env MLX_METRICS_BENCH_QUEUE)")
+}
+
+func addExportFlags(fs *flag.FlagSet, env *envDefaults, c *app.ExportConfig) {
+	fs.StringVar(&c.ProxyTo, "proxy-to", env.text("MLX_METRICS_PROXY_TO", ""),
+		"front the OpenAI-compatible server at `URL` on /v1/* and measure each request (e.g. http://127.0.0.1:8000) (env MLX_METRICS_PROXY_TO)")
+	fs.Var(&c.Scrapes, "scrape",
+		"poll an engine's Prometheus endpoint, `URL[,KIND[,MODEL]]` with kind vllm, sglang, llamacpp, mlx or auto; repeatable (env MLX_METRICS_SCRAPE, space-separated)")
+	fs.DurationVar(&c.ScrapeInterval, "scrape-interval", env.duration("MLX_METRICS_SCRAPE_INTERVAL", 2*time.Second),
+		"poll --scrape targets every `DURATION` (env MLX_METRICS_SCRAPE_INTERVAL)")
+	fs.StringVar(&c.OTLP.Endpoint, "otlp-endpoint", env.text("MLX_METRICS_OTLP_ENDPOINT", ""),
+		"push the Prometheus metrics to the OTLP receiver at `URL`, e.g. http://127.0.0.1:4318 (HTTP) or http://127.0.0.1:4317 (gRPC); off when empty (env MLX_METRICS_OTLP_ENDPOINT)")
+	fs.StringVar(&c.OTLP.Protocol, "otlp-protocol", env.text("MLX_METRICS_OTLP_PROTOCOL", otlp.ProtocolHTTP),
+		"OTLP `PROTOCOL`: "+otlp.ProtocolHTTP+" or "+otlp.ProtocolGRPC+" (env MLX_METRICS_OTLP_PROTOCOL)")
+	fs.DurationVar(&c.OTLP.Interval, "otlp-interval", env.duration("MLX_METRICS_OTLP_INTERVAL", otlp.DefaultInterval),
+		"push to --otlp-endpoint every `DURATION` (env MLX_METRICS_OTLP_INTERVAL)")
+	// Refused once the flags are parsed, as a bad --scrape is.
+	for _, t := range strings.Fields(env.text("MLX_METRICS_SCRAPE", "")) {
+		if err := c.Scrapes.Set(t); err != nil {
+			env.errs = append(env.errs, fmt.Errorf("MLX_METRICS_SCRAPE: %w", err))
 		}
-		return
 	}
-	fmt.Fprintf(os.Stderr, "mlx-metrics: %v\n", err)
+}
+
+func addReferenceEngineFlags(fs *flag.FlagSet, env *envDefaults, c *app.ReferenceEngineConfig) {
+	fs.BoolVar(&c.Enabled, "reference-engine", env.bool("MLX_METRICS_REFERENCE_ENGINE", false), "run the reference engine (a simulator) on a loopback port with synthetic traffic, publishing its events here (env MLX_METRICS_REFERENCE_ENGINE)")
+	fs.Float64Var(&c.Rate, "reference-traffic", env.float("MLX_METRICS_REFERENCE_TRAFFIC", 1), "the mean `RATE` of synthetic requests per second sent to the reference engine (env MLX_METRICS_REFERENCE_TRAFFIC)")
+}
+
+// startError is app.Start's error with serve's exit code: 2 for a refused
+// value, the listen error's own for a failure to bind, else 1.
+func startError(err error) error {
+	var le *app.ListenError
+	if errors.As(err, &le) {
+		return listenError(le.Addr, le.Err)
+	}
+	var ce *app.ConfigError
+	if errors.As(err, &ce) {
+		return &exitError{code: 2, err: err}
+	}
+	return err
 }
 
 // listenError is a failure to bind addr in one line, with the flag to
@@ -200,23 +150,4 @@ func listenError(addr string, err error) error {
 		err = oe.Err
 	}
 	return &exitError{code: 2, err: fmt.Errorf("--addr %s: %v", addr, err)}
-}
-
-// warnExposed warns, loudly, when any client that reaches the server, or
-// any web page the user opens, may start GPU jobs: listening beyond
-// loopback, or letting every origin in (--cors-origins '*'), with no token.
-func warnExposed(w io.Writer, addr string, guard *access.Guard) {
-	if guard.Protected() {
-		return
-	}
-	if !access.IsLoopbackAddr(addr) {
-		fmt.Fprintf(w, "mlx-metrics: WARNING: listening on %s, beyond loopback, with no --token: anyone who can reach this port\n"+
-			"mlx-metrics: WARNING: may post events, start and cancel GPU bench runs, and delete history. Set --token\n"+
-			"mlx-metrics: WARNING: (env MLX_METRICS_TOKEN) or bind 127.0.0.1. See docs/security.md.\n", addr)
-	}
-	if guard.AnyOrigin() {
-		fmt.Fprint(w, "mlx-metrics: WARNING: --cors-origins '*' with no --token: any web page the user opens may post events,\n"+
-			"mlx-metrics: WARNING: start and cancel GPU bench runs, delete history and generate through the proxy.\n"+
-			"mlx-metrics: WARNING: List the host origins instead of '*', or set --token. See docs/security.md.\n")
-	}
 }

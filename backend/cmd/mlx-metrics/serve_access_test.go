@@ -142,31 +142,3 @@ func TestServeAccess(t *testing.T) {
 		t.Fatal("serve did not stop within 30s of the signal")
 	}
 }
-
-func TestWarnExposed(t *testing.T) {
-	tests := []struct {
-		addr, token string
-		origins     []string
-		warn        string // in the warning; empty: none
-	}{
-		{addr: "127.0.0.1:7878"},
-		{addr: "[::1]:7878"},
-		{addr: "localhost:7878"},
-		{addr: ":7878", warn: "beyond loopback"},
-		{addr: "0.0.0.0:7878", warn: "beyond loopback"},
-		{addr: "192.168.1.5:7878", warn: "beyond loopback"},
-		{addr: "0.0.0.0:7878", token: "s3cret"},
-		{addr: "127.0.0.1:7878", origins: []string{"*"}, warn: "--cors-origins '*' with no --token"},
-		{addr: "127.0.0.1:7878", origins: []string{"https://host.example", "*"}, warn: "any web page"},
-		{addr: "127.0.0.1:7878", origins: []string{"*"}, token: "s3cret"},
-		{addr: "127.0.0.1:7878", origins: []string{"https://host.example"}},
-	}
-	for _, tt := range tests {
-		var out bytes.Buffer
-		warnExposed(&out, tt.addr, access.New(access.Options{Token: tt.token, Origins: tt.origins}))
-		got := out.String()
-		if tt.warn == "" && got != "" || tt.warn != "" && !(strings.Contains(got, "WARNING") && strings.Contains(got, tt.warn)) {
-			t.Errorf("%s token %q origins %q: warned %q, want %q", tt.addr, tt.token, tt.origins, got, tt.warn)
-		}
-	}
-}

@@ -2,7 +2,8 @@
 // live half, bench-serve, the export side, the HTTP server, the reference
 // engine), each offering its routes and ending with Close; an App holds them
 // in the order they started and closes them in reverse, so teardown is one
-// call instead of a hand-ordered list of deferred stops.
+// call instead of a hand-ordered list of deferred stops. Start wires them
+// from one Config; cmd/mlx-metrics keeps only the flags that fill it.
 package app
 
 import (

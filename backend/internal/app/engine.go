@@ -1,8 +1,7 @@
-package main
+package app
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"net"
 	"net/http"
@@ -15,21 +14,14 @@ import (
 	"github.com/mlx-bun/mlx-metrics/gpu/loadgen"
 )
 
-// referenceEngineConfig is serve's --reference-engine: the reference engine
-// in-process with light synthetic traffic, publishing to this backend, so a
-// fresh machine shows a live panel.
-type referenceEngineConfig struct {
-	enabled bool
-	rate    float64
-	// engine replaces the default engine configuration (tests).
-	engine *engine.Config
-}
-
-func addReferenceEngineFlags(fs *flag.FlagSet, env *envDefaults) *referenceEngineConfig {
-	c := &referenceEngineConfig{}
-	fs.BoolVar(&c.enabled, "reference-engine", env.bool("MLX_METRICS_REFERENCE_ENGINE", false), "run the reference engine (a simulator) on a loopback port with synthetic traffic, publishing its events here (env MLX_METRICS_REFERENCE_ENGINE)")
-	fs.Float64Var(&c.rate, "reference-traffic", env.float("MLX_METRICS_REFERENCE_TRAFFIC", 1), "the mean `RATE` of synthetic requests per second sent to the reference engine (env MLX_METRICS_REFERENCE_TRAFFIC)")
-	return c
+// ReferenceEngineConfig is serve's --reference-engine: the reference
+// engine in-process with light synthetic traffic, publishing to this
+// backend, so a fresh machine shows a live panel.
+type ReferenceEngineConfig struct {
+	Enabled bool    // --reference-engine
+	Rate    float64 // --reference-traffic: requests per second, more than 0
+	// Engine replaces the default engine configuration (tests).
+	Engine *engine.Config
 }
 
 // loopbackURL is how this process reaches its own listen address.
@@ -44,28 +36,30 @@ func loopbackURL(addr string) string {
 	return "http://" + net.JoinHostPort(host, port)
 }
 
-// referenceEngine is --reference-engine running, a part of serve: the
+// ReferenceEngine is --reference-engine running, a part of serve: the
 // engine and its traffic.
-type referenceEngine struct {
+type ReferenceEngine struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 }
 
-// startReferenceEngine starts the engine once the backend answers, then
-// the traffic. Disabled, it starts nothing and its Close does nothing.
-func startReferenceEngine(ctx context.Context, c *referenceEngineConfig, backendAddr, eventsToken string) (*referenceEngine, error) {
-	if !c.enabled {
-		return &referenceEngine{cancel: func() {}}, nil
+// StartReferenceEngine starts the engine once the backend at backendAddr
+// answers, then the traffic; the engine publishes its events there with
+// eventsToken. Disabled, it starts nothing and its Close does nothing. A
+// bad value in c is a *ConfigError.
+func StartReferenceEngine(ctx context.Context, backendAddr, eventsToken string, c ReferenceEngineConfig) (*ReferenceEngine, error) {
+	if !c.Enabled {
+		return &ReferenceEngine{cancel: func() {}}, nil
 	}
-	if c.rate <= 0 {
-		return nil, fmt.Errorf("-reference-traffic %v: must be > 0 requests per second", c.rate)
+	if c.Rate <= 0 {
+		return nil, configErrorf("-reference-traffic %v: must be > 0 requests per second", c.Rate)
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, fmt.Errorf("reference engine: %w", err)
 	}
 	ctx, cancel := context.WithCancel(ctx)
-	r := &referenceEngine{cancel: cancel}
+	r := &ReferenceEngine{cancel: cancel}
 	backend := loopbackURL(backendAddr)
 	r.wg.Go(func() {
 		if !waitForBackend(ctx, backend+"/healthz") {
@@ -73,29 +67,29 @@ func startReferenceEngine(ctx context.Context, c *referenceEngineConfig, backend
 			return
 		}
 		cfg := engine.DefaultConfig()
-		if c.engine != nil {
-			cfg = *c.engine
+		if c.Engine != nil {
+			cfg = *c.Engine
 		}
 		base := "http://" + ln.Addr().String() + "/v1"
-		fmt.Fprintf(os.Stderr, "mlx-metrics: reference engine (a simulator) serving %q at %s with ~%g synthetic requests/s\n", cfg.Model, base, c.rate)
+		logf("reference engine (a simulator) serving %q at %s with ~%g synthetic requests/s", cfg.Model, base, c.Rate)
 		r.wg.Go(func() {
 			client := loadgen.New(base, loadgen.Options{})
 			defer client.Close()
-			client.Traffic(ctx, loadgen.TrafficOptions{Model: cfg.Model, RatePerSecond: c.rate, Seed: uint64(time.Now().UnixNano())}, nil)
+			client.Traffic(ctx, loadgen.TrafficOptions{Model: cfg.Model, RatePerSecond: c.Rate, Seed: uint64(time.Now().UnixNano())}, nil)
 		})
 		if err := engine.Serve(ctx, cfg, ln, engine.ServeOptions{PublishURL: backend, PublishToken: eventsToken, Log: os.Stderr}); err != nil {
-			fmt.Fprintf(os.Stderr, "mlx-metrics: reference engine: %v\n", err)
+			logf("reference engine: %v", err)
 		}
 	})
 	return r, nil
 }
 
 // Features is none: the engine serves on its own loopback port.
-func (r *referenceEngine) Features() []server.Feature { return nil }
+func (r *ReferenceEngine) Features() []server.Feature { return nil }
 
 // Close stops the engine and the traffic and waits, within ctx, for both
 // to end.
-func (r *referenceEngine) Close(ctx context.Context) error {
+func (r *ReferenceEngine) Close(ctx context.Context) error {
 	r.cancel()
 	done := make(chan struct{})
 	go func() { r.wg.Wait(); close(done) }()

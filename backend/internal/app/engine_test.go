@@ -1,8 +1,9 @@
-package main
+package app
 
 import (
 	"bufio"
 	"context"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -29,7 +30,7 @@ func TestLoopbackURL(t *testing.T) {
 	}
 }
 
-// --reference-engine publishes the engine's events, with the events token,
+// The reference engine publishes the engine's events, with the events token,
 // to the backend: its load, then the synthetic traffic's requests.
 func TestReferenceEnginePublishes(t *testing.T) {
 	var mu sync.Mutex
@@ -70,7 +71,7 @@ func TestReferenceEnginePublishes(t *testing.T) {
 	defer cancel()
 	fast := engine.DefaultConfig()
 	fast.DecodeRate, fast.PrefillRate, fast.LoadTime = 5000, 1e6, 0
-	eng, err := startReferenceEngine(ctx, &referenceEngineConfig{enabled: true, rate: 50, engine: &fast}, strings.TrimPrefix(backend.URL, "http://"), "tok")
+	eng, err := StartReferenceEngine(ctx, strings.TrimPrefix(backend.URL, "http://"), "tok", ReferenceEngineConfig{Enabled: true, Rate: 50, Engine: &fast})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,13 +86,15 @@ func TestReferenceEnginePublishes(t *testing.T) {
 	}
 }
 
-func TestReferenceEngineFlags(t *testing.T) {
-	if eng, err := startReferenceEngine(context.Background(), &referenceEngineConfig{}, "127.0.0.1:1", ""); err != nil {
+// Disabled, the reference engine starts nothing; a rate of 0 is refused.
+func TestReferenceEngineConfig(t *testing.T) {
+	if eng, err := StartReferenceEngine(context.Background(), "127.0.0.1:1", "", ReferenceEngineConfig{}); err != nil {
 		t.Fatal(err)
 	} else if err := eng.Close(context.Background()); err != nil { // disabled: nothing started
 		t.Fatal(err)
 	}
-	if _, err := startReferenceEngine(context.Background(), &referenceEngineConfig{enabled: true, rate: 0}, "127.0.0.1:1", ""); err == nil {
-		t.Error("a zero traffic rate was accepted")
+	var ce *ConfigError
+	if _, err := StartReferenceEngine(context.Background(), "127.0.0.1:1", "", ReferenceEngineConfig{Enabled: true, Rate: 0}); !errors.As(err, &ce) {
+		t.Errorf("a zero traffic rate: %v, want a *ConfigError", err)
 	}
 }

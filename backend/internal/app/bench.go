@@ -1,11 +1,9 @@
-package main
+package app
 
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
-	"os"
 	"path/filepath"
 	"time"
 
@@ -16,34 +14,29 @@ import (
 	"github.com/mlx-bun/mlx-metrics/backend/internal/server"
 	"github.com/mlx-bun/mlx-metrics/gpu/lease"
 	"github.com/mlx-bun/mlx-metrics/gpu/plans"
-	"github.com/mlx-bun/mlx-metrics/gpu/probe"
 	"github.com/mlx-bun/mlx-metrics/shared/bench"
 )
 
-// benchConfig is serve's bench-serve configuration.
-type benchConfig struct {
-	grace     time.Duration
-	maxQueued int
-	// runner and runnerEnv replace the runner's command (this executable's
+// BenchConfig is bench-serve's configuration (serve's flags named in each
+// field).
+type BenchConfig struct {
+	// Grace (--bench-grace) is a cancelled run's time between SIGTERM and
+	// SIGKILL; more than 0.
+	Grace time.Duration
+	// MaxQueued (--bench-queue) bounds the runs waiting for the GPU; at
+	// least 1.
+	MaxQueued int
+	// Runner and RunnerEnv replace the runner's command (this executable's
 	// `bench run`) in tests.
-	runner    []string
-	runnerEnv []string
+	Runner    []string
+	RunnerEnv []string
 }
 
-func addBenchFlags(fs *flag.FlagSet, env *envDefaults) *benchConfig {
-	c := &benchConfig{}
-	fs.DurationVar(&c.grace, "bench-grace", env.duration("MLX_METRICS_BENCH_GRACE", jobs.DefaultGrace),
-		"the `DURATION` a cancelled bench run has between SIGTERM and SIGKILL (env MLX_METRICS_BENCH_GRACE)")
-	fs.IntVar(&c.maxQueued, "bench-queue", env.int("MLX_METRICS_BENCH_QUEUE", jobs.DefaultMaxQueued),
-		"at most `N` bench runs wait for the GPU; POST /bench answers 409 beyond it (env MLX_METRICS_BENCH_QUEUE)")
-	return c
-}
-
-// benchServe is bench-serve in the backend: the plans directory (seeded with
+// Bench is bench-serve in the backend: the plans directory (seeded with
 // the ready profiles), the history, the GPU lease and the job service, and
 // the routes over them. Storage lives under <home>/metrics (the manifest's
 // history and bench keys).
-type benchServe struct {
+type Bench struct {
 	api   *benchapi.API
 	hist  *history.Store // nil when degraded
 	jobs  *jobs.Service  // nil when degraded
@@ -54,38 +47,39 @@ type benchServe struct {
 	degraded string
 }
 
-// check refuses flag values the job service would otherwise replace with
-// its defaults without a word.
-func (c *benchConfig) check() error {
-	if c.grace <= 0 {
-		return fmt.Errorf("-bench-grace %v: must be more than 0 (the runner's time to stop its servers and write its record)", c.grace)
+// check refuses values the job service would otherwise replace with its
+// defaults without a word.
+func (c BenchConfig) check() error {
+	if c.Grace <= 0 {
+		return configErrorf("-bench-grace %v: must be more than 0 (the runner's time to stop its servers and write its record)", c.Grace)
 	}
-	if c.maxQueued < 1 {
-		return fmt.Errorf("-bench-queue %d: must be at least 1", c.maxQueued)
+	if c.MaxQueued < 1 {
+		return configErrorf("-bench-queue %d: must be at least 1", c.MaxQueued)
 	}
 	return nil
 }
 
-// openBench opens bench-serve's storage under <home>/metrics. Only a bad
-// flag is an error: live metrics need no disk, so when the storage cannot
-// open (a full disk, a home that cannot be written, a history Badger refuses)
-// bench-serve comes up degraded, its routes answering 503 with the reason,
-// and serve goes on.
-func openBench(home, device string, cfg *benchConfig) (*benchServe, error) {
+// OpenBench opens bench-serve's storage under <home>/metrics, with a GPU
+// lease of device (the lease's word for the GPUs). Only a bad value in cfg
+// is an error (a *ConfigError): live metrics need no disk, so when the
+// storage cannot open (a full disk, a home that cannot be written, a
+// history Badger refuses) bench-serve comes up degraded, its routes
+// answering 503 with the reason, and serve goes on.
+func OpenBench(home, device string, cfg BenchConfig) (*Bench, error) {
 	if err := cfg.check(); err != nil {
-		return nil, &exitError{code: 2, err: err}
+		return nil, err
 	}
 	l := lease.New(device, lease.Options{})
 	b, err := openBenchStorage(home, l, cfg)
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "mlx-metrics: bench-serve storage unavailable, serving live metrics only: %v\n", err)
+		logf("bench-serve storage unavailable, serving live metrics only: %v", err)
 		reason := benchapi.SafeMessage(err)
-		return &benchServe{api: benchapi.Unavailable(reason), lease: l, degraded: reason}, nil
+		return &Bench{api: benchapi.Unavailable(reason), lease: l, degraded: reason}, nil
 	}
 	return b, nil
 }
 
-func openBenchStorage(home string, l *lease.Lease, cfg *benchConfig) (*benchServe, error) {
+func openBenchStorage(home string, l *lease.Lease, cfg BenchConfig) (*Bench, error) {
 	root := filepath.Join(home, "metrics")
 	dir := profiles.New(filepath.Join(root, "bench", "plans"))
 	if err := dir.Seed(plans.Ready()); err != nil {
@@ -98,10 +92,10 @@ func openBenchStorage(home string, l *lease.Lease, cfg *benchConfig) (*benchServ
 	svc, err := jobs.New(jobs.Options{
 		RunsDir:   filepath.Join(root, "bench", "runs"),
 		Lease:     l,
-		Grace:     cfg.grace,
-		MaxQueued: cfg.maxQueued,
-		Runner:    cfg.runner,
-		Env:       cfg.runnerEnv,
+		Grace:     cfg.Grace,
+		MaxQueued: cfg.MaxQueued,
+		Runner:    cfg.Runner,
+		Env:       cfg.RunnerEnv,
 		Finished: func(rec bench.RunRecord, runDir string) error {
 			return hist.Put(bench.Compact(rec, runDir))
 		},
@@ -110,7 +104,7 @@ func openBenchStorage(home string, l *lease.Lease, cfg *benchConfig) (*benchServ
 		hist.Close()
 		return nil, fmt.Errorf("open the bench runs: %w", err)
 	}
-	return &benchServe{
+	return &Bench{
 		api:  benchapi.New(svc, hist, dir, l, benchapi.Options{}),
 		hist: hist, jobs: svc, plans: dir, lease: l,
 	}, nil
@@ -119,7 +113,7 @@ func openBenchStorage(home string, l *lease.Lease, cfg *benchConfig) (*benchServ
 // health is bench-serve's /healthz section: whether its storage is up, how
 // many unreadable history entries reads have met, and any salvage of a
 // damaged history at start.
-func (b *benchServe) health() any {
+func (b *Bench) health() any {
 	if b.degraded != "" {
 		return map[string]any{"status": "degraded", "reason": b.degraded}
 	}
@@ -131,14 +125,14 @@ func (b *benchServe) health() any {
 }
 
 // Features are the bench and history routes.
-func (b *benchServe) Features() []server.Feature { return []server.Feature{b.api} }
+func (b *Bench) Features() []server.Feature { return []server.Feature{b.api} }
 
 // Close cancels the runs in progress, giving each runner its grace period
 // (and ten seconds more, within ctx) to stop its servers and write its
-// record, then closes the history. Serve closes it before the server's
-// Shutdown (app.App.CloseFirst), since a client following a run's events
+// record, then closes the history. Start closes it before the server's
+// Shutdown (App.CloseFirst), since a client following a run's events
 // holds the shutdown open until that run ends.
-func (b *benchServe) Close(ctx context.Context) error {
+func (b *Bench) Close(ctx context.Context) error {
 	if b.degraded != "" {
 		return nil
 	}
@@ -156,6 +150,8 @@ func (b *benchServe) Close(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-// gpuDevice is the lease's device word: the GPUs NVML sees, or why there
-// are none ("no GPU found: …"), read once at start-up.
-func gpuDevice() string { return probe.DescribeGPUs() }
+// Jobs is the job service; nil when degraded.
+func (b *Bench) Jobs() *jobs.Service { return b.jobs }
+
+// Lease is the GPU lease the runs take.
+func (b *Bench) Lease() *lease.Lease { return b.lease }

@@ -1,0 +1,220 @@
+package app
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/mlx-bun/mlx-metrics/backend/internal/access"
+	"github.com/mlx-bun/mlx-metrics/backend/internal/bus"
+	"github.com/mlx-bun/mlx-metrics/backend/internal/health"
+	"github.com/mlx-bun/mlx-metrics/backend/internal/server"
+	"github.com/mlx-bun/mlx-metrics/backend/internal/webui"
+	"github.com/mlx-bun/mlx-metrics/gpu/probe"
+)
+
+// Config is serve's whole configuration, one field or section per part
+// (serve's flags named in each field; cmd/mlx-metrics fills it from them
+// and their environment twins).
+type Config struct {
+	Addr string // --addr: HOST:PORT to listen on
+	Home string // --home: storage lives under Home/metrics
+	// CORSOrigins (--cors-origins) are the host origins, comma-separated,
+	// allowed to embed the panel and call the API from their pages.
+	CORSOrigins string
+	// Token (--token) is required of every change under the API
+	// (docs/security.md); none when empty.
+	Token string
+	// Device is the GPU lease's word for the GPUs (probe.DescribeGPUs,
+	// read once, when empty).
+	Device string
+
+	Live            LiveConfig
+	Bench           BenchConfig
+	Export          ExportConfig
+	ReferenceEngine ReferenceEngineConfig
+}
+
+// ConfigError is a value of Config that Start refused: the caller's
+// mistake (a usage error), not a failure of the machine.
+type ConfigError struct{ Err error }
+
+func (e *ConfigError) Error() string { return e.Err.Error() }
+func (e *ConfigError) Unwrap() error { return e.Err }
+
+func configErrorf(format string, args ...any) error {
+	return &ConfigError{fmt.Errorf(format, args...)}
+}
+
+// ListenError is a failure to bind Config.Addr.
+type ListenError struct {
+	Addr string
+	Err  error
+}
+
+func (e *ListenError) Error() string { return "listen on " + e.Addr + ": " + e.Err.Error() }
+func (e *ListenError) Unwrap() error { return e.Err }
+
+// Backend is serve running: its parts, started in order (the live half,
+// bench-serve, the export side, the HTTP server, the reference engine) and
+// closed in reverse by Close.
+type Backend struct {
+	parts App
+	srv   *Server
+	addr  net.Addr
+}
+
+// Start starts the backend cfg describes and serves it on cfg.Addr; it
+// returns once the listener is bound. ctx bounds the parts' background
+// work; Close ends them. A refused value of cfg is a *ConfigError, a
+// failure to bind a *ListenError; what Start had started by then is closed
+// again.
+func Start(ctx context.Context, cfg Config) (_ *Backend, err error) {
+	b := new(Backend)
+	defer func() {
+		if err != nil {
+			LogErrors(os.Stderr, b.Close(context.WithoutCancel(ctx)))
+		}
+	}()
+	origins, err := access.ParseOrigins(strings.Split(cfg.CORSOrigins, ","))
+	if err != nil {
+		return nil, configErrorf("-cors-origins: %w", err)
+	}
+	// The guard mounts before every feature: Host, CORS, then the checks
+	// on changes. A producer's --events-token opens POST /events alone.
+	guard := access.New(access.Options{
+		Token:         cfg.Token,
+		ProducerToken: cfg.Live.EventsToken,
+		Origins:       origins,
+		Loopback:      access.IsLoopbackAddr(cfg.Addr),
+	})
+	warnExposed(os.Stderr, cfg.Addr, guard)
+	// Every event source publishes to eventBus; every consumer subscribes.
+	eventBus := bus.New()
+	// Parts add their own /healthz sections with healthz.Add.
+	healthz := health.New(time.Now(), health.Options{})
+	healthz.Add("bus", func() any { return eventBus.Stats() })
+	healthz.Add("refused", func() any { return guard.Stats() })
+	// The live half: the store on the bus, GET /snapshot and /stream,
+	// POST /events, and the --events-url and --replay sources.
+	liveSide, err := StartLive(ctx, eventBus, healthz, cfg.Live)
+	if err != nil {
+		return nil, err
+	}
+	b.parts.Add(liveSide)
+	// bench-serve: plans, history, the GPU lease and the job service.
+	if cfg.Device == "" {
+		cfg.Device = probe.DescribeGPUs()
+	}
+	benchSide, err := OpenBench(cfg.Home, cfg.Device, cfg.Bench)
+	if err != nil {
+		return nil, err
+	}
+	b.parts.Add(benchSide)
+	healthz.Add("gpu", func() any { return benchSide.lease.State() })
+	healthz.Add("storage", benchSide.health) // "degraded" when the disk kept bench-serve from opening
+	// Export: GET /prometheus, the --proxy-to proxy at /v1/*, --scrape.
+	exportSide, err := StartExport(ctx, eventBus, healthz, cfg.Export)
+	if err != nil {
+		return nil, err
+	}
+	b.parts.Add(exportSide)
+	panelUI, err := webui.New(webui.Options{CORSOrigins: origins})
+	if err != nil {
+		return nil, &ConfigError{err}
+	}
+	if !panelUI.Built() {
+		logf("panel not built (run scripts/build-panel); serving the API only")
+	}
+	// Features mount in order: the guard, the panel, /healthz, then the
+	// parts' in the order they started; add a part above to add yours.
+	features := append([]server.Feature{guard, panelUI, healthz}, b.parts.Features()...)
+	fiberApp := server.New(server.Options{OnError: guard.Refused}, features...)
+	// Bind first, so "serving on" is said only of a bound address.
+	ln, err := net.Listen("tcp", cfg.Addr)
+	if err != nil {
+		return nil, &ListenError{Addr: cfg.Addr, Err: err}
+	}
+	b.addr = ln.Addr()
+	// The server starts after the live half and bench-serve, so it would
+	// close before them; but its Shutdown waits for the requests in flight,
+	// and a stream client or a run's event follower stays until its part
+	// ends. So the server's Close ends those two parts first (live, then
+	// bench-serve), then shuts down.
+	b.srv = Serve(fiberApp, ln, func(ctx context.Context) error {
+		return b.parts.CloseFirst(ctx, liveSide, benchSide)
+	})
+	b.parts.Add(b.srv)
+	logf("serving on http://%s (home %s)", ln.Addr(), cfg.Home)
+	if panelUI.Built() {
+		logf("open the panel at http://%s/", ln.Addr())
+	}
+	// --reference-engine: a simulator with synthetic traffic feeding this
+	// backend. The engine is an event producer: the producer token when
+	// there is one, else the token.
+	refEngine, err := StartReferenceEngine(ctx, ln.Addr().String(), cmp.Or(cfg.Live.EventsToken, cfg.Token), cfg.ReferenceEngine)
+	if err != nil {
+		return nil, err
+	}
+	b.parts.Add(refEngine)
+	return b, nil
+}
+
+// Addr is the address the server listens on.
+func (b *Backend) Addr() net.Addr { return b.addr }
+
+// Done is closed when the server stops serving, on its own (Err says why)
+// or after Close.
+func (b *Backend) Done() <-chan struct{} { return b.srv.Done() }
+
+// Err is why the server stopped serving; it is valid once Done is closed.
+func (b *Backend) Err() error { return b.srv.Err() }
+
+// Close closes the parts in the reverse order of their start, each bounding
+// its own wait (so ctx should be one a signal has not cancelled), and
+// returns their errors joined.
+func (b *Backend) Close(ctx context.Context) error { return b.parts.Close(ctx) }
+
+// LogErrors writes each of the errors in err (an errors.Join of them,
+// nested or not) on a line of its own, as serve's log does.
+func LogErrors(w io.Writer, err error) {
+	if err == nil {
+		return
+	}
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		for _, e := range j.Unwrap() {
+			LogErrors(w, e)
+		}
+		return
+	}
+	fmt.Fprintf(w, "mlx-metrics: %v\n", err)
+}
+
+// logf writes one line of serve's log.
+func logf(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "mlx-metrics: "+format+"\n", args...)
+}
+
+// warnExposed warns, loudly, when any client that reaches the server, or
+// any web page the user opens, may start GPU jobs: listening beyond
+// loopback, or letting every origin in (--cors-origins '*'), with no token.
+func warnExposed(w io.Writer, addr string, guard *access.Guard) {
+	if guard.Protected() {
+		return
+	}
+	if !access.IsLoopbackAddr(addr) {
+		fmt.Fprintf(w, "mlx-metrics: WARNING: listening on %s, beyond loopback, with no --token: anyone who can reach this port\n"+
+			"mlx-metrics: WARNING: may post events, start and cancel GPU bench runs, and delete history. Set --token\n"+
+			"mlx-metrics: WARNING: (env MLX_METRICS_TOKEN) or bind 127.0.0.1. See docs/security.md.\n", addr)
+	}
+	if guard.AnyOrigin() {
+		fmt.Fprint(w, "mlx-metrics: WARNING: --cors-origins '*' with no --token: any web page the user opens may post events,\n"+
+			"mlx-metrics: WARNING: start and cancel GPU bench runs, delete history and generate through the proxy.\n"+
+			"mlx-metrics: WARNING: List the host origins instead of '*', or set --token. See docs/security.md.\n")
+	}
+}

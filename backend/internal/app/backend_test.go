@@ -1,0 +1,133 @@
+package app
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"net"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mlx-bun/mlx-metrics/backend/internal/access"
+	"github.com/mlx-bun/mlx-metrics/backend/internal/history"
+)
+
+func TestWarnExposed(t *testing.T) {
+	tests := []struct {
+		addr, token string
+		origins     []string
+		warn        string // in the warning; empty: none
+	}{
+		{addr: "127.0.0.1:7878"},
+		{addr: "[::1]:7878"},
+		{addr: "localhost:7878"},
+		{addr: ":7878", warn: "beyond loopback"},
+		{addr: "0.0.0.0:7878", warn: "beyond loopback"},
+		{addr: "192.168.1.5:7878", warn: "beyond loopback"},
+		{addr: "0.0.0.0:7878", token: "s3cret"},
+		{addr: "127.0.0.1:7878", origins: []string{"*"}, warn: "--cors-origins '*' with no --token"},
+		{addr: "127.0.0.1:7878", origins: []string{"https://host.example", "*"}, warn: "any web page"},
+		{addr: "127.0.0.1:7878", origins: []string{"*"}, token: "s3cret"},
+		{addr: "127.0.0.1:7878", origins: []string{"https://host.example"}},
+	}
+	for _, tt := range tests {
+		var out bytes.Buffer
+		warnExposed(&out, tt.addr, access.New(access.Options{Token: tt.token, Origins: tt.origins}))
+		got := out.String()
+		if tt.warn == "" && got != "" || tt.warn != "" && !(strings.Contains(got, "WARNING") && strings.Contains(got, tt.warn)) {
+			t.Errorf("%s token %q origins %q: warned %q, want %q", tt.addr, tt.token, tt.origins, got, tt.warn)
+		}
+	}
+}
+
+// startConfig is a Config Start accepts: loopback on a free port, a fresh
+// home, serve's defaults.
+func startConfig(t *testing.T) Config {
+	return Config{
+		Addr: "127.0.0.1:0", Home: t.TempDir(), Device: "no GPU found",
+		Live:   LiveConfig{Window: 100, Recent: 10, Series: 100},
+		Bench:  benchConfig(),
+		Export: ExportConfig{ScrapeInterval: time.Second},
+	}
+}
+
+// Start serves every part on the bound address and Close ends them; a
+// refused value is a *ConfigError and a taken address a *ListenError, and
+// either way what had started is closed again (the history, opened before
+// the listener, opens again at once).
+func TestStart(t *testing.T) {
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	var ce *ConfigError
+	var le *ListenError
+	tests := []struct {
+		name string
+		edit func(*Config)
+		as   any // the error's type; nil: it starts
+	}{
+		{"defaults", func(*Config) {}, nil},
+		{"bad origin", func(c *Config) { c.CORSOrigins = "ftp://host" }, &ce},
+		{"bad window", func(c *Config) { c.Live.Window = 0 }, &ce},
+		{"bad grace", func(c *Config) { c.Bench.Grace = 0 }, &ce},
+		{"bad scrape interval", func(c *Config) { c.Export.ScrapeInterval = 0 }, &ce},
+		{"bad traffic rate", func(c *Config) { c.ReferenceEngine = ReferenceEngineConfig{Enabled: true} }, &ce},
+		{"address taken", func(c *Config) { c.Addr = taken.Addr().String() }, &le},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := startConfig(t)
+			tt.edit(&cfg)
+			b, err := Start(context.Background(), cfg)
+			if tt.as != nil {
+				if b != nil || !errors.As(err, tt.as) {
+					t.Fatalf("Start = %v, %v; want an error as %T", b, err, tt.as)
+				}
+				if h, err := history.Open(filepath.Join(cfg.Home, "metrics", "history"), history.Options{}); err != nil {
+					t.Fatalf("the history was left open: %v", err)
+				} else {
+					h.Close()
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			res, err := http.Get("http://" + b.Addr().String() + "/healthz")
+			if err != nil {
+				t.Fatal(err)
+			}
+			var report map[string]any
+			json.NewDecoder(res.Body).Decode(&report)
+			res.Body.Close()
+			for _, k := range []string{"bus", "refused", "ingest", "store", "stream", "gpu", "storage"} {
+				if _, ok := report[k]; !ok {
+					t.Errorf("/healthz lacks %q: %v", k, report)
+				}
+			}
+			if err := b.Close(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			select {
+			case <-b.Done():
+			default:
+				t.Fatal("the server still serves after Close")
+			}
+		})
+	}
+}
+
+func TestLogErrors(t *testing.T) {
+	var out bytes.Buffer
+	LogErrors(&out, errors.Join(errors.New("a"), errors.Join(errors.New("b"), nil, errors.New("c"))))
+	LogErrors(&out, nil)
+	if want := "mlx-metrics: a\nmlx-metrics: b\nmlx-metrics: c\n"; out.String() != want {
+		t.Errorf("got %q, want %q", out.String(), want)
+	}
+}

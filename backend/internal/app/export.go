@@ -1,0 +1,129 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/mlx-bun/mlx-metrics/backend/internal/bus"
+	"github.com/mlx-bun/mlx-metrics/backend/internal/health"
+	"github.com/mlx-bun/mlx-metrics/backend/internal/ingest"
+	"github.com/mlx-bun/mlx-metrics/backend/internal/otlp"
+	"github.com/mlx-bun/mlx-metrics/backend/internal/prom"
+	"github.com/mlx-bun/mlx-metrics/backend/internal/proxy"
+	"github.com/mlx-bun/mlx-metrics/backend/internal/scrape"
+	"github.com/mlx-bun/mlx-metrics/backend/internal/server"
+)
+
+// ExportConfig is the export side's configuration: the Prometheus
+// exporter (always on), the OTLP push, the proxy and the scrapers (serve's
+// flags named in each field).
+type ExportConfig struct {
+	ProxyTo        string         // --proxy-to: the OpenAI-compatible server fronted at /v1/*
+	Scrapes        scrape.Targets // --scrape: the engines' Prometheus endpoints to poll
+	ScrapeInterval time.Duration  // --scrape-interval: more than 0
+	// OTLP (--otlp-endpoint, --otlp-protocol, --otlp-interval) pushes the
+	// metrics when its Endpoint is set.
+	OTLP otlp.Options
+}
+
+// Export is the export side running, a part of serve.
+type Export struct {
+	features    []server.Feature
+	cancel      context.CancelFunc // stops the scrapers
+	scrapers    sync.WaitGroup
+	proxied     *ingest.Source // the proxy's measurements; nil without --proxy-to
+	unsubscribe func()         // the exporter's subscription to the bus
+	pusher      *otlp.Pusher   // nil without --otlp-endpoint
+}
+
+// otlpShutdownTimeout bounds the last push at shutdown.
+const otlpShutdownTimeout = 5 * time.Second
+
+// StartExport subscribes the Prometheus exporter to b, starts the OTLP
+// push from its registry, builds the proxy when asked, starts the scrapers,
+// and adds their /healthz sections (otlp, proxy, scrape) to healthz. A bad
+// value in cfg is a *ConfigError.
+func StartExport(ctx context.Context, b *bus.Bus, healthz *health.Health, cfg ExportConfig) (*Export, error) {
+	if cfg.ScrapeInterval <= 0 {
+		return nil, configErrorf("--scrape-interval must be > 0, got %v", cfg.ScrapeInterval)
+	}
+	var (
+		p       *proxy.Proxy
+		proxied *ingest.Source
+	)
+	if cfg.ProxyTo != "" {
+		// The proxy's measurements are a source like the others: checked
+		// against the events' bounds, counted in /healthz, their
+		// rejections logged. Streams in flight end with ctx, or they would
+		// hold serve's shutdown open until their generation finished.
+		proxied = ingest.NewSource("proxy", b, true, ingest.Options{})
+		var err error
+		if p, err = proxy.New(cfg.ProxyTo, proxied.Publish, proxy.Options{BaseContext: ctx}); err != nil {
+			return nil, &ConfigError{err}
+		}
+		healthz.Add("proxy", func() any {
+			return proxyHealth{Upstream: p.Upstream(), Events: proxied.Stats()}
+		})
+	}
+	exp := prom.New()
+	var pusher *otlp.Pusher
+	if cfg.OTLP.Endpoint != "" {
+		o := cfg.OTLP
+		o.Logf = logf
+		var err error
+		if pusher, err = otlp.Start(ctx, exp.Registry(), o); err != nil {
+			return nil, configErrorf("--otlp-endpoint: %w", err)
+		}
+		healthz.Add("otlp", func() any { return pusher.Stats() })
+		logf("pushing metrics to %s (%s) every %s", pusher.Stats().Endpoint, o.Protocol, o.Interval)
+	}
+	side := &Export{features: []server.Feature{exp}, pusher: pusher, proxied: proxied}
+	side.unsubscribe = b.Subscribe("prometheus", 0, exp.Observe)
+	if p != nil {
+		side.features = append(side.features, p)
+		logf("proxying /v1/* to %s", p.Upstream())
+	}
+	sctx, cancel := context.WithCancel(ctx)
+	side.cancel = cancel
+	if len(cfg.Scrapes) > 0 {
+		scrapers := scrape.NewGroup(cfg.Scrapes, b.Publish, scrape.Options{})
+		healthz.Add("scrape", func() any { return scrapers.Stats() })
+		side.scrapers.Go(func() { scrapers.Run(sctx, cfg.ScrapeInterval) })
+		logf("scraping %s every %s", cfg.Scrapes.String(), cfg.ScrapeInterval)
+	}
+	return side, nil
+}
+
+// proxyHealth is the proxy's /healthz section: where it forwards, and the
+// measurements it published (accepted, ignored) or rejected.
+type proxyHealth struct {
+	Upstream string       `json:"upstream"`
+	Events   ingest.Stats `json:"events"`
+}
+
+// Features are GET /prometheus and, with --proxy-to, the proxy at /v1/*.
+func (s *Export) Features() []server.Feature { return s.features }
+
+// Close stops the scrapers and the exporter's subscription, logs the
+// proxy's rejections not logged yet, then pushes to --otlp-endpoint a last
+// time (within otlpShutdownTimeout and ctx), so a collector sees the final
+// totals.
+func (s *Export) Close(ctx context.Context) error {
+	s.cancel()
+	s.scrapers.Wait()
+	s.unsubscribe()
+	if s.proxied != nil {
+		s.proxied.FlushLog()
+	}
+	if s.pusher == nil {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, otlpShutdownTimeout)
+	defer cancel()
+	if err := s.pusher.Shutdown(ctx); err != nil {
+		return fmt.Errorf("otlp: last push: %w", err)
+	}
+	return nil
+}

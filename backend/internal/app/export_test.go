@@ -1,0 +1,125 @@
+package app
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/mlx-bun/mlx-metrics/backend/internal/bus"
+	"github.com/mlx-bun/mlx-metrics/backend/internal/health"
+	"github.com/mlx-bun/mlx-metrics/backend/internal/otlp"
+	"github.com/mlx-bun/mlx-metrics/backend/internal/scrape"
+	"github.com/mlx-bun/mlx-metrics/backend/internal/server"
+	"github.com/mlx-bun/mlx-metrics/gpu/engine"
+)
+
+// TestExportWiring runs the export side as Start wires it: a request
+// through --proxy-to (to the reference engine) lands on the bus and shows
+// in GET /api/metrics/prometheus.
+func TestExportWiring(t *testing.T) {
+	cfg := engine.DefaultConfig()
+	cfg.DecodeRate, cfg.PrefillRate, cfg.LoadTime = 2000, 200000, 0
+	eng, err := engine.New(cfg, engine.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go eng.Run(ctx)
+	engSrv := httptest.NewServer(eng.Handler())
+	defer engSrv.Close()
+
+	b := bus.New()
+	side, err := StartExport(ctx, b, health.New(time.Now(), health.Options{}), ExportConfig{ProxyTo: engSrv.URL + "/v1", ScrapeInterval: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer side.Close(context.Background())
+	app := server.New(server.Options{}, side.Features()...)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go app.Listener(ln)
+	defer app.Shutdown()
+	base := "http://" + ln.Addr().String()
+
+	resp, err := http.Post(base+"/v1/chat/completions", "application/json", strings.NewReader(
+		`{"model":"reference-sim","stream":true,"max_tokens":12,"messages":[{"role":"user","content":"hello there"}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+
+	// The proxy publishes before it ends the chunked body, so the client
+	// having read to EOF means the event is on the bus; Flush waits until
+	// the exporter has it.
+	b.Flush()
+	r, err := http.Get(base + "/api/metrics/prometheus")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(r.Body)
+	r.Body.Close()
+	text := string(body)
+	for _, want := range []string{
+		`mlx_generation_tokens_total{model_name="reference-sim"} 12`,
+		`mlx_request_success_total{finished_reason="length",model_name="reference-sim"} 1`,
+		`mlx_time_to_first_token_seconds_count{model_name="reference-sim"} 1`,
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("exporter lacks %q:\n%s", want, text)
+		}
+	}
+}
+
+// The export side adds its /healthz sections, and with --otlp-endpoint
+// pushes a last time when it stops.
+func TestExportHealthAndOTLP(t *testing.T) {
+	var pushes atomic.Int32
+	receiver := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/v1/metrics" {
+			pushes.Add(1)
+		}
+		w.Header().Set("Content-Type", "application/x-protobuf")
+	}))
+	defer receiver.Close()
+	engine := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, "# TYPE vllm:num_requests_running gauge\nvllm:num_requests_running{model_name=\"m\"} 1\n")
+	}))
+	defer engine.Close()
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var targets scrape.Targets
+	targets.Set(engine.URL + "/metrics,vllm")
+	healthz := health.New(time.Now(), health.Options{})
+	side, err := StartExport(ctx, bus.New(), healthz, ExportConfig{Scrapes: targets, ScrapeInterval: time.Hour,
+		OTLP: otlp.Options{Endpoint: receiver.URL, Protocol: otlp.ProtocolHTTP, Interval: otlp.MaxInterval}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := json.Marshal(healthz.Report())
+	var report struct {
+		OTLP   *otlp.Stats       `json:"otlp"`
+		Scrape []json.RawMessage `json:"scrape"`
+	}
+	json.Unmarshal(b, &report)
+	if report.OTLP == nil || report.OTLP.Endpoint != receiver.URL+"/v1/metrics" || len(report.Scrape) != 1 {
+		t.Errorf("healthz lacks the otlp or scrape section: %s", b)
+	}
+	if err := side.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if pushes.Load() != 1 {
+		t.Errorf("%d pushes at stop, want the last one", pushes.Load())
+	}
+}

@@ -1,0 +1,141 @@
+package app
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/mlx-bun/mlx-metrics/backend/internal/bus"
+	"github.com/mlx-bun/mlx-metrics/backend/internal/health"
+	"github.com/mlx-bun/mlx-metrics/backend/internal/ingest"
+	"github.com/mlx-bun/mlx-metrics/backend/internal/live"
+	"github.com/mlx-bun/mlx-metrics/backend/internal/server"
+	"github.com/mlx-bun/mlx-metrics/backend/internal/store"
+	"github.com/mlx-bun/mlx-metrics/shared/snapshot"
+)
+
+// LiveConfig is the live half's configuration: event sources and windows
+// (serve's flags named in each field).
+type LiveConfig struct {
+	EventsURL      string // --events-url: a host's event stream to follow
+	EventsURLToken string // --events-url-token: sent to EventsURL
+	// EventsToken (--events-token) is the producer-only token: it opens
+	// POST /events alone, and the reference engine publishes with it.
+	EventsToken string
+	Replay      string  // --replay: an NDJSON file replayed at start
+	ReplaySpeed float64 // --replay-speed: 0 as fast as possible
+	Window      int     // --window: 1 to 100000
+	Recent      int     // --recent: 1 to 100000
+	Series      int     // --series: 1 to 100000
+}
+
+// Live is the live half running, a part of serve: the store and stream,
+// and the event sources feeding the bus.
+type Live struct {
+	live     *live.Live
+	posted   *ingest.HTTP
+	features []server.Feature
+	cancel   context.CancelFunc
+	sources  sync.WaitGroup
+}
+
+// StartLive subscribes the store to b, starts the follower and the replay
+// cfg asks for, and adds their /healthz sections to healthz. A bad value
+// in cfg is a *ConfigError.
+func StartLive(ctx context.Context, b *bus.Bus, healthz *health.Health, cfg LiveConfig) (*Live, error) {
+	for _, v := range []struct {
+		name string
+		n    int
+	}{{"window", cfg.Window}, {"recent", cfg.Recent}, {"series", cfg.Series}} {
+		if v.n < 1 || v.n > 100_000 {
+			return nil, configErrorf("-%s %d: must be from 1 to 100000", v.name, v.n)
+		}
+	}
+	if cfg.ReplaySpeed < 0 {
+		return nil, configErrorf("-replay-speed %v: must be >= 0", cfg.ReplaySpeed)
+	}
+	if cfg.Replay != "" {
+		if _, err := os.Stat(cfg.Replay); err != nil {
+			return nil, configErrorf("-replay: %w", err)
+		}
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	s := &Live{cancel: cancel}
+	s.live = live.New(b, live.Options{Store: store.Options{Window: cfg.Window, Recent: cfg.Recent, Series: cfg.Series}})
+	posted := ingest.NewHTTP(b, ingest.Options{})
+	s.posted = posted
+	s.features = []server.Feature{s.live, posted}
+	// Every source's counts, under one section: /healthz lists each one
+	// configured, and each logs its first rejection and then a paced count.
+	sources := map[string]func() any{"http": func() any { return posted.Stats() }}
+
+	if cfg.EventsURL != "" {
+		f := ingest.NewFollower(b, cfg.EventsURL, ingest.FollowerOptions{Token: cfg.EventsURLToken})
+		sources["follow"] = func() any { return f.Status() }
+		s.sources.Add(1)
+		go func() {
+			defer s.sources.Done()
+			f.Run(ctx)
+		}()
+	}
+	if cfg.Replay != "" {
+		var (
+			src   = ingest.NewSource("replay", b, false, ingest.Options{})
+			mu    sync.Mutex // guards state
+			state = map[string]any{"file": filepath.Base(cfg.Replay), "done": false}
+		)
+		s.sources.Add(1)
+		go func() {
+			defer s.sources.Done()
+			err := ingest.Replay(ctx, cfg.Replay, src, cfg.ReplaySpeed)
+			st := src.Stats()
+			mu.Lock()
+			state["done"] = true
+			if err != nil && ctx.Err() == nil {
+				state["error"] = err.Error()
+				logf("replay: %v", err)
+			}
+			mu.Unlock()
+			logf("replayed %s: accepted %d, ignored %d, rejected %d", cfg.Replay, st.Accepted, st.Ignored, st.Rejected)
+		}()
+		sources["replay"] = func() any {
+			mu.Lock()
+			defer mu.Unlock()
+			out := map[string]any{"events": src.Stats()}
+			for k, v := range state {
+				out[k] = v
+			}
+			return out
+		}
+	}
+	healthz.Add("ingest", func() any {
+		out := make(map[string]any, len(sources))
+		for name, stats := range sources {
+			out[name] = stats()
+		}
+		return out
+	})
+	healthz.Add("store", func() any { return s.live.Stats() })
+	healthz.Add("stream", func() any { return s.live.StreamStats() })
+	return s, nil
+}
+
+// Features are the store's routes (GET /snapshot and /stream) and POST /events.
+func (s *Live) Features() []server.Feature { return s.features }
+
+// Close stops the sources (each logs the count of rejections it has not
+// logged yet) and ends every stream, so the server can shut down without
+// waiting on them: Start closes it before the server's Shutdown
+// (App.CloseFirst).
+func (s *Live) Close(context.Context) error {
+	s.cancel()
+	s.sources.Wait()
+	s.posted.FlushLog()
+	s.live.Close()
+	return nil
+}
+
+// Snapshot is the store's snapshot at now.
+func (s *Live) Snapshot(now time.Time) snapshot.Snapshot { return s.live.Snapshot(now) }
