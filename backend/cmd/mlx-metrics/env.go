@@ -12,11 +12,15 @@ import (
 // defaults. A malformed value is kept and refused once the flags are parsed,
 // as the same value given as a flag would be, rather than silently becoming
 // the built-in default.
-type envDefaults struct{ errs []error }
+type envDefaults struct {
+	errs []error
+	read []string // the keys asked for, in order (the README's table is checked against them)
+}
 
 // envValue is key's value parsed, or def when key is unset or malformed
 // (then noted in e).
 func envValue[T any](e *envDefaults, key, want string, def T, parse func(string) (T, error)) T {
+	e.read = append(e.read, key)
 	v := os.Getenv(key)
 	if v == "" {
 		return def

@@ -2,11 +2,13 @@ package main
 
 // Tests that keep the documentation honest: every relative link in README.md
 // and docs/ resolves, and the README's table of serve's flags is serve's
-// flag set, each flag with the environment twin its usage names.
+// flag set, each flag with the environment twin its usage names (and serve
+// really reads) and its real default.
 
 import (
 	"bufio"
 	"context"
+	"flag"
 	"io"
 	"os"
 	"path/filepath"
@@ -15,6 +17,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 	"unicode"
 )
 
@@ -231,9 +234,15 @@ func serveFlagUsage(t *testing.T) map[string]string {
 
 var envTwin = regexp.MustCompile(`\benv:?\s+(MLX_METRICS_[A-Z0-9_]+)`)
 
+// flagRow is one row of the README's table of serve's flags.
+type flagRow struct {
+	env string // the env cell, without backticks
+	def string // the default cell, as written
+}
+
 // readmeFlagTable is the README's table of serve's flags: the table under
-// the heading "`mlx-metrics serve` flags", flag name to the env cell.
-func readmeFlagTable(t *testing.T, readme string) map[string]string {
+// the heading "`mlx-metrics serve` flags", by flag name.
+func readmeFlagTable(t *testing.T, readme string) map[string]flagRow {
 	t.Helper()
 	const heading = "## `mlx-metrics serve` flags"
 	_, section, ok := strings.Cut(readme, "\n"+heading+"\n")
@@ -244,13 +253,13 @@ func readmeFlagTable(t *testing.T, readme string) map[string]string {
 		section = section[:next]
 	}
 	cell := regexp.MustCompile("^`--([a-z][a-z0-9-]*)`")
-	rows := map[string]string{}
+	rows := map[string]flagRow{}
 	for _, line := range strings.Split(section, "\n") {
 		if !strings.HasPrefix(line, "|") {
 			continue
 		}
 		cells := strings.Split(strings.Trim(line, "|"), "|")
-		if len(cells) < 2 {
+		if len(cells) < 3 {
 			continue
 		}
 		m := cell.FindStringSubmatch(strings.TrimSpace(cells[0]))
@@ -260,7 +269,7 @@ func readmeFlagTable(t *testing.T, readme string) map[string]string {
 		if _, dup := rows[m[1]]; dup {
 			t.Errorf("README.md lists --%s twice", m[1])
 		}
-		rows[m[1]] = strings.Trim(strings.TrimSpace(cells[1]), "`")
+		rows[m[1]] = flagRow{env: strings.Trim(strings.TrimSpace(cells[1]), "`"), def: strings.TrimSpace(cells[2])}
 	}
 	if len(rows) == 0 {
 		t.Fatalf("README.md's %q section has no flag rows", heading)
@@ -268,15 +277,20 @@ func readmeFlagTable(t *testing.T, readme string) map[string]string {
 	return rows
 }
 
-// TestReadmeServeFlags checks the README's flag table against the real
-// flag set both ways: every flag of serve has a row naming the environment
-// twin its usage names (or "none" when it has none), and every row is a flag.
-func TestReadmeServeFlags(t *testing.T) {
+func readmeRows(t *testing.T) map[string]flagRow {
+	t.Helper()
 	readme, err := os.ReadFile(filepath.Join(repoRoot(t), "README.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	rows := readmeFlagTable(t, string(readme))
+	return readmeFlagTable(t, string(readme))
+}
+
+// TestReadmeServeFlags checks the README's flag table against the real
+// flag set both ways: every flag of serve has a row naming the environment
+// twin its usage names (or "none" when it has none), and every row is a flag.
+func TestReadmeServeFlags(t *testing.T) {
+	rows := readmeRows(t)
 	for name, usage := range serveFlagUsage(t) {
 		want := "none"
 		if m := envTwin.FindStringSubmatch(usage); m != nil {
@@ -286,12 +300,109 @@ func TestReadmeServeFlags(t *testing.T) {
 		switch {
 		case !ok:
 			t.Errorf("README.md's serve flag table lacks --%s (env %s)", name, want)
-		case got != want:
-			t.Errorf("README.md: --%s has env %q, serve -h names %q", name, got, want)
+		case got.env != want:
+			t.Errorf("README.md: --%s has env %q, serve -h names %q", name, got.env, want)
 		}
 		delete(rows, name)
 	}
 	for name := range rows {
 		t.Errorf("README.md lists --%s, which serve does not have", name)
+	}
+}
+
+// serveFlags is serve's flag set as runServe defines it, with the
+// environment as it is now, and the keys its environment reader read.
+func serveFlags(t *testing.T) (*flag.FlagSet, *envDefaults) {
+	t.Helper()
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	env := &envDefaults{}
+	addServeFlags(fs, env)
+	if err := env.err(); err != nil {
+		t.Fatal(err)
+	}
+	return fs, env
+}
+
+// flagValue is fl's typed value; nil for a Value that is not a flag.Getter
+// (--scrape's).
+func flagValue(fl *flag.Flag) any {
+	if g, ok := fl.Value.(flag.Getter); ok {
+		return g.Get()
+	}
+	return nil
+}
+
+// TestReadmeServeFlagEnvAndDefaults checks each row of the README's flag
+// table against what serve does: the environment variable it names is read
+// by serve's environment reader (envDefaults) and sets the flag as the flag
+// itself would, and the default column is the flag's default with the
+// environment unset ("none", "off" or nothing for an empty default, ~ for
+// the home directory, a duration in any form).
+func TestReadmeServeFlagEnvAndDefaults(t *testing.T) {
+	rows := readmeRows(t)
+	home := t.TempDir()
+	t.Setenv("HOME", home)
+	for _, r := range rows {
+		if r.env != "none" {
+			t.Setenv(r.env, "")
+		}
+	}
+	fs, env := serveFlags(t)
+	// A value set through the environment, one that differs from the
+	// defaults, by the flag's type (--scrape takes a target).
+	sample := func(fl *flag.Flag) string {
+		if fl.Name == "scrape" {
+			return "http://127.0.0.1:9/metrics,vllm"
+		}
+		switch flagValue(fl).(type) {
+		case bool:
+			return "true"
+		case int:
+			return "7"
+		case float64:
+			return "3.5"
+		case time.Duration:
+			return "42s"
+		default:
+			return "x-" + fl.Name
+		}
+	}
+	for name, r := range rows {
+		t.Run(name, func(t *testing.T) {
+			fl := fs.Lookup(name)
+			if fl == nil {
+				t.Fatalf("serve has no --%s", name) // TestReadmeServeFlags says so too
+			}
+			want := strings.Trim(r.def, "`")
+			if r.def == "" || r.def == "none" || r.def == "off" {
+				want = ""
+			}
+			if _, ok := flagValue(fl).(time.Duration); ok {
+				if d, err := time.ParseDuration(want); err == nil {
+					want = d.String() // 70s is 1m10s
+				}
+			}
+			if got := strings.Replace(fl.DefValue, home, "~", 1); got != want {
+				t.Errorf("README.md: --%s defaults to %q, serve to %q", name, r.def, got)
+			}
+			if r.env == "none" {
+				return
+			}
+			if !slices.Contains(env.read, r.env) {
+				t.Fatalf("serve's environment reader never reads %s", r.env)
+			}
+			v := sample(fl)
+			byFlag, _ := serveFlags(t)
+			if err := byFlag.Set(name, v); err != nil {
+				t.Fatal(err)
+			}
+			t.Setenv(r.env, v)
+			byEnv, _ := serveFlags(t)
+			got, set := byEnv.Lookup(name).Value.String(), byFlag.Lookup(name).Value.String()
+			if got != set || got == fl.DefValue {
+				t.Errorf("%s=%s gives --%s %q; --%s %s gives %q (default %q)", r.env, v, name, got, name, v, set, fl.DefValue)
+			}
+		})
 	}
 }
