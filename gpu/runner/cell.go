@@ -12,6 +12,7 @@ import (
 	"github.com/mlx-bun/mlx-metrics/gpu/loadgen"
 	"github.com/mlx-bun/mlx-metrics/gpu/probe"
 	"github.com/mlx-bun/mlx-metrics/shared/bench"
+	"github.com/mlx-bun/mlx-metrics/shared/plural"
 )
 
 // run is the state shared by a run's cells.
@@ -348,7 +349,7 @@ func (m *measurer) request(ctx context.Context, phaseName string, run, attempt i
 			m.warned = map[string]bool{}
 		}
 		m.warned[phaseName] = true
-		m.res.Problems = append(m.res.Problems, fmt.Sprintf("phase %s: the server generated %d of %d tokens (it stopped early; rates use the tokens it reported)", phaseName, res.CompletionTokens, maxTokens))
+		m.res.Problems = append(m.res.Problems, fmt.Sprintf("phase %s: the server generated %d of %s (it stopped early; rates use the tokens it reported)", phaseName, res.CompletionTokens, plural.Count(maxTokens, "token", "tokens")))
 	}
 	return s, res, nil
 }
@@ -360,7 +361,7 @@ func (m *measurer) decode(ctx context.Context, attempt int) ([]bench.Sample, err
 		s, res, err := m.request(ctx, bench.PhaseDecode, i+1, attempt, loadgen.Completions, loadgen.Prompt(32, m.uniqueNonce()), 32, p.DecodeTokens)
 		if err == nil {
 			if s.DecodeTokensPerSecond = res.DecodeTokensPerSecond(); s.DecodeTokensPerSecond == 0 {
-				err = fmt.Errorf("decode rate unmeasurable: %d tokens in %d chunks", res.CompletionTokens, res.ContentChunks)
+				err = fmt.Errorf("decode rate unmeasurable: %s in %s", plural.Count(res.CompletionTokens, "token", "tokens"), plural.Count(res.ContentChunks, "chunk", "chunks"))
 				s.Error = err.Error()
 			}
 		}
@@ -368,7 +369,7 @@ func (m *measurer) decode(ctx context.Context, attempt int) ([]bench.Sample, err
 		if err != nil {
 			return out, fmt.Errorf("decode run %d: %w", i+1, err)
 		}
-		fmt.Fprintf(m.run.o.Out, "decode %d/%d: %.1f tok/s (%d tokens)\n", i+1, p.DecodeRuns, s.DecodeTokensPerSecond, s.CompletionTokens)
+		fmt.Fprintf(m.run.o.Out, "decode %d/%d: %.1f tok/s (%s)\n", i+1, p.DecodeRuns, s.DecodeTokensPerSecond, plural.Count(s.CompletionTokens, "token", "tokens"))
 	}
 	return out, nil
 }
@@ -472,7 +473,7 @@ func (m *measurer) concurrent(ctx context.Context, attempt int) ([]bench.Sample,
 		return []bench.Sample{s}, fmt.Errorf("concurrent: %s", s.Error)
 	}
 	s.AggregateTokensPerSecond = float64(s.CompletionTokens) / wall.Seconds()
-	fmt.Fprintf(m.run.o.Out, "concurrent x%d: %.1f tok/s aggregate (%d tokens in %.0f ms)\n", n, s.AggregateTokensPerSecond, s.CompletionTokens, s.TotalMs)
+	fmt.Fprintf(m.run.o.Out, "concurrent x%d: %.1f tok/s aggregate (%s in %.0f ms)\n", n, s.AggregateTokensPerSecond, plural.Count(s.CompletionTokens, "token", "tokens"), s.TotalMs)
 	return []bench.Sample{s}, nil
 }
 

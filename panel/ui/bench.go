@@ -15,6 +15,7 @@ import (
 	"github.com/mlx-bun/mlx-metrics/panel/format"
 	"github.com/mlx-bun/mlx-metrics/shared/bench"
 	"github.com/mlx-bun/mlx-metrics/shared/clock"
+	"github.com/mlx-bun/mlx-metrics/shared/plural"
 )
 
 // HistoryLimit is how many finished runs the view lists and trends.
@@ -694,9 +695,9 @@ func (v *BenchView) trendNote() app.UI {
 	for i, r := range runs {
 		ids[i] = r.ID
 	}
-	text := plural(len(runs), "run", "runs") + " of " + v.trendProfile
+	text := plural.Count(len(runs), "run", "runs") + " of " + v.trendProfile
 	if leftOut > 0 {
-		text += "; " + plural(leftOut, "run", "runs") + " that did not complete left out"
+		text += "; " + plural.Count(leftOut, "run", "runs") + " that did not complete left out"
 	}
 	return app.P().Class("muted trend-note").DataSet("runs", strings.Join(ids, " ")).Text(text)
 }

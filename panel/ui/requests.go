@@ -7,6 +7,7 @@ import (
 	"github.com/maxence-charriere/go-app/v10/pkg/app"
 
 	"github.com/mlx-bun/mlx-metrics/panel/format"
+	"github.com/mlx-bun/mlx-metrics/shared/plural"
 	"github.com/mlx-bun/mlx-metrics/shared/snapshot"
 )
 
@@ -44,9 +45,9 @@ func (v *RequestsView) Render() app.UI {
 		{"decode", "Decode rate", w.DecodeTokensPerSecond, format.Rate},
 		{"total", "Total time", w.TotalMs, format.Ms},
 	}
-	windowNote := fmt.Sprintf("over the last %d of %d finished requests (window %d)", w.Count, r.Finished, w.Size)
+	windowNote := fmt.Sprintf("over the last %d of %s (window %d)", w.Count, plural.Count(r.Finished, "finished request", "finished requests"), w.Size)
 	if v.model != "" && w.Count != r.Window.Count {
-		windowNote = fmt.Sprintf("%d of the last %d finished requests (window %d)", w.Count, r.Window.Count, r.Window.Size)
+		windowNote = fmt.Sprintf("%d of the last %s (window %d)", w.Count, plural.Count(r.Window.Count, "finished request", "finished requests"), r.Window.Size)
 	}
 	if w.CachedPromptShare != nil {
 		windowNote += "; " + format.Percent(*w.CachedPromptShare) + " of prompt tokens cached"

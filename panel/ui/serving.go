@@ -8,6 +8,7 @@ import (
 	"github.com/mlx-bun/mlx-metrics/panel/charts"
 	"github.com/mlx-bun/mlx-metrics/panel/format"
 	"github.com/mlx-bun/mlx-metrics/shared/bench"
+	"github.com/mlx-bun/mlx-metrics/shared/plural"
 	"github.com/mlx-bun/mlx-metrics/shared/snapshot"
 )
 
@@ -147,7 +148,7 @@ func (v *ServingView) tiles(s *snapshot.Snapshot) []app.UI {
 	occupancy, rowsHint := format.Dash, "no scheduler sample"
 	if t.Capacity > 0 {
 		occupancy = format.Percent(float64(t.Active) / float64(t.Capacity))
-		rowsHint = fmt.Sprintf("%d of %d rows decoding", t.Active, t.Capacity)
+		rowsHint = fmt.Sprintf("%d of %s decoding", t.Active, plural.Count(t.Capacity, "row", "rows"))
 	}
 	kvUse, hitRate := CacheTotals(s)
 	pct := func(v *float64) string {
@@ -162,9 +163,9 @@ func (v *ServingView) tiles(s *snapshot.Snapshot) []app.UI {
 			resident++
 		}
 	}
-	over := fmt.Sprintf("last %s requests", format.Count(int64(w.Count)))
+	over := "last " + format.Count(int64(w.Count)) + " " + plural.Word(w.Count, "request", "requests")
 	return []app.UI{
-		tile("throughput", "Throughput", format.Rate(t.TokensPerSecond), plural(len(s.Schedulers), "model", "models")+" sampled"),
+		tile("throughput", "Throughput", format.Rate(t.TokensPerSecond), plural.Count(len(s.Schedulers), "model", "models")+" sampled"),
 		tile("requests", "Requests", reqRate, format.Count(s.Requests.Finished)+" finished since start"),
 		multiTile("ttft", "TTFT p50 · p95 · p99", []string{q(w.TTFTMs, p50), q(w.TTFTMs, p95), q(w.TTFTMs, p99)}, over),
 		multiTile("tpot", "TPOT p50 · p95", []string{q(w.TPOTMs, p50), q(w.TPOTMs, p95)}, "per output token after the first"),
@@ -288,12 +289,4 @@ func staleNote(stale bool, s *snapshot.Snapshot) app.UI {
 	}
 	return app.P().Class("stale-note").DataSet("stale", "true").Text(
 		"Not live: every figure below is as of " + format.Clock(s.At) + ", when the stream was last heard from.")
-}
-
-// plural is "1 model" or "2 models".
-func plural(n int, one, many string) string {
-	if n == 1 {
-		return "1 " + one
-	}
-	return itoa(n) + " " + many
 }

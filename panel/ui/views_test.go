@@ -56,6 +56,10 @@ const xss = "<img src=x onerror=alert(1)>"
 func TestViews(t *testing.T) {
 	busy := recorded(t, "busy")
 	empty := recorded(t, "empty")
+	one := &snapshot.Snapshot{
+		Schedulers: []snapshot.Scheduler{{SchedulerSample: events.SchedulerSample{Model: "m", Active: 1, Capacity: 1}}},
+		Requests:   snapshot.Requests{Finished: 1, Window: snapshot.Window{Size: 200, Count: 1}},
+	}
 	tests := []struct {
 		name    string
 		compo   app.Composer
@@ -137,6 +141,16 @@ func TestViews(t *testing.T) {
 				"req-1234", "1,024 (0)", "&lt;img src=x onerror=alert(1)&gt;",
 			},
 			notWant: []string{xss},
+		},
+		{
+			name:  "serving in the singular",
+			compo: &ServingView{Snap: one, Palette: charts.Light},
+			want:  []string{"1 model sampled", "1 of 1 row decoding", "last 1 request<"},
+		},
+		{
+			name:  "requests in the singular",
+			compo: &RequestsView{Snap: one},
+			want:  []string{"over the last 1 of 1 finished request (window 200)"},
 		},
 		{
 			name:  "requests empty window",

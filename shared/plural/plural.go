@@ -16,3 +16,12 @@ func Count[N ~int | ~int64 | ~uint64](n N, one, many string) string {
 	}
 	return strconv.FormatUint(uint64(n), 10) + " " + many
 }
+
+// Word is one or many as n asks, for a count written some other way (with
+// thousands separators): Word(1, "run", "runs") is "run".
+func Word[N ~int | ~int64 | ~uint64](n N, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}

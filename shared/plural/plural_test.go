@@ -32,3 +32,14 @@ func ExampleCount() {
 	// 1 problem
 	// 3 problems
 }
+
+func TestWord(t *testing.T) {
+	for _, tc := range []struct {
+		n    int64
+		want string
+	}{{0, "requests"}, {1, "request"}, {2, "requests"}, {1234, "requests"}} {
+		if got := Word(tc.n, "request", "requests"); got != tc.want {
+			t.Errorf("Word(%d) = %q, want %q", tc.n, got, tc.want)
+		}
+	}
+}

@@ -115,7 +115,7 @@ func replayCmd(ctx context.Context, args []string, env cliEnv) error {
 	var accepted, rejected int
 	for i := 0; i < len(lines); {
 		if err := clock.SleepUntil(ctx, clk, due(i)); err != nil {
-			return fmt.Errorf("stopped after %d of %d events: %w", i, len(lines), err)
+			return fmt.Errorf("stopped after %d of %s: %w", i, plural.Count(len(lines), "event", "events"), err)
 		}
 		// Send together what is due now, up to a batch.
 		j := i + 1
@@ -123,7 +123,7 @@ func replayCmd(ctx context.Context, args []string, env cliEnv) error {
 		}
 		reply, err := c.PostEvents(ctx, append(bytes.Join(lines[i:j], []byte("\n")), '\n'))
 		if err != nil {
-			return fmt.Errorf("after %d of %d events: %w", i, len(lines), err)
+			return fmt.Errorf("after %d of %s: %w", i, plural.Count(len(lines), "event", "events"), err)
 		}
 		accepted += reply.Accepted
 		rejected += reply.Rejected

@@ -387,6 +387,20 @@ func TestReplay(t *testing.T) {
 	}
 }
 
+// A replay stopped before it sent anything says so, in the singular for one
+// event.
+func TestReplayStopped(t *testing.T) {
+	fb := newFakeBackend(t)
+	env, _, _ := testEnv()
+	env.clock = clock.NewFake(time.UnixMilli(1_764_690_000_000))
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	err := eventsCmd(ctx, []string{"replay", "--server", fb.URL, writeEvents(t, sample(1000))}, env)
+	if err == nil || err.Error() != "stopped after 0 of 1 event: context canceled" || len(fb.batches) != 0 {
+		t.Fatalf("err = %v, %d batches sent", err, len(fb.batches))
+	}
+}
+
 func TestProgress(t *testing.T) {
 	tests := []struct {
 		name  string
