@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/mlx-bun/mlx-metrics/shared/bench"
+	"github.com/mlx-bun/mlx-metrics/shared/duration"
 )
 
 // An attached server is one the run measures but did not start: someone
@@ -94,10 +95,10 @@ func (s *server) waitAttached(ctx context.Context, timeout time.Duration) error 
 		case definite == len(s.readyURLs):
 			return fmt.Errorf("the attached server is not ready: %s (is the base URL the server's OpenAI API root, e.g. http://host:port/v1?)", what)
 		case refused > 0 && definite+refused == len(s.readyURLs) && elapsed >= s.grace:
-			s.goneErr = fmt.Errorf("the attached server is not running: %s, for %v", what, s.grace.Round(time.Millisecond))
+			s.goneErr = fmt.Errorf("the attached server is not running: %s, for %s", what, duration.Of(s.grace))
 			return s.goneErr
 		case elapsed >= timeout:
-			return fmt.Errorf("the attached server is not ready after %v: %s", timeout, what)
+			return fmt.Errorf("the attached server is not ready after %s: %s", duration.Of(timeout), what)
 		}
 		t := time.NewTimer(attachPoll)
 		select {

@@ -151,7 +151,7 @@ func TestAttachFailsFast(t *testing.T) {
 			c := attachedCell("503", loading.URL+"/v1")
 			c.Server.ReadyTimeoutMs = 300
 			return c
-		}, []string{"not ready after 300ms", "answered 503 Service Unavailable"}, 0},
+		}, []string{"not ready after 300 ms", "answered 503 Service Unavailable"}, 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

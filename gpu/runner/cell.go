@@ -12,6 +12,7 @@ import (
 	"github.com/mlx-bun/mlx-metrics/gpu/loadgen"
 	"github.com/mlx-bun/mlx-metrics/gpu/probe"
 	"github.com/mlx-bun/mlx-metrics/shared/bench"
+	"github.com/mlx-bun/mlx-metrics/shared/duration"
 	"github.com/mlx-bun/mlx-metrics/shared/plural"
 )
 
@@ -69,7 +70,7 @@ func (r *run) measure(ctx context.Context, i int, cell bench.Cell, res *bench.Ce
 	} else {
 		v := ms(cold)
 		res.ColdStartMs = &v
-		fmt.Fprintf(r.o.Out, "ready after %.0f ms\n", v)
+		fmt.Fprintf(r.o.Out, "ready after %s\n", duration.Ms(v))
 	}
 
 	m := &measurer{
@@ -386,7 +387,7 @@ func (m *measurer) coldTTFT(ctx context.Context, attempt int) ([]bench.Sample, e
 		if err != nil {
 			return out, fmt.Errorf("cold TTFT run %d: %w", i+1, err)
 		}
-		fmt.Fprintf(m.run.o.Out, "cold TTFT %d/%d: %.1f ms, prefill %.0f tok/s (%d prompt tokens)\n", i+1, p.ColdRuns, s.TTFTMs, s.PrefillTokensPerSecond, s.PromptTokens)
+		fmt.Fprintf(m.run.o.Out, "cold TTFT %d/%d: %s, prefill %.0f tok/s (%s)\n", i+1, p.ColdRuns, duration.Ms(s.TTFTMs), s.PrefillTokensPerSecond, plural.Count(s.PromptTokens, "prompt token", "prompt tokens"))
 	}
 	return out, nil
 }
@@ -409,7 +410,7 @@ func (m *measurer) warmTTFT(ctx context.Context, attempt int) ([]bench.Sample, e
 		if err != nil {
 			return out, fmt.Errorf("warm TTFT run %d: %w", i+1, err)
 		}
-		fmt.Fprintf(m.run.o.Out, "warm TTFT %d/%d: %.1f ms (%d of %d prompt tokens cached)\n", i+1, p.WarmRuns, s.TTFTMs, res.CachedTokens, s.PromptTokens)
+		fmt.Fprintf(m.run.o.Out, "warm TTFT %d/%d: %s (%d of %s cached)\n", i+1, p.WarmRuns, duration.Ms(s.TTFTMs), res.CachedTokens, plural.Count(s.PromptTokens, "prompt token", "prompt tokens"))
 	}
 	return out, nil
 }
@@ -424,7 +425,7 @@ func (m *measurer) longContext(ctx context.Context, attempt int) ([]bench.Sample
 	if err != nil {
 		return []bench.Sample{s}, fmt.Errorf("long context: %w", err)
 	}
-	fmt.Fprintf(m.run.o.Out, "long context: %d prompt tokens, TTFT %.0f ms, prefill %.0f tok/s, then decode %.1f tok/s\n", s.PromptTokens, s.TTFTMs, s.PrefillTokensPerSecond, s.DecodeTokensPerSecond)
+	fmt.Fprintf(m.run.o.Out, "long context: %s, TTFT %s, prefill %.0f tok/s, then decode %.1f tok/s\n", plural.Count(s.PromptTokens, "prompt token", "prompt tokens"), duration.Ms(s.TTFTMs), s.PrefillTokensPerSecond, s.DecodeTokensPerSecond)
 	return []bench.Sample{s}, nil
 }
 
@@ -473,7 +474,7 @@ func (m *measurer) concurrent(ctx context.Context, attempt int) ([]bench.Sample,
 		return []bench.Sample{s}, fmt.Errorf("concurrent: %s", s.Error)
 	}
 	s.AggregateTokensPerSecond = float64(s.CompletionTokens) / wall.Seconds()
-	fmt.Fprintf(m.run.o.Out, "concurrent x%d: %.1f tok/s aggregate (%s in %.0f ms)\n", n, s.AggregateTokensPerSecond, plural.Count(s.CompletionTokens, "token", "tokens"), s.TotalMs)
+	fmt.Fprintf(m.run.o.Out, "concurrent x%d: %.1f tok/s aggregate (%s in %s)\n", n, s.AggregateTokensPerSecond, plural.Count(s.CompletionTokens, "token", "tokens"), duration.Ms(s.TotalMs))
 	return []bench.Sample{s}, nil
 }
 

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/mlx-bun/mlx-metrics/shared/bench"
+	"github.com/mlx-bun/mlx-metrics/shared/duration"
 )
 
 // Report renders report.md: a table of per-cell medians (bench.Figures,
@@ -29,7 +30,7 @@ func Report(rec bench.RunRecord) string {
 	fmt.Fprintf(&b, "- machine: %s, %s, %.1f GiB, %s; GPU: %s\n", rec.Machine.Host, rec.Machine.Chip, float64(rec.Machine.MemoryBytes)/(1<<30), rec.Machine.OS, orDash(rec.Machine.GPU))
 	fmt.Fprintf(&b, "- started %s, took %s; %s (exit %d)\n\n",
 		time.UnixMilli(rec.StartedAt).UTC().Format(time.RFC3339),
-		(time.Duration(rec.FinishedAt-rec.StartedAt) * time.Millisecond).Round(time.Millisecond), status, rec.ExitCode)
+		duration.Ms(float64(rec.FinishedAt-rec.StartedAt)), status, rec.ExitCode)
 
 	b.WriteString("Medians. Token counts come from the servers' usage.\n\n| cell | status")
 	for _, f := range bench.Figures {

@@ -45,3 +45,13 @@ func TestReportTable(t *testing.T) {
 		})
 	}
 }
+
+// report.md says how long the run took as the CLI and the panel do
+// (shared/duration).
+func TestReportDuration(t *testing.T) {
+	const start = 1_764_690_000_000
+	r := Report(bench.RunRecord{ID: "r", Plan: bench.Plan{Scope: bench.ScopeAll}, StartedAt: start, FinishedAt: start + 125_400, Complete: true})
+	if !strings.Contains(r, ", took 2 min 05 s; complete (exit 0)") {
+		t.Errorf("report.md lacks the run's duration:\n%s", r)
+	}
+}

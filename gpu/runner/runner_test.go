@@ -376,7 +376,7 @@ func TestFailingServers(t *testing.T) {
 		stderrHas   string
 		maxAttempts int
 	}{
-		{"ready timeout", never, "cold start: not ready after 1.5s", "not ready after", "reference engine", 0},
+		{"ready timeout", never, "cold start: not ready after 1.50 s", "not ready after", "reference engine", 0},
 		{"crash mid-phase", fakeServerCell("crash"), "the server exited", "phase decode failed (attempt 1, giving up)", "simulated crash", 1},
 		// Token counts come from usage only: a stream without it is a
 		// failed phase, retried once, never counted from the request.

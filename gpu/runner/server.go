@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/mlx-bun/mlx-metrics/shared/bench"
+	"github.com/mlx-bun/mlx-metrics/shared/duration"
 )
 
 // server is one started server under test, in its own process group so
@@ -160,7 +161,7 @@ func (s *server) waitReady(ctx context.Context, timeout time.Duration) (time.Dur
 		case <-s.exited:
 			return 0, fmt.Errorf("%v before it was ready", s.exitErr())
 		case <-deadline.C:
-			return 0, fmt.Errorf("not ready after %v (last: %v)", timeout, last)
+			return 0, fmt.Errorf("not ready after %s (last: %v)", duration.Of(timeout), last)
 		case <-ctx.Done():
 			return 0, ctx.Err()
 		}

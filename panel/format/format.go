@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/mlx-bun/mlx-metrics/shared/duration"
 )
 
 // Dash stands for a value that was not measured.
@@ -74,30 +76,13 @@ func Rate(v float64) string {
 	}
 }
 
-// Ms renders a duration given in milliseconds, the one way the panel
-// writes every duration: "12.3 ms", "894 ms", "1.32 s", "12.5 s",
-// "4 min 05 s", "2 h 07 min".
-func Ms(v float64) string {
-	switch {
-	case v < 100:
-		return fmt.Sprintf("%.1f ms", v)
-	case v < 1000:
-		return fmt.Sprintf("%.0f ms", v)
-	case v < 10_000:
-		return fmt.Sprintf("%.2f s", v/1000)
-	case v < 60_000:
-		return fmt.Sprintf("%.1f s", v/1000)
-	}
-	s := int64(math.Round(v / 1000))
-	if s < 3600 {
-		return fmt.Sprintf("%d min %02d s", s/60, s%60)
-	}
-	m := (s + 30) / 60
-	return fmt.Sprintf("%d h %02d min", m/60, m%60)
-}
+// Ms renders a duration given in milliseconds, the one way the panel and
+// the CLI write every duration (shared/duration): "12.3 ms", "894 ms",
+// "1.32 s", "12.5 s", "4 min 05 s", "2 h 07 min".
+func Ms(v float64) string { return duration.Ms(v) }
 
 // Duration is Ms of d.
-func Duration(d time.Duration) string { return Ms(float64(d) / float64(time.Millisecond)) }
+func Duration(d time.Duration) string { return duration.Of(d) }
 
 // MsPtr is Ms, or a dash when v is nil.
 func MsPtr(v *float64) string {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/mlx-bun/mlx-metrics/backend/internal/benchapi"
 	"github.com/mlx-bun/mlx-metrics/shared/bench"
+	"github.com/mlx-bun/mlx-metrics/shared/duration"
 	"github.com/mlx-bun/mlx-metrics/shared/plural"
 )
 
@@ -132,7 +133,7 @@ func printBenchList(w io.Writer, entries []bench.HistoryEntry) error {
 	for _, e := range entries {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\n", termSafe(e.ID), termSafe(e.Profile),
 			time.UnixMilli(e.StartedAt).UTC().Format("2006-01-02 15:04:05Z"),
-			(time.Duration(e.DurationMs) * time.Millisecond).Round(time.Second), len(e.Cells), result(e))
+			duration.Ms(float64(e.DurationMs)), len(e.Cells), result(e))
 	}
 	return tw.Flush()
 }
@@ -200,7 +201,7 @@ func printBenchEntry(w io.Writer, e bench.HistoryEntry) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintf(tw, "run\t%s\nprofile\t%s (%s)\nstarted\t%s\nduration\t%s\nresult\t%s\nmachine\t%s, %s, %s\n",
 		termSafe(e.ID), termSafe(e.Profile), termSafe(e.Scope), time.UnixMilli(e.StartedAt).UTC().Format(time.RFC3339),
-		(time.Duration(e.DurationMs) * time.Millisecond).Round(time.Second), result(e),
+		duration.Ms(float64(e.DurationMs)), result(e),
 		termSafe(e.Machine.Chip), termSafe(e.Machine.OS), termSafe(orDash(e.Machine.GPU)))
 	if e.RunDirectory != "" {
 		fmt.Fprintf(tw, "record\t%s\n", termSafe(e.RunDirectory))

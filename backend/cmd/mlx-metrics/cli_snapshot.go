@@ -14,6 +14,7 @@ import (
 
 	"github.com/dustin/go-humanize"
 
+	"github.com/mlx-bun/mlx-metrics/shared/duration"
 	"github.com/mlx-bun/mlx-metrics/shared/snapshot"
 )
 
@@ -65,8 +66,7 @@ func snapshotCmd(ctx context.Context, args []string, env cliEnv) error {
 func printSnapshot(w io.Writer, s snapshot.Snapshot) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintf(tw, "snapshot at %s, version %d, up %s\n",
-		time.UnixMilli(s.At).UTC().Format(time.RFC3339), s.Version,
-		time.Duration(s.At-s.StartedAt)*time.Millisecond)
+		time.UnixMilli(s.At).UTC().Format(time.RFC3339), s.Version, duration.Ms(float64(s.At-s.StartedAt)))
 
 	fmt.Fprintln(tw, "\nMODEL\tSTATE\tLOADS\tLAST LOAD\tWEIGHTS\tKV\tPREFIX CACHE\tSWAPS")
 	if len(s.Models) == 0 {
@@ -150,7 +150,7 @@ func msOrDash(v *float64) string {
 	if v == nil {
 		return "-"
 	}
-	return fmt.Sprintf("%.0f ms", *v)
+	return duration.Ms(*v)
 }
 
 // capacityOrDash shows 0 as unknown: scraped engines do not export it.

@@ -159,7 +159,7 @@ func TestClientCommands(t *testing.T) {
 		contains []string // in stdout, or in the error when code != 0
 	}{
 		{"snapshot table", snapshotCmd, []string{srv}, 0, []string{
-			"version 42", "qwen3-8b  resident  1      4200 ms    8.0 GiB", "140.5", "75.0%",
+			"version 42", "up 1 min 00 s", "qwen3-8b  resident  1      4.20 s     8.0 GiB", "140.5", "75.0%",
 			"llama-8b kv - - 50.0% -", // a scraped ratio: no bytes to show
 			"5 finished, length 1, stop 4", "ttft (ms)", "85.0"}},
 		{"snapshot json", snapshotCmd, []string{srv, "--json"}, 0, []string{`"version":42`}},
@@ -170,13 +170,13 @@ func TestClientCommands(t *testing.T) {
 		{"snapshot backend down", snapshotCmd, []string{dead}, 1, []string{"is the backend running?"}},
 
 		{"list", benchListCmd, []string{srv}, 0, []string{
-			"20261202T100000Z-bbbb  standard  2026-12-02 10:00:00Z  1m30s     3      incomplete (exit 1), 1 problem",
-			"20261201T100000Z-aaaa  standard  2026-12-01 10:00:00Z  1m30s     3      complete"}},
+			"20261202T100000Z-bbbb  standard  2026-12-02 10:00:00Z  1 min 30 s  3      incomplete (exit 1), 1 problem",
+			"20261201T100000Z-aaaa  standard  2026-12-01 10:00:00Z  1 min 30 s  3      complete"}},
 		{"list json", benchListCmd, []string{srv, "--json"}, 0, []string{`"entries": [`}},
 		{"list bad limit", benchListCmd, []string{srv, "--limit=0"}, 2, []string{"--limit"}},
 		{"list limit over the route's", benchListCmd, []string{srv, "--limit=1001"}, 2, []string{"from 1 to 1000"}},
 
-		{"show", benchShowCmd, []string{runA.ID, srv}, 0, []string{"profile   standard (all)", "qwen/tree/default", "100.0", "200.0"}},
+		{"show", benchShowCmd, []string{runA.ID, srv}, 0, []string{"profile   standard (all)", "duration  1 min 30 s", "qwen/tree/default", "100.0", "200.0"}},
 		{"show json", benchShowCmd, []string{srv, "--json", runA.ID}, 0, []string{`"id": "20261201T100000Z-aaaa"`, `"decodeTokensPerSecond": 100`}},
 		{"show unknown", benchShowCmd, []string{srv, "nope"}, 1, []string{"no run nope (404)"}},
 		{"show no id", benchShowCmd, []string{srv}, 2, []string{"one run ID"}},

@@ -166,8 +166,8 @@ func TestRejectionLogIsPaced(t *testing.T) {
 		}
 	}
 	if !strings.Contains(lines[0], "POST /events: rejected an event: line 3: at: bad") ||
-		!strings.Contains(lines[1], "50 more events rejected in the last 1m0s") ||
-		!strings.Contains(lines[2], "1001 more events rejected in the last 1m0s") {
+		!strings.Contains(lines[1], "50 more events rejected in the last 1 min 00 s") ||
+		!strings.Contains(lines[2], "1001 more events rejected in the last 1 min 00 s") {
 		t.Errorf("log lines %q", lines)
 	}
 	if st := src.Stats(); st.Rejected != 1052 {
@@ -228,7 +228,7 @@ func TestSourcesLogPendingWhenTheyEnd(t *testing.T) {
 			tc.run(t, bus.New(), opts)
 			mu.Lock()
 			defer mu.Unlock()
-			if len(lines) != 2 || !strings.Contains(lines[1], "2 more events rejected in the last 0s") {
+			if len(lines) != 2 || !strings.Contains(lines[1], "2 more events rejected in the last 0.0 ms") {
 				t.Errorf("log lines %q, want the first rejection and then the other two counted", lines)
 			}
 		})

@@ -9,6 +9,7 @@ import (
 	"github.com/mlx-bun/mlx-metrics/backend/internal/bus"
 	"github.com/mlx-bun/mlx-metrics/backend/internal/rejectlog"
 	"github.com/mlx-bun/mlx-metrics/shared/clock"
+	"github.com/mlx-bun/mlx-metrics/shared/duration"
 	"github.com/mlx-bun/mlx-metrics/shared/events"
 )
 
@@ -137,11 +138,11 @@ func (s *Source) offer(ev events.Event, pos Rejection) (outcome, Rejection) {
 func (s *Source) checkTime(at int64) string {
 	now := s.opts.Clock.Now()
 	if t := time.UnixMilli(at); t.After(now.Add(s.opts.MaxSkew)) {
-		return fmt.Sprintf("%d is %v ahead of this server's clock (at most %v allowed)",
-			at, t.Sub(now).Round(time.Second), s.opts.MaxSkew)
+		return fmt.Sprintf("%d is %s ahead of this server's clock (at most %s allowed)",
+			at, duration.Of(t.Sub(now).Round(time.Second)), duration.Of(s.opts.MaxSkew))
 	} else if s.live && t.Before(now.Add(-s.opts.MaxAge)) {
-		return fmt.Sprintf("%d is %v behind this server's clock (a live source may lag at most %v)",
-			at, now.Sub(t).Round(time.Second), s.opts.MaxAge)
+		return fmt.Sprintf("%d is %s behind this server's clock (a live source may lag at most %s)",
+			at, duration.Of(now.Sub(t).Round(time.Second)), duration.Of(s.opts.MaxAge))
 	}
 	return ""
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/mlx-bun/mlx-metrics/backend/internal/redact"
 	"github.com/mlx-bun/mlx-metrics/shared/bench"
+	"github.com/mlx-bun/mlx-metrics/shared/duration"
 	"github.com/mlx-bun/mlx-metrics/shared/plural"
 )
 
@@ -198,7 +199,7 @@ func transition(j jobState, now time.Time, in input) (jobState, []bench.JobEvent
 			if in.shutdown {
 				why = "the backend is stopping"
 			}
-			emit(bench.EventStage, fmt.Sprintf("%s: SIGTERM to the runner, SIGKILL after %s", why, in.grace), nil)
+			emit(bench.EventStage, fmt.Sprintf("%s: SIGTERM to the runner, SIGKILL after %s", why, duration.Of(in.grace)), nil)
 		}
 	case graceOver:
 		if !j.exited {
@@ -207,7 +208,7 @@ func transition(j jobState, now time.Time, in input) (jobState, []bench.JobEvent
 			if in.orphan {
 				who = "the orphaned runner"
 			}
-			emit(bench.EventLog, fmt.Sprintf("%s ignored SIGTERM for %s: SIGKILL to its process group", who, in.grace), nil)
+			emit(bench.EventLog, fmt.Sprintf("%s ignored SIGTERM for %s: SIGKILL to its process group", who, duration.Of(in.grace)), nil)
 		}
 	case exited:
 		j.exited, j.runner = true, nil
@@ -233,13 +234,13 @@ func transition(j jobState, now time.Time, in input) (jobState, []bench.JobEvent
 	case orphaned:
 		j.Stage = "recovering"
 		j.Message = fmt.Sprintf("the backend restarted while runner pid %d ran: stopping it before the GPU is free", in.pid)
-		emit(bench.EventStage, fmt.Sprintf("%s (SIGTERM to its process group, SIGKILL after %s)", j.Message, in.grace), nil)
+		emit(bench.EventStage, fmt.Sprintf("%s (SIGTERM to its process group, SIGKILL after %s)", j.Message, duration.Of(in.grace)), nil)
 	case orphanGone:
 		how := "it stopped on SIGTERM"
 		if j.killed {
-			how = fmt.Sprintf("it was killed after ignoring SIGTERM for %s", in.grace)
+			how = fmt.Sprintf("it was killed after ignoring SIGTERM for %s", duration.Of(in.grace))
 			if in.lingered > 0 {
-				how += fmt.Sprintf(", and was still there %s later", in.lingered)
+				how += fmt.Sprintf(", and was still there %s later", duration.Of(in.lingered))
 			}
 		}
 		msg := fmt.Sprintf("%s; its runner (pid %d) still ran at restart and held the GPU until it ended: %s", MsgStoppedDuringRun, in.pid, how)
@@ -294,7 +295,7 @@ func (j *jobState) settle(in settled) (status, msg string) {
 			status, msg = bench.StatusFailed, MsgStoppedDuringRun
 		}
 		if j.killed {
-			msg += fmt.Sprintf("; the runner did not stop within %s of SIGTERM and was killed", in.grace)
+			msg += fmt.Sprintf("; the runner did not stop within %s of SIGTERM and was killed", duration.Of(in.grace))
 		}
 		if recErr != nil {
 			msg += "; it wrote no run.json"

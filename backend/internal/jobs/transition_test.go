@@ -94,7 +94,7 @@ func TestTransition(t *testing.T) {
 			status: bench.StatusFailed, msg: MsgStoppedQueued, events: []string{"failed " + MsgStoppedQueued}},
 		{name: "cancel while running", from: runningState(), in: cancel{grace: stepGrace},
 			status: bench.StatusRunning, stage: "cancelling",
-			events: []string{"stage cancelling: SIGTERM to the runner, SIGKILL after 1m10s"},
+			events: []string{"stage cancelling: SIGTERM to the runner, SIGKILL after 1 min 10 s"},
 			check: func(t *testing.T, j jobState) {
 				if !j.cancelled || j.shutdown {
 					t.Errorf("cancelled %v shutdown %v", j.cancelled, j.shutdown)
@@ -102,7 +102,7 @@ func TestTransition(t *testing.T) {
 			}},
 		{name: "shutdown while running", from: runningState(), in: cancel{shutdown: true, grace: stepGrace},
 			status: bench.StatusRunning, stage: "cancelling",
-			events: []string{"stage the backend is stopping: SIGTERM to the runner, SIGKILL after 1m10s"},
+			events: []string{"stage the backend is stopping: SIGTERM to the runner, SIGKILL after 1 min 10 s"},
 			check: func(t *testing.T, j jobState) {
 				if !j.cancelled || !j.shutdown {
 					t.Errorf("cancelled %v shutdown %v", j.cancelled, j.shutdown)
@@ -124,7 +124,7 @@ func TestTransition(t *testing.T) {
 			}},
 		{name: "cancel when final", from: doneState(), in: cancel{grace: stepGrace}, status: bench.StatusDone},
 		{name: "grace over", from: with(runningState(), cancelled), in: graceOver{grace: stepGrace},
-			status: bench.StatusRunning, events: []string{"log the runner ignored SIGTERM for 1m10s: SIGKILL to its process group"},
+			status: bench.StatusRunning, events: []string{"log the runner ignored SIGTERM for 1 min 10 s: SIGKILL to its process group"},
 			check: func(t *testing.T, j jobState) {
 				if !j.killed {
 					t.Error("not killed")
@@ -180,8 +180,8 @@ func TestTransition(t *testing.T) {
 			status: bench.StatusCancelled, msg: "cancelled", events: []string{"cancelled cancelled"}},
 		{name: "cancelled, killed", from: with(with(with(runningState(), cancelled), killed), hasExited),
 			in:     settled{code: 137, recErr: noRecord, grace: stepGrace},
-			status: bench.StatusCancelled, msg: "cancelled; the runner did not stop within 1m10s of SIGTERM and was killed; it wrote no run.json",
-			events: []string{"cancelled cancelled; the runner did not stop within 1m10s of SIGTERM and was killed; it wrote no run.json"}},
+			status: bench.StatusCancelled, msg: "cancelled; the runner did not stop within 1 min 10 s of SIGTERM and was killed; it wrote no run.json",
+			events: []string{"cancelled cancelled; the runner did not stop within 1 min 10 s of SIGTERM and was killed; it wrote no run.json"}},
 		{name: "shut down mid-run", from: with(with(runningState(), shutdown), hasExited),
 			in:     settled{code: 143, rec: bench.RunRecord{Cancelled: true}},
 			status: bench.StatusFailed, msg: MsgStoppedDuringRun, events: []string{"failed " + MsgStoppedDuringRun}},
@@ -197,16 +197,16 @@ func TestTransition(t *testing.T) {
 		{name: "orphaned", from: runningState(), in: orphaned{pid: 42, grace: stepGrace},
 			status: bench.StatusRunning, stage: "recovering",
 			msg:    "the backend restarted while runner pid 42 ran: stopping it before the GPU is free",
-			events: []string{"stage the backend restarted while runner pid 42 ran: stopping it before the GPU is free (SIGTERM to its process group, SIGKILL after 1m10s)"}},
+			events: []string{"stage the backend restarted while runner pid 42 ran: stopping it before the GPU is free (SIGTERM to its process group, SIGKILL after 1 min 10 s)"}},
 		{name: "orphan grace over", from: runningState(), in: graceOver{grace: stepGrace, orphan: true},
-			status: bench.StatusRunning, events: []string{"log the orphaned runner ignored SIGTERM for 1m10s: SIGKILL to its process group"}},
+			status: bench.StatusRunning, events: []string{"log the orphaned runner ignored SIGTERM for 1 min 10 s: SIGKILL to its process group"}},
 		{name: "orphan stopped", from: runningState(), in: orphanGone{pid: 42, grace: stepGrace},
 			status: bench.StatusFailed, msg: MsgStoppedDuringRun + "; its runner (pid 42) still ran at restart and held the GPU until it ended: it stopped on SIGTERM",
 			events: []string{"failed " + MsgStoppedDuringRun + "; its runner (pid 42) still ran at restart and held the GPU until it ended: it stopped on SIGTERM"}},
 		{name: "orphan killed", from: with(runningState(), killed), in: orphanGone{pid: 42, grace: stepGrace, lingered: 10 * time.Second, noRecord: true},
 			status: bench.StatusFailed,
-			msg:    MsgStoppedDuringRun + "; its runner (pid 42) still ran at restart and held the GPU until it ended: it was killed after ignoring SIGTERM for 1m10s, and was still there 10s later; it wrote no run.json",
-			events: []string{"failed " + MsgStoppedDuringRun + "; its runner (pid 42) still ran at restart and held the GPU until it ended: it was killed after ignoring SIGTERM for 1m10s, and was still there 10s later; it wrote no run.json"}},
+			msg:    MsgStoppedDuringRun + "; its runner (pid 42) still ran at restart and held the GPU until it ended: it was killed after ignoring SIGTERM for 1 min 10 s, and was still there 10.0 s later; it wrote no run.json",
+			events: []string{"failed " + MsgStoppedDuringRun + "; its runner (pid 42) still ran at restart and held the GPU until it ended: it was killed after ignoring SIGTERM for 1 min 10 s, and was still there 10.0 s later; it wrote no run.json"}},
 		{name: "problem", from: with(runningState(), func(j *jobState) { j.Problems = []string{"history: x"} }), in: problem{"history: x"},
 			status: bench.StatusRunning, events: []string{"log problem: history: x"},
 			check: func(t *testing.T, j jobState) {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/mlx-bun/mlx-metrics/shared/clock"
+	"github.com/mlx-bun/mlx-metrics/shared/duration"
 	"github.com/mlx-bun/mlx-metrics/shared/plural"
 )
 
@@ -63,7 +64,7 @@ func (l *Log) Reject(what string) {
 	defer l.mu.Unlock()
 	if !l.logged {
 		l.logged, l.loggedAt = true, now
-		l.opts.Logf("%s: rejected an event: %s (further rejections are counted, logged at most every %v)", l.name, what, l.opts.Every)
+		l.opts.Logf("%s: rejected an event: %s (further rejections are counted, logged at most every %s)", l.name, what, duration.Of(l.opts.Every))
 		return
 	}
 	l.pending++
@@ -107,7 +108,7 @@ func (l *Log) flush(now time.Time) {
 	if l.pending == 0 {
 		return
 	}
-	l.opts.Logf("%s: %s rejected in the last %v; latest: %s", l.name,
-		plural.Count(l.pending, "more event", "more events"), now.Sub(l.loggedAt).Round(time.Second), l.latest)
+	l.opts.Logf("%s: %s rejected in the last %s; latest: %s", l.name,
+		plural.Count(l.pending, "more event", "more events"), duration.Of(now.Sub(l.loggedAt)), l.latest)
 	l.loggedAt, l.pending = now, 0
 }

@@ -19,7 +19,7 @@ func TestPacing(t *testing.T) {
 		flush   bool
 		lines   []string // the lines this step writes, each by a part of it
 	}
-	first := "src: rejected an event: bad 1 (further rejections are counted, logged at most every 1m0s)"
+	first := "src: rejected an event: bad 1 (further rejections are counted, logged at most every 1 min 00 s)"
 	tests := []struct {
 		name  string
 		steps []step
@@ -28,24 +28,24 @@ func TestPacing(t *testing.T) {
 			{0, 1, false, []string{first}},
 			{time.Second, 50, false, nil},
 			{58 * time.Second, 0, false, nil},
-			{time.Second, 0, false, []string{"src: 50 more events rejected in the last 1m0s; latest: bad 51"}},
+			{time.Second, 0, false, []string{"src: 50 more events rejected in the last 1 min 00 s; latest: bad 51"}},
 			{time.Hour, 0, true, nil}, // nothing pending: nothing more
 		}},
 		{"counted within the interval, logged at its end, paced again after", []step{
 			{0, 1, false, []string{first}},
 			{30 * time.Second, 2, false, nil},
-			{30 * time.Second, 0, false, []string{"2 more events rejected in the last 1m0s; latest: bad 3"}},
+			{30 * time.Second, 0, false, []string{"2 more events rejected in the last 1 min 00 s; latest: bad 3"}},
 			{time.Second, 1, false, nil}, // the interval starts at the last line
-			{59 * time.Second, 0, false, []string{"1 more event rejected in the last 1m0s; latest: bad 4"}},
+			{59 * time.Second, 0, false, []string{"1 more event rejected in the last 1 min 00 s; latest: bad 4"}},
 		}},
 		{"after a quiet interval, at once", []step{
 			{0, 1, false, []string{first}},
-			{5 * time.Minute, 1, false, []string{"1 more event rejected in the last 5m0s; latest: bad 2"}},
+			{5 * time.Minute, 1, false, []string{"1 more event rejected in the last 5 min 00 s; latest: bad 2"}},
 			{time.Second, 1, false, nil},
 		}},
 		{"the source stops: Flush writes what is pending, once", []step{
 			{0, 3, false, []string{first}},
-			{10 * time.Second, 0, true, []string{"2 more events rejected in the last 10s; latest: bad 3"}},
+			{10 * time.Second, 0, true, []string{"2 more events rejected in the last 10.0 s; latest: bad 3"}},
 			{time.Hour, 0, true, nil}, // the timer was stopped
 		}},
 		{"Flush before any rejection writes nothing", []step{

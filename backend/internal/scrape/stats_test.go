@@ -119,9 +119,9 @@ vllm:num_requests_running{model_name="m"} 1e9
 	}{
 		{0, 1, false, "scrape " + srv.URL + "/metrics: rejected an event: scheduler.sample: active"},
 		{time.Second, 2, false, ""},
-		{59 * time.Second, 0, false, "2 more events rejected in the last 1m0s"},
+		{59 * time.Second, 0, false, "2 more events rejected in the last 1 min 00 s"},
 		{time.Second, 1, false, ""},
-		{0, 0, true, "1 more event rejected in the last 1s"},
+		{0, 0, true, "1 more event rejected in the last 1.00 s"},
 	} {
 		lines = nil
 		clk.Advance(step.advance)
