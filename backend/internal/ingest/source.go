@@ -121,16 +121,19 @@ func (s *Source) Publish(ev events.Event) {
 // the rejection returned is pos (its place in the input) with the reason,
 // already counted and logged.
 func (s *Source) offer(ev events.Event, pos Rejection) (outcome, Rejection) {
+	// Another type's time is not checked: the store does not reduce it, so
+	// a host's stale catalog.changed is ignored, not rejected.
+	if ev.Payload == nil {
+		s.bus.Publish(ev)
+		s.ignored.Add(1)
+		return ignored, pos
+	}
 	if r := s.checkTime(ev.At); r != "" {
 		pos.Field, pos.Reason = "at", r
 		s.reject(pos)
 		return refused, pos
 	}
 	s.bus.Publish(ev)
-	if ev.Payload == nil {
-		s.ignored.Add(1)
-		return ignored, pos
-	}
 	s.accepted.Add(1)
 	return accepted, pos
 }

@@ -25,6 +25,9 @@ func TestSourcePublish(t *testing.T) {
 		{"a request under no model (an upstream refused it)", events.Event{Type: events.TypeRequestFinished, At: t0,
 			Payload: &events.RequestFinished{RequestID: "r", Finish: events.FinishError, TotalMs: 2}}, 1, 0, 0, ""},
 		{"another type", events.Event{Type: "catalog.changed", At: t0}, 0, 1, 0, ""},
+		{"another type, two days old", events.Event{Type: "catalog.changed", At: t0 - 48*time.Hour.Milliseconds()}, 0, 1, 0, ""},
+		{"another type, an hour ahead", events.Event{Type: "catalog.changed", At: t0 + time.Hour.Milliseconds()}, 0, 1, 0, ""},
+		{"a measurement two days old", finished(t0-48*time.Hour.Milliseconds(), 10), 0, 0, 1, "at"},
 		{"a count past its bound", finished(t0, events.MaxTokens+1), 0, 0, 1, "promptTokens"},
 		{"stamped an hour ahead", finished(t0+time.Hour.Milliseconds(), 10), 0, 0, 1, "at"},
 	}
