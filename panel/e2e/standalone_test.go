@@ -80,10 +80,11 @@ func TestStandalonePage(t *testing.T) {
 	waitFrame(t, ctx, "throughput chart drawn", paintedPixels("chart-throughput")+" > 500", 10*time.Second)
 	shot(t, ctx, "serving")
 
-	// Tiles follow posted events within a second.
+	// Tiles follow posted events. How fast is logged (usually tens of
+	// ms), not asserted: a busy CI machine may take longer than a second.
 	for _, q := range []int{17, 42} {
 		sample(b, "mlx-community/Qwen3-4B-4bit", 6, q, 400)
-		took := waitFrame(t, ctx, fmt.Sprintf("queued tile shows %d", q), tileValue("queued")+fmt.Sprintf(` === "%d"`, q), time.Second)
+		took := waitFrame(t, ctx, fmt.Sprintf("queued tile shows %d", q), tileValue("queued")+fmt.Sprintf(` === "%d"`, q), 10*time.Second)
 		t.Logf("queued tile followed a posted sample in %s", took.Round(time.Millisecond))
 	}
 	// The requests tile counts the finished requests under its rate.
@@ -91,8 +92,7 @@ func TestStandalonePage(t *testing.T) {
 		t.Errorf("requests tile says %q, want the 3 seeded requests finished", before)
 	}
 	b.post(event("request.finished", `{"model":"mlx-community/Qwen3-4B-4bit","requestId":"late","finish":"length","promptTokens":10,"cachedPromptTokens":0,"completionTokens":5,"queueMs":1,"ttftMs":20,"prefillTokensPerSecond":500,"decodeTokensPerSecond":30,"totalMs":200}`))
-	// What is checked is the count, not how fast it came (the queued checks
-	// above log that): a busy machine may take longer than a second.
+	// What is checked is the count, not how fast it came.
 	waitFrame(t, ctx, "requests tile counts the new request", tileHint("requests")+` === "4 finished since start"`, 10*time.Second)
 
 	// Leaving a view disposes its charts (ECharts clears its mark on the
