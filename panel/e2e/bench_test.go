@@ -103,5 +103,5 @@ func TestBenchRoutesFailing(t *testing.T) {
 	shot(t, ctx, "bench-failing")
 	click(t, ctx, `[data-tab="serving"]`)
 	sample(b, "m", 2, 23, 50)
-	waitFrame(t, ctx, "live view still follows events", tileValue("queued")+` === "23"`, 2*time.Second)
+	waitFrame(t, ctx, "live view still follows events", tileValue("queued")+` === "23"`, 10*time.Second)
 }

@@ -27,7 +27,7 @@ func TestInterruptedStream(t *testing.T) {
 	// The last data stays on screen while the stream is down, greyed and
 	// marked as of the last snapshot; the state names the loss's time and
 	// the URL, and keeps that time through the retries.
-	waitFrame(t, ctx, "last data kept", tileValue("queued")+` === "5"`, time.Second)
+	waitFrame(t, ctx, "last data kept", tileValue("queued")+` === "5"`, 5*time.Second)
 	waitFrame(t, ctx, "figures marked stale", `document.querySelector("main.body").classList.contains("stale") &&
 		/as of \d\d:\d\d:\d\d/.test(document.querySelector("[data-stale]").textContent)`, 5*time.Second)
 	lost := frameText(t, ctx, "#conn .conn-detail")
