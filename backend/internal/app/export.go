@@ -88,7 +88,7 @@ func StartExport(ctx context.Context, b *bus.Bus, healthz *health.Health, cfg Ex
 	sctx, cancel := context.WithCancel(ctx)
 	side.cancel = cancel
 	if len(cfg.Scrapes) > 0 {
-		scrapers := scrape.NewGroup(cfg.Scrapes, b.Publish, scrape.Options{})
+		scrapers := scrape.NewGroup(cfg.Scrapes, b.Publish, scrape.Options{Logf: logf})
 		healthz.Add("scrape", func() any { return scrapers.Stats() })
 		side.scrapers.Go(func() { scrapers.Run(sctx, cfg.ScrapeInterval) })
 		logf("scraping %s every %s", cfg.Scrapes.String(), cfg.ScrapeInterval)
