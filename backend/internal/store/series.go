@@ -11,6 +11,9 @@ type series struct {
 	max   int
 	back  []seriesPoint // back[start:] are the points; cap 2*max amortises drops
 	start int
+	// spare holds the share slices of dropped points for new points to
+	// reuse, so that a full series allocates nothing per sample.
+	spare [][]share
 }
 
 // seriesPoint remembers each model's share so a repeated sample of the same
@@ -54,8 +57,15 @@ func (s *series) add(at int64, p *events.SchedulerSample) {
 	s.back = append(s.back, seriesPoint{})
 	pts = s.back[s.start:]
 	copy(pts[i+1:], pts[i:])
-	pts[i] = seriesPoint{at: at, shares: []share{sh}}
+	var shares []share
+	if n := len(s.spare); n > 0 {
+		shares, s.spare = s.spare[n-1], s.spare[:n-1]
+	}
+	pts[i] = seriesPoint{at: at, shares: append(shares, sh)}
 	if len(pts) > s.max {
+		dropped := s.back[s.start].shares
+		clear(dropped) // the model names go with the point
+		s.spare = append(s.spare, dropped[:0])
 		s.back[s.start] = seriesPoint{}
 		s.start++
 	}

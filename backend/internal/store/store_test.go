@@ -796,6 +796,36 @@ func churnEvents(n, models int) []events.Event {
 // BenchmarkApply folds a recorded mix over and over with time moving
 // forward (each lap is shifted past the one before), so no sample is stale
 // and the figure is what a live stream costs.
+// Applying an event allocates nothing once the store is warm: the rings,
+// windows and the series reuse what they drop (a series point's shares
+// too). A serving mix, replayed lap after lap with time moving forward.
+func TestApplyAllocatesNothing(t *testing.T) {
+	evs := mixedEvents(1 << 12)
+	span := evs[len(evs)-1].At - evs[0].At + 1
+	s := New(t0, Options{})
+	// Warm: every ring and window full and dropping, and the timeline gone
+	// round once, so each of its intervals has made its histograms.
+	var lap int64
+	for ; lap*span < 2*DefaultTimeline*DefaultIntervalMs; lap++ {
+		for _, ev := range evs {
+			ev.At += lap * span
+			s.Apply(ev)
+		}
+	}
+	// One run is a whole lap: AllocsPerRun truncates its average, so an
+	// allocation every few events would read 0 per event.
+	allocs := testing.AllocsPerRun(4, func() {
+		for _, ev := range evs {
+			ev.At += lap * span
+			s.Apply(ev)
+		}
+		lap++
+	})
+	if allocs != 0 {
+		t.Errorf("%v allocations in a lap of %d events, want 0", allocs, len(evs))
+	}
+}
+
 func BenchmarkApply(b *testing.B) {
 	for _, mix := range []struct {
 		name string
