@@ -89,6 +89,9 @@ func TestReadPlanMessages(t *testing.T) {
 		{`{"scope":"all","cells":[],"phasess":{}}`, `unknown field "phasess"`},
 		{`{"scope":"x","cells":[]}`, `scope: "x" is not`},
 		{`{"scope":"all","cells":[]}`, "the plan has no cells"},
+		{``, "the file is empty"},
+		{" \n", "the file is empty"},
+		{`{"scope":"all","cells":[]} {"scope":"all"}`, "more follows"},
 	}
 	for i, tt := range tests {
 		_, err := readPlan(writeFile(t, dir, "p"+string(rune('a'+i))+".json", tt.body))

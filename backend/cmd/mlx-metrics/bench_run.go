@@ -184,8 +184,13 @@ func readPlan(path string) (bench.Plan, error) {
 	var p bench.Plan
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
-	if err := dec.Decode(&p); err != nil {
+	if err := dec.Decode(&p); errors.Is(err, io.EOF) {
+		return bench.Plan{}, fmt.Errorf("plan %s: the file is empty; want a JSON plan (mlx-metrics bench plan writes one)", path)
+	} else if err != nil {
 		return bench.Plan{}, fmt.Errorf("plan %s: %w", path, err)
+	}
+	if dec.More() {
+		return bench.Plan{}, fmt.Errorf("plan %s: more follows the plan's JSON object; want one plan per file", path)
 	}
 	if err := p.Validate(); err != nil {
 		return bench.Plan{}, fmt.Errorf("plan %s: %w", path, err)
