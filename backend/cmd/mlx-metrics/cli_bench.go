@@ -200,7 +200,7 @@ func benchShowCmd(ctx context.Context, args []string, env cliEnv) error {
 func printBenchEntry(w io.Writer, e bench.HistoryEntry) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintf(tw, "run\t%s\nprofile\t%s (%s)\nstarted\t%s\nduration\t%s\nresult\t%s\nmachine\t%s, %s, %s\n",
-		termSafe(e.ID), termSafe(e.Profile), termSafe(e.Scope), time.UnixMilli(e.StartedAt).UTC().Format(time.RFC3339),
+		termSafe(e.ID), orDash(termSafe(e.Profile)), termSafe(e.Scope), time.UnixMilli(e.StartedAt).UTC().Format(time.RFC3339),
 		duration.Ms(float64(e.DurationMs)), result(e),
 		termSafe(e.Machine.Chip), termSafe(e.Machine.OS), termSafe(orDash(e.Machine.GPU)))
 	if e.RunDirectory != "" {
@@ -362,8 +362,8 @@ func benchCompareCmd(ctx context.Context, args []string, env cliEnv) error {
 // many figures regressed by more than regression (a fraction; 0: none
 // counted).
 func printComparison(w io.Writer, a, b bench.HistoryEntry, threshold, regression float64) (regressions int) {
-	fmt.Fprintf(w, "A %s (%s)\nB %s (%s)\nchanges are (B-A)/A; %s (threshold %.1f%%)\n\n",
-		a.ID, a.Profile, b.ID, b.Profile, compareRule, 100*threshold)
+	fmt.Fprintf(w, "A %s (profile %s)\nB %s (profile %s)\nchanges are (B-A)/A; %s (threshold %.1f%%)\n\n",
+		termSafe(a.ID), orDash(termSafe(a.Profile)), termSafe(b.ID), orDash(termSafe(b.Profile)), compareRule, 100*threshold)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "CELL\tFIGURE\tA\tB\tCHANGE\tVERDICT")
 	inB := map[string]bench.CompactCell{}

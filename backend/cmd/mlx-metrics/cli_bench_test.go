@@ -92,13 +92,15 @@ func TestBenchPrintsEscaped(t *testing.T) {
 		Problems:     []string{"server exited" + evil},
 		Cells:        []bench.CompactCell{{Key: "m/tree/a" + evil, Status: bench.CellFailed + evil}},
 	}
-	var show, list, problems strings.Builder
+	var show, list, problems, compare strings.Builder
 	if err := printBenchEntry(&show, e); err != nil {
 		t.Fatal(err)
 	}
 	printBenchList(&list, []bench.HistoryEntry{e})
 	printProblems(&problems, []bench.HistoryProblem{{ID: "20261201T090000Z-bbbb" + evil, Message: "unreadable entry: " + evil}})
-	for name, out := range map[string]string{"bench show": show.String(), "bench list": list.String(), "skipped runs": problems.String()} {
+	printComparison(&compare, e, e, 0.05, 0)
+	for name, out := range map[string]string{"bench show": show.String(), "bench list": list.String(),
+		"skipped runs": problems.String(), "bench compare": compare.String()} {
 		if strings.ContainsAny(out, "\x1b\x07\u009b") {
 			t.Errorf("%s printed a control sequence: %q", name, out)
 		}
