@@ -112,7 +112,7 @@ func replayCmd(ctx context.Context, args []string, env cliEnv) error {
 			return fmt.Errorf("event %d: %w", i+1, err)
 		}
 	}
-	var accepted, rejected int
+	var accepted, ignored, rejected int
 	for i := 0; i < len(lines); {
 		if err := clock.SleepUntil(ctx, clk, due(i)); err != nil {
 			return fmt.Errorf("stopped after %d of %s: %w", i, plural.Count(len(lines), "event", "events"), err)
@@ -126,13 +126,15 @@ func replayCmd(ctx context.Context, args []string, env cliEnv) error {
 			return fmt.Errorf("after %d of %s: %w", i, plural.Count(len(lines), "event", "events"), err)
 		}
 		accepted += reply.Accepted
+		ignored += reply.Ignored
 		rejected += reply.Rejected
 		reportRejections(env, i, reply)
 		i = j
 		prog.set(i)
 	}
 	prog.done()
-	fmt.Fprintf(env.stdout, "replayed %s: %d accepted, %d rejected\n", plural.Count(len(lines), "event", "events"), accepted, rejected)
+	// Ignored: valid events of other types (catalog.changed, job.state), which the store does not reduce.
+	fmt.Fprintf(env.stdout, "replayed %s: %d accepted, %d ignored, %d rejected\n", plural.Count(len(lines), "event", "events"), accepted, ignored, rejected)
 	if rejected > 0 {
 		return fmt.Errorf("the backend rejected %s", plural.Count(rejected, "event", "events"))
 	}

@@ -317,7 +317,7 @@ func TestReplay(t *testing.T) {
 			wantSleeps: []time.Duration{time.Second, time.Second}, wantAts: []int64{now, now, now + 1000, now + 1000, now + 2000}},
 		{name: "as recorded", args: []string{"--as-recorded", good}, wantBatches: []int{5},
 			wantAts: []int64{1000, 1000, 3000, 3000, 5000}},
-		{name: "all at once", args: []string{good}, wantBatches: []int{5}, contains: "replayed 5 events: 5 accepted, 0 rejected"},
+		{name: "all at once", args: []string{good}, wantBatches: []int{5}, contains: "replayed 5 events: 5 accepted, 0 ignored, 0 rejected"},
 		{name: "small batches", args: []string{"--batch=2", good}, wantBatches: []int{2, 2, 1}},
 		{name: "paced at 2x", args: []string{good, "--speed=2"}, wantBatches: []int{2, 2, 1},
 			wantSleeps: []time.Duration{time.Second, time.Second}},
