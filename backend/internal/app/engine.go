@@ -36,6 +36,17 @@ func loopbackURL(addr string) string {
 	return "http://" + net.JoinHostPort(host, port)
 }
 
+// check refuses a traffic rate the load generator cannot keep.
+func (c ReferenceEngineConfig) check() error {
+	if !c.Enabled {
+		return nil
+	}
+	if c.Rate <= 0 {
+		return configErrorf("-reference-traffic %v: must be > 0 requests per second", c.Rate)
+	}
+	return nil
+}
+
 // ReferenceEngine is --reference-engine running, a part of serve: the
 // engine and its traffic.
 type ReferenceEngine struct {
@@ -51,8 +62,8 @@ func StartReferenceEngine(ctx context.Context, backendAddr, eventsToken string, 
 	if !c.Enabled {
 		return &ReferenceEngine{cancel: func() {}}, nil
 	}
-	if c.Rate <= 0 {
-		return nil, configErrorf("-reference-traffic %v: must be > 0 requests per second", c.Rate)
+	if err := c.check(); err != nil {
+		return nil, err
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
