@@ -41,11 +41,19 @@ func (c ReferenceEngineConfig) check() error {
 	if !c.Enabled {
 		return nil
 	}
-	if c.Rate <= 0 {
-		return configErrorf("-reference-traffic %v: must be > 0 requests per second", c.Rate)
+	// NaN passes a plain > 0 test, and a rate of Inf (or one far beyond
+	// what 8 requests in flight can take) turns the arrival loop into a
+	// busy loop that holds a core.
+	if !(c.Rate > 0 && c.Rate <= MaxReferenceTraffic) {
+		return configErrorf("-reference-traffic %v: must be more than 0 and at most %d requests per second", c.Rate, MaxReferenceTraffic)
 	}
 	return nil
 }
+
+// MaxReferenceTraffic bounds --reference-traffic, in requests per second:
+// the engine's synthetic traffic is light (8 requests in flight at most,
+// arrivals beyond them dropped).
+const MaxReferenceTraffic = 1000
 
 // ReferenceEngine is --reference-engine running, a part of serve: the
 // engine and its traffic.
