@@ -27,6 +27,7 @@ func TestLiveFlags(t *testing.T) {
 		{"zero window", []string{"-window", "0"}, "-window 0"},
 		{"huge series", []string{"-series", "1000000"}, "-series 1000000"},
 		{"negative replay speed", []string{"-replay-speed", "-1"}, "-replay-speed"},
+		{"NaN replay speed", []string{"-replay-speed", "NaN"}, "-replay-speed"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			fs := flag.NewFlagSet("serve", flag.ContinueOnError)

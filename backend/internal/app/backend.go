@@ -85,6 +85,11 @@ func Start(ctx context.Context, cfg Config) (_ *Backend, err error) {
 	if err != nil {
 		return nil, configErrorf("-cors-origins: %w", err)
 	}
+	// The engine starts last, once the server is bound; its values are
+	// refused now, before anything has started or "serving on" is said.
+	if err := cfg.ReferenceEngine.check(); err != nil {
+		return nil, err
+	}
 	// The guard mounts before every feature: Host, CORS, then the checks
 	// on changes. A producer's --events-token opens POST /events alone.
 	guard := access.New(access.Options{

@@ -78,6 +78,11 @@ func TestStart(t *testing.T) {
 		{"bad grace", func(c *Config) { c.Bench.Grace = 0 }, &ce},
 		{"bad scrape interval", func(c *Config) { c.Export.ScrapeInterval = 0 }, &ce},
 		{"bad traffic rate", func(c *Config) { c.ReferenceEngine = ReferenceEngineConfig{Enabled: true} }, &ce},
+		// Refused before the port is bound, not after "serving on".
+		{"bad traffic rate, address taken", func(c *Config) {
+			c.ReferenceEngine = ReferenceEngineConfig{Enabled: true}
+			c.Addr = taken.Addr().String()
+		}, &ce},
 		{"address taken", func(c *Config) { c.Addr = taken.Addr().String() }, &le},
 	}
 	for _, tt := range tests {

@@ -36,6 +36,25 @@ func loopbackURL(addr string) string {
 	return "http://" + net.JoinHostPort(host, port)
 }
 
+// check refuses a traffic rate the load generator cannot keep.
+func (c ReferenceEngineConfig) check() error {
+	if !c.Enabled {
+		return nil
+	}
+	// NaN passes a plain > 0 test, and a rate of Inf (or one far beyond
+	// what 8 requests in flight can take) turns the arrival loop into a
+	// busy loop that holds a core.
+	if !(c.Rate > 0 && c.Rate <= MaxReferenceTraffic) {
+		return configErrorf("-reference-traffic %v: must be more than 0 and at most %d requests per second", c.Rate, MaxReferenceTraffic)
+	}
+	return nil
+}
+
+// MaxReferenceTraffic bounds --reference-traffic, in requests per second:
+// the engine's synthetic traffic is light (8 requests in flight at most,
+// arrivals beyond them dropped).
+const MaxReferenceTraffic = 1000
+
 // ReferenceEngine is --reference-engine running, a part of serve: the
 // engine and its traffic.
 type ReferenceEngine struct {
@@ -51,8 +70,8 @@ func StartReferenceEngine(ctx context.Context, backendAddr, eventsToken string, 
 	if !c.Enabled {
 		return &ReferenceEngine{cancel: func() {}}, nil
 	}
-	if c.Rate <= 0 {
-		return nil, configErrorf("-reference-traffic %v: must be > 0 requests per second", c.Rate)
+	if err := c.check(); err != nil {
+		return nil, err
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

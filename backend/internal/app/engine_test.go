@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"errors"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -86,15 +87,23 @@ func TestReferenceEnginePublishes(t *testing.T) {
 	}
 }
 
-// Disabled, the reference engine starts nothing; a rate of 0 is refused.
+// Disabled, the reference engine starts nothing; a rate that is not a
+// number from just above 0 to MaxReferenceTraffic is refused.
 func TestReferenceEngineConfig(t *testing.T) {
 	if eng, err := StartReferenceEngine(context.Background(), "127.0.0.1:1", "", ReferenceEngineConfig{}); err != nil {
 		t.Fatal(err)
 	} else if err := eng.Close(context.Background()); err != nil { // disabled: nothing started
 		t.Fatal(err)
 	}
-	var ce *ConfigError
-	if _, err := StartReferenceEngine(context.Background(), "127.0.0.1:1", "", ReferenceEngineConfig{Enabled: true, Rate: 0}); !errors.As(err, &ce) {
-		t.Errorf("a zero traffic rate: %v, want a *ConfigError", err)
+	for _, rate := range []float64{0, -1, math.NaN(), math.Inf(1), math.Inf(-1), MaxReferenceTraffic + 1, 1e300} {
+		var ce *ConfigError
+		if _, err := StartReferenceEngine(context.Background(), "127.0.0.1:1", "", ReferenceEngineConfig{Enabled: true, Rate: rate}); !errors.As(err, &ce) {
+			t.Errorf("traffic rate %v: %v, want a *ConfigError", rate, err)
+		}
+	}
+	for _, rate := range []float64{0.01, 1, MaxReferenceTraffic} {
+		if err := (ReferenceEngineConfig{Enabled: true, Rate: rate}).check(); err != nil {
+			t.Errorf("traffic rate %v: %v, want it accepted", rate, err)
+		}
 	}
 }

@@ -53,8 +53,9 @@ func StartLive(ctx context.Context, b *bus.Bus, healthz *health.Health, cfg Live
 			return nil, configErrorf("-%s %d: must be from 1 to 100000", v.name, v.n)
 		}
 	}
-	if cfg.ReplaySpeed < 0 {
-		return nil, configErrorf("-replay-speed %v: must be >= 0", cfg.ReplaySpeed)
+	// NaN passes a plain < 0 test and would replay as fast as possible.
+	if !(cfg.ReplaySpeed >= 0) {
+		return nil, configErrorf("-replay-speed %v: must be a number >= 0", cfg.ReplaySpeed)
 	}
 	if cfg.Replay != "" {
 		if _, err := os.Stat(cfg.Replay); err != nil {
