@@ -77,6 +77,7 @@ func TestStart(t *testing.T) {
 		{"bad window", func(c *Config) { c.Live.Window = 0 }, &ce},
 		{"bad grace", func(c *Config) { c.Bench.Grace = 0 }, &ce},
 		{"bad scrape interval", func(c *Config) { c.Export.ScrapeInterval = 0 }, &ce},
+		{"scrape interval below the bound", func(c *Config) { c.Export.ScrapeInterval = time.Nanosecond }, &ce},
 		{"bad traffic rate", func(c *Config) { c.ReferenceEngine = ReferenceEngineConfig{Enabled: true} }, &ce},
 		// Refused before the port is bound, not after "serving on".
 		{"bad traffic rate, address taken", func(c *Config) {

@@ -16,13 +16,18 @@ import (
 	"github.com/mlx-bun/mlx-metrics/backend/internal/server"
 )
 
+// MinScrapeInterval bounds --scrape-interval from below: an engine's
+// /metrics is a page of text to render, and polling it back to back would
+// load the engine being measured.
+const MinScrapeInterval = 100 * time.Millisecond
+
 // ExportConfig is the export side's configuration: the Prometheus
 // exporter (always on), the OTLP push, the proxy and the scrapers (serve's
 // flags named in each field).
 type ExportConfig struct {
 	ProxyTo        string         // --proxy-to: the OpenAI-compatible server fronted at /v1/*
 	Scrapes        scrape.Targets // --scrape: the engines' Prometheus endpoints to poll
-	ScrapeInterval time.Duration  // --scrape-interval: more than 0
+	ScrapeInterval time.Duration  // --scrape-interval: at least MinScrapeInterval
 	// OTLP (--otlp-endpoint, --otlp-protocol, --otlp-interval) pushes the
 	// metrics when its Endpoint is set.
 	OTLP otlp.Options
@@ -46,8 +51,8 @@ const otlpShutdownTimeout = 5 * time.Second
 // and adds their /healthz sections (otlp, proxy, scrape) to healthz. A bad
 // value in cfg is a *ConfigError.
 func StartExport(ctx context.Context, b *bus.Bus, healthz *health.Health, cfg ExportConfig) (*Export, error) {
-	if cfg.ScrapeInterval <= 0 {
-		return nil, configErrorf("--scrape-interval must be > 0, got %v", cfg.ScrapeInterval)
+	if cfg.ScrapeInterval < MinScrapeInterval {
+		return nil, configErrorf("--scrape-interval must be at least %v, got %v", MinScrapeInterval, cfg.ScrapeInterval)
 	}
 	var (
 		p       *proxy.Proxy
