@@ -45,7 +45,7 @@ func benchPeerShare(b *testing.B, streams int) {
 		// Round 0 opens both clients' connections and is not counted.
 		var got, peerGot []float64
 		sides := []func() error{
-			func() (err error) { got, err = loadgenShares(c, streams, peer.prompt); return err },
+			func() (err error) { got, _, err = roundShares(c, streams, peer.prompt); return err },
 			func() (err error) { peerGot, err = peer.round(); return err },
 		}
 		if round%2 == 1 {
@@ -72,22 +72,6 @@ func benchPeerShare(b *testing.B, streams int) {
 		fmt.Printf("%d streams, %d each: client share p50 / p99: load generator %.3f / %.3f ms, npm openai %.3f / %.3f ms; ratio of p50s %.2f\n",
 			streams, len(ours), p50, percentile(ours, 0.99), peer50, percentile(theirs, 0.99), peer50/p50)
 	}
-}
-
-func loadgenShares(c *Client, streams int, prompt string) ([]float64, error) {
-	results, err := shareRound(c, streams, prompt)
-	if err != nil {
-		return nil, err
-	}
-	shares := make([]float64, len(results))
-	for i, r := range results {
-		share, ok := r.ClientShare()
-		if !ok {
-			return nil, fmt.Errorf("stream %d: no server_timing from the engine", i)
-		}
-		shares[i] = ms(share)
-	}
-	return shares, nil
 }
 
 // peerClient is testdata/openai-peer.mjs running under node, one round
@@ -123,8 +107,7 @@ func startPeer(b *testing.B, streams int) *peerClient {
 			b.Fatal(err)
 		}
 	}
-	p.base = spawnEngine(b, "--batch-capacity", strconv.Itoa(streams), "--prefill-rate", "1000000",
-		"--decode-rate", "25", "--batch-slowdown", "0", "--load-ms", "0")
+	p.base = spawnShareEngine(b, streams)
 	cmd := exec.Command(node, "peer.mjs", p.base+"/v1", strconv.Itoa(streams), strconv.Itoa(shareTokens), "prompt.txt")
 	cmd.Dir = runDir
 	cmd.Stderr = os.Stderr

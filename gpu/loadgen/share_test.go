@@ -33,9 +33,7 @@ func BenchmarkClientShare64(b *testing.B) { benchClientShare(b, 64) }
 func BenchmarkClientShare1(b *testing.B) { benchClientShare(b, 1) }
 
 func benchClientShare(b *testing.B, streams int) {
-	base := spawnEngine(b, "--batch-capacity", strconv.Itoa(streams), "--prefill-rate", "1000000",
-		"--decode-rate", "25", "--batch-slowdown", "0", "--load-ms", "0")
-	c := New(base+"/v1", Options{})
+	c := New(spawnShareEngine(b, streams)+"/v1", Options{})
 	defer c.Close()
 	prompt := Prompt(100, "")
 	var shares, server []float64
@@ -43,7 +41,7 @@ func benchClientShare(b *testing.B, streams int) {
 	// keeps its connections, and connection setup is not TTFT error.
 	b.ResetTimer()
 	for round := range b.N + 1 {
-		results, err := shareRound(c, streams, prompt)
+		got, spans, err := roundShares(c, streams, prompt)
 		b.StopTimer()
 		if err != nil {
 			b.Fatal(err)
@@ -53,14 +51,8 @@ func benchClientShare(b *testing.B, streams int) {
 			b.StartTimer()
 			continue
 		}
-		for i, r := range results {
-			share, ok := r.ClientShare()
-			if !ok {
-				b.Fatalf("stream %d: no server_timing from the engine", i)
-			}
-			shares = append(shares, ms(share))
-			server = append(server, ms(r.ServerFirstToken.Sub(r.ServerReceived)))
-		}
+		shares = append(shares, got...)
+		server = append(server, spans...)
 		b.StartTimer()
 	}
 	sort.Float64s(shares)
@@ -72,6 +64,32 @@ func benchClientShare(b *testing.B, streams int) {
 		fmt.Printf("client share of TTFT over %d streams: p50 %.3f ms, p99 %.3f ms; server's own TTFT p50 %.3f ms\n",
 			len(shares), percentile(shares, 0.5), percentile(shares, 0.99), percentile(server, 0.5))
 	}
+}
+
+// spawnShareEngine runs the reference engine the share benchmarks measure
+// against: room for every stream in one batch, 25 tok/s each, prefill and
+// load next to free.
+func spawnShareEngine(b *testing.B, streams int) string {
+	return spawnEngine(b, "--batch-capacity", strconv.Itoa(streams), "--prefill-rate", "1000000",
+		"--decode-rate", "25", "--batch-slowdown", "0", "--load-ms", "0")
+}
+
+// roundShares runs one shareRound and returns each stream's client share
+// of TTFT and the engine's own received-to-first-token span, in ms.
+func roundShares(c *Client, streams int, prompt string) (shares, server []float64, err error) {
+	results, err := shareRound(c, streams, prompt)
+	if err != nil {
+		return nil, nil, err
+	}
+	for i, r := range results {
+		share, ok := r.ClientShare()
+		if !ok {
+			return nil, nil, fmt.Errorf("stream %d: no server_timing from the engine", i)
+		}
+		shares = append(shares, ms(share))
+		server = append(server, ms(r.ServerFirstToken.Sub(r.ServerReceived)))
+	}
+	return shares, server, nil
 }
 
 // shareRound starts streams completions 3 ms apart, each 40 tokens at the
