@@ -51,6 +51,16 @@ func configErrorf(format string, args ...any) error {
 	return &ConfigError{fmt.Errorf(format, args...)}
 }
 
+// check refuses the parts' bad values, each part's own check in turn.
+func (c Config) check() error {
+	for _, check := range []func() error{c.ReferenceEngine.check, c.Live.check, c.Bench.check, c.Export.check} {
+		if err := check(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // ListenError is a failure to bind Config.Addr.
 type ListenError struct {
 	Addr string
@@ -85,9 +95,9 @@ func Start(ctx context.Context, cfg Config) (_ *Backend, err error) {
 	if err != nil {
 		return nil, configErrorf("-cors-origins: %w", err)
 	}
-	// The engine starts last, once the server is bound; its values are
-	// refused now, before anything has started or "serving on" is said.
-	if err := cfg.ReferenceEngine.check(); err != nil {
+	// Every part's values are refused now, before any part has started
+	// (followers, storage, recovery) or "serving on" is said.
+	if err := cfg.check(); err != nil {
 		return nil, err
 	}
 	// The guard mounts before every feature: Host, CORS, then the checks

@@ -5,8 +5,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io/fs"
 	"net"
 	"net/http"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -94,6 +96,11 @@ func TestStart(t *testing.T) {
 			if tt.as != nil {
 				if b != nil || !errors.As(err, tt.as) {
 					t.Fatalf("Start = %v, %v; want an error as %T", b, err, tt.as)
+				}
+				// A refused value is refused before any part starts: no
+				// storage made, no recovery run, no follower started.
+				if _, err := os.Stat(filepath.Join(cfg.Home, "metrics")); tt.as == &ce && !errors.Is(err, fs.ErrNotExist) {
+					t.Errorf("a refused value left storage made: %v", err)
 				}
 				if h, err := history.Open(filepath.Join(cfg.Home, "metrics", "history"), history.Options{}); err != nil {
 					t.Fatalf("the history was left open: %v", err)

@@ -46,13 +46,21 @@ type Export struct {
 // otlpShutdownTimeout bounds the last push at shutdown.
 const otlpShutdownTimeout = 5 * time.Second
 
+// check refuses values the export side cannot run with.
+func (c ExportConfig) check() error {
+	if c.ScrapeInterval < MinScrapeInterval {
+		return configErrorf("--scrape-interval must be at least %v, got %v", MinScrapeInterval, c.ScrapeInterval)
+	}
+	return nil
+}
+
 // StartExport subscribes the Prometheus exporter to b, starts the OTLP
 // push from its registry, builds the proxy when asked, starts the scrapers,
 // and adds their /healthz sections (otlp, proxy, scrape) to healthz. A bad
 // value in cfg is a *ConfigError.
 func StartExport(ctx context.Context, b *bus.Bus, healthz *health.Health, cfg ExportConfig) (*Export, error) {
-	if cfg.ScrapeInterval < MinScrapeInterval {
-		return nil, configErrorf("--scrape-interval must be at least %v, got %v", MinScrapeInterval, cfg.ScrapeInterval)
+	if err := cfg.check(); err != nil {
+		return nil, err
 	}
 	var (
 		p       *proxy.Proxy

@@ -41,26 +41,34 @@ type Live struct {
 	sources  sync.WaitGroup
 }
 
+// check refuses values the live half cannot run with.
+func (c LiveConfig) check() error {
+	for _, v := range []struct {
+		name string
+		n    int
+	}{{"window", c.Window}, {"recent", c.Recent}, {"series", c.Series}} {
+		if v.n < 1 || v.n > 100_000 {
+			return configErrorf("-%s %d: must be from 1 to 100000", v.name, v.n)
+		}
+	}
+	// NaN passes a plain < 0 test and would replay as fast as possible.
+	if !(c.ReplaySpeed >= 0) {
+		return configErrorf("-replay-speed %v: must be a number >= 0", c.ReplaySpeed)
+	}
+	if c.Replay != "" {
+		if _, err := os.Stat(c.Replay); err != nil {
+			return configErrorf("-replay: %w", err)
+		}
+	}
+	return nil
+}
+
 // StartLive subscribes the store to b, starts the follower and the replay
 // cfg asks for, and adds their /healthz sections to healthz. A bad value
 // in cfg is a *ConfigError.
 func StartLive(ctx context.Context, b *bus.Bus, healthz *health.Health, cfg LiveConfig) (*Live, error) {
-	for _, v := range []struct {
-		name string
-		n    int
-	}{{"window", cfg.Window}, {"recent", cfg.Recent}, {"series", cfg.Series}} {
-		if v.n < 1 || v.n > 100_000 {
-			return nil, configErrorf("-%s %d: must be from 1 to 100000", v.name, v.n)
-		}
-	}
-	// NaN passes a plain < 0 test and would replay as fast as possible.
-	if !(cfg.ReplaySpeed >= 0) {
-		return nil, configErrorf("-replay-speed %v: must be a number >= 0", cfg.ReplaySpeed)
-	}
-	if cfg.Replay != "" {
-		if _, err := os.Stat(cfg.Replay); err != nil {
-			return nil, configErrorf("-replay: %w", err)
-		}
+	if err := cfg.check(); err != nil {
+		return nil, err
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	s := &Live{cancel: cancel}
