@@ -155,7 +155,7 @@ func (e *Exporter) model(name string) (label string, ok bool) {
 }
 
 // evictIdle makes room for a new label by deleting every series of one that
-// holds nothing, by the live store's rule: the least recently named model
+// holds nothing, by the live store's rule (store.IdleTier): the least recently named model
 // that never finished a load (a name a producer may have invented, or a load
 // that never finished or failed), or failing that the least recently named
 // loaded one that is unloaded or failed. A loaded model that is resident or
@@ -166,11 +166,8 @@ func (e *Exporter) evictIdle() bool {
 	victim, victimTier := "", 0
 	var victimSeen uint64
 	for label, st := range e.models {
-		tier := 1
-		switch {
-		case !st.loaded:
-			tier = 2
-		case st.live:
+		tier := store.IdleTier(st.loaded, st.live)
+		if tier == 0 {
 			continue
 		}
 		if tier > victimTier || tier == victimTier && st.seen < victimSeen {

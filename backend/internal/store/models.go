@@ -63,6 +63,21 @@ func (s *Store) lookup(name, state string, at int64) *model {
 	return m
 }
 
+// IdleTier is how readily a model may be forgotten to make room for a new
+// one, for the store and the Prometheus exporter alike: 2 for one that
+// never finished a load (loaded false: only named, loading without a
+// finish, or failed), 1 for a loaded one that is now unloaded or failed,
+// 0 (never) for a loaded one that is loading again or resident (live).
+func IdleTier(loaded, live bool) int {
+	switch {
+	case !loaded:
+		return 2
+	case live:
+		return 0
+	}
+	return 1
+}
+
 // evictIdle makes room for a new model by forgetting one that holds
 // nothing: the least recently named model that never finished a load (a
 // name a producer may have invented, whether only sampled, loading without
@@ -73,11 +88,8 @@ func (s *Store) lookup(name, state string, at int64) *model {
 func (s *Store) evictIdle() bool {
 	victim, victimTier := -1, 0
 	for i, m := range s.order {
-		tier := 1
-		switch {
-		case m.view.Loads == 0:
-			tier = 2
-		case m.view.State == snapshot.StateLoading || m.view.State == snapshot.StateResident:
+		tier := IdleTier(m.view.Loads > 0, m.view.State == snapshot.StateLoading || m.view.State == snapshot.StateResident)
+		if tier == 0 {
 			continue
 		}
 		if tier > victimTier || tier == victimTier && m.lastSeen < s.order[victim].lastSeen {
