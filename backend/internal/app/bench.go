@@ -152,6 +152,3 @@ func (b *Bench) Close(ctx context.Context) error {
 
 // Jobs is the job service; nil when degraded.
 func (b *Bench) Jobs() *jobs.Service { return b.jobs }
-
-// Lease is the GPU lease the runs take.
-func (b *Bench) Lease() *lease.Lease { return b.lease }
