@@ -130,25 +130,26 @@ const MaxJobStreams = 256
 // every line its runner writes, and a follower needs no more than this.
 const jobsFrameInterval = 500 * time.Millisecond
 
-// streamKeepAlive is the idle time before a keep-alive comment, which
-// also finds out a client that went away.
-const streamKeepAlive = 15 * time.Second
-
-var keepAliveComment = []byte(": keepalive\n\n")
-
-// follow counts a new stream follower and reports true, or answers 503
-// and reports false when MaxJobStreams follow already. Each follower holds
-// a connection and a goroutine: their number is bounded, so a flood of
-// followers cannot grow memory, and one that stops reading is dropped
-// after Options.StreamWriteTimeout.
-func (a *API) follow(c *fiber.Ctx, instead string) bool {
+// followStream counts a new stream follower and serves it with serve on
+// a hijacked connection, handing it the keep-alive ticks (every
+// stream.DefaultKeepAlive); or it answers 503 when MaxJobStreams follow
+// already. Each follower holds a connection and a goroutine: their number
+// is bounded, so a flood of followers cannot grow memory, and one that
+// stops reading is dropped after Options.StreamWriteTimeout.
+func (a *API) followStream(c *fiber.Ctx, instead string, serve func(w *stream.Writer, keepalive <-chan time.Time)) {
 	if a.jobStreams.Add(1) > MaxJobStreams {
 		a.jobStreams.Add(-1)
 		server.Error(c, fiber.StatusServiceUnavailable,
 			fmt.Sprintf("%d clients follow the jobs already; %s", MaxJobStreams, instead))
-		return false
+		return
 	}
-	return true
+	stream.SetHeaders(c)
+	stream.Hijack(c, a.opts.StreamWriteTimeout, func(w *stream.Writer) {
+		defer a.jobStreams.Add(-1)
+		keepalive := a.opts.Clock.NewTicker(stream.DefaultKeepAlive)
+		defer keepalive.Stop()
+		serve(w, keepalive.C())
+	})
 }
 
 // streamJobs is GET /bench as a server-sent stream: a `jobs` event with the
@@ -156,16 +157,9 @@ func (a *API) follow(c *fiber.Ctx, instead string) bool {
 // at most one per jobsFrameInterval, so the panel follows runs without
 // polling. It ends when the job service closes.
 func (a *API) streamJobs(c *fiber.Ctx, f jobs.Filter) error {
-	if !a.follow(c, "read GET /bench without Accept: text/event-stream") {
-		return nil
-	}
-	stream.SetHeaders(c)
 	f.Status = strings.Clone(f.Status) // Fiber reuses the request's memory
 	clk := a.opts.Clock
-	stream.Hijack(c, a.opts.StreamWriteTimeout, func(w *stream.Writer) {
-		defer a.jobStreams.Add(-1)
-		keepalive := clk.NewTicker(streamKeepAlive)
-		defer keepalive.Stop()
+	a.followStream(c, "read GET /bench without Accept: text/event-stream", func(w *stream.Writer, keepalive <-chan time.Time) {
 		var frame []byte
 		for {
 			// Watch before reading the list, so no change falls between.
@@ -184,8 +178,8 @@ func (a *API) streamJobs(c *fiber.Ctx, f jobs.Filter) error {
 				select {
 				case <-changed:
 					break wait
-				case <-keepalive.C():
-					if w.Event(keepAliveComment) != nil {
+				case <-keepalive:
+					if w.KeepAlive() != nil {
 						return
 					}
 				}
@@ -255,15 +249,8 @@ func (a *API) jobEvents(c *fiber.Ctx) error {
 	if !acceptsEventStream(c) {
 		return c.JSON(EventList{Events: evs, Ended: ended})
 	}
-	if !a.follow(c, "read GET /bench/"+id+"/events without Accept: text/event-stream") {
-		return nil
-	}
-	stream.SetHeaders(c)
-	svc, clk := a.jobs, a.opts.Clock
-	stream.Hijack(c, a.opts.StreamWriteTimeout, func(w *stream.Writer) {
-		defer a.jobStreams.Add(-1)
-		keepalive := clk.NewTicker(streamKeepAlive)
-		defer keepalive.Stop()
+	svc := a.jobs
+	a.followStream(c, "read GET /bench/"+id+"/events without Accept: text/event-stream", func(w *stream.Writer, keepalive <-chan time.Time) {
 		var frame []byte
 		for {
 			frame = frame[:0]
@@ -281,8 +268,8 @@ func (a *API) jobEvents(c *fiber.Ctx) error {
 			}
 			select {
 			case <-changed:
-			case <-keepalive.C():
-				if w.Event(keepAliveComment) != nil {
+			case <-keepalive:
+				if w.KeepAlive() != nil {
 					return
 				}
 			}

@@ -12,6 +12,11 @@ import (
 // on purpose: it guards a real socket.
 const closeGrace = time.Second
 
+// DefaultKeepAlive is the idle time before a keep-alive comment, which
+// also finds out a client that went away: the hub's default, and the job
+// streams'.
+const DefaultKeepAlive = 15 * time.Second
+
 var (
 	crlf             = []byte("\r\n")
 	keepAliveComment = []byte(": keepalive\n\n")

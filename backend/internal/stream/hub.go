@@ -41,7 +41,7 @@ type Source interface {
 // Options tune a Hub; zero fields take the defaults.
 type Options struct {
 	Interval  time.Duration // shortest gap between two frames to a client (500 ms)
-	KeepAlive time.Duration // idle time before a ": keepalive" comment (15 s)
+	KeepAlive time.Duration // idle time before a ": keepalive" comment (DefaultKeepAlive)
 	Retry     time.Duration // reconnect delay advised to clients (1500 ms)
 	// WriteTimeout bounds one write: a client whose socket has not taken
 	// the whole of a frame this long after the write began (on Clock,
@@ -59,7 +59,7 @@ func (o Options) withDefaults() Options {
 		o.Interval = 500 * time.Millisecond
 	}
 	if o.KeepAlive <= 0 {
-		o.KeepAlive = 15 * time.Second
+		o.KeepAlive = DefaultKeepAlive
 	}
 	if o.Retry <= 0 {
 		o.Retry = 1500 * time.Millisecond

@@ -95,6 +95,10 @@ func (w *Writer) Event(event []byte) error {
 	return err
 }
 
+// KeepAlive writes the keep-alive comment the hub writes, which keeps an
+// idle stream open through proxies and finds out a client that went away.
+func (w *Writer) KeepAlive() error { return w.Event(keepAliveComment) }
+
 // close ends the stream with the closing chunk, if the client still reads.
 func (w *Writer) close() {
 	if w.head != nil {
