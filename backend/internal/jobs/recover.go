@@ -73,7 +73,9 @@ func (s *Service) recoverJob(id string) error {
 	s.mu.Lock()
 	s.live[j.ID] = j
 	s.mu.Unlock()
-	if p := dj.Runner; j.Status == bench.StatusRunning && p != nil && p.Start != "" && running(*p) {
+	// readJob has dropped a runner it could not trust (no start time, a
+	// foreign group): one named here may be signalled.
+	if p := dj.Runner; j.Status == bench.StatusRunning && p != nil && running(*p) {
 		return s.recoverOrphan(j, *p)
 	}
 	s.keepLeftRecord(j)
