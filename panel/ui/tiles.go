@@ -7,17 +7,15 @@ import (
 )
 
 // tile is one headline figure. key names it for tests and styling.
-func tile(key, label, value, hint string) app.UI {
-	return app.Div().Class("tile").DataSet("tile", key).Body(
-		app.Div().Class("tile-label").Text(label),
-		app.Div().Class("tile-value").Text(value),
-		app.If(hint != "", func() app.UI { return app.Div().Class("tile-hint").Text(hint) }),
-	)
-}
+func tile(key, label, value, hint string) app.UI { return tileOf("tile", key, label, value, hint) }
 
 // wideTile is a tile two columns wide, to fill the grid's last row.
 func wideTile(key, label, value, hint string) app.UI {
-	return app.Div().Class("tile tile-wide").DataSet("tile", key).Body(
+	return tileOf("tile tile-wide", key, label, value, hint)
+}
+
+func tileOf(class, key, label, value, hint string) app.UI {
+	return app.Div().Class(class).DataSet("tile", key).Body(
 		app.Div().Class("tile-label").Text(label),
 		app.Div().Class("tile-value").Text(value),
 		app.If(hint != "", func() app.UI { return app.Div().Class("tile-hint").Text(hint) }),
