@@ -66,7 +66,7 @@ func New(opts Options, features ...Feature) *fiber.App {
 	if opts.OnError != nil {
 		errorHandler = func(c *fiber.Ctx, err error) error {
 			opts.OnError(c, statusOf(err))
-			return write(c, statusOf(err), err.Error())
+			return ErrorHandler(c, err)
 		}
 	}
 	app := fiber.New(fiber.Config{
@@ -145,13 +145,14 @@ func errorBody(c *fiber.Ctx, status int, body apierror.Body) error {
 	if onError, ok := c.Locals(onErrorKey{}).(func(*fiber.Ctx, int)); ok {
 		onError(c, status)
 	}
-	c.Set(fiber.HeaderXContentTypeOptions, "nosniff")
-	return c.Status(status).JSON(body)
+	return write(c, status, body)
 }
 
-func write(c *fiber.Ctx, status int, message string) error {
+// write answers status with body; errors are never sniffed as anything but
+// JSON, whichever route answers them.
+func write(c *fiber.Ctx, status int, body apierror.Body) error {
 	c.Set(fiber.HeaderXContentTypeOptions, "nosniff")
-	return c.Status(status).JSON(apierror.New(status, message))
+	return c.Status(status).JSON(body)
 }
 
 // statusOf is the status err answers with: a *fiber.Error keeps its own,
@@ -167,5 +168,6 @@ func statusOf(err error) int {
 // ErrorHandler turns any error a handler returns into the JSON error body:
 // a *fiber.Error keeps its status, anything else is a 500.
 func ErrorHandler(c *fiber.Ctx, err error) error {
-	return write(c, statusOf(err), err.Error())
+	status := statusOf(err)
+	return write(c, status, apierror.New(status, err.Error()))
 }
