@@ -142,8 +142,16 @@ class TorchEngine:
             log("the decoder-and-head forward failed (%s: %s); using the whole model's" % (type(e).__name__, e))
             self.whole = True
             self.warm_up()
+        # One short generation, timed after the warm-up: the model's own
+        # step time, for the log (a slow step is the model's, not the HTTP's).
+        t0 = time.monotonic()
+        for _ in self.generate(tokenize("time a few steps", self.vocab), 17, False):
+            pass
+        torch.cuda.synchronize()
+        step_ms = (time.monotonic() - t0) * 1000 / 17
         self.info = {
             "engine": "torch",
+            "step_ms": round(step_ms, 2),
             "model_class": type(model).__name__,
             "parameters": self.parameters,
             "parameter_bytes": self.parameter_bytes,
@@ -320,6 +328,7 @@ class Handler(BaseHTTPRequestHandler):
             self.send_error_json(404, "not found", "not_found_error")
             return
         self.streaming = False
+        self.received = time.monotonic()
         try:
             body = self.read_body()
             self.generate(body, chat=path.endswith("/chat/completions"))
@@ -396,6 +405,7 @@ class Handler(BaseHTTPRequestHandler):
                     self.event({"id": rid, "object": obj, "created": created, "model": State.model_name,
                                 "choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}, "logprobs": None, "finish_reason": None}]})
             n, out, finish = 0, [], "length"
+            first = last = None
             for tok in eng.generate(ids, max_tokens, stop_at_eos):
                 n += 1
                 if stop_at_eos and tok == EOS:
@@ -406,6 +416,10 @@ class Handler(BaseHTTPRequestHandler):
                     self.event(chunk(choice(word)))
                 else:
                     out.append(word)
+                last = time.monotonic()
+                if first is None:
+                    first = last
+        self.log_timing(rid, len(ids), n, first, last)
         usage = {"prompt_tokens": len(ids), "completion_tokens": n, "total_tokens": len(ids) + n}
         if not stream:
             full = "".join(out)
@@ -419,6 +433,17 @@ class Handler(BaseHTTPRequestHandler):
             self.event(chunk(None, usage))
         self.wfile.write(b"data: [DONE]\n\n")
         self.wfile.flush()
+
+    def log_timing(self, rid, prompt, n, first, last):
+        """The server's own view of one request, for scripts/gpu-check to
+        set beside the runner's: the time from the request's arrival to the
+        first token's write, and the decode rate between the first and the
+        last token's writes, measured as the runner measures it."""
+        if first is None:
+            return
+        rate = (n - 1) / (last - first) if n > 1 and last > first else 0.0
+        log("timing %s prompt_tokens=%d completion_tokens=%d first_token_ms=%.2f decode_tok_s=%.2f" % (
+            rid, prompt, n, (first - self.received) * 1000, rate))
 
     def event(self, obj):
         self.wfile.write(b"data: " + json.dumps(obj, separators=(",", ":")).encode() + b"\n\n")
@@ -455,8 +480,9 @@ def main():
         info["engine"], args.model, info["parameters"], info["parameter_bytes"], os.getpid(),
         info.get("device", "none"), time.monotonic() - start))
     if not args.dry_run:
-        log("torch=%s cuda=%s transformers=%s %s" % (info["torch"], info["cuda"], info["transformers"],
-                                                  json.dumps(State.engine.memory())))
+        log("torch=%s cuda=%s transformers=%s forward=%s step=%.2f ms %s" % (
+            info["torch"], info["cuda"], info["transformers"], info["forward"], info["step_ms"],
+            json.dumps(State.engine.memory())))
     srv = ThreadingHTTPServer((args.host, args.port), Handler)
     srv.daemon_threads = True
     log("listening on http://%s:%d/v1" % (args.host, args.port))
