@@ -14,6 +14,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptrace"
 	"strings"
 	"time"
 
@@ -32,6 +33,9 @@ type Client struct {
 	apiKey string
 	http   *http.Client
 	clock  clock.Clock
+	// stamped: chunks are timed by their arrival stamps (arrival.go),
+	// true with the default transport and the real clock.
+	stamped bool
 }
 
 // Options configure a Client. The zero value is the defaults.
@@ -39,8 +43,9 @@ type Options struct {
 	// APIKey, when set, is sent as a bearer token.
 	APIKey string
 	// HTTP sends the requests; default: a transport sized for many
-	// concurrent streams and without response compression (which would
-	// buffer chunks).
+	// concurrent streams, without response compression (which would
+	// buffer chunks), whose connections stamp each chunk's arrival on
+	// Linux (see Result.Stamped).
 	HTTP *http.Client
 	// Clock is what the timings are read from (clock.Real when nil).
 	Clock clock.Clock
@@ -49,19 +54,21 @@ type Options struct {
 // New returns a client of the API rooted at baseURL, e.g.
 // http://127.0.0.1:8080/v1.
 func New(baseURL string, opts Options) *Client {
+	if opts.Clock == nil {
+		opts.Clock = clock.Real{}
+	}
+	_, realClock := opts.Clock.(clock.Real)
+	stamped := opts.HTTP == nil && realClock
 	if opts.HTTP == nil {
 		opts.HTTP = &http.Client{Transport: &http.Transport{
-			DialContext:         (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+			DialContext:         dialStamped(&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}),
 			MaxIdleConns:        1024,
 			MaxIdleConnsPerHost: 1024,
 			IdleConnTimeout:     90 * time.Second,
 			DisableCompression:  true,
 		}}
 	}
-	if opts.Clock == nil {
-		opts.Clock = clock.Real{}
-	}
-	return &Client{base: strings.TrimRight(baseURL, "/"), apiKey: opts.APIKey, http: opts.HTTP, clock: opts.Clock}
+	return &Client{base: strings.TrimRight(baseURL, "/"), apiKey: opts.APIKey, http: opts.HTTP, clock: opts.Clock, stamped: stamped}
 }
 
 // Close drops idle connections.
@@ -89,11 +96,15 @@ type Result struct {
 	CachedTokens     int64
 
 	Start      time.Time // request sent
-	FirstToken time.Time // first chunk with generated text
-	LastToken  time.Time // last chunk with generated text
+	FirstToken time.Time // first chunk with generated text arrived
+	LastToken  time.Time // last chunk with generated text arrived
 	End        time.Time // stream ended
 	// ContentChunks counts chunks with generated text.
 	ContentChunks int
+	// Stamped says FirstToken and LastToken are the kernel's receive
+	// times of their chunks (Linux, the default transport), not the times
+	// the client read them.
+	Stamped bool
 
 	// ServerReceived and ServerFirstToken are the server's own stamps
 	// (the reference engine's server_timing): when it got the request and
@@ -161,6 +172,12 @@ func (c *Client) Do(ctx context.Context, req Request) (Result, error) {
 	if c.apiKey != "" {
 		hr.Header.Set("Authorization", "Bearer "+c.apiKey)
 	}
+	var conn arrivals
+	if c.stamped {
+		hr = hr.WithContext(httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
+			GotConn: func(i httptrace.GotConnInfo) { conn, _ = i.Conn.(arrivals) },
+		}))
+	}
 	res.Start = c.clock.Now()
 	resp, err := c.http.Do(hr)
 	if err != nil {
@@ -170,7 +187,7 @@ func (c *Client) Do(ctx context.Context, req Request) (Result, error) {
 	if resp.StatusCode/100 != 2 {
 		return res, statusError(resp)
 	}
-	if err := c.read(resp.Body, &res); err != nil {
+	if err := c.read(resp.Body, &res, conn); err != nil {
 		return res, timeoutErr(ctx, req.Timeout, err)
 	}
 	res.End = c.clock.Now()
@@ -256,8 +273,9 @@ type chunk struct {
 }
 
 // read parses server-sent events until [DONE] or the end of the body,
-// stamping each chunk as it arrives.
-func (c *Client) read(body io.Reader, res *Result) error {
+// timing each chunk by its arrival stamp on conn, when conn is not nil
+// and gives one, or else by when it is read.
+func (c *Client) read(body io.Reader, res *Result, conn arrivals) error {
 	br := bufio.NewReaderSize(body, 64<<10)
 	for {
 		line, err := br.ReadSlice('\n')
@@ -272,15 +290,22 @@ func (c *Client) read(body io.Reader, res *Result) error {
 		if err != nil && err != io.EOF {
 			return err
 		}
-		at := c.clock.Now()
+		at, stamped := c.clock.Now(), false
+		if conn != nil {
+			at, stamped = arrivedAt(at, conn)
+		}
 		data, ok := bytes.CutPrefix(bytes.TrimRight(line, "\r\n"), []byte("data:"))
 		if ok {
 			data = bytes.TrimSpace(data)
 			if bytes.Equal(data, []byte("[DONE]")) {
 				return nil
 			}
+			first := res.ContentChunks == 0
 			if err := res.add(data, at); err != nil {
 				return err
+			}
+			if first && res.ContentChunks > 0 {
+				res.Stamped = stamped
 			}
 		}
 		if err == io.EOF {

@@ -5,6 +5,7 @@ import (
 	"math"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -239,8 +240,8 @@ func (t *countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	return http.DefaultTransport.RoundTrip(r)
 }
 
-// Each option takes effect, and the zero value sends no key and reads the
-// real clock.
+// Each option takes effect, and the zero value sends no key, reads the
+// real clock and, on Linux, times chunks by their arrival stamps.
 func TestOptions(t *testing.T) {
 	var auth string
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -257,11 +258,12 @@ func TestOptions(t *testing.T) {
 		wantAuth string
 		fake     bool // the timings are all t0
 		sent     int  // requests through tr
+		stamped  bool // on Linux
 	}{
-		{"zero", Options{}, "", false, 0},
-		{"api key", Options{APIKey: "s3cret"}, "Bearer s3cret", false, 0},
-		{"clock", Options{Clock: clock.NewFake(t0)}, "", true, 0},
-		{"http client", Options{HTTP: &http.Client{Transport: tr}}, "", false, 1},
+		{"zero", Options{}, "", false, 0, true},
+		{"api key", Options{APIKey: "s3cret"}, "Bearer s3cret", false, 0, true},
+		{"clock", Options{Clock: clock.NewFake(t0)}, "", true, 0, false},
+		{"http client", Options{HTTP: &http.Client{Transport: tr}}, "", false, 1, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -276,6 +278,12 @@ func TestOptions(t *testing.T) {
 			}
 			if fake := res.Start.Equal(t0) && res.FirstToken.Equal(t0) && res.End.Equal(t0); fake != tt.fake || res.Start.IsZero() {
 				t.Errorf("timings %v %v %v from the fake clock: %v, want %v", res.Start, res.FirstToken, res.End, fake, tt.fake)
+			}
+			if want := tt.stamped && runtime.GOOS == "linux"; res.Stamped != want {
+				t.Errorf("Stamped %v, want %v", res.Stamped, want)
+			}
+			if res.FirstToken.Before(res.Start) || res.End.Before(res.FirstToken) {
+				t.Errorf("timings out of order: start %v, first token %v, end %v", res.Start, res.FirstToken, res.End)
 			}
 			if tr.n != tt.sent {
 				t.Errorf("%d requests through the given client, want %d", tr.n, tt.sent)

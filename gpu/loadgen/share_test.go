@@ -12,6 +12,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/mlx-bun/mlx-metrics/shared/clock"
 )
 
 // BenchmarkClientShare256 measures the load generator's own share of the
@@ -19,9 +21,15 @@ import (
 // runs as its own process (this test binary as `engine`), and each
 // stream's share is its TTFT minus the engine's own received-to-first-token
 // time (its server_timing stamps, read on the same machine's clock): the
-// request's writing, the loopback both ways, and the client's reading and
-// parsing of the chunk. Streams start one every 3 ms and each lasts 1.6 s,
-// so the later ones measure while up to 255 others stream.
+// request's writing, the loopback both ways, and, without arrival stamps,
+// the client's wait for a core and its reading and parsing of the chunk.
+// Streams start one every 3 ms and each lasts 1.6 s, so the later ones
+// measure while up to 255 others stream.
+//
+// Two clients take turns round by round, the order flipped every round:
+// the load generator as a run uses it (chunks timed by their arrival
+// stamps on Linux) and the same client timing chunks when it reads them;
+// it reports both p50s and their ratio (read / stamped).
 //
 //	go test -run '^$' -bench ClientShare -benchtime 3x ./gpu/loadgen/
 func BenchmarkClientShare256(b *testing.B) { benchClientShare(b, 256) }
@@ -33,38 +41,57 @@ func BenchmarkClientShare64(b *testing.B) { benchClientShare(b, 64) }
 func BenchmarkClientShare1(b *testing.B) { benchClientShare(b, 1) }
 
 func benchClientShare(b *testing.B, streams int) {
-	c := New(spawnShareEngine(b, streams)+"/v1", Options{})
+	base := spawnShareEngine(b, streams) + "/v1"
+	c := New(base, Options{})
 	defer c.Close()
+	// readClock is the real clock under another type: the client times
+	// chunks by it when it reads them, without arrival stamps.
+	read := New(base, Options{Clock: readClock{}})
+	defer read.Close()
 	prompt := Prompt(100, "")
-	var shares, server []float64
+	var shares, readShares, server []float64
 	// Round 0 opens the connections and is not counted: a load generator
 	// keeps its connections, and connection setup is not TTFT error.
 	b.ResetTimer()
 	for round := range b.N + 1 {
-		got, spans, err := roundShares(c, streams, prompt)
-		b.StopTimer()
-		if err != nil {
-			b.Fatal(err)
+		var got, readGot, spans []float64
+		sides := []func() error{
+			func() (err error) { got, spans, err = roundShares(c, streams, prompt); return err },
+			func() (err error) { readGot, _, err = roundShares(read, streams, prompt); return err },
 		}
-		if round == 0 {
-			b.ResetTimer()
-			b.StartTimer()
-			continue
+		if round%2 == 1 {
+			sides[0], sides[1] = sides[1], sides[0]
 		}
-		shares = append(shares, got...)
-		server = append(server, spans...)
-		b.StartTimer()
+		for _, side := range sides {
+			if err := side(); err != nil {
+				b.Fatal(err)
+			}
+		}
+		if round > 0 {
+			shares = append(shares, got...)
+			readShares = append(readShares, readGot...)
+			server = append(server, spans...)
+		}
 	}
+	b.StopTimer()
 	sort.Float64s(shares)
+	sort.Float64s(readShares)
 	sort.Float64s(server)
-	b.ReportMetric(percentile(shares, 0.5), "client-share-p50-ms")
+	p50, read50 := percentile(shares, 0.5), percentile(readShares, 0.5)
+	b.ReportMetric(p50, "client-share-p50-ms")
 	b.ReportMetric(percentile(shares, 0.99), "client-share-p99-ms")
+	b.ReportMetric(read50, "read-share-p50-ms")
+	b.ReportMetric(read50/p50, "read/stamped")
 	b.ReportMetric(percentile(server, 0.5), "server-ttft-p50-ms")
 	if testing.Verbose() {
-		fmt.Printf("client share of TTFT over %d streams: p50 %.3f ms, p99 %.3f ms; server's own TTFT p50 %.3f ms\n",
-			len(shares), percentile(shares, 0.5), percentile(shares, 0.99), percentile(server, 0.5))
+		fmt.Printf("client share of TTFT over %d streams: p50 %.3f ms, p99 %.3f ms (timed when read: %.3f / %.3f ms); server's own TTFT p50 %.3f ms\n",
+			len(shares), p50, percentile(shares, 0.99), read50, percentile(readShares, 0.99), percentile(server, 0.5))
 	}
 }
+
+// readClock is the real clock, but not clock.Real: a client given it times
+// chunks when it reads them.
+type readClock struct{ clock.Real }
 
 // spawnShareEngine runs the reference engine the share benchmarks measure
 // against: room for every stream in one batch, 25 tok/s each, prefill and
