@@ -38,11 +38,13 @@ type requestRecord struct {
 	promptTokens, cachedPromptTokens                  int64
 }
 
+// orNull is *v, or null for nil; -0 (which validation lets through) reads
+// as 0, so that no figure is reported as -0.
 func orNull(v *float64) float64 {
 	if v == nil {
 		return null
 	}
-	return *v
+	return *v + 0
 }
 
 func newRequestRecord(p *events.RequestFinished) requestRecord {
@@ -56,27 +58,68 @@ func newRequestRecord(p *events.RequestFinished) requestRecord {
 		ttftMs:             orNull(p.TTFTMs),
 		prefill:            orNull(p.PrefillTokensPerSecond),
 		decode:             orNull(p.DecodeTokensPerSecond),
-		totalMs:            p.TotalMs,
+		totalMs:            p.TotalMs + 0, // -0 as 0, as in orNull
 		promptTokens:       p.PromptTokens,
 		cachedPromptTokens: p.CachedPromptTokens,
 	}
 }
 
-// requestWindow is the last size finished requests. Its summary is kept
-// until a request is added: a snapshot of an unchanged window (the usual
-// case for most models' windows) sorts nothing.
+// timings are a record's six timings, in the order a window keeps their
+// distributions (QueueMs, TTFTMs, PrefillTokensPerSecond,
+// DecodeTokensPerSecond, TotalMs, TPOTMs); null where one did not happen.
+func (r *requestRecord) timings() [numTimings]float64 {
+	return [numTimings]float64{r.queueMs, r.ttftMs, r.prefill, r.decode, r.totalMs, r.tpotMs}
+}
+
+const numTimings = 6
+
+// requestWindow is the last size finished requests. A summary needs each
+// timing's values in order. Adding a request only writes the ring (the hot
+// path); the orders are brought up to date when a summary is asked for:
+// by moving the few requests that came and went since the last one in or
+// out of them (a binary search and a move of at most size values each),
+// or, when more than incrementalLimit came, by sorting afresh. And the
+// summary itself is kept until a request is added, so a snapshot of an
+// unchanged window (the usual case for most models' windows) recomputes
+// nothing.
 type requestWindow struct {
 	ring[requestRecord]
-	adds       uint64 // requests added, ever
+	adds uint64 // requests added, ever
+
+	// sorted holds each timing's values in the window as it was when
+	// summarised (adds was sortedAt), nulls left out, ascending; each
+	// grows to the window's size at most. dropped are the requests that
+	// have left the window since, while they are at most
+	// incrementalLimit.
+	sorted   [numTimings][]float64
+	sortedAt uint64
+	dropped  []requestRecord
+
 	summaryOf  uint64 // adds when summarised, +1 (0: never)
 	summarised snapshot.Window
 }
+
+// incrementalLimit is how many requests may come between two summaries
+// for the orders to be updated request by request rather than sorted
+// afresh: about where the moves cost what the sort does (for a window of
+// 200).
+const incrementalLimit = 8
 
 func newRequestWindow(size int) *requestWindow {
 	return &requestWindow{ring: newRing[requestRecord](size)}
 }
 
+// incremental says whether the orders can be brought up to date request
+// by request after added requests: no more than incrementalLimit, and none
+// of them gone again (no more than the window holds).
+func (w *requestWindow) incremental(added uint64) bool {
+	return added <= incrementalLimit && added <= uint64(len(w.buf))
+}
+
 func (w *requestWindow) add(r requestRecord) {
+	if w.n == len(w.buf) && w.incremental(w.adds-w.sortedAt+1) {
+		w.dropped = append(w.dropped, w.buf[w.next])
+	}
 	w.ring.add(r)
 	w.adds++
 }
@@ -84,6 +127,11 @@ func (w *requestWindow) add(r requestRecord) {
 // reset empties the window for reuse by another model.
 func (w *requestWindow) reset() {
 	w.next, w.n, w.summaryOf = 0, 0, 0
+	w.adds, w.sortedAt = 0, 0
+	for i := range w.sorted {
+		w.sorted[i] = w.sorted[i][:0]
+	}
+	w.dropped = w.dropped[:0]
 }
 
 // summary is the window's distributions; the result shares its
@@ -91,35 +139,64 @@ func (w *requestWindow) reset() {
 // not modify them.
 func (w *requestWindow) summary() snapshot.Window {
 	if w.summaryOf != w.adds+1 {
+		w.sort()
 		w.summarised = w.summarise()
 		w.summaryOf = w.adds + 1
 	}
 	return w.summarised
 }
 
-func (w *requestWindow) summarise() snapshot.Window {
-	recs := w.slice()
-	out := snapshot.Window{Size: len(w.buf), Count: len(recs)}
-	vals := make([]float64, 0, len(recs))
-	dist := func(get func(requestRecord) float64) *snapshot.Distribution {
-		vals = vals[:0]
-		for _, r := range recs {
-			if v := get(r); !math.IsNaN(v) {
-				vals = append(vals, v)
+// sort brings the orders up to date with the ring.
+func (w *requestWindow) sort() {
+	if added := w.adds - w.sortedAt; w.incremental(added) {
+		for i := range w.dropped {
+			for f, v := range w.dropped[i].timings() {
+				if !math.IsNaN(v) {
+					w.sorted[f] = removeSorted(w.sorted[f], v)
+				}
 			}
 		}
-		return distribution(vals)
+		for k := range int(added) {
+			r := &w.buf[(w.next-int(added)+k+len(w.buf))%len(w.buf)]
+			for f, v := range r.timings() {
+				if !math.IsNaN(v) {
+					w.sorted[f] = insertSorted(w.sorted[f], v, len(w.buf))
+				}
+			}
+		}
+	} else {
+		for f := range w.sorted {
+			if cap(w.sorted[f]) < w.n {
+				w.sorted[f] = make([]float64, 0, len(w.buf))
+			}
+			w.sorted[f] = w.sorted[f][:0]
+		}
+		for k := range w.n {
+			for f, v := range w.buf[k].timings() {
+				if !math.IsNaN(v) {
+					w.sorted[f] = append(w.sorted[f], v)
+				}
+			}
+		}
+		for f := range w.sorted {
+			sort.Float64s(w.sorted[f])
+		}
 	}
-	out.QueueMs = dist(func(r requestRecord) float64 { return r.queueMs })
-	out.TTFTMs = dist(func(r requestRecord) float64 { return r.ttftMs })
-	out.PrefillTokensPerSecond = dist(func(r requestRecord) float64 { return r.prefill })
-	out.DecodeTokensPerSecond = dist(func(r requestRecord) float64 { return r.decode })
-	out.TotalMs = dist(func(r requestRecord) float64 { return r.totalMs })
-	out.TPOTMs = dist(func(r requestRecord) float64 { return r.tpotMs })
+	w.sortedAt = w.adds
+	w.dropped = w.dropped[:0]
+}
+
+func (w *requestWindow) summarise() snapshot.Window {
+	out := snapshot.Window{Size: len(w.buf), Count: w.n}
+	dists := [numTimings]**snapshot.Distribution{&out.QueueMs, &out.TTFTMs, &out.PrefillTokensPerSecond,
+		&out.DecodeTokensPerSecond, &out.TotalMs, &out.TPOTMs}
+	for i, d := range dists {
+		*d = distribution(w.sorted[i])
+	}
 	var prompt, cached int64
-	for _, r := range recs {
-		prompt += r.promptTokens
-		cached += r.cachedPromptTokens
+	for k := range w.n {
+		prompt += w.buf[k].promptTokens
+		cached += w.buf[k].cachedPromptTokens
 	}
 	if prompt > 0 {
 		share := float64(cached) / float64(prompt)
@@ -128,14 +205,38 @@ func (w *requestWindow) summarise() snapshot.Window {
 	return out
 }
 
-// distribution summarises vals, which it sorts in place; nil when empty.
-// Percentiles are nearest-rank: the smallest value with at least q of the
-// values at or below it, so every reported figure is an observed one.
+// insertSorted adds v to sorted in order, growing it (to at most size)
+// only when it is full.
+func insertSorted(sorted []float64, v float64, size int) []float64 {
+	i := sort.SearchFloat64s(sorted, v)
+	if len(sorted) == cap(sorted) {
+		grown := make([]float64, len(sorted), min(max(2*cap(sorted), 8), size))
+		copy(grown, sorted)
+		sorted = grown
+	}
+	sorted = sorted[:len(sorted)+1]
+	copy(sorted[i+1:], sorted[i:])
+	sorted[i] = v
+	return sorted
+}
+
+// removeSorted takes one v out of sorted, which holds it. Records hold no
+// -0 (see orNull), so equal values are identical.
+func removeSorted(sorted []float64, v float64) []float64 {
+	if i := sort.SearchFloat64s(sorted, v); i < len(sorted) && sorted[i] == v {
+		return append(sorted[:i], sorted[i+1:]...)
+	}
+	return sorted
+}
+
+// distribution summarises vals, which are in ascending order; nil when
+// empty. Percentiles are nearest-rank: the smallest value with at least q
+// of the values at or below it, so every reported figure is an observed
+// one.
 func distribution(vals []float64) *snapshot.Distribution {
 	if len(vals) == 0 {
 		return nil
 	}
-	sort.Float64s(vals)
 	var sum float64
 	for _, v := range vals {
 		sum += v

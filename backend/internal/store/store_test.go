@@ -6,9 +6,12 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"math"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"reflect"
+	"sort"
 	"testing"
 
 	"github.com/mlx-bun/mlx-metrics/shared/events"
@@ -638,7 +641,7 @@ func TestDistribution(t *testing.T) {
 	seq := func(n int) []float64 {
 		v := make([]float64, n)
 		for i := range v {
-			v[i] = float64(n - i) // reversed: distribution must sort
+			v[i] = float64(n - i) // reversed: the window must sort
 		}
 		return v
 	}
@@ -654,7 +657,13 @@ func TestDistribution(t *testing.T) {
 		{"1..200", seq(200), &snapshot.Distribution{Count: 200, Mean: 100.5, P50: 100, P95: 190, P99: 198, Max: 200}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := distribution(tc.vals); !reflect.DeepEqual(got, tc.want) {
+			// Through a window, in the order given: the window keeps them
+			// sorted.
+			w := newRequestWindow(200)
+			for _, v := range tc.vals {
+				w.add(requestRecord{queueMs: null, ttftMs: null, prefill: null, decode: null, tpotMs: null, totalMs: v})
+			}
+			if got := w.summary().TotalMs; !reflect.DeepEqual(got, tc.want) {
 				t.Fatalf("got %+v, want %+v", got, tc.want)
 			}
 		})
@@ -1065,4 +1074,95 @@ func TestLastLoadMs(t *testing.T) {
 			}
 		})
 	}
+}
+
+// The window's orders, brought up to date request by request or sorted
+// afresh, give the summary that sorting its records gives, whatever number
+// of requests comes between two summaries, as the oldest go and the window
+// is reused.
+func TestWindowKeepsOrder(t *testing.T) {
+	pool := []float64{0, 0, 1, 1, 2.5, 1e9, 5e-324, null, null}
+	for _, size := range []int{1, 3, 16, 200} {
+		t.Run(fmt.Sprint("size ", size), func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(1, uint64(size)))
+			pick := func() float64 { return pool[rng.IntN(len(pool))] }
+			w := newRequestWindow(size)
+			var recs []requestRecord
+			next := 1 // summarise after this many more adds
+			for i := range 3000 {
+				if i == 1700 {
+					w.reset()
+					recs = recs[:0]
+				}
+				r := requestRecord{queueMs: pick(), ttftMs: pick(), prefill: pick(), decode: pick(), totalMs: pick(), tpotMs: pick(),
+					promptTokens: rng.Int64N(1000), cachedPromptTokens: rng.Int64N(10)}
+				w.add(r)
+				if recs = append(recs, r); len(recs) > size {
+					recs = recs[1:]
+				}
+				if next--; next > 0 {
+					continue
+				}
+				next = 1 + rng.IntN(2*incrementalLimit+2)
+				if got, want := windowText(w.summary()), windowText(summariseBySorting(recs, size)); got != want {
+					t.Fatalf("after %d adds:\n got %s\nwant %s", i+1, got, want)
+				}
+			}
+		})
+	}
+}
+
+// summariseBySorting is a window's summary the plain way: each timing's
+// values copied out and sorted.
+func summariseBySorting(recs []requestRecord, size int) snapshot.Window {
+	out := snapshot.Window{Size: size, Count: len(recs)}
+	dists := [numTimings]**snapshot.Distribution{&out.QueueMs, &out.TTFTMs, &out.PrefillTokensPerSecond,
+		&out.DecodeTokensPerSecond, &out.TotalMs, &out.TPOTMs}
+	var prompt, cached int64
+	for i, d := range dists {
+		var vals []float64
+		for _, r := range recs {
+			if v := r.timings()[i]; !math.IsNaN(v) {
+				vals = append(vals, v)
+			}
+		}
+		sort.Float64s(vals)
+		*d = distribution(vals)
+	}
+	for _, r := range recs {
+		prompt += r.promptTokens
+		cached += r.cachedPromptTokens
+	}
+	if prompt > 0 {
+		share := float64(cached) / float64(prompt)
+		out.CachedPromptShare = &share
+	}
+	return out
+}
+
+// A timing of -0 is kept (and so reported) as 0.
+func TestRequestRecordHasNoNegativeZero(t *testing.T) {
+	negZero := math.Copysign(0, -1)
+	r := newRequestRecord(&events.RequestFinished{TotalMs: negZero, TTFTMs: &negZero, QueueMs: &negZero, DecodeTokensPerSecond: &negZero})
+	for i, v := range r.timings() {
+		if math.Signbit(v) {
+			t.Errorf("timing %d is -0", i)
+		}
+	}
+}
+
+// windowText prints every figure of w, -0 as -0.
+func windowText(w snapshot.Window) string {
+	d := func(x *snapshot.Distribution) string {
+		if x == nil {
+			return "nil"
+		}
+		return fmt.Sprint(*x)
+	}
+	share := "nil"
+	if w.CachedPromptShare != nil {
+		share = fmt.Sprint(*w.CachedPromptShare)
+	}
+	return fmt.Sprint(w.Size, w.Count, d(w.QueueMs), d(w.TTFTMs), d(w.PrefillTokensPerSecond), d(w.DecodeTokensPerSecond),
+		d(w.TotalMs), d(w.TPOTMs), share)
 }
