@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -109,6 +110,20 @@ func Start(ctx context.Context, cfg Config) (_ *Backend, err error) {
 		Loopback:      access.IsLoopbackAddr(cfg.Addr),
 	})
 	warnExposed(os.Stderr, cfg.Addr, guard)
+	// Bind before any part starts: a taken port is said before storage is
+	// opened or recovery runs, and "serving on" is said only of a bound
+	// address. Connections wait in the listen queue until the server
+	// serves; the listener is closed again if a part fails to start.
+	ln, err := net.Listen("tcp", cfg.Addr)
+	if err != nil {
+		return nil, &ListenError{Addr: cfg.Addr, Err: err}
+	}
+	served := false
+	defer func() {
+		if !served {
+			ln.Close()
+		}
+	}()
 	// Every event source publishes to eventBus; every consumer subscribes.
 	eventBus := bus.New()
 	// Parts add their own /healthz sections with healthz.Add.
@@ -150,11 +165,6 @@ func Start(ctx context.Context, cfg Config) (_ *Backend, err error) {
 	// parts' in the order they started; add a part above to add yours.
 	features := append([]server.Feature{guard, panelUI, healthz}, b.parts.Features()...)
 	fiberApp := server.New(server.Options{OnError: guard.Refused}, features...)
-	// Bind first, so "serving on" is said only of a bound address.
-	ln, err := net.Listen("tcp", cfg.Addr)
-	if err != nil {
-		return nil, &ListenError{Addr: cfg.Addr, Err: err}
-	}
 	b.addr = ln.Addr()
 	// The server starts after the live half and bench-serve, so it would
 	// close before them; but its Shutdown waits for the requests in flight,
@@ -164,10 +174,11 @@ func Start(ctx context.Context, cfg Config) (_ *Backend, err error) {
 	b.srv = Serve(fiberApp, ln, func(ctx context.Context) error {
 		return b.parts.CloseFirst(ctx, liveSide, benchSide)
 	})
+	served = true
 	b.parts.Add(b.srv)
 	logf("serving on http://%s (home %s)", ln.Addr(), cfg.Home)
 	if panelUI.Built() {
-		logf("open the panel at http://%s/", ln.Addr())
+		logf("open the panel at http://%s/", browsable(ln.Addr()))
 	}
 	// --reference-engine: a simulator with synthetic traffic feeding this
 	// backend. The engine is an event producer: the producer token when
@@ -208,6 +219,15 @@ func LogErrors(w io.Writer, err error) {
 		return
 	}
 	fmt.Fprintf(w, "mlx-metrics: %v\n", err)
+}
+
+// browsable is addr as a browser can open it: a listener on every
+// interface (0.0.0.0 or ::, as --addr :PORT gives) by 127.0.0.1.
+func browsable(addr net.Addr) string {
+	if tcp, ok := addr.(*net.TCPAddr); ok && (tcp.IP == nil || tcp.IP.IsUnspecified()) {
+		return net.JoinHostPort("127.0.0.1", strconv.Itoa(tcp.Port))
+	}
+	return addr.String()
 }
 
 // logf writes one line of serve's log.

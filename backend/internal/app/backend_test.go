@@ -58,9 +58,9 @@ func startConfig(t *testing.T) Config {
 }
 
 // Start serves every part on the bound address and Close ends them; a
-// refused value is a *ConfigError and a taken address a *ListenError, and
-// either way what had started is closed again (the history, opened before
-// the listener, opens again at once).
+// refused value is a *ConfigError and a taken address a *ListenError, both
+// said before any part starts (no storage made), and what had started is
+// closed again (the history opens again at once).
 func TestStart(t *testing.T) {
 	taken, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -97,10 +97,11 @@ func TestStart(t *testing.T) {
 				if b != nil || !errors.As(err, tt.as) {
 					t.Fatalf("Start = %v, %v; want an error as %T", b, err, tt.as)
 				}
-				// A refused value is refused before any part starts: no
-				// storage made, no recovery run, no follower started.
-				if _, err := os.Stat(filepath.Join(cfg.Home, "metrics")); tt.as == &ce && !errors.Is(err, fs.ErrNotExist) {
-					t.Errorf("a refused value left storage made: %v", err)
+				// A refused value or a taken port is said before any part
+				// starts: no storage made, no recovery run, no follower
+				// started.
+				if _, err := os.Stat(filepath.Join(cfg.Home, "metrics")); !errors.Is(err, fs.ErrNotExist) {
+					t.Errorf("a refusal left storage made: %v", err)
 				}
 				if h, err := history.Open(filepath.Join(cfg.Home, "metrics", "history"), history.Options{}); err != nil {
 					t.Fatalf("the history was left open: %v", err)
@@ -142,5 +143,25 @@ func TestLogErrors(t *testing.T) {
 	LogErrors(&out, nil)
 	if want := "mlx-metrics: a\nmlx-metrics: b\nmlx-metrics: c\n"; out.String() != want {
 		t.Errorf("got %q, want %q", out.String(), want)
+	}
+}
+
+// The panel's address in the log is one a browser can open.
+func TestBrowsable(t *testing.T) {
+	tests := []struct {
+		addr net.Addr
+		want string
+	}{
+		{&net.TCPAddr{IP: net.IPv6unspecified, Port: 8080}, "127.0.0.1:8080"},
+		{&net.TCPAddr{IP: net.IPv4zero, Port: 8080}, "127.0.0.1:8080"},
+		{&net.TCPAddr{Port: 8080}, "127.0.0.1:8080"},
+		{&net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 9}, "127.0.0.1:9"},
+		{&net.TCPAddr{IP: net.ParseIP("::1"), Port: 9}, "[::1]:9"},
+		{&net.TCPAddr{IP: net.IPv4(192, 168, 1, 2), Port: 80}, "192.168.1.2:80"},
+	}
+	for _, tt := range tests {
+		if got := browsable(tt.addr); got != tt.want {
+			t.Errorf("browsable(%v) = %q, want %q", tt.addr, got, tt.want)
+		}
 	}
 }
