@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -46,10 +47,23 @@ type Export struct {
 // otlpShutdownTimeout bounds the last push at shutdown.
 const otlpShutdownTimeout = 5 * time.Second
 
-// check refuses values the export side cannot run with.
+// check refuses values the export side cannot run with, naming the flag.
 func (c ExportConfig) check() error {
 	if c.ScrapeInterval < MinScrapeInterval {
 		return configErrorf("--scrape-interval must be at least %v, got %v", MinScrapeInterval, c.ScrapeInterval)
+	}
+	if c.ProxyTo != "" {
+		if err := proxy.CheckUpstream(c.ProxyTo); err != nil {
+			return configErrorf("--proxy-to %w", err)
+		}
+	}
+	if c.OTLP.Endpoint != "" {
+		var oe *otlp.OptionError
+		if _, err := c.OTLP.Check(); errors.As(err, &oe) {
+			return configErrorf("--otlp-%s: %s", oe.Field, oe.Reason)
+		} else if err != nil {
+			return configErrorf("--otlp-endpoint: %w", err)
+		}
 	}
 	return nil
 }

@@ -123,3 +123,43 @@ func TestExportHealthAndOTLP(t *testing.T) {
 		t.Errorf("%d pushes at stop, want the last one", pushes.Load())
 	}
 }
+
+// A refused export value is refused before anything starts, by the flag
+// that set it.
+func TestExportCheckNamesTheFlag(t *testing.T) {
+	ok := ExportConfig{ScrapeInterval: time.Second}
+	tests := []struct {
+		name string
+		edit func(*ExportConfig)
+		want string // the error's start; "" for none
+	}{
+		{"defaults", func(*ExportConfig) {}, ""},
+		{"every value set", func(c *ExportConfig) {
+			c.ProxyTo = "http://127.0.0.1:8000/v1"
+			c.OTLP = otlp.Options{Endpoint: "http://127.0.0.1:4318", Protocol: otlp.ProtocolGRPC, Interval: time.Minute}
+		}, ""},
+		{"scrape interval", func(c *ExportConfig) { c.ScrapeInterval = time.Millisecond }, "--scrape-interval "},
+		{"proxy scheme", func(c *ExportConfig) { c.ProxyTo = "ftp://host" }, `--proxy-to "ftp://host": want an http(s) URL`},
+		{"proxy query", func(c *ExportConfig) { c.ProxyTo = "http://host/?a=1" }, "--proxy-to "},
+		{"otlp endpoint", func(c *ExportConfig) { c.OTLP.Endpoint = "host:4318" }, "--otlp-endpoint: want"},
+		{"otlp interval", func(c *ExportConfig) {
+			c.OTLP = otlp.Options{Endpoint: "http://c:4318", Interval: time.Millisecond}
+		}, "--otlp-interval: 1ms, want"},
+		{"otlp protocol", func(c *ExportConfig) {
+			c.OTLP = otlp.Options{Endpoint: "http://c:4318", Protocol: "thrift"}
+		}, `--otlp-protocol: "thrift", want`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := ok
+			tt.edit(&c)
+			err := c.check()
+			switch {
+			case tt.want == "" && err != nil:
+				t.Fatalf("check = %v, want nil", err)
+			case tt.want != "" && (err == nil || !strings.HasPrefix(err.Error(), tt.want)):
+				t.Fatalf("check = %v, want %q...", err, tt.want)
+			}
+		})
+	}
+}

@@ -11,7 +11,6 @@ package otlp
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/url"
 	"strings"
@@ -68,28 +67,37 @@ type Options struct {
 	Clock clock.Clock
 }
 
-// Check validates o, with the defaults filled in.
+// OptionError is a value of Options that Check refuses: Field names it
+// ("endpoint", "protocol" or "interval") and Reason says why.
+type OptionError struct {
+	Field, Reason string
+}
+
+func (e *OptionError) Error() string { return "otlp " + e.Field + ": " + e.Reason }
+
+// Check validates o, with the defaults filled in. A refused value is an
+// *OptionError.
 func (o Options) Check() (Options, error) {
 	if o.Interval == 0 {
 		o.Interval = DefaultInterval
 	}
 	if o.Interval < MinInterval || o.Interval > MaxInterval {
-		return o, fmt.Errorf("otlp interval %v: want from %v to %v", o.Interval, MinInterval, MaxInterval)
+		return o, &OptionError{"interval", fmt.Sprintf("%v, want from %v to %v", o.Interval, MinInterval, MaxInterval)}
 	}
 	if o.Protocol == "" {
 		o.Protocol = ProtocolHTTP // the OpenTelemetry SDKs' default
 	}
 	if o.Protocol != ProtocolGRPC && o.Protocol != ProtocolHTTP {
-		return o, fmt.Errorf("otlp protocol %q: want %s or %s", o.Protocol, ProtocolGRPC, ProtocolHTTP)
+		return o, &OptionError{"protocol", fmt.Sprintf("%q, want %s or %s", o.Protocol, ProtocolGRPC, ProtocolHTTP)}
 	}
 	u, err := url.Parse(o.Endpoint)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil ||
 		u.RawQuery != "" || u.Fragment != "" {
-		return o, errors.New("otlp endpoint: want an http(s)://host:port URL, without credentials, query or fragment")
+		return o, &OptionError{"endpoint", "want an http(s)://host:port URL, without credentials, query or fragment"}
 	}
 	switch {
 	case o.Protocol == ProtocolGRPC && u.Path != "" && u.Path != "/":
-		return o, errors.New("otlp endpoint: a gRPC endpoint has no path")
+		return o, &OptionError{"endpoint", "a gRPC endpoint has no path"}
 	case o.Protocol == ProtocolHTTP && (u.Path == "" || u.Path == "/"):
 		u.Path = httpPath
 		o.Endpoint = u.String()

@@ -74,13 +74,10 @@ type Options struct {
 // New returns a proxy to upstream, the server's root or its /v1 root
 // (http://127.0.0.1:8000 and http://127.0.0.1:8000/v1 are the same).
 func New(upstream string, publish func(events.Event), opts Options) (*Proxy, error) {
-	u, err := url.Parse(upstream)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, fmt.Errorf("proxy upstream %q: want an http(s) URL", upstream)
+	if err := CheckUpstream(upstream); err != nil {
+		return nil, fmt.Errorf("proxy upstream %w", err)
 	}
-	if u.RawQuery != "" || u.Fragment != "" {
-		return nil, fmt.Errorf("proxy upstream %q: want no query or fragment", upstream)
-	}
+	u, _ := url.Parse(upstream)
 	path := strings.TrimSuffix(strings.TrimSuffix(u.EscapedPath(), "/"), "/v1")
 	if opts.Clock == nil {
 		opts.Clock = clock.Real{}
@@ -107,6 +104,19 @@ func New(upstream string, publish func(events.Event), opts Options) (*Proxy, err
 		clock:   opts.Clock,
 		ctx:     opts.BaseContext,
 	}, nil
+}
+
+// CheckUpstream says why New would refuse upstream, or nil: it must be an
+// http(s) URL with a host and without a query or fragment.
+func CheckUpstream(upstream string) error {
+	u, err := url.Parse(upstream)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fmt.Errorf("%q: want an http(s) URL", upstream)
+	}
+	if u.RawQuery != "" || u.Fragment != "" {
+		return fmt.Errorf("%q: want no query or fragment", upstream)
+	}
+	return nil
 }
 
 // Upstream is the URL requests go to, without /v1.
