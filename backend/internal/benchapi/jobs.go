@@ -145,11 +145,10 @@ func (a *API) followStream(c *fiber.Ctx, instead string, serve func(w *stream.Wr
 	}
 	stream.SetHeaders(c)
 	stream.Hijack(c, a.opts.StreamWriteTimeout, func(w *stream.Writer) {
-		defer a.jobStreams.Add(-1)
 		keepalive := a.opts.Clock.NewTicker(stream.DefaultKeepAlive)
 		defer keepalive.Stop()
 		serve(w, keepalive.C())
-	})
+	}, func() { a.jobStreams.Add(-1) })
 }
 
 // streamJobs is GET /bench as a server-sent stream: a `jobs` event with the

@@ -34,14 +34,20 @@ type Writer struct {
 // connection is closed when serve returns. Like the hub's, the response
 // head comes from the headers the chain left (SetHeaders, CORS), and an
 // answer other than 200 a later handler gave is sent as it is. timeout
-// bounds each write (30 s when 0).
-func Hijack(c *fiber.Ctx, timeout time.Duration, serve func(w *Writer)) {
+// bounds each write (30 s when 0). serve runs only for a stream that
+// opens; done, when not nil, runs once the connection is handed over,
+// whether serve ran or not (a HEAD request, another answer), so what the
+// caller took for the stream is given back either way.
+func Hijack(c *fiber.Ctx, timeout time.Duration, serve func(w *Writer), done func()) {
 	if timeout <= 0 {
 		timeout = 30 * time.Second
 	}
 	ctx := c.Context()
 	ctx.HijackSetNoResponse(true)
 	ctx.Hijack(func(nc net.Conn) {
+		if done != nil {
+			defer done()
+		}
 		w, head, ok := open(ctx, nc)
 		if !ok {
 			return

@@ -8,19 +8,22 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
 )
 
-// writerServer serves GET /stream with a Writer that writes events until
-// one fails, and reports on ended how many it wrote.
-func writerServer(t *testing.T, timeout time.Duration, event []byte, count int) (addr string, ended <-chan int) {
+// writerServer serves GET and HEAD /stream with a Writer that writes
+// events until one fails, and reports on ended how many it wrote; the
+// number of connections handed over so far (Hijack's done) is in *over.
+func writerServer(t *testing.T, timeout time.Duration, event []byte, count int) (addr string, ended <-chan int, over *atomic.Int64) {
 	t.Helper()
 	done := make(chan int, 4)
+	over = new(atomic.Int64)
 	app := fiber.New(fiber.Config{DisableStartupMessage: true})
-	app.Get("/stream", func(c *fiber.Ctx) error {
+	handler := func(c *fiber.Ctx) error {
 		SetHeaders(c)
 		Hijack(c, timeout, func(w *Writer) {
 			n := 0
@@ -30,16 +33,18 @@ func writerServer(t *testing.T, timeout time.Duration, event []byte, count int) 
 				}
 			}
 			done <- n
-		})
+		}, func() { over.Add(1) })
 		return nil
-	})
+	}
+	app.Get("/stream", handler)
+	app.Head("/stream", handler)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	go app.Listener(ln)
 	t.Cleanup(func() { _ = app.Shutdown() })
-	return ln.Addr().String(), done
+	return ln.Addr().String(), done, over
 }
 
 // A Writer's events reach a reading client as one stream, each a chunk,
@@ -48,7 +53,7 @@ func writerServer(t *testing.T, timeout time.Duration, event []byte, count int) 
 // holding the writer's goroutine for ever.
 func TestWriter(t *testing.T) {
 	t.Run("a reading client gets every event and the end", func(t *testing.T) {
-		addr, ended := writerServer(t, time.Minute, []byte("event: jobs\ndata: {}\n\n"), 3)
+		addr, ended, over := writerServer(t, time.Minute, []byte("event: jobs\ndata: {}\n\n"), 3)
 		res, err := http.Get("http://" + addr + "/stream")
 		if err != nil {
 			t.Fatal(err)
@@ -67,10 +72,28 @@ func TestWriter(t *testing.T) {
 		if n := <-ended; n != 3 {
 			t.Errorf("wrote %d", n)
 		}
+		waitHandedOver(t, over, 1)
+	})
+	t.Run("a HEAD request gets the head alone, and the connection is handed over", func(t *testing.T) {
+		addr, ended, over := writerServer(t, time.Minute, []byte("data: 1\n\n"), 3)
+		res, err := http.Head("http://" + addr + "/stream")
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		if ct := res.Header.Get("Content-Type"); res.StatusCode != http.StatusOK || ct != "text/event-stream" {
+			t.Errorf("status %d, content type %q", res.StatusCode, ct)
+		}
+		waitHandedOver(t, over, 1)
+		select {
+		case n := <-ended:
+			t.Errorf("serve ran for a HEAD request (wrote %d)", n)
+		default:
+		}
 	})
 	t.Run("a client that stops reading is dropped", func(t *testing.T) {
 		event := []byte("data: " + strings.Repeat("x", 256<<10) + "\n\n")
-		addr, ended := writerServer(t, 50*time.Millisecond, event, 1<<20)
+		addr, ended, _ := writerServer(t, 50*time.Millisecond, event, 1<<20)
 		conn, err := net.Dial("tcp", addr)
 		if err != nil {
 			t.Fatal(err)
@@ -92,7 +115,7 @@ func TestWriter(t *testing.T) {
 		}
 	})
 	t.Run("HTTP/1.0 ends at the close", func(t *testing.T) {
-		addr, ended := writerServer(t, time.Minute, []byte("data: 1\n\n"), 2)
+		addr, ended, _ := writerServer(t, time.Minute, []byte("data: 1\n\n"), 2)
 		conn, err := net.Dial("tcp", addr)
 		if err != nil {
 			t.Fatal(err)
@@ -112,4 +135,15 @@ func TestWriter(t *testing.T) {
 		}
 		<-ended
 	})
+}
+
+// waitHandedOver waits until Hijack's done has run want times.
+func waitHandedOver(t *testing.T, over *atomic.Int64, want int64) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); over.Load() != want; {
+		if time.Now().After(deadline) {
+			t.Fatalf("done ran %d times, want %d", over.Load(), want)
+		}
+		time.Sleep(time.Millisecond)
+	}
 }
