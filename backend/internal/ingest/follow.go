@@ -91,7 +91,7 @@ func NewFollower(b *bus.Bus, url string, opts FollowerOptions) *Follower {
 	if opts.Client == nil {
 		opts.Client = http.DefaultClient
 	}
-	src := NewSource("follow "+url, b, true, opts.Options)
+	src := NewSource("follow "+url, b, Live, opts.Options)
 	return &Follower{url: url, cfg: opts, Source: src, clock: src.opts.Clock, seen: newSeenSet(DedupeWindow)}
 }
 

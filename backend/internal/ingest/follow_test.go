@@ -110,7 +110,7 @@ func TestReplay(t *testing.T) {
 	b := bus.New()
 	var n atomic.Int64
 	defer b.Subscribe("sink", 2*replayBatch, func(events.Event) { n.Add(1) })()
-	c := NewSource("replay", b, false, Options{Logf: t.Logf})
+	c := NewSource("replay", b, Recorded, Options{Logf: t.Logf})
 	if err := Replay(context.Background(), path, c, 0); err != nil {
 		t.Fatal(err)
 	}
@@ -138,7 +138,7 @@ func TestReplayCancelled(t *testing.T) {
 	defer b.Subscribe("sink", 2*replayBatch, func(events.Event) { n.Add(1) })()
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	c := NewSource("replay", b, false, Options{Logf: t.Logf})
+	c := NewSource("replay", b, Recorded, Options{Logf: t.Logf})
 	if err := Replay(ctx, path, c, 0); !errors.Is(err, context.Canceled) {
 		t.Fatalf("error %v, want context.Canceled", err)
 	}
@@ -154,7 +154,7 @@ func TestReplayPaced(t *testing.T) {
 	got := make(chan int64, 8)
 	defer b.Subscribe("sink", 64, func(ev events.Event) { got <- ev.At })()
 	clk := clock.NewFake(time.UnixMilli(t0))
-	c := NewSource("replay", b, false, Options{Clock: clk, Logf: t.Logf})
+	c := NewSource("replay", b, Recorded, Options{Clock: clk, Logf: t.Logf})
 	done := make(chan error, 1)
 	go func() { done <- Replay(context.Background(), path, c, 2) }()
 

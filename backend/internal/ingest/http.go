@@ -23,7 +23,7 @@ type HTTP struct {
 // NewHTTP publishes posted events to b. Who may post is the access
 // package's (the backend's --token and --events-token).
 func NewHTTP(b *bus.Bus, opts Options) *HTTP {
-	return &HTTP{Source: NewSource("POST /events", b, true, opts)}
+	return &HTTP{Source: NewSource("POST /events", b, Live, opts)}
 }
 
 // Mount serves POST /events under the API group.

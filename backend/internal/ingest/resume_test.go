@@ -144,7 +144,7 @@ func TestFollowerResumesWithoutDoubleCounting(t *testing.T) {
 func TestRejectionLogIsPaced(t *testing.T) {
 	clk := clock.NewFake(time.UnixMilli(t0))
 	var lines []string
-	src := NewSource("POST /events", bus.New(), true, Options{Clock: clk, LogEvery: time.Minute,
+	src := NewSource("POST /events", bus.New(), Live, Options{Clock: clk, LogEvery: time.Minute,
 		Logf: func(f string, a ...any) { lines = append(lines, fmt.Sprintf(f, a...)) }})
 	for _, step := range []struct {
 		advance time.Duration
@@ -186,7 +186,7 @@ func TestSourcesLogPendingWhenTheyEnd(t *testing.T) {
 		run  func(t *testing.T, b *bus.Bus, opts Options) // three rejections, then the source ends
 	}{
 		{"replay", func(t *testing.T, b *bus.Bus, opts Options) {
-			if err := Replay(context.Background(), writeFile(t, bad(1), bad(2), bad(3)), NewSource("replay", b, false, opts), 0); err != nil {
+			if err := Replay(context.Background(), writeFile(t, bad(1), bad(2), bad(3)), NewSource("replay", b, Recorded, opts), 0); err != nil {
 				t.Fatal(err)
 			}
 		}},

@@ -58,7 +58,7 @@ func (o Options) withDefaults() Options {
 // at once and then a count at most once per LogEvery (rejectlog).
 type Source struct {
 	bus  *bus.Bus
-	live bool
+	age  Age
 	opts Options
 	log  *rejectlog.Log
 
@@ -68,11 +68,23 @@ type Source struct {
 	last *Rejection
 }
 
+// Age says whether a source refuses events for how old they are.
+type Age int
+
+const (
+	// Live: the events happen now (POST /events, a followed stream, the
+	// proxy), so one older than Options.MaxAge is refused.
+	Live Age = iota
+	// Recorded: the events are a record of the past (a replayed file),
+	// taken whatever their age.
+	Recorded
+)
+
 // NewSource returns a source named name (for the log and /healthz)
-// publishing to b. A live source also refuses events older than MaxAge.
-func NewSource(name string, b *bus.Bus, live bool, opts Options) *Source {
+// publishing to b; age says whether it refuses events older than MaxAge.
+func NewSource(name string, b *bus.Bus, age Age, opts Options) *Source {
 	opts = opts.withDefaults()
-	return &Source{bus: b, live: live, opts: opts,
+	return &Source{bus: b, age: age, opts: opts,
 		log: rejectlog.New(name, rejectlog.Options{Clock: opts.Clock, Logf: opts.Logf, Every: opts.LogEvery})}
 }
 
@@ -143,7 +155,7 @@ func (s *Source) checkTime(at int64) string {
 	if t := time.UnixMilli(at); t.After(now.Add(s.opts.MaxSkew)) {
 		return fmt.Sprintf("%d is %s ahead of this server's clock (at most %s allowed)",
 			at, duration.Of(t.Sub(now).Round(time.Second)), duration.Of(s.opts.MaxSkew))
-	} else if s.live && t.Before(now.Add(-s.opts.MaxAge)) {
+	} else if s.age == Live && t.Before(now.Add(-s.opts.MaxAge)) {
 		return fmt.Sprintf("%d is %s behind this server's clock (a live source may lag at most %s)",
 			at, duration.Of(now.Sub(t).Round(time.Second)), duration.Of(s.opts.MaxAge))
 	}

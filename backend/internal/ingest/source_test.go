@@ -36,7 +36,7 @@ func TestSourcePublish(t *testing.T) {
 			b := bus.New()
 			var got []events.Event
 			defer b.Subscribe("sink", 4, func(ev events.Event) { got = append(got, ev) })()
-			src := NewSource("proxy", b, true, testOptions(t))
+			src := NewSource("proxy", b, Live, testOptions(t))
 			src.Publish(tc.ev)
 			b.Flush()
 			st := src.Stats()
