@@ -1,6 +1,7 @@
 package app
 
 import (
+	"errors"
 	"cmp"
 	"context"
 	"fmt"
@@ -169,10 +170,11 @@ func Start(ctx context.Context, cfg Config) (_ *Backend, err error) {
 	// The server starts after the live half and bench-serve, so it would
 	// close before them; but its Shutdown waits for the requests in flight,
 	// and a stream client or a run's event follower stays until its part
-	// ends. So the server's Close ends those two parts first (live, then
-	// bench-serve), then shuts down.
+	// ends. So the server's Close first ends the live half and bench-serve's
+	// runs (their streams with them), then shuts down; the history closes
+	// after, with bench-serve, so the requests in flight still read it.
 	b.srv = Serve(fiberApp, ln, func(ctx context.Context) error {
-		return b.parts.CloseFirst(ctx, liveSide, benchSide)
+		return errors.Join(b.parts.CloseFirst(ctx, liveSide), benchSide.StopRuns(ctx))
 	})
 	served = true
 	b.parts.Add(b.srv)

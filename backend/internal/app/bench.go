@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"sync/atomic"
 	"time"
 
 	"github.com/mlx-bun/mlx-metrics/backend/internal/benchapi"
@@ -45,6 +46,7 @@ type Bench struct {
 	// degraded is why the storage did not open ("" when it did): the
 	// bench routes then answer 503 with it, and live metrics go on.
 	degraded string
+	stopped  atomic.Bool // StopRuns has run
 }
 
 // check refuses values the job service would otherwise replace with its
@@ -127,21 +129,31 @@ func (b *Bench) health() any {
 // Features are the bench and history routes.
 func (b *Bench) Features() []server.Feature { return []server.Feature{b.api} }
 
-// Close cancels the runs in progress, giving each runner its grace period
-// (and ten seconds more, within ctx) to stop its servers and write its
-// record, then closes the history. Start closes it before the server's
-// Shutdown (App.CloseFirst), since a client following a run's events
-// holds the shutdown open until that run ends.
-func (b *Bench) Close(ctx context.Context) error {
-	if b.degraded != "" {
+// StopRuns cancels the runs in progress, giving each runner its grace
+// period (and ten seconds more, within ctx) to stop its servers and write
+// its record, which ends the job streams. Start calls it before the
+// server's Shutdown, since a client following a run's events holds the
+// shutdown open until that run ends; the history stays open for the
+// requests still in flight, until Close. Later calls do nothing.
+func (b *Bench) StopRuns(ctx context.Context) error {
+	if b.degraded != "" || b.stopped.Swap(true) {
 		return nil
 	}
 	ctx, cancel := context.WithTimeout(ctx, b.jobs.Grace()+10*time.Second)
 	defer cancel()
-	var errs []error
 	if err := b.jobs.Close(ctx); err != nil {
-		errs = append(errs, fmt.Errorf("stop the bench runs: %w", err))
+		return fmt.Errorf("stop the bench runs: %w", err)
 	}
+	return nil
+}
+
+// Close stops the runs (StopRuns), if that has not been done, then closes
+// the history.
+func (b *Bench) Close(ctx context.Context) error {
+	if b.degraded != "" {
+		return nil
+	}
+	errs := []error{b.StopRuns(ctx)}
 	// Not fatal: on a nearly full disk history declines to close
 	// (history.ErrNotClosed) and the next start replays its log.
 	if err := b.hist.Close(); err != nil {

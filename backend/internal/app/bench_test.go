@@ -55,9 +55,10 @@ func TestOpenBenchSeedsProfiles(t *testing.T) {
 
 // TestStopWithAFollowedRun stops the backend the way serve does while a
 // client follows a running job's event stream, as Start does: the
-// server part, started after bench-serve, closes it first (CloseFirst), which
-// ends the run (failed: the backend stopped) and so the stream, which would
-// otherwise hold the server's shutdown open until the run ended on its own.
+// server part, started after bench-serve, stops its runs first (StopRuns),
+// which ends the run (failed: the backend stopped) and so the stream, which
+// would otherwise hold the server's shutdown open until the run ended on
+// its own; the history still answers then, and closes with bench-serve.
 func TestStopWithAFollowedRun(t *testing.T) {
 	home := t.TempDir()
 	b, err := OpenBench(home, "no GPU found", benchConfig())
@@ -75,11 +76,21 @@ func TestStopWithAFollowedRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	parts.Add(Serve(server.New(server.Options{}, parts.Features()...), ln, func(ctx context.Context) error {
-		return parts.CloseFirst(ctx, b)
-	}))
 	base := "http://" + ln.Addr().String() + server.APIPrefix
 	client := &http.Client{Timeout: time.Minute} // a safeguard against a hang
+	historyAtShutdown := make(chan int, 1)
+	parts.Add(Serve(server.New(server.Options{}, parts.Features()...), ln, func(ctx context.Context) error {
+		err := b.StopRuns(ctx)
+		// A request still being answered when the server shuts down
+		// reads the history.
+		status := 0
+		if res, err := client.Get(base + "/history"); err == nil {
+			status = res.StatusCode
+			res.Body.Close()
+		}
+		historyAtShutdown <- status
+		return err
+	}))
 
 	res, err := client.Post(base+"/bench", "application/json", strings.NewReader(`{"profile":"block"}`))
 	if err != nil {
@@ -123,6 +134,15 @@ func TestStopWithAFollowedRun(t *testing.T) {
 	case <-time.After(time.Minute): // a safeguard against a hang
 		t.Fatal("the server's shutdown is held open")
 	}
+	if status := <-historyAtShutdown; status != http.StatusOK {
+		t.Errorf("GET /history as the server shut down: %d, want 200", status)
+	}
+	// The history closed with bench-serve: it opens again.
+	h, err := history.Open(filepath.Join(home, "metrics", "history"), history.Options{})
+	if err != nil {
+		t.Fatalf("the history was left open: %v", err)
+	}
+	h.Close()
 	if j, _ = b.jobs.Get(j.ID); j.Status != bench.StatusFailed || j.Error != jobs.MsgStoppedDuringRun {
 		t.Fatalf("job = %+v", j)
 	}
