@@ -39,9 +39,22 @@ func (e *exitError) Error() string { return e.err.Error() }
 func (e *exitError) Unwrap() error { return e.err }
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := signalContext()
 	defer stop()
 	os.Exit(run(ctx, os.Args[1:]))
+}
+
+// signalContext is cancelled by the first interrupt or SIGTERM, which asks
+// the command to stop in good order; a second one then has its default
+// effect and ends the process at once, as a user pressing Ctrl-C again
+// expects when a shutdown waits (on a runner that ignores SIGTERM, say).
+func signalContext() (context.Context, context.CancelFunc) {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	go func() {
+		<-ctx.Done()
+		stop() // the next signal is the system's to act on
+	}()
+	return ctx, stop
 }
 
 func run(ctx context.Context, args []string) int {

@@ -62,6 +62,7 @@ func runServe(ctx context.Context, args []string) error {
 	case <-ctx.Done():
 		// Stopping was asked for: the deferred Close does it and says
 		// what was cut.
+		fmt.Fprintln(os.Stderr, "mlx-metrics: stopping (interrupt again to stop at once)")
 		return nil
 	}
 }

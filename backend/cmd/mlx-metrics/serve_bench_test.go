@@ -8,9 +8,7 @@ import (
 	"io"
 	"net/http/httptest"
 	"os"
-	"os/signal"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -29,10 +27,13 @@ const asMainEnv = "MLX_METRICS_TEST_AS_MAIN"
 func TestMain(m *testing.M) {
 	jobstest.Main()
 	if os.Getenv(asMainEnv) == "1" {
-		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		ctx, stop := signalContext()
 		code := run(ctx, os.Args[1:])
 		stop()
 		os.Exit(code)
+	}
+	if os.Getenv(stuckStopEnv) == "1" {
+		stuckStop()
 	}
 	os.Exit(m.Run())
 }
