@@ -3,3 +3,8 @@
 if ! command -v go >/dev/null 2>&1 && [[ -x /usr/local/go/bin/go ]]; then
 	export PATH="$PATH:/usr/local/go/bin"
 fi
+# promtool, when scripts/setup took it out of Debian's prometheus package
+# (run from the repository's root, as the scripts are).
+if [[ -x out/tools/usr/bin/promtool ]]; then
+	export PATH="$PWD/out/tools/usr/bin:$PATH"
+fi
