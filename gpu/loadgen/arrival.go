@@ -13,7 +13,10 @@ import (
 // can wait for a core for a millisecond or more after the bytes are there;
 // that wait is the client's, and the kernel's stamp leaves it out of TTFT
 // and the decode rate. Elsewhere (another OS, TLS, a caller's own
-// http.Client, a test clock) a chunk is timed when it is read, as before.
+// http.Client, a test clock) a chunk is timed when it is read, as before,
+// and so is a read the kernel gave no stamp (it turns stamps on for every
+// socket a moment after the first asks, so a process's first reads may
+// have none).
 
 // arrivals is a connection that knows when its last read's bytes arrived.
 type arrivals interface {

@@ -41,6 +41,19 @@ func TestStampedConnReadsArrival(t *testing.T) {
 	defer server.Close()
 
 	buf := make([]byte, 64)
+	// The kernel turns receive stamps on for every socket a moment after
+	// the first asks (deferred work): until then reads come unstamped.
+	for i := 0; client.lastArrival() == 0; i++ {
+		if i == 1000 {
+			t.Fatal("no read stamped")
+		}
+		if _, err := server.Write([]byte("x")); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := io.ReadFull(client, buf[:1]); err != nil {
+			t.Fatal(err)
+		}
+	}
 	var prev int64
 	for i, msg := range []string{"data: one\n\n", "data: two\n\n"} {
 		wrote := time.Now()

@@ -279,8 +279,21 @@ func TestOptions(t *testing.T) {
 			if fake := res.Start.Equal(t0) && res.FirstToken.Equal(t0) && res.End.Equal(t0); fake != tt.fake || res.Start.IsZero() {
 				t.Errorf("timings %v %v %v from the fake clock: %v, want %v", res.Start, res.FirstToken, res.End, fake, tt.fake)
 			}
-			if want := tt.stamped && runtime.GOOS == "linux"; res.Stamped != want {
-				t.Errorf("Stamped %v, want %v", res.Stamped, want)
+			if tt.stamped && runtime.GOOS == "linux" {
+				// The kernel turns receive stamps on for every socket a
+				// moment after the first asks (deferred work), so the
+				// first requests of a process may go unstamped: a few more
+				// must be stamped.
+				for i := 0; !res.Stamped && i < 200; i++ {
+					if res, err = c.Do(context.Background(), Request{Endpoint: Completions, Model: "m", Prompt: "p", MaxTokens: 1}); err != nil {
+						t.Fatal(err)
+					}
+				}
+				if !res.Stamped {
+					t.Error("no request stamped")
+				}
+			} else if res.Stamped {
+				t.Error("Stamped, want not")
 			}
 			if res.FirstToken.Before(res.Start) || res.End.Before(res.FirstToken) {
 				t.Errorf("timings out of order: start %v, first token %v, end %v", res.Start, res.FirstToken, res.End)
