@@ -39,29 +39,14 @@ func benchPeerShare(b *testing.B, streams int) {
 	peer := startPeer(b, streams)
 	c := New(peer.base+"/v1", Options{})
 	defer c.Close()
-	var ours, theirs []float64
-	b.ResetTimer()
-	for round := range b.N + 1 {
-		// Round 0 opens both clients' connections and is not counted.
-		var got, peerGot []float64
-		sides := []func() error{
-			func() (err error) { got, _, err = roundShares(c, streams, peer.prompt); return err },
-			func() (err error) { peerGot, err = peer.round(); return err },
-		}
-		if round%2 == 1 {
-			sides[0], sides[1] = sides[1], sides[0]
-		}
-		for _, side := range sides {
-			if err := side(); err != nil {
-				b.Fatal(err)
-			}
-		}
-		if round > 0 {
+	var ours, theirs, got, peerGot []float64
+	inTurns(b,
+		func() (err error) { got, _, err = roundShares(c, streams, peer.prompt); return err },
+		func() (err error) { peerGot, err = peer.round(); return err },
+		func() {
 			ours = append(ours, got...)
 			theirs = append(theirs, peerGot...)
-		}
-	}
-	b.StopTimer()
+		})
 	sort.Float64s(ours)
 	sort.Float64s(theirs)
 	p50, peer50 := percentile(ours, 0.5), percentile(theirs, 0.5)

@@ -49,31 +49,15 @@ func benchClientShare(b *testing.B, streams int) {
 	read := New(base, Options{Clock: readClock{}})
 	defer read.Close()
 	prompt := Prompt(100, "")
-	var shares, readShares, server []float64
-	// Round 0 opens the connections and is not counted: a load generator
-	// keeps its connections, and connection setup is not TTFT error.
-	b.ResetTimer()
-	for round := range b.N + 1 {
-		var got, readGot, spans []float64
-		sides := []func() error{
-			func() (err error) { got, spans, err = roundShares(c, streams, prompt); return err },
-			func() (err error) { readGot, _, err = roundShares(read, streams, prompt); return err },
-		}
-		if round%2 == 1 {
-			sides[0], sides[1] = sides[1], sides[0]
-		}
-		for _, side := range sides {
-			if err := side(); err != nil {
-				b.Fatal(err)
-			}
-		}
-		if round > 0 {
+	var shares, readShares, server, got, readGot, spans []float64
+	inTurns(b,
+		func() (err error) { got, spans, err = roundShares(c, streams, prompt); return err },
+		func() (err error) { readGot, _, err = roundShares(read, streams, prompt); return err },
+		func() {
 			shares = append(shares, got...)
 			readShares = append(readShares, readGot...)
 			server = append(server, spans...)
-		}
-	}
-	b.StopTimer()
+		})
 	sort.Float64s(shares)
 	sort.Float64s(readShares)
 	sort.Float64s(server)
@@ -87,6 +71,30 @@ func benchClientShare(b *testing.B, streams int) {
 		fmt.Printf("client share of TTFT over %d streams: p50 %.3f ms, p99 %.3f ms (timed when read: %.3f / %.3f ms); server's own TTFT p50 %.3f ms\n",
 			len(shares), p50, percentile(shares, 0.99), read50, percentile(readShares, 0.99), percentile(server, 0.5))
 	}
+}
+
+// inTurns runs b.N+1 rounds of two sides, one after the other, the order
+// flipped every round so the machine's drift falls on both, and calls
+// count after each round but the first: round 0 opens the connections (a
+// load generator keeps its connections, and connection setup is not TTFT
+// error).
+func inTurns(b *testing.B, first, second func() error, count func()) {
+	b.ResetTimer()
+	for round := range b.N + 1 {
+		sides := [2]func() error{first, second}
+		if round%2 == 1 {
+			sides[0], sides[1] = sides[1], sides[0]
+		}
+		for _, side := range sides {
+			if err := side(); err != nil {
+				b.Fatal(err)
+			}
+		}
+		if round > 0 {
+			count()
+		}
+	}
+	b.StopTimer()
 }
 
 // readClock is the real clock, but not clock.Real: a client given it times
