@@ -1,9 +1,9 @@
 package app
 
 import (
-	"errors"
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"

@@ -28,7 +28,7 @@ type Server struct {
 func Serve(app *fiber.App, ln net.Listener, beforeShutdown func(context.Context) error) *Server {
 	s := &Server{app: app, beforeShutdown: beforeShutdown, done: make(chan struct{})}
 	go func() {
-		s.err = app.Listener(ln)
+		s.err = server.Serve(app, ln)
 		close(s.done)
 	}()
 	return s

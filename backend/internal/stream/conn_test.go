@@ -93,16 +93,20 @@ func TestHijackKeepsTheChainsResponse(t *testing.T) {
 	}
 }
 
-// An HTTP/1.0 client gets the events unframed, the body ending at the
-// close; a HEAD request gets the head alone.
-func TestHTTP10AndHead(t *testing.T) {
+// An HTTP/1.1 client gets the events as chunks, an HTTP/1.0 client
+// unframed, the body ending at the close; a HEAD request gets the head
+// alone. Each answer says the connection closes after it (the server
+// closes a stream's connection when it ends), so no client reuses it.
+func TestFramingAndHead(t *testing.T) {
 	h := newHarness(t, Options{})
 	for _, tc := range []struct {
 		request string
 		body    bool
+		chunked bool
 	}{
-		{"GET /stream HTTP/1.0\r\n\r\n", true},
-		{"HEAD /stream HTTP/1.1\r\nHost: x\r\n\r\n", false},
+		{"GET /stream HTTP/1.1\r\nHost: x\r\n\r\n", true, true},
+		{"GET /stream HTTP/1.0\r\n\r\n", true, false},
+		{"HEAD /stream HTTP/1.1\r\nHost: x\r\n\r\n", false, false},
 	} {
 		conn, err := net.Dial("tcp", h.addr)
 		if err != nil {
@@ -119,14 +123,17 @@ func TestHTTP10AndHead(t *testing.T) {
 		if resp.StatusCode != 200 || resp.Header.Get("Content-Type") != "text/event-stream" {
 			t.Fatalf("%q: status %d, %v", tc.request, resp.StatusCode, resp.Header)
 		}
+		if !resp.Close {
+			t.Errorf("%q: the answer does not say Connection: close", tc.request)
+		}
 		if !tc.body {
 			if b, _ := io.ReadAll(br); len(b) != 0 {
 				t.Errorf("%q: a body of %d bytes", tc.request, len(b))
 			}
 			continue
 		}
-		if len(resp.TransferEncoding) != 0 || !resp.Close {
-			t.Errorf("%q: transfer encoding %v, close %v; want neither chunked nor keep-alive", tc.request, resp.TransferEncoding, resp.Close)
+		if chunked := len(resp.TransferEncoding) != 0; chunked != tc.chunked {
+			t.Errorf("%q: transfer encoding %v, want chunked %v", tc.request, resp.TransferEncoding, tc.chunked)
 		}
 		r := &reader{t: t, resp: resp, br: bufio.NewReader(resp.Body)}
 		if it := r.next(); it.retry != "1500" {

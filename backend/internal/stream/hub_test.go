@@ -16,6 +16,7 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 
+	"github.com/mlx-bun/mlx-metrics/backend/internal/server"
 	"github.com/mlx-bun/mlx-metrics/shared/clock"
 )
 
@@ -124,7 +125,7 @@ func newHarnessWith(t *testing.T, cfg harnessConfig) *harness {
 	if cfg.sndbuf > 0 {
 		ln = smallSendBuffers{ln, cfg.sndbuf}
 	}
-	go func() { _ = app.Listener(ln) }()
+	go func() { _ = server.Serve(app, ln) }() // as the backend serves
 	h.addr = ln.Addr().String()
 	h.url = "http://" + h.addr + "/stream"
 	h.app = app

@@ -62,8 +62,13 @@ func Hijack(c *fiber.Ctx, timeout time.Duration, serve func(w *Writer), done fun
 // and the response head to send before the first event, or false when the
 // answer was sent already (not a 200, or a HEAD request).
 func open(ctx *fasthttp.RequestCtx, nc net.Conn) (*conn, []byte, bool) {
+	// The socket itself, whose writev takes several parts at once: under
+	// fasthttp's hijack wrapper, and under server.Serve's (NetConn).
 	if u, ok := nc.(interface{ UnsafeConn() net.Conn }); ok {
-		nc = u.UnsafeConn() // the socket itself, whose writev takes several parts at once
+		nc = u.UnsafeConn()
+	}
+	if u, ok := nc.(interface{ NetConn() net.Conn }); ok {
+		nc = u.NetConn()
 	}
 	resp := &ctx.Response
 	if resp.StatusCode() != fiber.StatusOK {
@@ -77,9 +82,11 @@ func open(ctx *fasthttp.RequestCtx, nc net.Conn) (*conn, []byte, bool) {
 	w := &conn{Conn: nc, chunked: ctx.Request.Header.IsHTTP11()}
 	if w.chunked {
 		resp.Header.SetContentLength(-1)
-	} else {
-		resp.Header.SetConnectionClose()
 	}
+	// The server closes the connection when the stream ends: said, so a
+	// client does not put it back in its pool and send its next request
+	// on a connection that is closing.
+	resp.Header.SetConnectionClose()
 	head := resp.Header.Header()
 	if ctx.IsHead() {
 		_, _ = nc.Write(head)

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/gofiber/fiber/v2"
+
+	"github.com/mlx-bun/mlx-metrics/backend/internal/server"
 )
 
 // writerServer serves GET and HEAD /stream with a Writer that writes
@@ -42,7 +44,7 @@ func writerServer(t *testing.T, timeout time.Duration, event []byte, count int) 
 	if err != nil {
 		t.Fatal(err)
 	}
-	go app.Listener(ln)
+	go server.Serve(app, ln) // as the backend serves
 	t.Cleanup(func() { _ = app.Shutdown() })
 	return ln.Addr().String(), done, over
 }
