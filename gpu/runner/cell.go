@@ -345,6 +345,7 @@ func (m *measurer) request(ctx context.Context, phaseName string, run, attempt i
 	}
 	s.PromptTokens, s.CompletionTokens = res.PromptTokens, res.CompletionTokens
 	s.TTFTMs, s.TotalMs = ms(res.TTFT()), ms(res.Total())
+	s.Stamped = res.Stamped
 	if res.CompletionTokens < int64(maxTokens) && !m.warned[phaseName] {
 		if m.warned == nil {
 			m.warned = map[string]bool{}
@@ -457,7 +458,9 @@ func (m *measurer) concurrent(ctx context.Context, attempt int) ([]bench.Sample,
 	wall := time.Since(start)
 	s := bench.Sample{Phase: bench.PhaseConcurrent, Run: 1, Attempt: attempt, Endpoint: "/v1/" + loadgen.ChatCompletions, TotalMs: ms(wall)}
 	var problems []string
+	s.Stamped = true
 	for i, res := range results {
+		s.Stamped = s.Stamped && res.Stamped
 		if errs[i] == nil && !res.HasUsage {
 			errs[i] = errNoUsage
 		}

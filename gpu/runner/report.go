@@ -28,9 +28,14 @@ func Report(rec bench.RunRecord) string {
 	}
 	fmt.Fprintf(&b, "- profile: %s (scope %s)\n", profile, rec.Plan.Scope)
 	fmt.Fprintf(&b, "- machine: %s, %s, %.1f GiB, %s; GPU: %s\n", rec.Machine.Host, rec.Machine.Chip, float64(rec.Machine.MemoryBytes)/(1<<30), rec.Machine.OS, orDash(rec.Machine.GPU))
-	fmt.Fprintf(&b, "- started %s, took %s; %s (exit %d)\n\n",
+	fmt.Fprintf(&b, "- started %s, took %s; %s (exit %d)\n",
 		time.UnixMilli(rec.StartedAt).UTC().Format(time.RFC3339),
 		duration.Ms(float64(rec.FinishedAt-rec.StartedAt)), status, rec.ExitCode)
+	if t := timing(rec); t != "" {
+		fmt.Fprintf(&b, "- timing: %s\n\n", t)
+	} else {
+		b.WriteString("\n")
+	}
 
 	b.WriteString("Medians. Token counts come from the servers' usage.\n\n| cell | status")
 	for _, f := range bench.Figures {
@@ -80,6 +85,31 @@ func Report(rec bench.RunRecord) string {
 		b.WriteString("\n" + strings.Join(notes, "\n") + "\n")
 	}
 	return b.String()
+}
+
+// timing says how the measured samples were timed (Sample.Stamped), so
+// that a reader comparing two runs sees when they were not timed alike.
+func timing(rec bench.RunRecord) string {
+	measured, stamped := 0, 0
+	for _, c := range rec.Cells {
+		for _, s := range c.Samples {
+			if s.Error == "" {
+				measured++
+				if s.Stamped {
+					stamped++
+				}
+			}
+		}
+	}
+	switch {
+	case measured == 0:
+		return ""
+	case stamped == measured:
+		return "every sample by the kernel's arrival stamps of its chunks"
+	case stamped == 0:
+		return "every sample by when the runner read its chunks (no arrival stamps here)"
+	}
+	return fmt.Sprintf("%d of %d samples by the kernel's arrival stamps of their chunks, the others by when the runner read them", stamped, measured)
 }
 
 func hasFailure(rec bench.RunRecord) bool {

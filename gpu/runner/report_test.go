@@ -55,3 +55,29 @@ func TestReportDuration(t *testing.T) {
 		t.Errorf("report.md lacks the run's duration:\n%s", r)
 	}
 }
+
+// report.md says how the samples were timed, so runs timed differently
+// are not compared unawares; failed samples do not count.
+func TestReportTiming(t *testing.T) {
+	ok := func(stamped bool) bench.Sample { return bench.Sample{Phase: bench.PhaseDecode, Stamped: stamped} }
+	failed := bench.Sample{Phase: bench.PhaseDecode, Error: "boom"}
+	tests := []struct {
+		name    string
+		samples []bench.Sample
+		want    string // "" for no timing line
+	}{
+		{"stamped", []bench.Sample{ok(true), ok(true), failed}, "- timing: every sample by the kernel's arrival stamps of its chunks\n"},
+		{"read", []bench.Sample{ok(false)}, "- timing: every sample by when the runner read its chunks (no arrival stamps here)\n"},
+		{"mixed", []bench.Sample{ok(false), ok(true), ok(true)}, "- timing: 2 of 3 samples by the kernel's arrival stamps of their chunks, the others by when the runner read them\n"},
+		{"nothing measured", []bench.Sample{failed}, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := Report(bench.RunRecord{ID: "r", Plan: bench.Plan{Scope: bench.ScopeAll},
+				Cells: []bench.CellResult{{Key: "m/tree/a", Status: bench.CellMeasured, Samples: tt.samples}}})
+			if got := strings.Contains(r, "- timing:"); got != (tt.want != "") || !strings.Contains(r, tt.want+"\nMedians.") {
+				t.Errorf("report.md does not have %q before the table:\n%s", tt.want, r)
+			}
+		})
+	}
+}

@@ -11,6 +11,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -225,9 +226,17 @@ func TestRunMeasuresKnownRates(t *testing.T) {
 			t.Errorf("cold prompt has %d tokens by usage, want 1000", s.PromptTokens)
 		}
 	}
-	endpoints := map[string]bool{}
+	endpoints, stamped := map[string]bool{}, 0
 	for _, s := range c.Samples {
 		endpoints[s.Endpoint] = true
+		if s.Stamped {
+			stamped++
+		}
+	}
+	// A process's first reads may come unstamped (loadgen's arrival.go).
+	t.Logf("%d of %d samples timed by arrival stamps", stamped, len(c.Samples))
+	if runtime.GOOS == "linux" && stamped == 0 {
+		t.Errorf("none of %d samples was timed by arrival stamps", len(c.Samples))
 	}
 	if !endpoints["/v1/completions"] || !endpoints["/v1/chat/completions"] {
 		t.Errorf("endpoints used %v, want both", endpoints)

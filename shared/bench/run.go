@@ -44,7 +44,11 @@ type Sample struct {
 	// AggregateTokensPerSecond is set on concurrent samples: all streams'
 	// completion tokens over the batch's wall time.
 	AggregateTokensPerSecond float64 `json:"aggregateTokensPerSecond,omitempty"`
-	Error                    string  `json:"error,omitempty"`
+	// Stamped says the times are the kernel's receive times of the chunks
+	// (Linux), not when the runner read them: the runner's own wait for a
+	// core is out of TTFT and the rates. Every stream's, for concurrent.
+	Stamped bool   `json:"stamped,omitempty"`
+	Error   string `json:"error,omitempty"`
 }
 
 // CellResult is everything measured for one cell.
