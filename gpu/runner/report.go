@@ -32,10 +32,9 @@ func Report(rec bench.RunRecord) string {
 		time.UnixMilli(rec.StartedAt).UTC().Format(time.RFC3339),
 		duration.Ms(float64(rec.FinishedAt-rec.StartedAt)), status, rec.ExitCode)
 	if t := timing(rec); t != "" {
-		fmt.Fprintf(&b, "- timing: %s\n\n", t)
-	} else {
-		b.WriteString("\n")
+		fmt.Fprintf(&b, "- timing: %s\n", t)
 	}
+	b.WriteString("\n")
 
 	b.WriteString("Medians. Token counts come from the servers' usage.\n\n| cell | status")
 	for _, f := range bench.Figures {
