@@ -49,6 +49,7 @@ func TestFollowerReconnects(t *testing.T) {
 	f := NewFollower(b, srv.URL, FollowerOptions{Options: Options{Clock: clk, Logf: t.Logf}, Token: "tok", MaxBackoff: 3 * time.Second})
 
 	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel() // before srv.Close, which waits for the follower's connection
 	done := make(chan struct{})
 	go func() { f.Run(ctx); close(done) }()
 

@@ -135,9 +135,10 @@ func (s *Source) Publish(ev events.Event) {
 func (s *Source) offer(ev events.Event, pos Rejection) (outcome, Rejection) {
 	// Another type's time is not checked: the store does not reduce it, so
 	// a host's stale catalog.changed is ignored, not rejected.
+	// Counted before published: whoever has seen the event sees it counted.
 	if ev.Payload == nil {
-		s.bus.Publish(ev)
 		s.ignored.Add(1)
+		s.bus.Publish(ev)
 		return ignored, pos
 	}
 	if r := s.checkTime(ev.At); r != "" {
@@ -145,8 +146,8 @@ func (s *Source) offer(ev events.Event, pos Rejection) (outcome, Rejection) {
 		s.reject(pos)
 		return refused, pos
 	}
-	s.bus.Publish(ev)
 	s.accepted.Add(1)
+	s.bus.Publish(ev)
 	return accepted, pos
 }
 
