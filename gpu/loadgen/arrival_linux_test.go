@@ -41,18 +41,17 @@ func TestStampedConnReadsArrival(t *testing.T) {
 	defer server.Close()
 
 	buf := make([]byte, 64)
-	// The kernel turns receive stamps on for every socket a moment after
-	// the first asks (deferred work): until then reads come unstamped.
-	for i := 0; client.lastArrival() == 0; i++ {
-		if i == 1000 {
-			t.Fatal("no read stamped")
-		}
+	// Until the kernel has turned stamps on, reads come unstamped.
+	if !untilStamped(t, func() bool {
 		if _, err := server.Write([]byte("x")); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := io.ReadFull(client, buf[:1]); err != nil {
 			t.Fatal(err)
 		}
+		return client.lastArrival() != 0
+	}) {
+		t.Fatal("no read stamped")
 	}
 	var prev int64
 	for i, msg := range []string{"data: one\n\n", "data: two\n\n"} {

@@ -39,3 +39,24 @@ func TestArrivedAt(t *testing.T) {
 		})
 	}
 }
+
+// untilStamped calls try until it reports a stamped read, for at most 10 s.
+// The kernel turns receive stamps on for every socket a moment after the
+// first asks (deferred work, which signals nothing): on a busy machine that
+// moment outlasts many quick tries, so the tries are spaced out by a
+// millisecond after the first few.
+func untilStamped(t *testing.T, try func() bool) bool {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for i := 0; ; i++ {
+		if try() {
+			return true
+		}
+		if time.Now().After(deadline) {
+			return false
+		}
+		if i >= 10 {
+			time.Sleep(time.Millisecond)
+		}
+	}
+}

@@ -280,16 +280,17 @@ func TestOptions(t *testing.T) {
 				t.Errorf("timings %v %v %v from the fake clock: %v, want %v", res.Start, res.FirstToken, res.End, fake, tt.fake)
 			}
 			if tt.stamped && runtime.GOOS == "linux" {
-				// The kernel turns receive stamps on for every socket a
-				// moment after the first asks (deferred work), so the
-				// first requests of a process may go unstamped: a few more
-				// must be stamped.
-				for i := 0; !res.Stamped && i < 200; i++ {
+				// The first requests of a process may go unstamped
+				// (untilStamped): a later one must be stamped.
+				if !untilStamped(t, func() bool {
+					if res.Stamped {
+						return true
+					}
 					if res, err = c.Do(context.Background(), Request{Endpoint: Completions, Model: "m", Prompt: "p", MaxTokens: 1}); err != nil {
 						t.Fatal(err)
 					}
-				}
-				if !res.Stamped {
+					return res.Stamped
+				}) {
 					t.Error("no request stamped")
 				}
 			} else if res.Stamped {
