@@ -137,7 +137,7 @@ func TestShutdownBounded(t *testing.T) {
 			io.WriteString(probe, "GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
 			io.ReadAll(probe) // the answer, then the server's close
 			probe.Close()
-			waitClosed(t, app)
+			waitUntil(t, "the server kept a closed connection", func() bool { return app.Server().GetOpenConnectionsCount() == 0 })
 			if tt.connect {
 				conn, err := net.Dial("tcp", ln.Addr().String())
 				if err != nil {
@@ -147,9 +147,9 @@ func TestShutdownBounded(t *testing.T) {
 				if _, err := io.WriteString(conn, tt.partial); err != nil {
 					t.Fatal(err)
 				}
-				waitOpen(t, app)
+				waitUntil(t, "the server never accepted the connection", func() bool { return app.Server().GetOpenConnectionsCount() != 0 })
 				if tt.partial != "" {
-					waitRead(t, l)
+					waitUntil(t, "the server never read the request", func() bool { return len(l.quiet()) == 0 })
 				}
 			}
 			done := make(chan error, 1)
@@ -168,34 +168,13 @@ func TestShutdownBounded(t *testing.T) {
 	}
 }
 
-// waitClosed waits until the server holds no connection.
-func waitClosed(t *testing.T, app *fiber.App) {
+// waitUntil polls done (the server's counts and the listener's flags have
+// no notification) every 5 ms for at most 5 s, and fails with failure.
+func waitUntil(t *testing.T, failure string, done func() bool) {
 	t.Helper()
-	for i := 0; app.Server().GetOpenConnectionsCount() != 0; i++ {
+	for i := 0; !done(); i++ {
 		if i == 1000 {
-			t.Fatal("the server kept a closed connection")
-		}
-		time.Sleep(5 * time.Millisecond) // polls the server's count, which has no notification
-	}
-}
-
-// waitOpen waits until the server has accepted a connection.
-func waitOpen(t *testing.T, app *fiber.App) {
-	t.Helper()
-	for i := 0; app.Server().GetOpenConnectionsCount() == 0; i++ {
-		if i == 1000 {
-			t.Fatal("the server never accepted the connection")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
-// waitRead waits until every connection l holds has had a byte read.
-func waitRead(t *testing.T, l *listener) {
-	t.Helper()
-	for i := 0; len(l.quiet()) != 0; i++ {
-		if i == 1000 {
-			t.Fatal("the server never read the request")
+			t.Fatal(failure)
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
