@@ -30,6 +30,7 @@ type client struct {
 	writeLen  int       // bytes of the write in progress, 0 when none
 	writeFrom time.Time // when it began, on the hub's clock
 	closing   bool      // the hub is closing: no new write may begin
+	closeBy   time.Time // wall-clock end of the stream's grace once closing
 	cut       bool      // its socket's deadline is in the past
 }
 
@@ -104,14 +105,28 @@ func (c *client) expire(now time.Time, timeout time.Duration) bool {
 	return true
 }
 
-// close lets no new write begin and cuts off the one in progress.
-func (c *client) close() {
+// close lets no new write begin and gives the one in progress until
+// closeBy (wall clock) to complete, so a client that reads gets its whole
+// event and then the closing chunk, and one that does not is cut off then.
+// Cutting the write at once would also cut a client that had read every
+// byte while its writer had not yet returned from the write.
+func (c *client) close(closeBy time.Time) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.closing = true
-	if c.writeLen > 0 {
-		c.cutLocked()
+	c.closing, c.closeBy = true, closeBy
+	if c.writeLen > 0 && !c.cut && c.conn != nil {
+		_ = c.conn.SetWriteDeadline(closeBy)
 	}
+}
+
+// graceEnd is the wall-clock time the closing chunk must be written by.
+func (c *client) graceEnd() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closeBy.IsZero() {
+		return time.Now().Add(closeGrace)
+	}
+	return c.closeBy
 }
 
 func (c *client) cutLocked() {

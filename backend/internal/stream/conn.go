@@ -8,8 +8,8 @@ import (
 	"github.com/valyala/fasthttp"
 )
 
-// closeGrace bounds the closing chunk's write at Close. It is wall-clock
-// on purpose: it guards a real socket.
+// closeGrace bounds a stream's end at Close: the write in progress and
+// the closing chunk. It is wall-clock on purpose: it guards a real socket.
 const closeGrace = time.Second
 
 // DefaultKeepAlive is the idle time before a keep-alive comment, which
@@ -33,6 +33,7 @@ type conn struct {
 	line    []byte      // one write's chunk-size line
 	stamp   [3][]byte   // the opening frame, restamped
 	digits  []byte      // the opening frame's "at"
+	lead    []byte      // a response head finish must send first
 }
 
 // Handler serves GET /stream. Once the handler chain has run, the
@@ -95,11 +96,12 @@ func (h *Hub) serve(ctx *fasthttp.RequestCtx, nc net.Conn, fr *frame) {
 	defer h.remove(cl)
 
 	h.sent.Add(1)
-	ok = h.write(cl, w, fr, head, append([][]byte{h.retry}, opening...)...)
-	for ok {
+	err := h.write(cl, w, fr, head, append([][]byte{h.retry}, opening...)...)
+	opened := err == nil
+	for err == nil {
 		select {
 		case <-h.done:
-			ok = false
+			err = errCutOff
 			continue
 		case <-cl.wake:
 		}
@@ -107,21 +109,30 @@ func (h *Hub) serve(ctx *fasthttp.RequestCtx, nc net.Conn, fr *frame) {
 		switch {
 		case next != nil:
 			h.sent.Add(1)
-			ok = h.write(cl, w, next, nil, next.data)
+			err = h.write(cl, w, next, nil, next.data)
 		case ka:
 			h.keepAlives.Add(1)
-			ok = h.write(cl, w, nil, nil, keepAliveComment)
+			err = h.write(cl, w, nil, nil, keepAliveComment)
 		}
 	}
-	h.finish(cl, w)
+	if err == errCutOff {
+		// Every write so far completed (or none began): the stream ends
+		// cleanly, with the head first if the opening frame never went.
+		if !opened {
+			w.lead = head
+		}
+		w.finish(cl.graceEnd())
+	}
 }
 
 // write writes lead as it is, then parts as one event, in one writev
-// (conn.prepare). It reports false when the stream is over: the client
-// went away, was cut off, or the hub is closing.
-func (h *Hub) write(cl *client, w *conn, fr *frame, lead []byte, parts ...[]byte) bool {
-	if cl.begin(fr, w.prepare(lead, parts...), h.opts.Clock.Now()) != nil {
-		return false
+// (conn.prepare). An error means the stream is over: errCutOff when no
+// write may begin (the hub is closing, or the client was cut off), so
+// what was sent is whole; another when the write failed part-way (the
+// client went away, or was cut off during it).
+func (h *Hub) write(cl *client, w *conn, fr *frame, lead []byte, parts ...[]byte) error {
+	if err := cl.begin(fr, w.prepare(lead, parts...), h.opts.Clock.Now()); err != nil {
+		return err
 	}
 	if h.opts.onWrite != nil {
 		h.opts.onWrite()
@@ -131,9 +142,9 @@ func (h *Hub) write(cl *client, w *conn, fr *frame, lead []byte, parts ...[]byte
 		if !closing {
 			h.dropped.Add(1)
 		}
-		return false
+		return err
 	}
-	return true
+	return nil
 }
 
 // prepare lays out one write: lead as it is, then parts as one event (a
@@ -170,22 +181,21 @@ func (w *conn) flush() (int64, error) {
 	return n, err
 }
 
-// finish ends a stream that was not cut off with the closing chunk.
-func (h *Hub) finish(cl *client, w *conn) {
-	cl.mu.Lock()
-	cut := cl.cut
-	cl.mu.Unlock()
-	if !cut {
-		w.finish()
+// finish ends the stream by deadline (wall clock): w.lead if set (a
+// response head not yet sent), then the closing chunk of an HTTP/1.1
+// stream (an HTTP/1.0 stream ends at the close).
+func (w *conn) finish(deadline time.Time) {
+	bufs := w.vec[:0]
+	if len(w.lead) > 0 {
+		bufs = append(bufs, w.lead)
 	}
-}
-
-// finish writes the closing chunk of an HTTP/1.1 stream, bounded by
-// closeGrace (an HTTP/1.0 stream ends at the close).
-func (w *conn) finish() {
-	if !w.chunked {
+	if w.chunked {
+		bufs = append(bufs, lastChunk)
+	}
+	if len(bufs) == 0 {
 		return
 	}
-	_ = w.SetWriteDeadline(time.Now().Add(closeGrace))
-	_, _ = w.Write(lastChunk)
+	w.bufs = bufs
+	_ = w.SetWriteDeadline(deadline)
+	_, _ = w.flush()
 }

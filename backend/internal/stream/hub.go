@@ -133,17 +133,19 @@ func New(src Source, opts Options) *Hub {
 }
 
 // Close ends every stream and stops the hub; it returns once every
-// client's goroutine is gone. Streams end cleanly (the closing chunk
-// written), except a client in the middle of a write, which is cut off
-// at once, so Close takes at most closeGrace whatever clients do. Streams
-// are hijacked connections: the server's Shutdown does not wait for them.
+// client's goroutine is gone. Streams end cleanly: a write in progress
+// completes, then the closing chunk is written. A client that does not
+// take them within closeGrace (wall clock) is cut off, so Close takes at
+// most closeGrace whatever clients do. Streams are hijacked connections:
+// the server's Shutdown does not wait for them.
 func (h *Hub) Close() {
 	h.closed.Do(func() {
 		close(h.done)
+		closeBy := time.Now().Add(closeGrace)
 		h.mu.Lock()
 		h.closing = true
 		for c := range h.clients {
-			c.close()
+			c.close(closeBy)
 		}
 		h.mu.Unlock()
 		h.writers.Wait()

@@ -114,10 +114,8 @@ func (w *Writer) KeepAlive() error { return w.Event(keepAliveComment) }
 
 // close ends the stream with the closing chunk, if the client still reads.
 func (w *Writer) close() {
-	if w.head != nil {
-		// Nothing was sent: send the head, so the client sees an empty stream.
-		_ = w.c.SetWriteDeadline(time.Now().Add(closeGrace))
-		_, _ = w.c.Write(w.head)
-	}
-	w.c.finish()
+	// If nothing was sent, the head goes first, so the client sees an
+	// empty stream.
+	w.c.lead = w.head
+	w.c.finish(time.Now().Add(closeGrace))
 }
