@@ -11,6 +11,8 @@ import (
 	"os"
 	"strconv"
 	"time"
+
+	"github.com/mlx-bun/mlx-metrics/shared/cliflag"
 )
 
 // UsageError is a bad flag or configuration (exit status 2).
@@ -62,7 +64,7 @@ flags:
 	fs.Int64Var(&cfg.WeightsBytes, "weights-bytes", cfg.WeightsBytes, "simulated weights size in `BYTES`")
 	loadMs := fs.Int64("load-ms", cfg.LoadTime.Milliseconds(), "simulated model load time in `MS` (/health answers 503 until then)")
 	sampleMs := fs.Int64("sample-ms", cfg.SampleInterval.Milliseconds(), "scheduler/cache sample period while busy, in `MS`")
-	if err := fs.Parse(args); err != nil {
+	if err := cliflag.Parse(fs, args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil
 		}

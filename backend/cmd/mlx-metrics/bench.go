@@ -19,11 +19,11 @@ var benchCommands = []command{
 
 // runBench dispatches `mlx-metrics bench <sub>`.
 func runBench(ctx context.Context, args []string) error {
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+	if len(args) == 0 {
+		return usageErr("missing subcommand (run, plan, list, show, compare, forget, import)")
+	}
+	if args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
 		benchUsage()
-		if len(args) == 0 {
-			return &exitError{code: 2, err: fmt.Errorf("missing subcommand")}
-		}
 		return nil
 	}
 	for _, c := range benchCommands {
@@ -31,8 +31,7 @@ func runBench(ctx context.Context, args []string) error {
 			return c.run(ctx, args[1:])
 		}
 	}
-	benchUsage()
-	return &exitError{code: 2, err: fmt.Errorf("unknown subcommand %q", args[0])}
+	return usageErr("unknown subcommand %q", args[0])
 }
 
 func benchUsage() {

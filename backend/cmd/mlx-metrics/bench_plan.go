@@ -14,6 +14,7 @@ import (
 	"github.com/mlx-bun/mlx-metrics/gpu/plans"
 	"github.com/mlx-bun/mlx-metrics/shared/atomicfile"
 	"github.com/mlx-bun/mlx-metrics/shared/bench"
+	"github.com/mlx-bun/mlx-metrics/shared/cliflag"
 )
 
 // listFlag collects a repeatable (or comma-separated) flag.
@@ -81,8 +82,11 @@ started or stopped; there is no cold start). Examples (MLX):
 flags:`)
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
-		return &exitError{code: 2, err: err}
+	if err := cliflag.Parse(fs, args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		return &exitError{code: 2, err: err, usage: true}
 	}
 	o.Argv = fs.Args()
 	o.Models = models
@@ -112,8 +116,7 @@ flags:`)
 		}
 	}
 	if *out == "" {
-		fs.Usage()
-		return &exitError{code: 2, err: errors.New("--out is required")}
+		return usageErr("--out is required: the FILE to write the plan to")
 	}
 	p, err := plans.FromOptions(o)
 	if err != nil {

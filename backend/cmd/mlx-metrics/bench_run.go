@@ -64,9 +64,13 @@ flags:
 	if err != nil {
 		return err
 	}
-	if *planPath == "" || (*out == "" && *home == "") || len(pos) > 0 {
-		fs.Usage()
-		return usageErr("--plan and one of --out or --home are required, and no arguments")
+	switch {
+	case *planPath == "":
+		return usageErr("--plan is required: the plan FILE to run (mlx-metrics bench plan writes one)")
+	case *out == "" && *home == "":
+		return usageErr("--out DIR or --home DIR is required: where the run is recorded")
+	case len(pos) > 0:
+		return usageErr("unexpected argument %q (bench run takes only flags)", pos[0])
 	}
 	if *id != "" && !history.IDPattern.MatchString(*id) {
 		return usageErr("--id %q: want letters, digits, '.', '_' or '-' (at most 128, not starting with a punctuation mark)", *id)

@@ -121,8 +121,8 @@ func TestBenchRunSummaryAndExit(t *testing.T) {
 			return []string{"--plan", goodPlan, "--home", home, "--id", "20261203T120000Z-hand"}
 		}, 0,
 			[]string{"report: HOME/metrics/bench/runs/20261203T120000Z-hand/report.md", "history: kept as 20261203T120000Z-hand"}, "", true},
-		{"no --out or --home", func(_, _ string) []string { return []string{"--plan", goodPlan} }, 2, nil, "--plan and one of --out or --home", false},
-		{"an argument", func(out, _ string) []string { return []string{"--plan", goodPlan, "--out", out, "extra"} }, 2, nil, "no arguments", false},
+		{"no --out or --home", func(_, _ string) []string { return []string{"--plan", goodPlan} }, 2, nil, "--out DIR or --home DIR is required", false},
+		{"an argument", func(out, _ string) []string { return []string{"--plan", goodPlan, "--out", out, "extra"} }, 2, nil, `unexpected argument "extra"`, false},
 		{"a path as --id", func(_, home string) []string { return []string{"--plan", goodPlan, "--home", home, "--id", "../x"} }, 2, nil, `--id "../x"`, false},
 		{"no plan", func(out, _ string) []string { return []string{"--plan", filepath.Join(out, "none.json"), "--out", out} }, 2, nil, "plan:", false},
 	}

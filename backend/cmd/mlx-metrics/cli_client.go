@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -9,6 +10,7 @@ import (
 	"github.com/mattn/go-isatty"
 
 	"github.com/mlx-bun/mlx-metrics/backend/internal/apiclient"
+	"github.com/mlx-bun/mlx-metrics/shared/cliflag"
 	"github.com/mlx-bun/mlx-metrics/shared/clock"
 )
 
@@ -40,7 +42,7 @@ func defaultServer() string { return envOr("MLX_METRICS_SERVER", "http://127.0.0
 
 // usageErr is a command-line mistake: exit code 2, like the go tool.
 func usageErr(format string, args ...any) error {
-	return &exitError{code: 2, err: fmt.Errorf(format, args...)}
+	return &exitError{code: 2, err: fmt.Errorf(format, args...), usage: true}
 }
 
 // parseFlags parses args allowing flags after positional arguments
@@ -50,8 +52,11 @@ func usageErr(format string, args ...any) error {
 func parseFlags(fs *flag.FlagSet, args []string) ([]string, error) {
 	var pos []string
 	for {
-		if err := fs.Parse(args); err != nil {
-			return nil, &exitError{code: 2, err: err}
+		if err := cliflag.Parse(fs, args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return nil, err
+			}
+			return nil, &exitError{code: 2, err: err, usage: true}
 		}
 		args = fs.Args()
 		if len(args) == 0 {

@@ -14,7 +14,7 @@ func runEngine(ctx context.Context, args []string) error {
 	err := engine.Command(ctx, args, os.Stderr)
 	var ue *engine.UsageError
 	if errors.As(err, &ue) {
-		return &exitError{code: 2, err: err}
+		return &exitError{code: 2, err: err, usage: true}
 	}
 	return err
 }

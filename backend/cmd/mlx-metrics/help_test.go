@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"os"
 	"os/exec"
 	"regexp"
@@ -59,6 +60,53 @@ func TestEveryCommandHasHelp(t *testing.T) {
 			}
 			if m := bareValueName.FindAllString(text, -1); len(m) > 0 {
 				t.Errorf("flag values named by their Go type: %q", m)
+			}
+		})
+	}
+}
+
+// A command-line mistake is one line naming it and one pointing at -h,
+// exit status 2: never the usage, which hid the mistake among its flags.
+func TestMistakesAreOneLine(t *testing.T) {
+	tests := []struct {
+		args  string
+		first string // the first line, whole
+		help  string // the command the second line points at
+	}{
+		{"--bogus", "mlx-metrics serve: flag provided but not defined: -bogus", "serve"},
+		{"serve --addr", "mlx-metrics serve: flag needs an argument: -addr", "serve"},
+		{"serve extra", `mlx-metrics serve: unexpected argument "extra" (serve takes only flags)`, "serve"},
+		{"bench run", "mlx-metrics bench run: --plan is required: the plan FILE to run (mlx-metrics bench plan writes one)", "bench run"},
+		{"bench run --plan p.json", "mlx-metrics bench run: --out DIR or --home DIR is required: where the run is recorded", "bench run"},
+		{"bench plan", "mlx-metrics bench plan: --out is required: the FILE to write the plan to", "bench plan"},
+		{"bench list --bogus", "mlx-metrics bench list: flag provided but not defined: -bogus", "bench list"},
+		{"bench", "mlx-metrics bench: missing subcommand (run, plan, list, show, compare, forget, import)", "bench"},
+		{"bench nope", `mlx-metrics bench: unknown subcommand "nope"`, "bench"},
+		{"engine --bogus", "mlx-metrics engine: flag provided but not defined: -bogus", "engine"},
+		{"snapshot --bogus", "mlx-metrics snapshot: flag provided but not defined: -bogus", "snapshot"},
+		{"events replay", "", "events"},
+		{"nope", `mlx-metrics: unknown command "nope"`, ""},
+	}
+	if testing.Short() {
+		t.Skip("runs the binary once per case")
+	}
+	for _, tt := range tests {
+		t.Run(tt.args, func(t *testing.T) {
+			t.Parallel()
+			c := exec.Command(os.Args[0])
+			c.Env = append(os.Environ(), "MLX_METRICS_TEST_MAIN=1", "MLX_METRICS_TEST_ARGS="+tt.args)
+			out, err := c.CombinedOutput()
+			var ee *exec.ExitError
+			if !errors.As(err, &ee) || ee.ExitCode() != 2 {
+				t.Fatalf("mlx-metrics %s: %v, want exit status 2\n%s", tt.args, err, out)
+			}
+			lines := strings.Split(strings.TrimSuffix(string(out), "\n"), "\n")
+			second := "run 'mlx-metrics " + tt.help + " -h' for usage"
+			if tt.help == "" {
+				second = "run 'mlx-metrics -h' for the commands"
+			}
+			if len(lines) != 2 || (tt.first != "" && lines[0] != tt.first) || lines[1] != second {
+				t.Fatalf("mlx-metrics %s printed:\n%s\nwant two lines:\n%s\n%s", tt.args, out, tt.first, second)
 			}
 		})
 	}

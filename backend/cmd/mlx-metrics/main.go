@@ -29,10 +29,12 @@ var commands = []command{
 	{"bench", "bench-serve: run, plan, list, show, compare, forget, import", runBench},
 }
 
-// exitError carries an exit code out of a subcommand.
+// exitError carries an exit code out of a subcommand; usage marks a
+// command-line mistake, which main follows with a pointer at -h.
 type exitError struct {
-	code int
-	err  error
+	code  int
+	err   error
+	usage bool
 }
 
 func (e *exitError) Error() string { return e.err.Error() }
@@ -74,18 +76,33 @@ func run(ctx context.Context, args []string) int {
 			if errors.Is(err, flag.ErrHelp) {
 				return 0 // -h printed the usage, as the go tool does
 			}
-			fmt.Fprintf(os.Stderr, "mlx-metrics %s: %v\n", name, err)
+			fmt.Fprintf(os.Stderr, "mlx-metrics %s: %v\n", helpName(name, args), err)
 			var ee *exitError
 			if errors.As(err, &ee) {
+				if ee.usage {
+					fmt.Fprintf(os.Stderr, "run 'mlx-metrics %s -h' for usage\n", helpName(name, args))
+				}
 				return ee.code
 			}
 			return 1
 		}
 		return 0
 	}
-	fmt.Fprintf(os.Stderr, "mlx-metrics: unknown command %q\n", name)
-	usage()
+	fmt.Fprintf(os.Stderr, "mlx-metrics: unknown command %q\nrun 'mlx-metrics -h' for the commands\n", name)
 	return 2
+}
+
+// helpName is the command whose -h helps with args: `bench run`, not
+// `bench`, when a bench subcommand was given.
+func helpName(name string, args []string) string {
+	if name == "bench" && len(args) > 0 {
+		for _, c := range benchCommands {
+			if c.name == args[0] {
+				return name + " " + c.name
+			}
+		}
+	}
+	return name
 }
 
 func usage() {

@@ -43,8 +43,12 @@ func runServe(ctx context.Context, args []string) error {
 			"  mlx-metrics serve --addr 0.0.0.0:7878 --token \"$(openssl rand -hex 16)\" --cors-origins https://host.example\n\nflags:")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
-		return &exitError{code: 2, err: err}
+	pos, err := parseFlags(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) > 0 {
+		return usageErr("unexpected argument %q (serve takes only flags)", pos[0])
 	}
 	if err := env.err(); err != nil {
 		return &exitError{code: 2, err: err}

@@ -1,0 +1,31 @@
+// Package cliflag parses a command's flags the way every mlx-metrics
+// command reports a mistake: one line naming it, never the whole usage,
+// which only -h prints.
+package cliflag
+
+import (
+	"errors"
+	"flag"
+	"io"
+)
+
+// Parse parses args into fs. With -h or -help it prints fs.Usage and
+// returns flag.ErrHelp; any other mistake (an unknown flag, a bad value, a
+// flag without its value) is returned, printing nothing, so the caller
+// says it in one line and points at -h.
+func Parse(fs *flag.FlagSet, args []string) error {
+	out, usage := fs.Output(), fs.Usage
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
+	err := fs.Parse(args)
+	fs.SetOutput(out)
+	fs.Usage = usage
+	if errors.Is(err, flag.ErrHelp) {
+		if usage != nil {
+			usage()
+		} else {
+			fs.PrintDefaults()
+		}
+	}
+	return err
+}
