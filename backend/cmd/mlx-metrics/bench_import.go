@@ -12,6 +12,7 @@ import (
 	"github.com/mlx-bun/mlx-metrics/backend/internal/apiclient"
 	"github.com/mlx-bun/mlx-metrics/backend/internal/benchapi"
 	"github.com/mlx-bun/mlx-metrics/backend/internal/history"
+	"github.com/mlx-bun/mlx-metrics/backend/internal/homelock"
 	"github.com/mlx-bun/mlx-metrics/shared/bench"
 	"github.com/mlx-bun/mlx-metrics/shared/clock"
 	"github.com/mlx-bun/mlx-metrics/shared/plural"
@@ -50,6 +51,12 @@ func benchImportCmd(ctx context.Context, args []string, env cliEnv) error {
 	}
 	var keep func(body []byte, dir string) (string, error)
 	if *home != "" {
+		lock, err := homelock.Acquire(*home, "bench import")
+		var inUse *homelock.InUseError
+		if errors.As(err, &inUse) {
+			return fmt.Errorf("%s is held by %s: import through it, without --home (--server URL when it is not on %s)", *home, inUse.Holder(), defaultServer())
+		}
+		defer lock.Release()
 		h, err := history.Open(filepath.Join(*home, "metrics", "history"), history.Options{})
 		if err != nil && historyHeld(err) {
 			return fmt.Errorf("serve is running on %s and holds its history: import through it, without --home (--server URL when it is not on %s)", *home, defaultServer())

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/mlx-bun/mlx-metrics/backend/internal/history"
+	"github.com/mlx-bun/mlx-metrics/backend/internal/homelock"
 	"github.com/mlx-bun/mlx-metrics/gpu/runner"
 	"github.com/mlx-bun/mlx-metrics/shared/bench"
 	"github.com/mlx-bun/mlx-metrics/shared/plural"
@@ -131,6 +132,13 @@ flags:
 // history (one process at a time): the command that imports the run
 // through serve is said, and it is not a failure of the run.
 func keepInHistory(home string, e bench.HistoryEntry, w io.Writer) error {
+	lock, err := homelock.Acquire(home, "bench run")
+	var inUse *homelock.InUseError
+	if errors.As(err, &inUse) {
+		fmt.Fprintf(w, "history: %s is held by %s; keep the run in its history with\n  mlx-metrics bench import %s\n(--server URL when serve is not on %s)\n", home, inUse.Holder(), e.RunDirectory, defaultServer())
+		return nil
+	}
+	defer lock.Release() // nil when the lock could not be taken: Badger's own lock still guards
 	h, err := history.Open(filepath.Join(home, "metrics", "history"), history.Options{})
 	if err != nil && historyHeld(err) {
 		fmt.Fprintf(w, "history: serve is running on %s and holds its history; keep the run in it with\n  mlx-metrics bench import %s\n(--server URL when serve is not on %s)\n", home, e.RunDirectory, defaultServer())

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -15,6 +16,7 @@ import (
 	"github.com/mlx-bun/mlx-metrics/backend/internal/access"
 	"github.com/mlx-bun/mlx-metrics/backend/internal/bus"
 	"github.com/mlx-bun/mlx-metrics/backend/internal/health"
+	"github.com/mlx-bun/mlx-metrics/backend/internal/homelock"
 	"github.com/mlx-bun/mlx-metrics/backend/internal/server"
 	"github.com/mlx-bun/mlx-metrics/backend/internal/webui"
 	"github.com/mlx-bun/mlx-metrics/gpu/probe"
@@ -102,6 +104,11 @@ func Start(ctx context.Context, cfg Config) (_ *Backend, err error) {
 	if err := cfg.check(); err != nil {
 		return nil, err
 	}
+	// Paths are resolved once, here: the bench runner starts in its run
+	// directory, where a relative home would name another place.
+	if cfg.Home, err = filepath.Abs(cfg.Home); err != nil {
+		return nil, configErrorf("-home: %w", err)
+	}
 	// The guard mounts before every feature: Host, CORS, then the checks
 	// on changes. A producer's --events-token opens POST /events alone.
 	guard := access.New(access.Options{
@@ -125,6 +132,15 @@ func Start(ctx context.Context, cfg Config) (_ *Backend, err error) {
 			ln.Close()
 		}
 	}()
+	// One process per home (Badger holds the history for one): a second
+	// serve on it is told which process has it, before any part starts.
+	// A home that cannot be locked (a full disk, no write access) is left
+	// to bench-serve, which comes up degraded and says why.
+	home, err := holdHome(cfg.Home)
+	if err != nil {
+		return nil, err
+	}
+	b.parts.Add(home)
 	// Every event source publishes to eventBus; every consumer subscribes.
 	eventBus := bus.New()
 	// Parts add their own /healthz sections with healthz.Add.
@@ -178,6 +194,7 @@ func Start(ctx context.Context, cfg Config) (_ *Backend, err error) {
 	})
 	served = true
 	b.parts.Add(b.srv)
+	home.setAddr(ln.Addr().String())
 	logf("serving on http://%s (home %s)", ln.Addr(), cfg.Home)
 	if panelUI.Built() {
 		logf("open the panel at http://%s/", browsable(ln.Addr()))
@@ -255,3 +272,32 @@ func warnExposed(w io.Writer, addr string, guard *access.Guard) {
 			"mlx-metrics: WARNING: List the host origins instead of '*', or set --token. See docs/security.md.\n")
 	}
 }
+
+// homePart holds the home's lock while serve runs; added first, it is
+// released last.
+type homePart struct{ lock *homelock.Lock }
+
+// holdHome takes home for this serve. Another process holding it is an
+// error (*homelock.InUseError); a lock that cannot be taken for another
+// reason is logged and serve goes on without it.
+func holdHome(home string) (*homePart, error) {
+	l, err := homelock.Acquire(home, "serve")
+	var inUse *homelock.InUseError
+	switch {
+	case errors.As(err, &inUse):
+		return nil, err
+	case err != nil:
+		logf("home %s: %v (serving without its lock)", home, err)
+	}
+	return &homePart{lock: l}, nil
+}
+
+func (h *homePart) setAddr(addr string) {
+	if h.lock != nil {
+		_ = h.lock.SetAddr(addr)
+	}
+}
+
+func (h *homePart) Features() []server.Feature { return nil }
+
+func (h *homePart) Close(context.Context) error { return h.lock.Release() }

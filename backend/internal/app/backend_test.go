@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io/fs"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/mlx-bun/mlx-metrics/backend/internal/access"
 	"github.com/mlx-bun/mlx-metrics/backend/internal/history"
+	"github.com/mlx-bun/mlx-metrics/backend/internal/homelock"
 )
 
 func TestWarnExposed(t *testing.T) {
@@ -69,6 +71,14 @@ func TestStart(t *testing.T) {
 	defer taken.Close()
 	var ce *ConfigError
 	var le *ListenError
+	var inUse *homelock.InUseError
+	// A home another process holds; its lock made <held>/metrics.
+	held := t.TempDir()
+	holder, err := homelock.Acquire(held, "serve")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer holder.Release()
 	tests := []struct {
 		name string
 		edit func(*Config)
@@ -87,6 +97,7 @@ func TestStart(t *testing.T) {
 			c.Addr = taken.Addr().String()
 		}, &ce},
 		{"address taken", func(c *Config) { c.Addr = taken.Addr().String() }, &le},
+		{"home in use", func(c *Config) { c.Home = held }, &inUse},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -97,10 +108,15 @@ func TestStart(t *testing.T) {
 				if b != nil || !errors.As(err, tt.as) {
 					t.Fatalf("Start = %v, %v; want an error as %T", b, err, tt.as)
 				}
-				// A refused value or a taken port is said before any part
-				// starts: no storage made, no recovery run, no follower
-				// started.
-				if _, err := os.Stat(filepath.Join(cfg.Home, "metrics")); !errors.Is(err, fs.ErrNotExist) {
+				// A refused value, a taken port or a home in use is said
+				// before any part starts: no storage made (the holder's
+				// lock made the held home's metrics/), no recovery run, no
+				// follower started.
+				made := filepath.Join(cfg.Home, "metrics")
+				if cfg.Home == held {
+					made = filepath.Join(made, "history")
+				}
+				if _, err := os.Stat(made); !errors.Is(err, fs.ErrNotExist) {
 					t.Errorf("a refusal left storage made: %v", err)
 				}
 				if h, err := history.Open(filepath.Join(cfg.Home, "metrics", "history"), history.Options{}); err != nil {
@@ -162,6 +178,43 @@ func TestBrowsable(t *testing.T) {
 	for _, tt := range tests {
 		if got := browsable(tt.addr); got != tt.want {
 			t.Errorf("browsable(%v) = %q, want %q", tt.addr, got, tt.want)
+		}
+	}
+}
+
+// GET /metrics answers a scraper the exposition (Prometheus scrapes
+// /metrics by habit) and a browser the panel's page; both say they vary
+// by Accept. (No event has come, so the exposition has no series.)
+func TestMetricsPathNegotiates(t *testing.T) {
+	b, err := Start(context.Background(), startConfig(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close(context.Background())
+	tests := []struct {
+		accept   string
+		wantType string
+		wantBody string
+	}{
+		{"application/openmetrics-text;version=1.0.0,application/openmetrics-text;version=0.0.1;q=0.75,text/plain;version=0.0.4;q=0.5,*/*;q=0.1", "application/openmetrics-text", "# EOF"},
+		{"text/plain;version=0.0.4;q=1,*/*;q=0.1", "text/plain", ""},
+		{"*/*", "text/plain", ""},
+		{"text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8", "text/html", "<"},
+	}
+	for _, tt := range tests {
+		req, _ := http.NewRequest("GET", "http://"+b.Addr().String()+"/metrics", nil)
+		req.Header.Set("Accept", tt.accept)
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		if ct := res.Header.Get("Content-Type"); !strings.HasPrefix(ct, tt.wantType) || !strings.Contains(string(body), tt.wantBody) {
+			t.Errorf("Accept %q: %d %s, want %s with %q:\n%.200s", tt.accept, res.StatusCode, ct, tt.wantType, tt.wantBody, body)
+		}
+		if !strings.Contains(res.Header.Get("Vary"), "Accept") {
+			t.Errorf("Accept %q: Vary %q lacks Accept", tt.accept, res.Header.Get("Vary"))
 		}
 	}
 }

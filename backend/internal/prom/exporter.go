@@ -69,16 +69,19 @@ func newExporter(maxModels int) *Exporter {
 // Registry is the exporter's registry, for tests and for pushing elsewhere.
 func (e *Exporter) Registry() *prometheus.Registry { return e.reg }
 
-// Mount serves GET /api/metrics/prometheus.
-func (e *Exporter) Mount(_ *fiber.App, api fiber.Router) {
+// Mount serves GET /api/metrics/prometheus, and GET /metrics to whatever
+// the panel's page passes on there (a scraper, not a browser).
+func (e *Exporter) Mount(root *fiber.App, api fiber.Router) {
 	h := fasthttpadaptor.NewFastHTTPHandler(promhttp.HandlerFor(e.reg, promhttp.HandlerOpts{
 		ErrorHandling:     promhttp.ContinueOnError,
 		EnableOpenMetrics: true, // negotiated: plain text unless the scraper asks
 	}))
-	api.Get("/prometheus", func(c *fiber.Ctx) error {
+	serve := func(c *fiber.Ctx) error {
 		h(c.Context())
 		return nil
-	})
+	}
+	api.Get("/prometheus", serve)
+	root.Get("/metrics", serve)
 }
 
 // Observe folds one event into the metrics. Types it does not export are

@@ -93,11 +93,50 @@ func (u *UI) Built() bool { return u.built }
 // Mount registers the panel's routes.
 func (u *UI) Mount(root *fiber.App, api fiber.Router) {
 	root.Get("/", u.page)
-	root.Get("/metrics", u.page)
-	root.Get("/metrics/", func(c *fiber.Ctx) error { return c.Redirect("/metrics", fiber.StatusMovedPermanently) })
+	root.Get("/metrics", u.pageForBrowsers)
+	root.Get("/metrics/", func(c *fiber.Ctx) error {
+		if !strings.HasSuffix(c.Path(), "/") {
+			return c.Next() // routing is not strict: this route sees /metrics too
+		}
+		return c.Redirect("/metrics", fiber.StatusMovedPermanently)
+	})
 	api.Get("/panel.js", func(c *fiber.Ctx) error { return u.serve(c, "panel.js") })
 	api.Get("/panel", u.frame)
 	api.Get("/panel/*", u.frame)
+}
+
+// pageForBrowsers serves the page at /metrics to a browser (its Accept
+// names text/html) and passes anything else on to the route after it, the
+// Prometheus exposition: a scraper of /metrics by habit gets metrics.
+func (u *UI) pageForBrowsers(c *fiber.Ctx) error {
+	if !WantsHTML(c.Get(fiber.HeaderAccept)) {
+		c.Vary(fiber.HeaderAccept)
+		return c.Next()
+	}
+	err := u.page(c)
+	c.Vary(fiber.HeaderAccept) // after the page's own Vary
+	return err
+}
+
+// WantsHTML reports whether an Accept header asks for a page: browsers
+// name text/html first; Prometheus, OpenMetrics scrapers and curl do not.
+func WantsHTML(accept string) bool {
+	for part := range strings.SplitSeq(accept, ",") {
+		mt, params, _ := strings.Cut(strings.TrimSpace(part), ";")
+		if !strings.EqualFold(strings.TrimSpace(mt), "text/html") && !strings.EqualFold(strings.TrimSpace(mt), "application/xhtml+xml") {
+			continue
+		}
+		// text/html;q=0 refuses a page.
+		for p := range strings.SplitSeq(params, ";") {
+			if k, v, ok := strings.Cut(strings.TrimSpace(p), "="); ok && strings.TrimSpace(k) == "q" {
+				if q := strings.TrimSpace(v); q == "0" || strings.Trim(q, "0.") == "" {
+					return false
+				}
+			}
+		}
+		return true
+	}
+	return false
 }
 
 func (u *UI) page(c *fiber.Ctx) error {

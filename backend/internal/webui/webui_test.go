@@ -45,6 +45,37 @@ var withBrotli = func() fstest.MapFS {
 	return m
 }()
 
+// What Chromium sends for a page, and Prometheus 2.x for a scrape.
+var (
+	browserAccept = map[string]string{"Accept": "text/html,application/xhtml+xml,application/xml;q=0.9,image/avif,image/webp,*/*;q=0.8"}
+	promAccept    = "application/openmetrics-text;version=1.0.0,application/openmetrics-text;version=0.0.1;q=0.75,text/plain;version=0.0.4;q=0.5,*/*;q=0.1"
+)
+
+func TestWantsHTML(t *testing.T) {
+	tests := []struct {
+		accept string
+		want   bool
+	}{
+		{browserAccept["Accept"], true},
+		{"text/html", true},
+		{"application/xhtml+xml", true},
+		{"TEXT/HTML; charset=utf-8", true},
+		{"text/plain, text/html;q=0.5", true},
+		{promAccept, false},
+		{"text/plain;version=0.0.4", false},
+		{"*/*", false},
+		{"", false},
+		{"text/html;q=0", false},
+		{"text/html;q=0.000", false},
+		{"text/htmlx", false},
+	}
+	for _, tt := range tests {
+		if got := WantsHTML(tt.accept); got != tt.want {
+			t.Errorf("WantsHTML(%q) = %v, want %v", tt.accept, got, tt.want)
+		}
+	}
+}
+
 func TestRoutes(t *testing.T) {
 	tests := []struct {
 		name       string
@@ -60,7 +91,12 @@ func TestRoutes(t *testing.T) {
 	}{
 		{name: "standalone", assets: built, path: "/", wantStatus: 200, wantBody: "standalone",
 			wantHeader: map[string]string{"Content-Type": "text/html; charset=utf-8", "Cache-Control": "no-cache"}},
-		{name: "standalone at /metrics", assets: built, path: "/metrics", wantStatus: 200, wantBody: "standalone"},
+		{name: "standalone at /metrics for a browser", assets: built, path: "/metrics", header: browserAccept, wantStatus: 200, wantBody: "standalone",
+			wantHeader: map[string]string{"Vary": "Accept-Encoding, Accept"}},
+		// A scraper is passed on to the exposition (here, with no route
+		// after the page, a 404).
+		{name: "/metrics for a scraper passes on", assets: built, path: "/metrics", header: map[string]string{"Accept": promAccept}, wantStatus: 404},
+		{name: "/metrics for curl passes on", assets: built, path: "/metrics", header: map[string]string{"Accept": "*/*"}, wantStatus: 404},
 		{name: "not built", assets: fstest.MapFS{"README.txt": {}}, path: "/", wantStatus: 503, wantBody: "panel not built: run scripts/build-panel"},
 		{name: "not built frame", assets: fstest.MapFS{"README.txt": {}}, path: "/api/metrics/panel/", wantStatus: 503, wantBody: `"type":"server_error"`},
 		{name: "loader", assets: built, path: "/api/metrics/panel.js", wantStatus: 200, wantBody: "MlxMetricsPanel",
@@ -96,7 +132,7 @@ func TestRoutes(t *testing.T) {
 			cspHas: []string{"script-src 'self' 'wasm-unsafe-eval';", "worker-src 'self'", "object-src 'none'", "frame-ancestors 'self'"}},
 		{name: "standalone allows its inline script by hash", assets: withInline, path: "/", wantStatus: 200,
 			cspHas: []string{"script-src 'self' 'sha256-" + sha256b64("\n  import \"./api/metrics/panel.js\";\n") + "';", "frame-src 'self'", "object-src 'none'", "frame-ancestors 'self'"}},
-		{name: "standalone policy at /metrics", assets: built, path: "/metrics", wantStatus: 200,
+		{name: "standalone policy at /metrics", assets: built, path: "/metrics", header: browserAccept, wantStatus: 200,
 			cspHas: []string{"default-src 'self'; script-src 'self';"}},
 	}
 	for _, tt := range tests {
