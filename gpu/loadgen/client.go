@@ -290,9 +290,16 @@ func (c *Client) read(body io.Reader, res *Result, conn arrivals) error {
 		if err != nil && err != io.EOF {
 			return err
 		}
-		at, stamped := c.clock.Now(), false
+		readAt := c.clock.Now()
+		at, stamped := readAt, false
 		if conn != nil {
-			at, stamped = arrivedAt(at, conn)
+			at, stamped = arrivedAt(readAt, conn)
+		}
+		if res.ContentChunks > 0 && !res.Stamped {
+			// One request's tokens are timed on one clock: its first came
+			// unstamped (read time, which a busy client can make late), so a
+			// later stamp (arrival time) could come out before it.
+			at, stamped = readAt, false
 		}
 		data, ok := bytes.CutPrefix(bytes.TrimRight(line, "\r\n"), []byte("data:"))
 		if ok {

@@ -23,14 +23,14 @@ func runEvents(ctx context.Context, args []string) error {
 }
 
 func eventsCmd(ctx context.Context, args []string, env cliEnv) error {
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+	if len(args) == 0 {
+		return usageErr("missing subcommand (replay)")
+	}
+	if args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
 		fmt.Fprintln(env.stderr, "usage: mlx-metrics events replay [flags] FILE\n\n"+
 			"Works with recorded serving events.\n\n"+
 			"subcommands:\n  replay     post a recorded NDJSON event file to a running backend\n\n"+
 			"example:\n  mlx-metrics events replay --speed 10 session.ndjson")
-		if len(args) == 0 {
-			return &exitError{code: 2, err: fmt.Errorf("missing subcommand")}
-		}
 		return nil
 	}
 	if args[0] != "replay" {

@@ -84,7 +84,8 @@ func TestMistakesAreOneLine(t *testing.T) {
 		{"bench nope", `mlx-metrics bench: unknown subcommand "nope"`, "bench"},
 		{"engine --bogus", "mlx-metrics engine: flag provided but not defined: -bogus", "engine"},
 		{"snapshot --bogus", "mlx-metrics snapshot: flag provided but not defined: -bogus", "snapshot"},
-		{"events replay", "", "events"},
+		{"events", "mlx-metrics events: missing subcommand (replay)", "events"},
+		{"events replay", "", "events replay"},
 		{"nope", `mlx-metrics: unknown command "nope"`, ""},
 	}
 	if testing.Short() {

@@ -95,7 +95,13 @@ func run(ctx context.Context, args []string) int {
 // helpName is the command whose -h helps with args: `bench run`, not
 // `bench`, when a bench subcommand was given.
 func helpName(name string, args []string) string {
-	if name == "bench" && len(args) > 0 {
+	if len(args) == 0 {
+		return name
+	}
+	switch {
+	case name == "events" && args[0] == "replay":
+		return "events replay"
+	case name == "bench":
 		for _, c := range benchCommands {
 			if c.name == args[0] {
 				return name + " " + c.name

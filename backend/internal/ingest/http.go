@@ -3,6 +3,7 @@ package ingest
 import (
 	"bytes"
 	"fmt"
+	"time"
 
 	"github.com/gofiber/fiber/v2"
 
@@ -50,6 +51,10 @@ func (h *HTTP) handle(c *fiber.Ctx) error {
 	if len(bytes.TrimSpace(body)) == 0 {
 		return fiber.NewError(fiber.StatusBadRequest, "empty body: send events as NDJSON (one JSON object a line) or a JSON array")
 	}
+	shift, err := retimeShift(c.Query("retime"), body, h.opts.Clock.Now())
+	if err != nil {
+		return err
+	}
 	reply := Reply{Errors: []Rejection{}}
 	reject := func(r Rejection) {
 		reply.Rejected++
@@ -59,7 +64,8 @@ func (h *HTTP) handle(c *fiber.Ctx) error {
 			reply.Truncated = true
 		}
 	}
-	err := Decode(bytes.NewReader(body), func(ev events.Event, pos Rejection) {
+	err = Decode(bytes.NewReader(body), func(ev events.Event, pos Rejection) {
+		ev.At += shift
 		switch out, r := h.offer(ev, pos); out {
 		case accepted:
 			reply.Accepted++
@@ -89,4 +95,27 @@ func (h *HTTP) handle(c *fiber.Ctx) error {
 		return c.Status(fiber.StatusBadRequest).JSON(reply)
 	}
 	return c.JSON(reply)
+}
+
+// retimeShift is what ?retime=now adds to every event's at: the batch's
+// newest event moves to now and the others keep their gaps to it, so
+// events written by hand, or recorded days ago, are accepted as live
+// (`mlx-metrics events replay` does the same by default). It costs a
+// second decoding of the body, only when asked.
+func retimeShift(retime string, body []byte, now time.Time) (int64, error) {
+	switch retime {
+	case "":
+		return 0, nil
+	case "now":
+	default:
+		return 0, fiber.NewError(fiber.StatusBadRequest, "retime: want now (move the newest event to now) or nothing")
+	}
+	newest := int64(0)
+	_ = Decode(bytes.NewReader(body), func(ev events.Event, _ Rejection) {
+		newest = max(newest, ev.At)
+	}, func(Rejection) {})
+	if newest == 0 {
+		return 0, nil
+	}
+	return now.UnixMilli() - newest, nil
 }

@@ -225,3 +225,56 @@ func TestPostBodyLimit(t *testing.T) {
 		t.Fatalf("status %d body %s", resp.StatusCode, raw)
 	}
 }
+
+// ?retime=now moves a batch's newest event to now, keeping the gaps, so
+// events written days ago are accepted as live; without it they are
+// refused as stale. A bad value is a 400 that accepts nothing.
+func TestPostRetime(t *testing.T) {
+	const daysAgo = 54 * time.Hour
+	tests := []struct {
+		query    string
+		status   int
+		accepted int
+		at       []int64 // the events' at on the bus
+	}{
+		{"", 400, 0, nil},
+		{"?retime=now", 200, 3, []int64{t0 - 1000, t0, t0}},
+		{"?retime=yesterday", 400, 0, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.query, func(t *testing.T) {
+			b := bus.New()
+			var s sink
+			defer b.Subscribe("test", 64, s.handle)()
+			h := NewHTTP(b, testOptions(t))
+			// hostFlat's events, moved 54 h into the past.
+			old := strings.NewReplacer("1764690000000", "1764495600000", "1764690001000", "1764495601000").Replace(hostFlat)
+			if time.UnixMilli(t0).Sub(time.UnixMilli(1764495600000)) != daysAgo {
+				t.Fatal("the events are not 54 h old")
+			}
+			app := server.New(server.Options{}, h)
+			req := httptest.NewRequest("POST", "/api/metrics/events"+tt.query, strings.NewReader(old))
+			req.Header.Set("Content-Type", "application/x-ndjson")
+			resp, err := app.Test(req, -1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			raw, _ := io.ReadAll(resp.Body)
+			b.Flush()
+			var r Reply
+			json.Unmarshal(raw, &r)
+			if resp.StatusCode != tt.status || r.Accepted != tt.accepted {
+				t.Fatalf("%d %s, want %d with %d accepted", resp.StatusCode, raw, tt.status, tt.accepted)
+			}
+			s.mu.Lock()
+			defer s.mu.Unlock()
+			var at []int64
+			for _, ev := range s.got {
+				at = append(at, ev.At)
+			}
+			if !slices.Equal(at, tt.at) {
+				t.Fatalf("at = %v, want %v", at, tt.at)
+			}
+		})
+	}
+}

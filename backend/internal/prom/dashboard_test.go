@@ -11,6 +11,8 @@ import (
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/mlx-bun/mlx-metrics/backend/internal/tooltest"
 )
 
 const dashboardPath = "../../../web/grafana/mlx-metrics-dashboard.json"
@@ -141,7 +143,7 @@ func TestDashboardUsesExportedNames(t *testing.T) {
 // Grafana variables filled in, as recording rules, where promtool is
 // installed (scripts/setup installs Debian's prometheus); see lookTool.
 func TestDashboardQueriesParse(t *testing.T) {
-	promtool := lookTool(t, "promtool")
+	promtool := tooltest.Look(t, "promtool")
 	vars := strings.NewReplacer("$__rate_interval", "1m", "$instance", ".*", "$model", ".*")
 	var rules strings.Builder
 	rules.WriteString("groups:\n- name: dashboard\n  rules:\n")

@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
+	"github.com/mlx-bun/mlx-metrics/backend/internal/tooltest"
 	"github.com/mlx-bun/mlx-metrics/shared/events"
 )
 
@@ -177,7 +178,7 @@ mlx_prefix_cache_queries_total{model_name="m"} %g
 // own promtool, where it is installed (scripts/setup installs Debian's
 // prometheus); see lookTool.
 func TestPromtoolCheckMetrics(t *testing.T) {
-	promtool := lookTool(t, "promtool")
+	promtool := tooltest.Look(t, "promtool")
 	e := replay(t, "testdata/events.ndjson")
 	e.Observe(finished("", events.FinishError, 1))
 	e.Observe(events.Event{Type: events.TypeSchedulerSample, At: 1, Payload: &events.SchedulerSample{Model: "qwen3-8b", Active: 1, Capacity: 2}})
