@@ -102,7 +102,7 @@ var readmeChecks = []readmeCheck{
 			base := time.Now().UnixMilli()
 			for i, line := range r.events() {
 				ev, _ := events.Parse([]byte(line))
-				ev.At = base + int64(i) // the host sends them as they happen
+				ev.At = base + int64(i)  // the host sends them as they happen
 				b, _ := json.Marshal(ev) // the flat form
 				fmt.Fprintf(w, "id: %d\ndata: %s\n\n", i+1, b)
 			}
