@@ -62,8 +62,9 @@ func (e *Error) Error() string {
 
 // Profiles lists the plans a run can start from.
 func (c *Client) Profiles(ctx context.Context) ([]bench.Profile, error) {
-	var ps []bench.Profile
-	return ps, c.do(ctx, methodGet, "/bench/profiles", nil, &ps)
+	var l bench.ProfileList
+	err := c.do(ctx, methodGet, "/bench/profiles", nil, &l)
+	return l.Profiles, err
 }
 
 // Jobs lists recent jobs and the GPU lease.
@@ -74,14 +75,16 @@ func (c *Client) Jobs(ctx context.Context) (bench.JobList, error) {
 
 // Start starts a run of profile.
 func (c *Client) Start(ctx context.Context, profile string) (bench.Job, error) {
-	var j bench.Job
-	return j, c.do(ctx, methodPost, "/bench", map[string]string{"profile": profile}, &j)
+	var v bench.JobView
+	err := c.do(ctx, methodPost, "/bench", map[string]string{"profile": profile}, &v)
+	return v.Job(), err
 }
 
 // Cancel stops job id.
 func (c *Client) Cancel(ctx context.Context, id string) (bench.Job, error) {
-	var j bench.Job
-	return j, c.do(ctx, methodDelete, "/bench/"+url.PathEscape(id), nil, &j)
+	var v bench.JobView
+	err := c.do(ctx, methodDelete, "/bench/"+url.PathEscape(id), nil, &v)
+	return v.Job(), err
 }
 
 // History lists up to limit finished runs, newest first.
@@ -93,8 +96,9 @@ func (c *Client) History(ctx context.Context, limit int) ([]bench.HistoryEntry, 
 
 // Entry fetches one finished run.
 func (c *Client) Entry(ctx context.Context, id string) (bench.HistoryEntry, error) {
-	var e bench.HistoryEntry
-	return e, c.do(ctx, methodGet, "/history/"+url.PathEscape(id), nil, &e)
+	var v bench.RunView
+	err := c.do(ctx, methodGet, "/history/"+url.PathEscape(id), nil, &v)
+	return v.Entry(), err
 }
 
 // ReportURL is where a job's report.md is served.

@@ -17,7 +17,7 @@ func TestClient(t *testing.T) {
 	var gotBody map[string]string
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /api/metrics/bench/profiles", func(w http.ResponseWriter, r *http.Request) {
-		json.NewEncoder(w).Encode([]bench.Profile{{Name: "smoke", Scope: "all", Cells: 2}})
+		json.NewEncoder(w).Encode(bench.ProfileList{Profiles: []bench.Profile{{Name: "smoke", Scope: "all", Cells: 2}}})
 	})
 	mux.HandleFunc("POST /api/metrics/bench", func(w http.ResponseWriter, r *http.Request) {
 		json.NewDecoder(r.Body).Decode(&gotBody)
@@ -27,10 +27,10 @@ func TestClient(t *testing.T) {
 			return
 		}
 		w.WriteHeader(http.StatusAccepted)
-		json.NewEncoder(w).Encode(bench.Job{ID: "j2", Profile: gotBody["profile"], Status: bench.StatusQueued})
+		json.NewEncoder(w).Encode(bench.Job{ID: "j2", Profile: gotBody["profile"], Status: bench.StatusQueued}.View())
 	})
 	mux.HandleFunc("DELETE /api/metrics/bench/{id}", func(w http.ResponseWriter, r *http.Request) {
-		json.NewEncoder(w).Encode(bench.Job{ID: r.PathValue("id"), Status: bench.StatusCancelled})
+		json.NewEncoder(w).Encode(bench.Job{ID: r.PathValue("id"), Status: bench.StatusCancelled}.View())
 	})
 	mux.HandleFunc("GET /api/metrics/history", func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Query().Get("limit") != "20" {

@@ -17,7 +17,7 @@ func Example() {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case "/api/metrics/bench/profiles":
-			fmt.Fprint(w, `[{"name":"smoke","scope":"all","cells":2},{"name":"standard","scope":"all","cells":4}]`)
+			fmt.Fprint(w, `{"profiles":[{"name":"smoke","scope":"all","cells":2},{"name":"standard","scope":"all","cells":4}]}`)
 		case "/api/metrics/bench":
 			w.WriteHeader(http.StatusConflict)
 			fmt.Fprint(w, `{"error":{"message":"the GPU is held by job j1","type":"invalid_request_error"}}`)

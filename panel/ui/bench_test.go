@@ -36,7 +36,9 @@ func (b benchAPI) server(t *testing.T) *httptest.Server {
 		}
 		json.NewEncoder(w).Encode(v)
 	}
-	mux.HandleFunc("GET /api/metrics/bench/profiles", func(w http.ResponseWriter, r *http.Request) { reply(w, b.profiles, b.profiles != nil) })
+	mux.HandleFunc("GET /api/metrics/bench/profiles", func(w http.ResponseWriter, r *http.Request) {
+		reply(w, bench.ProfileList{Profiles: b.profiles}, b.profiles != nil)
+	})
 	mux.HandleFunc("GET /api/metrics/bench", func(w http.ResponseWriter, r *http.Request) { reply(w, b.jobs, b.jobs != nil) })
 	mux.HandleFunc("GET /api/metrics/history", func(w http.ResponseWriter, r *http.Request) { reply(w, b.history, b.history != nil) })
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -43,9 +43,10 @@ type CompactCell struct {
 	Spread map[string]Range `json:"spread,omitempty"`
 }
 
-// HistoryList is GET /history's body, newest first.
+// HistoryList is GET /history's body, newest first; in JSON the original's
+// {runs} of RunView, with problems beside (api.go).
 type HistoryList struct {
-	Entries []HistoryEntry `json:"entries"`
+	Entries []HistoryEntry
 	// Problems are the entries in the listed range that could not be read:
 	// they are skipped, not fatal, and each can be removed by its id.
 	Problems []HistoryProblem `json:"problems"`

@@ -9,7 +9,8 @@ const (
 	StatusCancelled = "cancelled"
 )
 
-// Job is one bench-serve job as the API shows it.
+// Job is one bench-serve job: this module's record of it (job.json); the
+// API shows it as a JobView.
 type Job struct {
 	ID      string `json:"id"`
 	Kind    string `json:"kind"`
@@ -63,8 +64,9 @@ type Lease struct {
 	Device string `json:"device"`
 }
 
-// JobList is GET /bench's body: recent jobs, newest first, and the lease.
+// JobList is GET /bench's body: recent jobs, newest first, and the lease;
+// in JSON the original's {jobs} of JobView, with the lease beside (api.go).
 type JobList struct {
-	Jobs  []Job `json:"jobs"`
-	Lease Lease `json:"lease"`
+	Jobs  []Job
+	Lease Lease
 }

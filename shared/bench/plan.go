@@ -117,7 +117,9 @@ func (p Phases) Defaults() Phases {
 
 // Profile describes a plan as GET /bench/profiles lists it.
 type Profile struct {
-	Name        string   `json:"name"`
+	Name string `json:"name"`
+	// Path is the plan file on the server, as the original lists it.
+	Path        string   `json:"path"`
 	Scope       string   `json:"scope"`
 	Description string   `json:"description,omitempty"`
 	Models      []string `json:"models"`

@@ -98,7 +98,7 @@ func newFakeBackend(t *testing.T) *fakeBackend {
 	mux.HandleFunc("GET /api/metrics/history/{id}", func(w http.ResponseWriter, r *http.Request) {
 		for _, e := range []bench.HistoryEntry{runA, runB} {
 			if e.ID == r.PathValue("id") {
-				writeJSON(w, 200, e)
+				writeJSON(w, 200, e.View())
 				return
 			}
 		}
@@ -172,7 +172,7 @@ func TestClientCommands(t *testing.T) {
 		{"list", benchListCmd, []string{srv}, 0, []string{
 			"20261202T100000Z-bbbb  standard  2026-12-02 10:00:00Z  1 min 30 s  3      incomplete (exit 1), 1 problem",
 			"20261201T100000Z-aaaa  standard  2026-12-01 10:00:00Z  1 min 30 s  3      complete"}},
-		{"list json", benchListCmd, []string{srv, "--json"}, 0, []string{`"entries": [`}},
+		{"list json", benchListCmd, []string{srv, "--json"}, 0, []string{`"runs": [`}},
 		{"list bad limit", benchListCmd, []string{srv, "--limit=0"}, 2, []string{"--limit"}},
 		{"list limit over the route's", benchListCmd, []string{srv, "--limit=1001"}, 2, []string{"from 1 to 1000"}},
 

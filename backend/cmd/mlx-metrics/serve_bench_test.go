@@ -146,8 +146,9 @@ func TestSmokeEndToEnd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var j bench.Job
-	json.NewDecoder(res.Body).Decode(&j)
+	var v bench.JobView
+	json.NewDecoder(res.Body).Decode(&v)
+	j := v.Job()
 	res.Body.Close()
 	if res.StatusCode != 202 {
 		t.Fatalf("POST /bench: %d %+v", res.StatusCode, j)
@@ -161,12 +162,14 @@ func TestSmokeEndToEnd(t *testing.T) {
 	case <-time.After(2 * time.Minute): // a safeguard against a hang
 		t.Fatal("the smoke run did not end")
 	}
-	get("/bench/"+j.ID, &j)
+	get("/bench/"+j.ID, &v)
+	j = v.Job()
 	if j.Status != bench.StatusDone || j.Progress != 1 || *j.ExitCode != 0 {
 		t.Fatalf("job = %+v", j)
 	}
-	var e bench.HistoryEntry
-	get("/history/"+j.ID, &e)
+	var ev bench.RunView
+	get("/history/"+j.ID, &ev)
+	e := ev.Entry()
 	if !e.Complete || len(e.Cells) == 0 {
 		t.Fatalf("entry = %+v", e)
 	}

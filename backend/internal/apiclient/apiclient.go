@@ -129,9 +129,9 @@ func historyPath(limit int) string { return "/history?limit=" + strconv.Itoa(lim
 
 // HistoryEntry is one finished run.
 func (c *Client) HistoryEntry(ctx context.Context, id string) (bench.HistoryEntry, error) {
-	var e bench.HistoryEntry
-	err := c.do(ctx, http.MethodGet, entryPath(id), "", nil, &e)
-	return e, err
+	var v bench.RunView
+	err := c.do(ctx, http.MethodGet, entryPath(id), "", nil, &v)
+	return v.Entry(), err
 }
 
 // HistoryEntryJSON is HistoryEntry's answer as the backend sent it.
@@ -153,9 +153,10 @@ func (c *Client) Forget(ctx context.Context, id string) error {
 // runDirectory the directory that holds it. A run already in history is
 // left as it is, and the error is ErrAlreadyKept (with the *Error).
 func (c *Client) Import(ctx context.Context, runJSON []byte, runDirectory string) (bench.HistoryEntry, error) {
-	var e bench.HistoryEntry
+	var v bench.RunView
 	err := c.do(ctx, http.MethodPost, "/history?runDirectory="+url.QueryEscape(runDirectory),
-		"application/json", runJSON, &e)
+		"application/json", runJSON, &v)
+	e := v.Entry()
 	var ae *Error
 	if errors.As(err, &ae) {
 		ae.Path = "/history" // the run directory in the query is the caller's to say

@@ -87,6 +87,7 @@ func TestMethods(t *testing.T) {
 	}
 	ctx := context.Background()
 	entry := bench.HistoryEntry{ID: "20261202T100000Z-bbbb", Profile: "standard", Complete: true,
+		StartedAt: 1764669600000, FinishedAt: 1764669660000, Problems: []string{},
 		Cells: []bench.CompactCell{{Key: "qwen/tree/default", Status: "measured"}}}
 	list := bench.HistoryList{Entries: []bench.HistoryEntry{entry},
 		Problems: []bench.HistoryProblem{{ID: "x", Message: "unreadable entry"}}}
@@ -110,10 +111,10 @@ func TestMethods(t *testing.T) {
 		{"history", mustJSON(t, list),
 			func() (any, error) { return c.History(ctx, 5) }, list,
 			request{Method: "GET", URI: "/api/metrics/history?limit=5"}},
-		{"history json", `{"entries":[]}`,
-			func() (any, error) { b, err := c.HistoryJSON(ctx, 7); return string(b), err }, `{"entries":[]}`,
+		{"history json", `{"runs":[]}`,
+			func() (any, error) { b, err := c.HistoryJSON(ctx, 7); return string(b), err }, `{"runs":[]}`,
 			request{Method: "GET", URI: "/api/metrics/history?limit=7"}},
-		{"history entry, id escaped", mustJSON(t, entry),
+		{"history entry, id escaped", mustJSON(t, entry.View()),
 			func() (any, error) { return c.HistoryEntry(ctx, "a/b c") }, entry,
 			request{Method: "GET", URI: "/api/metrics/history/a%2Fb%20c"}},
 		{"history entry json", `{"id":"x"}`,
@@ -122,7 +123,7 @@ func TestMethods(t *testing.T) {
 		{"forget, with the token", `{}`,
 			func() (any, error) { return nil, c.Forget(ctx, "20261202T100000Z-bbbb") }, nil,
 			request{Method: "DELETE", URI: "/api/metrics/history/20261202T100000Z-bbbb", Auth: "Bearer tok"}},
-		{"import", mustJSON(t, entry),
+		{"import", mustJSON(t, entry.View()),
 			func() (any, error) { return c.Import(ctx, []byte(`{"run":1}`), "/runs/a b") }, entry,
 			request{Method: "POST", URI: "/api/metrics/history?runDirectory=%2Fruns%2Fa+b", Auth: "Bearer tok",
 				ContentType: "application/json", Body: `{"run":1}`}},

@@ -16,15 +16,16 @@ import (
 // export skipped (a CSV body has no place for them).
 const HeaderUnreadable = "X-History-Unreadable"
 
-// listHistory answers newest first: JSON (?limit, default 50, at most 1000)
-// or, with ?format=csv, one row per cell (every run unless ?limit is given).
+// listHistory answers newest first: JSON (?limit, default 50; as the
+// original, below 1 is 1; over 1000 is 1000) or, with ?format=csv, one row
+// per cell (every run unless ?limit is given).
 // Unreadable entries are skipped: listed under problems in JSON, counted in
 // the CSV's X-History-Unreadable header.
 func (a *API) listHistory(c *fiber.Ctx) error {
 	format := c.Query("format", "json")
 	switch format {
 	case "json":
-		limit, err := parseLimit(c.Query("limit"), DefaultHistoryLimit, MaxHistoryLimit)
+		limit, err := historyLimit(c.Query("limit"))
 		if err != nil {
 			return server.Error(c, fiber.StatusBadRequest, err.Error())
 		}
@@ -68,13 +69,15 @@ func (a *API) getHistory(c *fiber.Ctx) error {
 	case errors.Is(err, history.ErrNotFound):
 		return server.Error(c, fiber.StatusNotFound, fmt.Sprintf("no finished run %q in history", capEcho(id)))
 	case errors.Is(err, history.ErrUnreadable):
-		return server.Error(c, fiber.StatusConflict, fmt.Sprintf(
+		// 404 as the original answers for an entry it cannot parse; the
+		// message says it is there and how to remove it.
+		return server.Error(c, fiber.StatusNotFound, fmt.Sprintf(
 			"run %s is in history, but %s; remove it with DELETE /api/metrics/history/%s or `mlx-metrics bench forget %s` (its run directory, if any, is untouched)",
 			id, SafeMessage(err), id, id))
 	case err != nil:
 		return storageError(c, "read the history", err)
 	}
-	return c.JSON(e)
+	return c.JSON(e.View())
 }
 
 // deleteHistory removes one entry from history, readable or not; the run's

@@ -47,7 +47,7 @@ func (a *API) importRun(c *fiber.Ctx) error {
 	case err != nil:
 		return storageError(c, "keep the run in history", err)
 	}
-	return c.Status(fiber.StatusCreated).JSON(e)
+	return c.Status(fiber.StatusCreated).JSON(e.View())
 }
 
 // DecodeImport turns a run.json into the history entry that keeps it,

@@ -26,7 +26,7 @@ func (a *API) listProfiles(c *fiber.Ctx) error {
 	if err != nil {
 		return storageError(c, "list the profiles", err)
 	}
-	return c.JSON(ps)
+	return c.JSON(bench.ProfileList{Profiles: ps})
 }
 
 // startRequest is POST /bench's body. It names a profile and nothing else:
@@ -92,7 +92,7 @@ func (a *API) start(c *fiber.Ctx) error {
 		return storageError(c, fmt.Sprintf("start a run of profile %q", name), err)
 	}
 	c.Location(c.BaseURL() + c.Path() + "/" + j.ID)
-	return c.Status(fiber.StatusAccepted).JSON(j)
+	return c.Status(fiber.StatusAccepted).JSON(j.View())
 }
 
 var statuses = map[string]bool{
@@ -197,23 +197,18 @@ func (a *API) getJob(c *fiber.Ctx) error {
 	if err != nil {
 		return jobError(c, err)
 	}
-	return c.JSON(j)
+	return c.JSON(j.View())
 }
 
-// cancelJob answers 200 when the job is cancelled already (it was queued)
-// and 202 while its runner is still stopping.
+// cancelJob answers 200 with the job, as the original does: cancelled
+// already (it was queued), its runner stopping (stage "cancelling"; the
+// job ends failed and cancelled once it has), or ended before, untouched.
 func (a *API) cancelJob(c *fiber.Ctx) error {
 	j, err := a.jobs.Cancel(c.Params("id"))
-	if errors.Is(err, jobs.ErrFinished) {
-		return server.Error(c, fiber.StatusConflict, fmt.Sprintf("job %s has already ended (%s); nothing to cancel", j.ID, j.Status))
-	}
-	if err != nil {
+	if err != nil && !errors.Is(err, jobs.ErrFinished) {
 		return jobError(c, err)
 	}
-	if j.Status == bench.StatusCancelled {
-		return c.JSON(j)
-	}
-	return c.Status(fiber.StatusAccepted).JSON(j)
+	return c.JSON(j.View())
 }
 
 // EventList is GET /bench/:id/events' JSON body.
@@ -323,4 +318,18 @@ func parseLimit(s string, def, max int) (int, error) {
 		return 0, fmt.Errorf("limit %q is not a whole number from 1", capEcho(s))
 	}
 	return n, nil
+}
+
+// historyLimit reads GET /history's limit as the original does for a
+// number (default 50; below 1 is 1), bounded by MaxHistoryLimit; what is
+// not a whole number is refused, not read as 50.
+func historyLimit(s string) (int, error) {
+	if s == "" {
+		return DefaultHistoryLimit, nil
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		return 0, fmt.Errorf("limit %q is not a whole number", capEcho(s))
+	}
+	return min(max(n, 1), MaxHistoryLimit), nil
 }

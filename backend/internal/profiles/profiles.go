@@ -135,7 +135,7 @@ func (d *Dir) List() ([]bench.Profile, error) {
 			continue
 		}
 		p, err := d.Load(name)
-		prof := bench.Profile{Name: name, Scope: p.Scope, Description: p.Description, Models: p.Models, Cells: len(p.Cells)}
+		prof := bench.Profile{Name: name, Path: d.FileFor(name), Scope: p.Scope, Description: p.Description, Models: p.Models, Cells: len(p.Cells)}
 		if prof.Models == nil {
 			prof.Models = []string{}
 		}
