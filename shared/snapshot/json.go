@@ -280,21 +280,7 @@ func (e *encoder) requests(r *Requests) {
 	if r.ByFinish == nil {
 		e.raw("null")
 	} else {
-		keys := make([]string, 0, len(r.ByFinish))
-		for k := range r.ByFinish {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		e.b = append(e.b, '{')
-		for i, k := range keys {
-			if i > 0 {
-				e.b = append(e.b, ',')
-			}
-			e.string(k)
-			e.b = append(e.b, ':')
-			e.int(r.ByFinish[k])
-		}
-		e.b = append(e.b, '}')
+		e.finishTotals(r.ByFinish)
 	}
 	e.key(`,"window":`)
 	e.window(&r.Window)
@@ -458,4 +444,18 @@ func (e *encoder) mark(m *ModelMark) {
 	e.key(`,"ms":`)
 	e.optFloat(m.Ms)
 	e.raw("}")
+}
+
+// finishTotals writes f's keys in the anchor's order (FinishTotals).
+func (e *encoder) finishTotals(f FinishTotals) {
+	e.b = append(e.b, '{')
+	for i, k := range f.Keys() {
+		if i > 0 {
+			e.b = append(e.b, ',')
+		}
+		e.string(k)
+		e.b = append(e.b, ':')
+		e.int(f[k])
+	}
+	e.b = append(e.b, '}')
 }

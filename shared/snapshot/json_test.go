@@ -133,3 +133,19 @@ func BenchmarkEncode(b *testing.B) {
 		}
 	})
 }
+
+// byFinish's keys come in the anchor's order, stop, length, cancelled,
+// error, then any other sorted, from either encoder.
+func TestFinishTotalsOrder(t *testing.T) {
+	f := FinishTotals{"error": 1, "zeta": 2, "cancelled": 3, "alpha": 4, "length": 5, "stop": 6}
+	const want = `{"stop":6,"length":5,"cancelled":3,"error":1,"alpha":4,"zeta":2}`
+	std, err := json.Marshal(f)
+	if err != nil || string(std) != want {
+		t.Errorf("encoding/json: %s %v, want %s", std, err, want)
+	}
+	s := Snapshot{Requests: Requests{ByFinish: f}}
+	got, _ := AppendJSON(nil, &s)
+	if !bytes.Contains(got, []byte(`"byFinish":`+want)) {
+		t.Errorf("AppendJSON: %s, want byFinish %s", got, want)
+	}
+}

@@ -11,7 +11,11 @@
 // on a cache reading of an engine that reports a ratio rather than bytes.
 package snapshot
 
-import "github.com/mlx-bun/mlx-metrics/shared/events"
+import (
+	"slices"
+
+	"github.com/mlx-bun/mlx-metrics/shared/events"
+)
 
 // Snapshot is the whole live view at one instant. Version moves only when an
 // event changed something, so equal versions mean equal contents.
@@ -97,10 +101,46 @@ type PrefixCache struct {
 // Requests summarises finished requests: totals since start, a sliding
 // window of distributions, and the most recent ones (newest last).
 type Requests struct {
-	Finished int64            `json:"finished"`
-	ByFinish map[string]int64 `json:"byFinish"`
-	Window   Window           `json:"window"`
-	Recent   []Recent         `json:"recent"`
+	Finished int64        `json:"finished"`
+	ByFinish FinishTotals `json:"byFinish"`
+	Window   Window       `json:"window"`
+	Recent   []Recent     `json:"recent"`
+}
+
+// FinishTotals counts finished requests by finish reason. In JSON its keys
+// come in the anchor's order, stop, length, cancelled, error, then any
+// other sorted, whichever encoder writes it.
+type FinishTotals map[string]int64
+
+// finishOrder is the anchor's order of the finish reasons.
+var finishOrder = [...]string{events.FinishStop, events.FinishLength, events.FinishCancelled, events.FinishError}
+
+// Keys are f's keys in the anchor's order.
+func (f FinishTotals) Keys() []string {
+	keys := make([]string, 0, len(f))
+	for _, k := range finishOrder {
+		if _, ok := f[k]; ok {
+			keys = append(keys, k)
+		}
+	}
+	rest := len(keys)
+	for k := range f {
+		if !slices.Contains(finishOrder[:], k) {
+			keys = append(keys, k)
+		}
+	}
+	slices.Sort(keys[rest:])
+	return keys
+}
+
+// MarshalJSON writes f with its keys in the anchor's order.
+func (f FinishTotals) MarshalJSON() ([]byte, error) {
+	if f == nil {
+		return []byte("null"), nil
+	}
+	e := encoder{}
+	e.finishTotals(f)
+	return e.b, nil
 }
 
 // Window holds distributions over the last Size finished requests. A

@@ -5,7 +5,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"sort"
 	"strconv"
 	"text/tabwriter"
 	"time"
@@ -113,12 +112,7 @@ func printSnapshot(w io.Writer, s snapshot.Snapshot) error {
 
 	r := s.Requests
 	fmt.Fprintf(tw, "\nREQUESTS\t%d finished", r.Finished)
-	reasons := make([]string, 0, len(r.ByFinish))
-	for k := range r.ByFinish {
-		reasons = append(reasons, k)
-	}
-	sort.Strings(reasons)
-	for _, k := range reasons {
+	for _, k := range r.ByFinish.Keys() {
 		fmt.Fprintf(tw, ", %s %d", termSafe(k), r.ByFinish[k])
 	}
 	fmt.Fprintf(tw, "; last %d of window %d\n", r.Window.Count, r.Window.Size)

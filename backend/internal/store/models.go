@@ -227,10 +227,13 @@ func (s *Store) applyUnload(at int64, p *events.ModelUnload) bool {
 	return true
 }
 
-// clearResidency drops what a model held in memory once it is gone: its KV
-// and prefix bytes and its scheduler and cache entries. The weights size is
-// kept as the model's last known size.
+// clearResidency drops what a model held in memory once it is gone: its
+// weights, KV and prefix bytes and its scheduler and cache entries. A gone
+// model holds no memory: the host says so with an all-zero model.memory
+// right after each unload (which the anchor needs to show 0), and the
+// exporter drops the model's memory gauges, so both views agree at once.
 func (s *Store) clearResidency(m *model, at int64) {
+	m.view.WeightsBytes = 0
 	m.view.KVBytes = 0
 	m.view.PrefixCacheBytes = 0
 	m.unloadedAt = at

@@ -306,7 +306,25 @@ func TestLifecycle(t *testing.T) {
 		check func(t *testing.T, s snapshot.Snapshot)
 	}{
 		{
-			name: "unload clears kv, prefix, scheduler and caches but keeps weights",
+			// The host publishes an all-zero model.memory after each
+			// unload (evicted, requested or failed); a late non-zero one
+			// does not bring the gone model's memory back.
+			name: "the host's all-zero memory after an unload, and a stale one",
+			evs: []events.Event{
+				load(t0, "a", events.PhaseFinished, f(100)),
+				memory(t0+1, "a", 980_000_000, 200, 30),
+				unload(t0+10, "a", events.ReasonEvicted, 40, nil),
+				memory(t0+10, "a", 0, 0, 0),
+				memory(t0+11, "a", 980_000_000, 0, 0),
+			},
+			check: func(t *testing.T, s snapshot.Snapshot) {
+				if a := modelOf(t, s, "a"); a.WeightsBytes != 0 || a.KVBytes != 0 || a.PrefixCacheBytes != 0 {
+					t.Errorf("model a %+v, want no memory", a)
+				}
+			},
+		},
+		{
+			name: "unload clears weights, kv, prefix, scheduler and caches",
 			evs: []events.Event{
 				load(t0, "a", events.PhaseFinished, f(100)),
 				memory(t0+1, "a", 1000, 200, 30),
@@ -319,7 +337,7 @@ func TestLifecycle(t *testing.T) {
 			},
 			check: func(t *testing.T, s snapshot.Snapshot) {
 				a := modelOf(t, s, "a")
-				if a.State != snapshot.StateUnloaded || a.KVBytes != 0 || a.PrefixCacheBytes != 0 || a.WeightsBytes != 1000 {
+				if a.State != snapshot.StateUnloaded || a.KVBytes != 0 || a.PrefixCacheBytes != 0 || a.WeightsBytes != 0 {
 					t.Errorf("model a %+v", a)
 				}
 				if *a.LastUnloadMs != 42 || derefS(a.LastUnloadReason) != events.ReasonRequested || a.Unloads != 1 {
