@@ -18,6 +18,8 @@ import (
 	"github.com/mlx-bun/mlx-metrics/backend/internal/access"
 	"github.com/mlx-bun/mlx-metrics/backend/internal/history"
 	"github.com/mlx-bun/mlx-metrics/backend/internal/homelock"
+	"github.com/mlx-bun/mlx-metrics/backend/internal/jobs/jobstest"
+	"github.com/mlx-bun/mlx-metrics/shared/bench"
 )
 
 func TestWarnExposed(t *testing.T) {
@@ -217,4 +219,56 @@ func TestMetricsPathNegotiates(t *testing.T) {
 			t.Errorf("Accept %q: Vary %q lacks Accept", tt.accept, res.Header.Get("Vary"))
 		}
 	}
+}
+
+// A relative --home is resolved once, at start: the runner starts in its
+// run directory, where a plan path relative to serve's directory named
+// nothing (every bench job exited 2, "plan.json: no such file").
+func TestRelativeHome(t *testing.T) {
+	t.Chdir(t.TempDir())
+	cfg := startConfig(t)
+	cfg.Home = filepath.Join("rel", "home")
+	b, err := Start(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close(context.Background())
+	data, _ := json.Marshal(jobstest.Plan("ok", 2))
+	if err := os.WriteFile(filepath.Join("rel", "home", "metrics", "bench", "plans", "ok.json"), data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	base := "http://" + b.Addr().String() + "/api/metrics"
+	res, err := http.Post(base+"/bench", "application/json", strings.NewReader(`{"profile":"ok"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var v bench.JobView
+	json.NewDecoder(res.Body).Decode(&v)
+	res.Body.Close()
+	if res.StatusCode != 202 {
+		t.Fatalf("POST /bench: %d %+v", res.StatusCode, v)
+	}
+	deadline := time.Now().Add(time.Minute) // a safeguard against a hang
+	for v.Status == bench.StatusQueued || v.Status == bench.StatusRunning {
+		if time.Now().After(deadline) {
+			t.Fatalf("job %s did not end: %+v", v.ID, v)
+		}
+		time.Sleep(20 * time.Millisecond) // polls the job; not synchronisation
+		res, err := http.Get(base + "/bench/" + v.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		json.NewDecoder(res.Body).Decode(&v)
+		res.Body.Close()
+	}
+	if v.Status != bench.StatusDone {
+		t.Fatalf("job = %+v (error %v), want done", v, orEmpty(v.Error))
+	}
+}
+
+func orEmpty(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
 }
