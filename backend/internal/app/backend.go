@@ -17,6 +17,7 @@ import (
 	"github.com/mlx-bun/mlx-metrics/backend/internal/bus"
 	"github.com/mlx-bun/mlx-metrics/backend/internal/health"
 	"github.com/mlx-bun/mlx-metrics/backend/internal/homelock"
+	"github.com/mlx-bun/mlx-metrics/backend/internal/ingest"
 	"github.com/mlx-bun/mlx-metrics/backend/internal/server"
 	"github.com/mlx-bun/mlx-metrics/backend/internal/webui"
 	"github.com/mlx-bun/mlx-metrics/gpu/probe"
@@ -141,6 +142,10 @@ func Start(ctx context.Context, cfg Config) (_ *Backend, err error) {
 		return nil, err
 	}
 	b.parts.Add(home)
+	// A request two sources report (the proxy, and the server behind it
+	// publishing its own events) counts once.
+	cfg.Live.requests = ingest.NewRequests(0, 0)
+	cfg.Export.requests = cfg.Live.requests
 	// Every event source publishes to eventBus; every consumer subscribes.
 	eventBus := bus.New()
 	// Parts add their own /healthz sections with healthz.Add.

@@ -32,6 +32,9 @@ type ExportConfig struct {
 	// OTLP (--otlp-endpoint, --otlp-protocol, --otlp-interval) pushes the
 	// metrics when its Endpoint is set.
 	OTLP otlp.Options
+	// requests is the live side's (Start sets it): the proxy's reports of
+	// a request another source reports too count once.
+	requests *ingest.Requests
 }
 
 // Export is the export side running, a part of serve.
@@ -85,7 +88,7 @@ func StartExport(ctx context.Context, b *bus.Bus, healthz *health.Health, cfg Ex
 		// against the events' bounds, counted in /healthz, their
 		// rejections logged. Streams in flight end with ctx, or they would
 		// hold serve's shutdown open until their generation finished.
-		proxied = ingest.NewSource("proxy", b, ingest.Live, ingest.Options{})
+		proxied = ingest.NewSource("proxy", b, ingest.Live, ingest.Options{Requests: cfg.requests})
 		var err error
 		if p, err = proxy.New(cfg.ProxyTo, proxied.Publish, proxy.Options{BaseContext: ctx}); err != nil {
 			return nil, &ConfigError{err}

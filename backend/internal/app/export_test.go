@@ -1,8 +1,10 @@
 package app
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -18,6 +20,7 @@ import (
 	"github.com/mlx-bun/mlx-metrics/backend/internal/scrape"
 	"github.com/mlx-bun/mlx-metrics/backend/internal/server"
 	"github.com/mlx-bun/mlx-metrics/gpu/engine"
+	"github.com/mlx-bun/mlx-metrics/shared/events"
 )
 
 // TestExportWiring runs the export side as Start wires it: a request
@@ -161,5 +164,95 @@ func TestExportCheckNamesTheFlag(t *testing.T) {
 				t.Fatalf("check = %v, want %q...", err, tt.want)
 			}
 		})
+	}
+}
+
+// A proxy in front of a server that publishes its own events to the same
+// backend (engine --publish, or a host) counts each request once: the
+// second report, from the other source, is a duplicate in /healthz.
+func TestProxyAndPublisherCountOnce(t *testing.T) {
+	const n = 5
+	var backend string
+	posted := make(chan []byte, 1024)
+	cfg := engine.DefaultConfig()
+	cfg.DecodeRate, cfg.PrefillRate, cfg.LoadTime = 2000, 200000, 0
+	// As engine --publish does: each event the engine makes is POSTed.
+	eng, err := engine.New(cfg, engine.Options{Sink: func(ev events.Event) {
+		if b, err := json.Marshal(ev); err == nil {
+			posted <- b
+		}
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go eng.Run(ctx)
+	engSrv := httptest.NewServer(eng.Handler())
+	defer engSrv.Close()
+
+	c := startConfig(t)
+	c.Export.ProxyTo = engSrv.URL + "/v1"
+	b, err := Start(ctx, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close(context.Background())
+	backend = "http://" + b.Addr().String()
+	publisherDone := make(chan struct{})
+	go func() {
+		defer close(publisherDone)
+		for {
+			select {
+			case line := <-posted:
+				if res, err := http.Post(backend+"/api/metrics/events", "application/x-ndjson", bytes.NewReader(line)); err == nil {
+					res.Body.Close()
+				}
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+
+	for i := range n {
+		res, err := http.Post(backend+"/v1/chat/completions", "application/json", strings.NewReader(fmt.Sprintf(
+			`{"model":"reference-sim","stream":true,"max_tokens":8,"messages":[{"role":"user","content":"hello %d"}]}`, i)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, res.Body)
+		res.Body.Close()
+	}
+	type counts struct{ Accepted, Duplicates uint64 }
+	var health struct {
+		Ingest struct{ HTTP counts } `json:"ingest"`
+		Proxy  struct{ Events counts }
+	}
+	deadline := time.Now().Add(time.Minute) // a safeguard against a hang
+	for {
+		res, err := http.Get(backend + "/healthz")
+		if err != nil {
+			t.Fatal(err)
+		}
+		json.NewDecoder(res.Body).Decode(&health)
+		res.Body.Close()
+		dups := health.Ingest.HTTP.Duplicates + health.Proxy.Events.Duplicates
+		if dups >= n {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after %d requests: %+v, want %d duplicates", n, health, n)
+		}
+		time.Sleep(20 * time.Millisecond) // polls /healthz; not synchronisation
+	}
+	res, err := http.Get(backend + "/api/metrics/snapshot")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var snap struct{ Requests struct{ Finished int } }
+	json.NewDecoder(res.Body).Decode(&snap)
+	res.Body.Close()
+	if snap.Requests.Finished != n {
+		t.Fatalf("%d requests finished, want %d (each counted once): %+v", snap.Requests.Finished, n, health)
 	}
 }

@@ -29,6 +29,9 @@ type LiveConfig struct {
 	Window      int     // --window: 1 to 100000
 	Recent      int     // --recent: 1 to 100000
 	Series      int     // --series: 1 to 100000
+	// requests is shared with the export side's proxy (Start sets it), so
+	// a request the proxy and another source both report counts once.
+	requests *ingest.Requests
 }
 
 // Live is the live half running, a part of serve: the store and stream,
@@ -73,7 +76,7 @@ func StartLive(ctx context.Context, b *bus.Bus, healthz *health.Health, cfg Live
 	ctx, cancel := context.WithCancel(ctx)
 	s := &Live{cancel: cancel}
 	s.live = live.New(b, live.Options{Store: store.Options{Window: cfg.Window, Recent: cfg.Recent, Series: cfg.Series}})
-	posted := ingest.NewHTTP(b, ingest.Options{})
+	posted := ingest.NewHTTP(b, ingest.Options{Requests: cfg.requests})
 	s.posted = posted
 	s.features = []server.Feature{s.live, posted}
 	// Every source's counts, under one section: /healthz lists each one
@@ -81,7 +84,7 @@ func StartLive(ctx context.Context, b *bus.Bus, healthz *health.Health, cfg Live
 	sources := map[string]func() any{"http": func() any { return posted.Stats() }}
 
 	if cfg.EventsURL != "" {
-		f := ingest.NewFollower(b, cfg.EventsURL, ingest.FollowerOptions{Token: cfg.EventsURLToken})
+		f := ingest.NewFollower(b, cfg.EventsURL, ingest.FollowerOptions{Token: cfg.EventsURLToken, Options: ingest.Options{Requests: cfg.requests}})
 		sources["follow"] = func() any { return f.Status() }
 		s.sources.Add(1)
 		go func() {
@@ -91,7 +94,7 @@ func StartLive(ctx context.Context, b *bus.Bus, healthz *health.Health, cfg Live
 	}
 	if cfg.Replay != "" {
 		var (
-			src   = ingest.NewSource("replay", b, ingest.Recorded, ingest.Options{})
+			src   = ingest.NewSource("replay", b, ingest.Recorded, ingest.Options{Requests: cfg.requests})
 			mu    sync.Mutex // guards state
 			state = map[string]any{"file": filepath.Base(cfg.Replay), "done": false}
 		)

@@ -38,12 +38,15 @@ func (h *HTTP) Mount(_ *fiber.App, api fiber.Router) {
 // status is 400 and Error says why, in the API's error format; what was
 // accepted before a rejection always stands.
 type Reply struct {
-	Error     *apierror.Detail `json:"error,omitempty"`
-	Accepted  int              `json:"accepted"`
-	Ignored   int              `json:"ignored"`
-	Rejected  int              `json:"rejected"`
-	Errors    []Rejection      `json:"errors"`
-	Truncated bool             `json:"errorsTruncated,omitempty"`
+	Error    *apierror.Detail `json:"error,omitempty"`
+	Accepted int              `json:"accepted"`
+	Ignored  int              `json:"ignored"`
+	Rejected int              `json:"rejected"`
+	// Duplicates are requests another source reported already (a proxy in
+	// front of a server that publishes too): counted once, there.
+	Duplicates int         `json:"duplicates,omitempty"`
+	Errors     []Rejection `json:"errors"`
+	Truncated  bool        `json:"errorsTruncated,omitempty"`
 }
 
 func (h *HTTP) handle(c *fiber.Ctx) error {
@@ -73,6 +76,8 @@ func (h *HTTP) handle(c *fiber.Ctx) error {
 			reply.Ignored++
 		case refused:
 			reject(r) // offer counted and logged it
+		case duplicate:
+			reply.Duplicates++
 		}
 	}, func(r Rejection) {
 		h.reject(r)

@@ -30,6 +30,9 @@ type Options struct {
 	// a followed stream) may be stamped (DefaultMaxAge). A replayed file
 	// is history and has no such bound.
 	MaxAge time.Duration
+	// Requests, shared by every source of a backend, counts a request
+	// two sources report once (Requests); nil checks nothing.
+	Requests *Requests
 }
 
 // Defaults for Options.
@@ -57,12 +60,13 @@ func (o Options) withDefaults() Options {
 // type the metrics do not use) and rejected, logging the first rejection
 // at once and then a count at most once per LogEvery (rejectlog).
 type Source struct {
+	name string
 	bus  *bus.Bus
 	age  Age
 	opts Options
 	log  *rejectlog.Log
 
-	accepted, ignored, rejected atomic.Uint64
+	accepted, ignored, rejected, duplicates atomic.Uint64
 
 	mu   sync.Mutex
 	last *Rejection
@@ -84,7 +88,7 @@ const (
 // publishing to b; age says whether it refuses events older than MaxAge.
 func NewSource(name string, b *bus.Bus, age Age, opts Options) *Source {
 	opts = opts.withDefaults()
-	return &Source{bus: b, age: age, opts: opts,
+	return &Source{name: name, bus: b, age: age, opts: opts,
 		log: rejectlog.New(name, rejectlog.Options{Clock: opts.Clock, Logf: opts.Logf, Every: opts.LogEvery})}
 }
 
@@ -95,9 +99,11 @@ func (s *Source) FlushLog() { s.log.Flush() }
 
 // Stats is a source's reading, for /healthz.
 type Stats struct {
-	Accepted      uint64     `json:"accepted"`
-	Ignored       uint64     `json:"ignored"`
-	Rejected      uint64     `json:"rejected"`
+	Accepted uint64 `json:"accepted"`
+	Ignored  uint64 `json:"ignored"`
+	Rejected uint64 `json:"rejected"`
+	// Duplicates are requests another source reported first (Requests).
+	Duplicates    uint64     `json:"duplicates"`
 	LastRejection *Rejection `json:"lastRejection,omitempty"`
 }
 
@@ -106,16 +112,18 @@ func (s *Source) Stats() Stats {
 	s.mu.Lock()
 	last := s.last
 	s.mu.Unlock()
-	return Stats{Accepted: s.accepted.Load(), Ignored: s.ignored.Load(), Rejected: s.rejected.Load(), LastRejection: last}
+	return Stats{Accepted: s.accepted.Load(), Ignored: s.ignored.Load(), Rejected: s.rejected.Load(),
+		Duplicates: s.duplicates.Load(), LastRejection: last}
 }
 
 // outcome is what offer did with one event.
 type outcome int
 
 const (
-	accepted outcome = iota // a core event, published
-	ignored                 // a valid event of another type, published for whoever wants it
-	refused                 // its time is out of bounds; rejected and counted
+	accepted  outcome = iota // a core event, published
+	ignored                  // a valid event of another type, published for whoever wants it
+	refused                  // its time is out of bounds; rejected and counted
+	duplicate                // a request another source reported; counted, not published
 )
 
 // Publish offers an event made in the process (the proxy's measurements):
@@ -145,6 +153,12 @@ func (s *Source) offer(ev events.Event, pos Rejection) (outcome, Rejection) {
 		pos.Field, pos.Reason = "at", r
 		s.reject(pos)
 		return refused, pos
+	}
+	if p, ok := ev.Payload.(*events.RequestFinished); ok && s.opts.Requests != nil {
+		if _, dup := s.opts.Requests.Duplicate(s.name, p.RequestID, s.opts.Clock.Now()); dup {
+			s.duplicates.Add(1)
+			return duplicate, pos
+		}
 	}
 	s.accepted.Add(1)
 	s.bus.Publish(ev)
