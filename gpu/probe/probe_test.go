@@ -1,6 +1,7 @@
 package probe
 
 import (
+	"bufio"
 	"errors"
 	"os/exec"
 	"runtime"
@@ -51,12 +52,28 @@ func TestOpenGPU(t *testing.T) {
 }
 
 func TestGroupRSS(t *testing.T) {
-	cmd := exec.Command("sleep", "30")
+	// The group's leader says when it runs: just after exec a process may
+	// have no page resident yet (rss 0, 1 run in 30 under load).
+	// It waits on its stdin with no child of its own, so once it is
+	// killed its group is empty.
+	cmd := exec.Command("sh", "-c", "echo ready; read line")
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer in.Close()
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
 	defer func() { cmd.Process.Kill(); cmd.Wait() }()
+	if line, err := bufio.NewReader(out).ReadString('\n'); err != nil || line != "ready\n" {
+		t.Fatalf("the child said %q, %v", line, err)
+	}
 	rss, pids, err := GroupRSS(cmd.Process.Pid)
 	if err != nil {
 		t.Fatal(err)
