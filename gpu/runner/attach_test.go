@@ -16,13 +16,20 @@ import (
 	"github.com/mlx-bun/mlx-metrics/shared/bench"
 )
 
+// timedRate is the test engines' decode rate: tokens 10 ms apart, so even
+// a client the race detector and a loaded machine hold up reads a run's 8
+// tokens in more than one read, and their arrival stamps time it. At 2000
+// tok/s a whole run could arrive in one read (1 test in 30 under
+// scripts/stress), and its rate is then rightly unmeasurable.
+const timedRate = 100
+
 // serveEngine runs the reference engine in this process on 127.0.0.1,
 // with wrap (when set) in front of its handler: the "already running"
 // server that attach mode measures.
 func serveEngine(t *testing.T, wrap func(http.Handler) http.Handler) *httptest.Server {
 	t.Helper()
 	cfg := engine.DefaultConfig()
-	cfg.LoadTime, cfg.DecodeRate, cfg.PrefillRate = 0, 2000, 100000
+	cfg.LoadTime, cfg.DecodeRate, cfg.PrefillRate = 0, timedRate, 100000
 	e, err := engine.New(cfg, engine.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -282,7 +289,7 @@ func TestAttachedServerGoneOrCancelled(t *testing.T) {
 func TestAttachWaitsForAServerStarting(t *testing.T) {
 	addr := closedPort(t)
 	cfg := engine.DefaultConfig()
-	cfg.LoadTime, cfg.DecodeRate, cfg.PrefillRate = 0, 2000, 100000
+	cfg.LoadTime, cfg.DecodeRate, cfg.PrefillRate = 0, timedRate, 100000
 	e, err := engine.New(cfg, engine.Options{})
 	if err != nil {
 		t.Fatal(err)

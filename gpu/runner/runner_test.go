@@ -261,9 +261,9 @@ func TestRunFailuresDoNotHideCells(t *testing.T) {
 	broken := engineCell(bench.KindReference, "exits", "--decode-rate", "-1")
 	skipped := engineCell(bench.KindReference, "skipped")
 	skipped.Skip = "needs an NVIDIA GPU"
-	wrongModel := engineCell(bench.KindReference, "wrong-model", "--decode-rate", "2000", "--load-ms", "0")
+	wrongModel := engineCell(bench.KindReference, "wrong-model", "--decode-rate", fmt.Sprint(timedRate), "--load-ms", "0")
 	wrongModel.Server.APIModel = "not-served"
-	good := engineCell(bench.KindTree, "good", "--decode-rate", "2000", "--prefill-rate", "100000", "--load-ms", "0")
+	good := engineCell(bench.KindTree, "good", "--decode-rate", fmt.Sprint(timedRate), "--prefill-rate", "100000", "--load-ms", "0")
 	plan := bench.Plan{Scope: bench.ScopeAll, Cells: []bench.Cell{broken, skipped, wrongModel, good}, Phases: small}
 	out := &syncBuffer{}
 	rec, dir := runPlan(t, context.Background(), plan, out)
@@ -395,7 +395,7 @@ func TestFailingServers(t *testing.T) {
 		LongContextTokens: -1, Concurrency: 2, ConcurrentTokens: 8}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			good := engineCell(bench.KindTree, "good", "--decode-rate", "2000", "--prefill-rate", "100000", "--load-ms", "0")
+			good := engineCell(bench.KindTree, "good", "--decode-rate", fmt.Sprint(timedRate), "--prefill-rate", "100000", "--load-ms", "0")
 			plan := bench.Plan{Scope: bench.ScopeAll, Cells: []bench.Cell{tt.cell, good}, Phases: small}
 			started := regexp.MustCompile(`\(pid (\d+)\)`)
 			out := &syncBuffer{}

@@ -24,7 +24,11 @@ import (
 func runningEngine(t *testing.T, wrap func(http.Handler) http.Handler) string {
 	t.Helper()
 	cfg := engine.DefaultConfig()
-	cfg.LoadTime, cfg.DecodeRate, cfg.PrefillRate = 0, 2000, 100000
+	// Tokens 10 ms apart: a client the race detector and a loaded machine
+	// hold up still reads a run's tokens in more than one read, so their
+	// arrival stamps time it (at 2000 tok/s a whole run could arrive in one
+	// read, and its rate is then unmeasurable).
+	cfg.LoadTime, cfg.DecodeRate, cfg.PrefillRate = 0, 100, 100000
 	e, err := engine.New(cfg, engine.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -41,7 +45,7 @@ func runningEngine(t *testing.T, wrap func(http.Handler) http.Handler) string {
 	return srv.URL
 }
 
-// slowSecondDecode makes the second completion request stream 40x slower
+// slowSecondDecode makes the second completion request stream 7x slower
 // than the first: the decode runs then spread far over any unstableSpread.
 func slowSecondDecode(h http.Handler) http.Handler {
 	var n atomic.Int64
@@ -56,7 +60,7 @@ func slowSecondDecode(h http.Handler) http.Handler {
 type slowWriter struct{ http.ResponseWriter }
 
 func (w slowWriter) Write(p []byte) (int, error) {
-	time.Sleep(20 * time.Millisecond)
+	time.Sleep(60 * time.Millisecond)
 	return w.ResponseWriter.Write(p)
 }
 

@@ -88,7 +88,7 @@ func StartExport(ctx context.Context, b *bus.Bus, healthz *health.Health, cfg Ex
 		// against the events' bounds, counted in /healthz, their
 		// rejections logged. Streams in flight end with ctx, or they would
 		// hold serve's shutdown open until their generation finished.
-		proxied = ingest.NewSource("proxy", b, ingest.Live, ingest.Options{Requests: cfg.requests})
+		proxied = ingest.NewSource(ingest.ProxySource, b, ingest.Live, ingest.Options{Requests: cfg.requests})
 		var err error
 		if p, err = proxy.New(cfg.ProxyTo, proxied.Publish, proxy.Options{BaseContext: ctx}); err != nil {
 			return nil, &ConfigError{err}

@@ -94,7 +94,7 @@ func StartLive(ctx context.Context, b *bus.Bus, healthz *health.Health, cfg Live
 	}
 	if cfg.Replay != "" {
 		var (
-			src   = ingest.NewSource("replay", b, ingest.Recorded, ingest.Options{Requests: cfg.requests})
+			src   = ingest.NewSource("replay", b, ingest.Recorded, ingest.Options{})
 			mu    sync.Mutex // guards state
 			state = map[string]any{"file": filepath.Base(cfg.Replay), "done": false}
 		)

@@ -7,12 +7,13 @@ import (
 )
 
 // Requests remembers which source reported each recent request, so that
-// one request reported by two sources counts once: a proxy (--proxy-to) in
-// front of a server that publishes its own events (`engine --publish`, a
-// host) sees every request the server reports. The second report of a
-// request id from another source within Window is a duplicate: counted,
-// not published. Reports from one source are left alone (a source that
-// repeats itself is the follower's resume to handle).
+// one request the proxy and another source both report counts once: a
+// proxy (--proxy-to) in front of a server that publishes its own events
+// (`engine --publish`, a host) sees every request the server reports. The
+// second report of a request id within the window, the proxy's or the
+// server's, is a duplicate: counted, not published. Only a pair with the
+// proxy in it is one: two hosts may well number their requests alike, and
+// a source that repeats itself is the follower's resume to handle.
 //
 // Request ids are compared without OpenAI's object prefixes (cmpl-,
 // chatcmpl-): an answer's id is the server's request id under that prefix
@@ -37,6 +38,10 @@ const (
 	DefaultRequestWindow = 2 * time.Minute
 	DefaultMaxRequests   = 100_000
 )
+
+// ProxySource is the proxy's source name: its reports and another
+// source's of one request are one request.
+const ProxySource = "proxy"
 
 // NewRequests remembers request ids for window (DefaultRequestWindow when
 // 0), at most max of them (DefaultMaxRequests when 0; the oldest go first),
@@ -73,7 +78,7 @@ func (r *Requests) Duplicate(source, id string, now time.Time) (other string, du
 	defer r.mu.Unlock()
 	r.expire(now)
 	if s, ok := r.seen[key]; ok {
-		if s.source != source {
+		if (s.source == ProxySource) != (source == ProxySource) {
 			return s.source, true
 		}
 		return "", false

@@ -33,6 +33,10 @@ func TestRequestsDuplicate(t *testing.T) {
 			{"proxy", "a", 0, false, ""},
 			{"proxy", "a", time.Second, false, ""},
 		}},
+		{"two sources, no proxy", 0, []report{
+			{"POST /events", "r1", 0, false, ""},
+			{"follow http://host", "r1", time.Millisecond, false, ""},
+		}},
 		{"other requests", 0, []report{
 			{"proxy", "a", 0, false, ""},
 			{"POST /events", "b", 0, false, ""},
