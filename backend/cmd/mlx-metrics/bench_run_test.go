@@ -12,23 +12,24 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/mlx-bun/mlx-metrics/backend/internal/history"
 	"github.com/mlx-bun/mlx-metrics/gpu/engine"
 	"github.com/mlx-bun/mlx-metrics/shared/bench"
 )
 
-// runningEngine is the reference engine served in this process on
-// 127.0.0.1: the server a plan attaches to.
-func runningEngine(t *testing.T, wrap func(http.Handler) http.Handler) string {
+// testDecodeRate spaces the test engine's tokens 10 ms apart: a client the
+// race detector and a loaded machine hold up still reads a run's tokens in
+// more than one read, so their arrival stamps time it (at 2000 tok/s a
+// whole run could arrive in one read, and its rate is then unmeasurable).
+const testDecodeRate = 100
+
+// engineHandler is a reference engine decoding at rate, run until the
+// test ends.
+func engineHandler(t *testing.T, rate float64) http.Handler {
 	t.Helper()
 	cfg := engine.DefaultConfig()
-	// Tokens 10 ms apart: a client the race detector and a loaded machine
-	// hold up still reads a run's tokens in more than one read, so their
-	// arrival stamps time it (at 2000 tok/s a whole run could arrive in one
-	// read, and its rate is then unmeasurable).
-	cfg.LoadTime, cfg.DecodeRate, cfg.PrefillRate = 0, 100, 100000
+	cfg.LoadTime, cfg.DecodeRate, cfg.PrefillRate = 0, rate, 100000
 	e, err := engine.New(cfg, engine.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -36,35 +37,37 @@ func runningEngine(t *testing.T, wrap func(http.Handler) http.Handler) string {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { e.Run(ctx); close(done) }()
-	var h http.Handler = e.Handler()
-	if wrap != nil {
-		h = wrap(h)
+	t.Cleanup(func() { cancel(); <-done })
+	return e.Handler()
+}
+
+// runningEngine is the reference engine served in this process on
+// 127.0.0.1: the server a plan attaches to.
+func runningEngine(t *testing.T, h http.Handler) string {
+	t.Helper()
+	if h == nil {
+		h = engineHandler(t, testDecodeRate)
 	}
 	srv := httptest.NewServer(h)
-	t.Cleanup(func() { srv.Close(); cancel(); <-done })
+	t.Cleanup(srv.Close)
 	return srv.URL
 }
 
-// slowSecondDecode makes the second completion request stream 7x slower
-// than the first: the decode runs then spread far over any unstableSpread.
-func slowSecondDecode(h http.Handler) http.Handler {
+// slowSecondDecode answers the second completion request from an engine
+// decoding 10x slower than the one answering the others: the decode runs
+// then spread far over any unstableSpread. (Slowing one engine's writes
+// instead only batches its tokens into fewer writes.)
+func slowSecondDecode(t *testing.T) http.Handler {
+	fast, slow := engineHandler(t, testDecodeRate), engineHandler(t, testDecodeRate/10)
 	var n atomic.Int64
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/v1/completions" && n.Add(1) == 2 {
-			w = slowWriter{w}
+			slow.ServeHTTP(w, r)
+			return
 		}
-		h.ServeHTTP(w, r)
+		fast.ServeHTTP(w, r)
 	})
 }
-
-type slowWriter struct{ http.ResponseWriter }
-
-func (w slowWriter) Write(p []byte) (int, error) {
-	time.Sleep(60 * time.Millisecond)
-	return w.ResponseWriter.Write(p)
-}
-
-func (w slowWriter) Flush() { w.ResponseWriter.(http.Flusher).Flush() }
 
 // attachPlan writes a plan of one cell attached to base.
 func attachPlan(t *testing.T, base string) string {
@@ -103,7 +106,7 @@ func TestBenchRunSummaryAndExit(t *testing.T) {
 	defer notFound.Close()
 	notFoundPlan := attachPlan(t, notFound.URL)
 	// Each use gets its own server: the slow request is its second.
-	unevenPlan := func() string { return attachPlan(t, runningEngine(t, slowSecondDecode)) }
+	unevenPlan := func() string { return attachPlan(t, runningEngine(t, slowSecondDecode(t))) }
 
 	tests := []struct {
 		name    string

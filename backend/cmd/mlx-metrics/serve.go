@@ -15,6 +15,7 @@ import (
 	"github.com/mlx-bun/mlx-metrics/backend/internal/app"
 	"github.com/mlx-bun/mlx-metrics/backend/internal/jobs"
 	"github.com/mlx-bun/mlx-metrics/backend/internal/otlp"
+	"github.com/mlx-bun/mlx-metrics/backend/internal/prom"
 	"github.com/mlx-bun/mlx-metrics/backend/internal/store"
 )
 
@@ -111,6 +112,8 @@ func addExportFlags(fs *flag.FlagSet, env *envDefaults, c *app.ExportConfig) {
 		"poll an engine's Prometheus endpoint, `URL[,KIND[,MODEL]]` with kind vllm, sglang, llamacpp, mlx or auto; repeatable (env MLX_METRICS_SCRAPE, space-separated)")
 	fs.DurationVar(&c.ScrapeInterval, "scrape-interval", env.duration("MLX_METRICS_SCRAPE_INTERVAL", 2*time.Second),
 		"poll --scrape targets every `DURATION`, at least 100ms (env MLX_METRICS_SCRAPE_INTERVAL)")
+	fs.StringVar(&c.PromNames, "prom-names", env.text("MLX_METRICS_PROM_NAMES", string(prom.NamesBoth)),
+		"the metric `NAMES` /metrics and /api/metrics/prometheus serve: both (this module's mlx_ and vLLM's vllm: families), mlx or vllm (env MLX_METRICS_PROM_NAMES)")
 	fs.StringVar(&c.OTLP.Endpoint, "otlp-endpoint", env.text("MLX_METRICS_OTLP_ENDPOINT", ""),
 		"push the Prometheus metrics to the OTLP receiver at `URL`, e.g. http://127.0.0.1:4318 (HTTP) or http://127.0.0.1:4317 (gRPC); off when empty (env MLX_METRICS_OTLP_ENDPOINT)")
 	fs.StringVar(&c.OTLP.Protocol, "otlp-protocol", env.text("MLX_METRICS_OTLP_PROTOCOL", otlp.ProtocolHTTP),

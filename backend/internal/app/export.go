@@ -29,6 +29,9 @@ type ExportConfig struct {
 	ProxyTo        string         // --proxy-to: the OpenAI-compatible server fronted at /v1/*
 	Scrapes        scrape.Targets // --scrape: the engines' Prometheus endpoints to poll
 	ScrapeInterval time.Duration  // --scrape-interval: at least MinScrapeInterval
+	// PromNames (--prom-names) are the families /metrics serves: both
+	// (the default when empty), mlx or vllm.
+	PromNames string
 	// OTLP (--otlp-endpoint, --otlp-protocol, --otlp-interval) pushes the
 	// metrics when its Endpoint is set.
 	OTLP otlp.Options
@@ -54,6 +57,9 @@ const otlpShutdownTimeout = 5 * time.Second
 func (c ExportConfig) check() error {
 	if c.ScrapeInterval < MinScrapeInterval {
 		return configErrorf("--scrape-interval must be at least %v, got %v", MinScrapeInterval, c.ScrapeInterval)
+	}
+	if _, ok := prom.ParseNames(c.PromNames); !ok && c.PromNames != "" {
+		return configErrorf("--prom-names %q: want both, mlx or vllm", c.PromNames)
 	}
 	if c.ProxyTo != "" {
 		if err := proxy.CheckUpstream(c.ProxyTo); err != nil {
@@ -97,7 +103,8 @@ func StartExport(ctx context.Context, b *bus.Bus, healthz *health.Health, cfg Ex
 			return proxyHealth{Upstream: p.Upstream(), Events: proxied.Stats()}
 		})
 	}
-	exp := prom.New()
+	names, _ := prom.ParseNames(cfg.PromNames)
+	exp := prom.New(prom.Options{Names: names})
 	var pusher *otlp.Pusher
 	if cfg.OTLP.Endpoint != "" {
 		o := cfg.OTLP

@@ -198,7 +198,7 @@ func find(ps []point, want map[string]string) *point {
 
 // exporterWithData is a Prometheus exporter fed one of each kind of event.
 func exporterWithData() *prom.Exporter {
-	e := prom.New()
+	e := prom.New(prom.Options{})
 	ttft := 85.0
 	e.Observe(events.Event{Type: events.TypeSchedulerSample, At: 1, Payload: &events.SchedulerSample{
 		Model: "qwen", Active: 4, Capacity: 16, Queued: 2, TokensPerSecond: 300}})

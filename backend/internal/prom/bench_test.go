@@ -12,7 +12,7 @@ import (
 // BenchmarkObserveRequestFinished is the exporter's cost per finished
 // request on the bus (four histograms, five counters).
 func BenchmarkObserveRequestFinished(b *testing.B) {
-	e := New()
+	e := New(Options{})
 	q, ttft, dec := 3.0, 85.0, 40.0
 	ev := events.Event{Type: events.TypeRequestFinished, At: 1, Payload: &events.RequestFinished{
 		Model: "qwen3-8b", RequestID: "r", Finish: events.FinishStop, PromptTokens: 1000, CompletionTokens: 200,
@@ -26,7 +26,7 @@ func BenchmarkObserveRequestFinished(b *testing.B) {
 // BenchmarkGather is one scrape of 8 models' worth of series, encoded in
 // the text format.
 func BenchmarkGather(b *testing.B) {
-	e := New()
+	e := New(Options{})
 	q, ttft, dec := 3.0, 85.0, 40.0
 	for _, m := range []string{"a", "b", "c", "d", "e", "f", "g", "h"} {
 		e.Observe(events.Event{Type: events.TypeSchedulerSample, At: 1, Payload: &events.SchedulerSample{Model: m, Active: 1, Capacity: 8}})

@@ -23,7 +23,7 @@ func exportedFamilies(t *testing.T) map[string][]string {
 	t.Helper()
 	descs := make(chan *prometheus.Desc, 64)
 	go func() {
-		New().Registry().Describe(descs)
+		New(Options{}).Registry().Describe(descs)
 		close(descs)
 	}()
 	fqName := regexp.MustCompile(`fqName: "([^"]+)"`)

@@ -32,9 +32,12 @@ const OtherModels = "(other models)"
 // subscriber (Observe) and a server feature (Mount). Its registry is
 // private, so nothing registered elsewhere in the process leaks into it.
 type Exporter struct {
-	reg *prometheus.Registry
-	m   *metrics
-	max int // MaxModels; smaller in tests
+	reg   *prometheus.Registry // the mlx_ families (what OTLP pushes)
+	vreg  *prometheus.Registry // the vllm: families
+	m     *metrics
+	v     *vllmMetrics
+	names Names
+	max   int // MaxModels; smaller in tests
 
 	// mu serialises Observe, so that a label is never evicted between
 	// being chosen and being written to.
@@ -57,22 +60,43 @@ type labelState struct {
 
 type prefixTotals struct{ hits, queries float64 }
 
-// New returns an exporter with every metric registered and no series yet.
-func New() *Exporter { return newExporter(MaxModels) }
-
-func newExporter(maxModels int) *Exporter {
-	reg := prometheus.NewRegistry()
-	return &Exporter{reg: reg, m: newMetrics(reg), max: maxModels,
-		models: map[string]*labelState{}, prefix: map[string]prefixTotals{}}
+// Options configure an Exporter. The zero value is the defaults.
+type Options struct {
+	// Names are the families the exposition serves (NamesBoth when empty).
+	Names Names
 }
 
-// Registry is the exporter's registry, for tests and for pushing elsewhere.
+// New returns an exporter with every metric registered and no series yet.
+func New(opts Options) *Exporter { return newExporter(MaxModels, opts) }
+
+func newExporter(maxModels int, opts Options) *Exporter {
+	if opts.Names == "" {
+		opts.Names = NamesBoth
+	}
+	reg, vreg := prometheus.NewRegistry(), prometheus.NewRegistry()
+	return &Exporter{reg: reg, vreg: vreg, m: newMetrics(reg), v: newVLLMMetrics(vreg), names: opts.Names,
+		max: maxModels, models: map[string]*labelState{}, prefix: map[string]prefixTotals{}}
+}
+
+// Registry is the registry of the module's own (mlx_) families, which OTLP
+// pushes.
 func (e *Exporter) Registry() *prometheus.Registry { return e.reg }
+
+// Gatherer is what the exposition serves: the families Names asks for.
+func (e *Exporter) Gatherer() prometheus.Gatherer {
+	switch e.names {
+	case NamesMLX:
+		return e.reg
+	case NamesVLLM:
+		return e.vreg
+	}
+	return prometheus.Gatherers{e.reg, e.vreg}
+}
 
 // Mount serves GET /api/metrics/prometheus, and GET /metrics to whatever
 // the panel's page passes on there (a scraper, not a browser).
 func (e *Exporter) Mount(root *fiber.App, api fiber.Router) {
-	h := fasthttpadaptor.NewFastHTTPHandler(promhttp.HandlerFor(e.reg, promhttp.HandlerOpts{
+	h := fasthttpadaptor.NewFastHTTPHandler(promhttp.HandlerFor(e.Gatherer(), promhttp.HandlerOpts{
 		ErrorHandling:     promhttp.ContinueOnError,
 		EnableOpenMetrics: true, // negotiated: plain text unless the scraper asks
 	}))
@@ -94,6 +118,8 @@ func (e *Exporter) Observe(ev events.Event) {
 		if model, ok := e.model(p.Model); ok {
 			e.m.running.WithLabelValues(model).Set(float64(p.Active))
 			e.m.waiting.WithLabelValues(model).Set(float64(p.Queued))
+			e.v.running.WithLabelValues(model).Set(float64(p.Active))
+			e.v.waiting.WithLabelValues(model).Set(float64(p.Queued))
 			e.m.capacity.WithLabelValues(model).Set(float64(p.Capacity))
 			e.m.tokensPerSecond.WithLabelValues(model).Set(p.TokensPerSecond)
 		}
@@ -104,6 +130,7 @@ func (e *Exporter) Observe(ev events.Event) {
 	case *events.RequestFinished:
 		model, _ := e.model(p.Model)
 		e.observeRequest(model, p)
+		e.v.request(model, p)
 	case *events.ModelMemory:
 		if model, ok := e.model(p.Model); ok {
 			e.m.weights.WithLabelValues(model).Set(float64(p.WeightsBytes))
@@ -129,6 +156,7 @@ func (e *Exporter) Observe(ev events.Event) {
 		}
 		e.m.cacheBytes.DeletePartialMatch(prometheus.Labels{modelLabel: model})
 		e.m.cacheCapacity.DeletePartialMatch(prometheus.Labels{modelLabel: model})
+		e.v.unloaded(model)
 		// Its prefix totals end here; the next load's start again at 0, and
 		// all of its first sample is new, even when it exceeds these.
 		delete(e.prefix, model)
@@ -183,6 +211,7 @@ func (e *Exporter) evictIdle() bool {
 	for _, v := range e.m.all {
 		v.DeletePartialMatch(prometheus.Labels{modelLabel: victim})
 	}
+	e.v.deleteModel(victim)
 	delete(e.models, victim)
 	delete(e.prefix, victim)
 	return true
@@ -223,11 +252,16 @@ func (e *Exporter) observeCache(model string, p *events.CacheSample) {
 		e.m.cacheCapacity.WithLabelValues(model, cache).Set(float64(*p.CapacityBytes))
 	}
 	if p.Cache == events.CacheKV {
+		usage := -1.0
 		switch {
 		case p.UsageRatio != nil:
-			e.m.kvUsage.WithLabelValues(model).Set(*p.UsageRatio)
+			usage = *p.UsageRatio
 		case p.CapacityBytes != nil && *p.CapacityBytes > 0:
-			e.m.kvUsage.WithLabelValues(model).Set(float64(p.Bytes) / float64(*p.CapacityBytes))
+			usage = float64(p.Bytes) / float64(*p.CapacityBytes)
+		}
+		if usage >= 0 {
+			e.m.kvUsage.WithLabelValues(model).Set(usage)
+			e.v.kvUsage.WithLabelValues(model).Set(usage)
 		}
 	}
 	if p.Cache != events.CachePrefix || p.Hits == nil || p.Misses == nil || *p.Hits < 0 || *p.Misses < 0 {
@@ -243,6 +277,8 @@ func (e *Exporter) observeCache(model string, p *events.CacheSample) {
 	} // else the totals restarted (a reload without an unload seen): all of now is new.
 	e.m.prefixHits.WithLabelValues(model).Add(now.hits)
 	e.m.prefixQueries.WithLabelValues(model).Add(now.queries)
+	e.v.prefixHits.WithLabelValues(model).Add(now.hits)
+	e.v.prefixQueries.WithLabelValues(model).Add(now.queries)
 }
 
 // finishedReason is vLLM's finished_reason for one of the module's finish

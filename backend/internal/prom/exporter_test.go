@@ -24,7 +24,7 @@ func replay(t *testing.T, path string) *Exporter {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	e := New()
+	e := New(Options{})
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
 		ev, err := events.Parse(sc.Bytes())
@@ -148,7 +148,7 @@ func findHistogram(fams []*dto.MetricFamily, name string) *dto.Histogram {
 
 func TestSchedulerAndCacheGauges(t *testing.T) {
 	capacity := int64(1000)
-	e := New()
+	e := New(Options{})
 	e.Observe(events.Event{Type: events.TypeSchedulerSample, At: 1, Payload: &events.SchedulerSample{
 		Model: "m", Active: 4, Capacity: 16, Queued: 7, TokensPerSecond: 321}})
 	e.Observe(events.Event{Type: events.TypeCacheSample, At: 1, Payload: &events.CacheSample{
@@ -367,7 +367,7 @@ func TestModelLabelBounded(t *testing.T) {
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			e := newExporter(tc.max)
+			e := newExporter(tc.max, Options{})
 			for _, ev := range tc.evs {
 				e.Observe(ev)
 			}
@@ -401,7 +401,7 @@ func TestPrefixTotalsAcrossReload(t *testing.T) {
 		return events.Event{Type: events.TypeCacheSample, At: 1, Payload: &events.CacheSample{
 			Model: "m", Cache: events.CachePrefix, Hits: &hits, Misses: &misses}}
 	}
-	e := New()
+	e := New(Options{})
 	for _, ev := range []events.Event{
 		sample(2, 1), sample(3, 1), // 3 hits of 4 lookups
 		{Type: events.TypeModelUnload, At: 2, Payload: &events.ModelUnload{Model: "m", Reason: events.ReasonEvicted}},

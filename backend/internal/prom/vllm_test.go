@@ -52,7 +52,7 @@ mlx_request_errors_total{model_name=""} 1
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			e := New()
+			e := New(Options{})
 			for _, ev := range tc.in {
 				e.Observe(ev)
 			}
@@ -115,7 +115,7 @@ func TestLabelValuesAreSafe(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			e := New()
+			e := New(Options{})
 			e.Observe(finished(tc.model, events.FinishStop, 100))
 			e.Observe(events.Event{Type: events.TypeSchedulerSample, At: 1, Payload: &events.SchedulerSample{Model: tc.model, Active: 1, Capacity: 2}})
 			text := exposition(t, e)
@@ -152,7 +152,7 @@ func TestPrefixTotalsDoNotOverflow(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			e := New()
+			e := New(Options{})
 			for i := range tc.hits {
 				h, m := tc.hits[i], tc.misses[i]
 				e.Observe(events.Event{Type: events.TypeCacheSample, At: 1, Payload: &events.CacheSample{
@@ -203,7 +203,7 @@ func FuzzLabelValue(f *testing.F) {
 		if name == "" {
 			return
 		}
-		e := New()
+		e := New(Options{})
 		e.Observe(finished(name, events.FinishStop, 1))
 		parser := expfmt.NewTextParser(model.UTF8Validation)
 		if _, err := parser.TextToMetricFamilies(strings.NewReader(exposition(t, e))); err != nil {

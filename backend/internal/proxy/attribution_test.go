@@ -82,7 +82,7 @@ func TestAttributionOnlyWhenAccepted(t *testing.T) {
 				t.Errorf("store models %+v, want a qwen row: %v", snap.Models, tc.wantModel)
 			}
 
-			exp := prom.New()
+			exp := prom.New(prom.Options{})
 			exp.Observe(ev)
 			text := exposition(t, exp)
 			if got := strings.Contains(text, `model_name="qwen"`); got != tc.wantModel {

@@ -23,7 +23,7 @@ import (
 // text back (kind detected as mlx) into samples that agree with what the
 // engine itself reported.
 func TestScrapeReferenceEngineThroughExporter(t *testing.T) {
-	exp := prom.New()
+	exp := prom.New(prom.Options{})
 	var mu sync.Mutex
 	var lastSched *events.SchedulerSample
 	var lastPrefix *events.CacheSample
