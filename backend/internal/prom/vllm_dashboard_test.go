@@ -116,4 +116,3 @@ func TestVLLMDashboardHasData(t *testing.T) {
 		})
 	}
 }
-
