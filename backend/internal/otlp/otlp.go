@@ -150,7 +150,7 @@ func Start(ctx context.Context, g prometheus.Gatherer, o Options) (*Pusher, erro
 	counting := &countingExporter{Exporter: exp, endpoint: o.Endpoint, logf: o.Logf, clock: o.Clock}
 	reader := sdkmetric.NewPeriodicReader(counting,
 		sdkmetric.WithInterval(o.Interval), sdkmetric.WithTimeout(timeout),
-		sdkmetric.WithProducer(promBridge.NewMetricProducer(promBridge.WithGatherer(g))))
+		sdkmetric.WithProducer(semantic{promBridge.NewMetricProducer(promBridge.WithGatherer(g))}))
 	return &Pusher{
 		opts:     o,
 		provider: sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader), sdkmetric.WithResource(res)),

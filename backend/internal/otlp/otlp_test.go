@@ -7,12 +7,14 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	colmetricpb "go.opentelemetry.io/proto/otlp/collector/metrics/v1"
 	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
 	metricpb "go.opentelemetry.io/proto/otlp/metrics/v1"
@@ -123,6 +125,7 @@ func grpcReceiver(t *testing.T) *receiver {
 // point is one received data point, flattened.
 type point struct {
 	kind   string // gauge, sum, histogram
+	unit   string
 	attrs  map[string]string
 	value  float64 // gauge and sum; histogram: sum
 	count  uint64
@@ -140,7 +143,11 @@ func flatten(reqs []*colmetricpb.ExportMetricsServiceRequest) (map[string][]poin
 			}
 			for _, sm := range rm.GetScopeMetrics() {
 				for _, m := range sm.GetMetrics() {
-					out[m.GetName()] = append(out[m.GetName()], points(m)...)
+					ps := points(m)
+					for i := range ps {
+						ps[i].unit = m.GetUnit()
+					}
+					out[m.GetName()] = append(out[m.GetName()], ps...)
 				}
 			}
 		}
@@ -242,13 +249,28 @@ func TestPushesWhatPrometheusServes(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			// The GenAI conventions' instruments under their names, the
+			// others under the Prometheus ones; every one with its unit.
 			var served, pushed []string
 			for _, f := range fams {
-				served = append(served, f.GetName())
+				name := f.GetName()
+				if g, ok := genAIFamilies[name]; ok {
+					name = g.name
+				}
+				if !slices.Contains(served, name) {
+					served = append(served, name)
+				}
 			}
-			for name := range got {
+			for name, ps := range got {
 				pushed = append(pushed, name)
+				for _, p := range ps {
+					if p.unit == "" {
+						t.Errorf("%s pushed without a unit", name)
+						break
+					}
+				}
 			}
+			slices.Sort(served)
 			slices.Sort(pushed)
 			if !slices.Equal(served, pushed) {
 				t.Errorf("pushed %v,\nthe Prometheus endpoint serves %v", pushed, served)
@@ -266,8 +288,20 @@ func TestPushesWhatPrometheusServes(t *testing.T) {
 				{"mlx_request_success_total", map[string]string{"model_name": "qwen", "finished_reason": "stop"}, "sum", 1, 0},
 				{"mlx_request_errors_total", map[string]string{"model_name": ""}, "sum", 1, 0},
 				{"mlx_generation_tokens_total", map[string]string{"model_name": "qwen"}, "sum", 20, 0},
-				{"mlx_time_to_first_token_seconds", map[string]string{"model_name": "qwen"}, "histogram", 0.085, 1},
-				{"mlx_e2e_request_latency_seconds", map[string]string{"model_name": "qwen"}, "histogram", 0.9, 1},
+				{"gen_ai.server.time_to_first_token", genAIAttrs("qwen", ""), "histogram", 0.085, 1},
+				{"gen_ai.server.request.duration", genAIAttrs("qwen", ""), "histogram", 0.9, 1},
+				{"gen_ai.client.token.usage", genAIAttrs("qwen", "input"), "histogram", 100, 1},
+				{"gen_ai.client.token.usage", genAIAttrs("qwen", "output"), "histogram", 20, 1},
+			}
+			for name, want := range map[string]string{
+				"gen_ai.server.time_to_first_token": "s", "gen_ai.server.request.duration": "s",
+				"gen_ai.client.token.usage": "{token}", "mlx_model_weights_bytes": "By",
+				"mlx_num_requests_running": "{request}", "mlx_kv_cache_usage_ratio": "1",
+				"mlx_generation_tokens_total": "{token}", "mlx_generation_tokens_per_second": "{token}/s",
+			} {
+				if ps := got[name]; len(ps) > 0 && ps[0].unit != want {
+					t.Errorf("%s unit %q, want %q", name, ps[0].unit, want)
+				}
 			}
 			for _, c := range checks {
 				pt := find(got[c.metric], c.attrs)
@@ -282,7 +316,7 @@ func TestPushesWhatPrometheusServes(t *testing.T) {
 				if c.kind == "sum" && !pt.mono {
 					t.Errorf("%s is not a cumulative monotonic sum", c.metric)
 				}
-				if c.kind == "histogram" && (len(pt.bounds) == 0 || pt.bounds[0] != 0.001 && c.metric == "mlx_time_to_first_token_seconds") {
+				if c.kind == "histogram" && (len(pt.bounds) == 0 || pt.bounds[0] != 0.001 && c.metric == "gen_ai.server.time_to_first_token") {
 					t.Errorf("%s bounds %v, want vLLM's buckets", c.metric, pt.bounds)
 				}
 			}
@@ -295,7 +329,7 @@ func TestPushesWhatPrometheusServes(t *testing.T) {
 			}
 			reqs := r.requests()
 			last, _ := flatten(reqs[len(reqs)-1:])
-			if pt := find(last["mlx_e2e_request_latency_seconds"], map[string]string{"model_name": "qwen"}); pt == nil || pt.count != 2 {
+			if pt := find(last["gen_ai.server.request.duration"], genAIAttrs("qwen", "")); pt == nil || pt.count != 2 {
 				t.Errorf("the last push's e2e count = %+v, want 2", pt)
 			}
 			if s := p.Stats(); s.Pushes != 2 || s.Failures != 0 {
@@ -384,5 +418,37 @@ func TestOptionsCheck(t *testing.T) {
 			t.Errorf("%+v: got %q %q %v, %v; want %q %q %v", tc.in, got.Endpoint, got.Protocol, got.Interval, err,
 				tc.endpoint, tc.protocol, tc.interval)
 		}
+	}
+}
+
+// genAIAttrs are a GenAI instrument's attributes for model (and a token
+// type, when set).
+func genAIAttrs(model, tokenType string) map[string]string {
+	a := map[string]string{"gen_ai.request.model": model, "gen_ai.operation.name": genAIOperation, "gen_ai.provider.name": genAIProvider}
+	if tokenType != "" {
+		a["gen_ai.token.type"] = tokenType
+	}
+	return a
+}
+
+// Every family the exporter registers has a UCUM unit, so a family added
+// later cannot go out without one.
+func TestEveryFamilyHasAUnit(t *testing.T) {
+	descs := make(chan *prometheus.Desc, 128)
+	go func() {
+		prom.New(prom.Options{}).Registry().Describe(descs)
+		close(descs)
+	}()
+	fqName := regexp.MustCompile(`fqName: "([^"]+)"`)
+	n := 0
+	for d := range descs {
+		name := fqName.FindStringSubmatch(d.String())[1]
+		n++
+		if unitOf(name) == "" {
+			t.Errorf("%s has no unit: add it to units", name)
+		}
+	}
+	if n < 20 {
+		t.Fatalf("only %d families described", n)
 	}
 }

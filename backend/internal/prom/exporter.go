@@ -316,6 +316,8 @@ func (e *Exporter) observeRequest(model string, p *events.RequestFinished) {
 		return
 	}
 	e.m.success.WithLabelValues(model, reason).Inc()
+	e.m.promptLen.WithLabelValues(model).Observe(float64(max(p.PromptTokens, 0)))
+	e.m.genLen.WithLabelValues(model).Observe(float64(max(p.CompletionTokens, 0)))
 	e.m.e2e.WithLabelValues(model).Observe(p.TotalMs / 1000)
 	// A timing that did not happen (null) is not observed: a zero would
 	// drag the percentiles down.

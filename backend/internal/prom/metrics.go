@@ -50,15 +50,19 @@ type metrics struct {
 	prefixHits    *prometheus.CounterVec
 	prefixQueries *prometheus.CounterVec
 
-	ttft    *prometheus.HistogramVec
-	queue   *prometheus.HistogramVec
-	e2e     *prometheus.HistogramVec
-	tpot    *prometheus.HistogramVec
-	prompt  *prometheus.CounterVec
-	cached  *prometheus.CounterVec
-	gen     *prometheus.CounterVec
-	success *prometheus.CounterVec
-	errors  *prometheus.CounterVec
+	ttft  *prometheus.HistogramVec
+	queue *prometheus.HistogramVec
+	e2e   *prometheus.HistogramVec
+	tpot  *prometheus.HistogramVec
+	// promptLen and genLen are each request's token counts, the
+	// distributions of request length.
+	promptLen *prometheus.HistogramVec
+	genLen    *prometheus.HistogramVec
+	prompt    *prometheus.CounterVec
+	cached    *prometheus.CounterVec
+	gen       *prometheus.CounterVec
+	success   *prometheus.CounterVec
+	errors    *prometheus.CounterVec
 
 	weights     *prometheus.GaugeVec
 	kvBytes     *prometheus.GaugeVec
@@ -101,15 +105,17 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		prefixHits:    counter("prefix_cache_hits_total", "Prefix cache lookups that hit.", modelLabel),
 		prefixQueries: counter("prefix_cache_queries_total", "Prefix cache lookups.", modelLabel),
 
-		ttft:    histogram("time_to_first_token_seconds", "Time to first token.", ttftBuckets, modelLabel),
-		queue:   histogram("request_queue_time_seconds", "Time a request waited before its prefill started.", queueBuckets, modelLabel),
-		e2e:     histogram("e2e_request_latency_seconds", "End-to-end request latency.", latencyBuckets, modelLabel),
-		tpot:    histogram("time_per_output_token_seconds", "Mean time per output token during decode.", tpotBuckets, modelLabel),
-		prompt:  counter("prompt_tokens_total", "Prompt tokens of finished requests.", modelLabel),
-		cached:  counter("prompt_tokens_cached_total", "Prompt tokens of finished requests served from the prefix cache.", modelLabel),
-		gen:     counter("generation_tokens_total", "Generated tokens of finished requests.", modelLabel),
-		success: counter("request_success_total", "Requests that finished without an error, by vLLM's finished_reason (stop, length, abort: cancelled by the client).", modelLabel, "finished_reason"),
-		errors:  counter("request_errors_total", "Requests that ended in an error, the engine's or the upstream's; model_name is empty when no model accepted the request.", modelLabel),
+		ttft:      histogram("time_to_first_token_seconds", "Time to first token.", ttftBuckets, modelLabel),
+		queue:     histogram("request_queue_time_seconds", "Time a request waited before its prefill started.", queueBuckets, modelLabel),
+		e2e:       histogram("e2e_request_latency_seconds", "End-to-end request latency.", latencyBuckets, modelLabel),
+		tpot:      histogram("time_per_output_token_seconds", "Mean time per output token during decode.", tpotBuckets, modelLabel),
+		promptLen: histogram("request_prompt_tokens", "Prompt tokens of each finished request.", tokenBuckets, modelLabel),
+		genLen:    histogram("request_generation_tokens", "Generated tokens of each finished request.", tokenBuckets, modelLabel),
+		prompt:    counter("prompt_tokens_total", "Prompt tokens of finished requests.", modelLabel),
+		cached:    counter("prompt_tokens_cached_total", "Prompt tokens of finished requests served from the prefix cache.", modelLabel),
+		gen:       counter("generation_tokens_total", "Generated tokens of finished requests.", modelLabel),
+		success:   counter("request_success_total", "Requests that finished without an error, by vLLM's finished_reason (stop, length, abort: cancelled by the client).", modelLabel, "finished_reason"),
+		errors:    counter("request_errors_total", "Requests that ended in an error, the engine's or the upstream's; model_name is empty when no model accepted the request.", modelLabel),
 
 		weights:     gauge("model_weights_bytes", "Bytes of the model's weights in memory.", modelLabel),
 		kvBytes:     gauge("model_kv_cache_bytes", "Bytes of the model's KV cache in memory.", modelLabel),
@@ -123,7 +129,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	m.all = []*prometheus.MetricVec{m.running.MetricVec, m.waiting.MetricVec, m.capacity.MetricVec,
 		m.tokensPerSecond.MetricVec, m.kvUsage.MetricVec, m.cacheBytes.MetricVec, m.cacheCapacity.MetricVec,
 		m.prefixHits.MetricVec, m.prefixQueries.MetricVec, m.ttft.MetricVec, m.queue.MetricVec, m.e2e.MetricVec,
-		m.tpot.MetricVec, m.prompt.MetricVec, m.cached.MetricVec, m.gen.MetricVec, m.success.MetricVec,
+		m.tpot.MetricVec, m.promptLen.MetricVec, m.genLen.MetricVec, m.prompt.MetricVec, m.cached.MetricVec, m.gen.MetricVec, m.success.MetricVec,
 		m.errors.MetricVec, m.weights.MetricVec, m.kvBytes.MetricVec, m.prefixBytes.MetricVec,
 		m.loadSeconds.MetricVec, m.loadTime.MetricVec, m.loads.MetricVec, m.unloads.MetricVec, m.resident.MetricVec}
 	for _, v := range m.all {
