@@ -55,6 +55,7 @@ var units = map[string]string{
 	"mlx_model_loads_total":            "{load}",
 	"mlx_model_unloads_total":          "{unload}",
 	"mlx_model_resident":               "1",
+	"mlx_build_info":                   "1",
 	"mlx_request_prompt_tokens":        "{token}",
 	"mlx_request_generation_tokens":    "{token}",
 }

@@ -28,12 +28,19 @@ func exportedFamilies(t *testing.T) map[string][]string {
 	}()
 	fqName := regexp.MustCompile(`fqName: "([^"]+)"`)
 	labels := regexp.MustCompile(`variableLabels: \{([^}]*)\}`)
+	constLabels := regexp.MustCompile(`constLabels: \{([^}]*)\}`)
+	constName := regexp.MustCompile(`(\w+)=`)
 	out := map[string][]string{}
 	for d := range descs {
 		s := d.String()
 		var names []string
 		if m := labels.FindStringSubmatch(s); m != nil && m[1] != "" {
 			names = strings.Split(m[1], ",")
+		}
+		if m := constLabels.FindStringSubmatch(s); m != nil {
+			for _, c := range constName.FindAllStringSubmatch(m[1], -1) {
+				names = append(names, c[1])
+			}
 		}
 		out[fqName.FindStringSubmatch(s)[1]] = names
 	}

@@ -9,7 +9,11 @@
 // adds.
 package prom
 
-import "github.com/prometheus/client_golang/prometheus"
+import (
+	"runtime/debug"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
 
 const namespace = "mlx"
 
@@ -135,5 +139,20 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	for _, v := range m.all {
 		reg.MustRegister(v)
 	}
+	reg.MustRegister(buildInfo())
 	return m
+}
+
+// buildInfo is mlx_build_info, 1 with the binary's version: the one series
+// every backend serves from its start, so that a fleet's query API knows a
+// host before its first request, and knows when it stops reporting.
+func buildInfo() prometheus.Collector {
+	version := "(devel)"
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {
+		version = bi.Main.Version
+	}
+	g := prometheus.NewGauge(prometheus.GaugeOpts{Namespace: namespace, Name: "build_info",
+		Help: "1, labelled with the mlx-metrics version serving it.", ConstLabels: prometheus.Labels{"version": version}})
+	g.Set(1)
+	return g
 }
