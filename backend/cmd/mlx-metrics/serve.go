@@ -112,6 +112,14 @@ func addExportFlags(fs *flag.FlagSet, env *envDefaults, c *app.ExportConfig) {
 		"poll an engine's Prometheus endpoint, `URL[,KIND[,MODEL]]` with kind vllm, sglang, llamacpp, mlx or auto; repeatable (env MLX_METRICS_SCRAPE, space-separated)")
 	fs.DurationVar(&c.ScrapeInterval, "scrape-interval", env.duration("MLX_METRICS_SCRAPE_INTERVAL", 2*time.Second),
 		"poll --scrape targets every `DURATION`, at least 100ms (env MLX_METRICS_SCRAPE_INTERVAL)")
+	fs.StringVar(&c.Fleet.URL, "fleet", env.text("MLX_METRICS_FLEET", ""),
+		"serve the fleet view from the Prometheus-compatible query API at `URL` (Prometheus, Thanos, Mimir), which scrapes the fleet's backends; a token from MLX_METRICS_FLEET_TOKEN, or basic auth from MLX_METRICS_FLEET_USER and MLX_METRICS_FLEET_PASSWORD (env MLX_METRICS_FLEET)")
+	fs.StringVar(&c.Fleet.HostLabel, "fleet-host-label", env.text("MLX_METRICS_FLEET_HOST_LABEL", "instance"),
+		"the `LABEL` that tells the fleet's hosts apart: instance (the scrape's), or one the fleet's configuration sets (env MLX_METRICS_FLEET_HOST_LABEL)")
+	fs.DurationVar(&c.Fleet.Timeout, "fleet-timeout", env.duration("MLX_METRICS_FLEET_TIMEOUT", 10*time.Second),
+		"bound each fleet query to `DURATION` (env MLX_METRICS_FLEET_TIMEOUT)")
+	c.Fleet.BearerToken = os.Getenv("MLX_METRICS_FLEET_TOKEN")
+	c.Fleet.Username, c.Fleet.Password = os.Getenv("MLX_METRICS_FLEET_USER"), os.Getenv("MLX_METRICS_FLEET_PASSWORD")
 	fs.StringVar(&c.PromNames, "prom-names", env.text("MLX_METRICS_PROM_NAMES", string(prom.NamesBoth)),
 		"the metric `NAMES` /metrics and /api/metrics/prometheus serve: both (this module's mlx_ and vLLM's vllm: families), mlx or vllm (env MLX_METRICS_PROM_NAMES)")
 	fs.StringVar(&c.OTLP.Endpoint, "otlp-endpoint", env.text("MLX_METRICS_OTLP_ENDPOINT", ""),

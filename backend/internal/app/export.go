@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"regexp"
 	"sync"
 	"time"
 
 	"github.com/mlx-bun/mlx-metrics/backend/internal/bus"
+	"github.com/mlx-bun/mlx-metrics/backend/internal/fleet"
 	"github.com/mlx-bun/mlx-metrics/backend/internal/health"
 	"github.com/mlx-bun/mlx-metrics/backend/internal/ingest"
 	"github.com/mlx-bun/mlx-metrics/backend/internal/otlp"
@@ -35,6 +37,9 @@ type ExportConfig struct {
 	// OTLP (--otlp-endpoint, --otlp-protocol, --otlp-interval) pushes the
 	// metrics when its Endpoint is set.
 	OTLP otlp.Options
+	// Fleet (--fleet, --fleet-host-label, --fleet-timeout) serves the fleet
+	// view from a Prometheus-compatible query API when its URL is set.
+	Fleet FleetConfig
 	// requests is the live side's (Start sets it): the proxy's reports of
 	// a request another source reports too count once.
 	requests *ingest.Requests
@@ -64,6 +69,17 @@ func (c ExportConfig) check() error {
 	if c.ProxyTo != "" {
 		if err := proxy.CheckUpstream(c.ProxyTo); err != nil {
 			return configErrorf("--proxy-to %w", err)
+		}
+	}
+	if c.Fleet.URL != "" {
+		if _, err := fleet.NewClient(c.Fleet.URL, fleet.Options{}); err != nil {
+			return configErrorf("--fleet %q: %w", c.Fleet.URL, err)
+		}
+		if c.Fleet.HostLabel == "" || !promLabel.MatchString(c.Fleet.HostLabel) {
+			return configErrorf("--fleet-host-label %q: want a Prometheus label name (instance, host)", c.Fleet.HostLabel)
+		}
+		if c.Fleet.Timeout < 100*time.Millisecond || c.Fleet.Timeout > 5*time.Minute {
+			return configErrorf("--fleet-timeout %v: want from 100ms to 5m", c.Fleet.Timeout)
 		}
 	}
 	if c.OTLP.Endpoint != "" {
@@ -116,7 +132,7 @@ func StartExport(ctx context.Context, b *bus.Bus, healthz *health.Health, cfg Ex
 		healthz.Add("otlp", func() any { return pusher.Stats() })
 		logf("pushing metrics to %s (%s) every %s", pusher.Stats().Endpoint, o.Protocol, o.Interval)
 	}
-	side := &Export{features: []server.Feature{exp}, pusher: pusher, proxied: proxied}
+	side := &Export{features: []server.Feature{exp, fleetFeature(cfg.Fleet, healthz)}, pusher: pusher, proxied: proxied}
 	side.unsubscribe = b.Subscribe("prometheus", 0, exp.Observe)
 	if p != nil {
 		side.features = append(side.features, p)
@@ -163,4 +179,30 @@ func (s *Export) Close(ctx context.Context) error {
 		return fmt.Errorf("otlp: last push: %w", err)
 	}
 	return nil
+}
+
+// FleetConfig is the fleet view's: the query API and how to read it.
+type FleetConfig struct {
+	URL       string        // --fleet: a Prometheus-compatible query API
+	HostLabel string        // --fleet-host-label: instance, or a label the fleet sets
+	Timeout   time.Duration // --fleet-timeout: one query's bound
+	// Credentials, from the environment (MLX_METRICS_FLEET_TOKEN, or
+	// MLX_METRICS_FLEET_USER and MLX_METRICS_FLEET_PASSWORD), never flags.
+	BearerToken, Username, Password string
+}
+
+// promLabel is a Prometheus label name.
+var promLabel = regexp.MustCompile(`^[a-zA-Z_][a-zA-Z0-9_]*$`)
+
+// fleetFeature is GET /api/metrics/fleet: off ({"enabled": false})
+// without a URL.
+func fleetFeature(c FleetConfig, healthz *health.Health) server.Feature {
+	if c.URL == "" {
+		return fleet.Feature{}
+	}
+	client, _ := fleet.NewClient(c.URL, fleet.Options{Timeout: c.Timeout,
+		BearerToken: c.BearerToken, Username: c.Username, Password: c.Password})
+	healthz.Add("fleet", func() any { return map[string]string{"source": client.URL(), "hostLabel": c.HostLabel} })
+	logf("fleet view from the query API at %s (hosts by %s)", client.URL(), c.HostLabel)
+	return fleet.Feature{S: fleet.NewService(client, fleet.Config{HostLabel: c.HostLabel})}
 }

@@ -1,0 +1,257 @@
+package fleet
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/mlx-bun/mlx-metrics/backend/internal/server"
+)
+
+// fakeAPI answers /api/v1/query with answer(query); it records the
+// queries and their credentials (read them once the view is done).
+func fakeAPI(t *testing.T, answer func(w http.ResponseWriter, query string)) (*httptest.Server, *[]string) {
+	var seen []string
+	var mu sync.Mutex
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/api/v1/query" {
+			http.NotFound(w, r)
+			return
+		}
+		r.ParseForm()
+		mu.Lock()
+		seen = append(seen, r.Header.Get("Authorization")+" "+r.Form.Get("query"))
+		mu.Unlock()
+		answer(w, r.Form.Get("query"))
+	}))
+	t.Cleanup(srv.Close)
+	return srv, &seen
+}
+
+func vector(samples ...string) string {
+	return `{"status":"success","data":{"resultType":"vector","result":[` + strings.Join(samples, ",") + `]}}`
+}
+
+func sample(host, model, value string) string {
+	m := fmt.Sprintf(`"instance":%q`, host)
+	if model != "" {
+		m += fmt.Sprintf(`,"model_name":%q`, model)
+	}
+	return fmt.Sprintf(`{"metric":{%s},"value":[1764690000,%q]}`, m, value)
+}
+
+// A fleet of three hosts, one of which stopped reporting, and three
+// models on them; the rows beyond the top two summed as others.
+func TestViewFigures(t *testing.T) {
+	srv, seen := fakeAPI(t, func(w http.ResponseWriter, q string) {
+		switch {
+		case strings.HasPrefix(q, "max by (instance, version) (last_over_time(mlx_build_info"):
+			fmt.Fprint(w, vector(sample("a:7878", "", "1"), sample("b:7878", "", "1"), sample("c:7878", "", "1")))
+		case strings.HasPrefix(q, "max by (instance) (mlx_build_info"):
+			fmt.Fprint(w, vector(sample("a:7878", "", "1"), sample("b:7878", "", "1")))
+		case strings.Contains(q, "mlx_generation_tokens_total"):
+			fmt.Fprint(w, vector(sample("a:7878", "m1", "300"), sample("b:7878", "m1", "100"), sample("b:7878", "m2", "10"), sample("c:7878", "m3", "5")))
+		case strings.Contains(q, "mlx_request_success_total"):
+			fmt.Fprint(w, vector(sample("a:7878", "m1", "3"), sample("b:7878", "m2", "1"), sample("c:7878", "m3", "0.5")))
+		case strings.Contains(q, "histogram_quantile(0.99") && strings.Contains(q, "time_to_first"):
+			fmt.Fprint(w, vector(sample("a:7878", "m1", "0.25"), sample("b:7878", "m1", "NaN")))
+		case strings.Contains(q, "mlx_kv_cache_usage_ratio"):
+			fmt.Fprint(w, vector(sample("b:7878", "m2", "0.5"), sample("c:7878", "m3", "0.75")))
+		default:
+			fmt.Fprint(w, vector())
+		}
+	})
+	c, err := NewClient(srv.URL+"/", Options{BearerToken: "tok"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := NewService(c, Config{TopRows: 2})
+	v, err := s.View(context.Background(), Request{Range: "1h"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hosts := fmt.Sprint(v.Hosts)
+	if want := "[{a:7878 true } {b:7878 true } {c:7878 false }]"; hosts != want {
+		t.Errorf("hosts %s, want %s", hosts, want)
+	}
+	if len(v.Rows) != 2 || v.Rows[0].Host != "a:7878" || *v.Rows[0].TokensPerSecond != 300 || *v.Rows[0].TTFT.P99 != 0.25 ||
+		v.Rows[1].Host != "b:7878" || v.Rows[1].Model != "m1" || v.Rows[1].TTFT.P99 != nil {
+		t.Errorf("rows %+v", v.Rows)
+	}
+	o := v.Others
+	if o == nil || o.Rows != 2 || *o.TokensPerSecond != 15 || *o.RequestsPerSecond != 1.5 || *o.KVUsage != 0.75 || o.TTFT.P50 != nil {
+		t.Errorf("others %+v", o)
+	}
+	if len(v.Queries) != 16 || !strings.Contains(v.Queries["ttft.p99"], "[1h]") {
+		t.Errorf("queries %d: %v", len(v.Queries), v.Queries)
+	}
+	if len(*seen) != 16 || !strings.HasPrefix((*seen)[0], "Bearer tok ") {
+		t.Errorf("%d queries asked, first %q", len(*seen), (*seen)[0])
+	}
+	// A second ask within CacheFor is answered without asking again.
+	if _, err := s.View(context.Background(), Request{Range: "1h"}); err != nil || len(*seen) != 16 {
+		t.Errorf("a repeated view asked %d queries, err %v", len(*seen), err)
+	}
+}
+
+// Filters become label matchers in every figure's query; a host filter in
+// the host queries too.
+func TestFilters(t *testing.T) {
+	srv, seen := fakeAPI(t, func(w http.ResponseWriter, _ string) { fmt.Fprint(w, vector()) })
+	c, _ := NewClient(srv.URL, Options{Username: "u", Password: "p"})
+	s := NewService(c, Config{HostLabel: "host"})
+	if _, err := s.View(context.Background(), Request{Host: `a"b`, Model: "m\\1"}); err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range *seen {
+		if !strings.HasPrefix(q, "Basic ") || !strings.Contains(q, `host="a\"b"`) {
+			t.Errorf("query %q lacks the host filter or the basic auth", q)
+		}
+		if strings.Contains(q, "mlx_generation") && !strings.Contains(q, `model_name="m\\1"`) {
+			t.Errorf("query %q lacks the model filter", q)
+		}
+		if strings.Contains(q, "[") && !strings.Contains(q, "[15m]") {
+			t.Errorf("query %q is not over the default range", q)
+		}
+	}
+	for _, r := range []Request{{Range: "2d"}, {Host: strings.Repeat("h", MaxFilter+1)}, {Model: "\xff"}} {
+		var re *RequestError
+		if _, err := s.View(context.Background(), r); !errors.As(err, &re) {
+			t.Errorf("%+v: %v, want a RequestError", r, err)
+		}
+	}
+}
+
+// The query API down, slow, answering 4xx, 5xx, garbage, too much, or a
+// partial answer: each said as what it is, in a bounded message.
+func TestQueryFaults(t *testing.T) {
+	// release ends the slow answers when a case is over, whether or not
+	// the server noticed its client had gone.
+	var release chan struct{}
+	closed := func() string {
+		l, _ := net.Listen("tcp", "127.0.0.1:0")
+		addr := l.Addr().String()
+		l.Close()
+		return "http://" + addr
+	}()
+	tests := []struct {
+		name    string
+		answer  func(w http.ResponseWriter, r *http.Request)
+		base    string // instead of the fake
+		kind    string // "" for success
+		partial bool
+		msgHas  string
+	}{
+		{name: "down", base: closed, kind: KindUnreachable, msgHas: "unreachable"},
+		{name: "slow", answer: func(w http.ResponseWriter, r *http.Request) {
+			select {
+			case <-r.Context().Done():
+			case <-release:
+			}
+		}, kind: KindTimeout, msgHas: "no answer within"},
+		{name: "4xx", answer: func(w http.ResponseWriter, _ *http.Request) { http.Error(w, "unauthorized", 401) }, kind: KindStatus, msgHas: "HTTP 401 unauthorized"},
+		{name: "5xx", answer: func(w http.ResponseWriter, _ *http.Request) { http.Error(w, strings.Repeat("x", 5000), 503) }, kind: KindStatus, msgHas: "HTTP 503"},
+		{name: "bad query", answer: func(w http.ResponseWriter, _ *http.Request) {
+			w.WriteHeader(400)
+			fmt.Fprint(w, `{"status":"error","errorType":"bad_data","error":"parse error"}`)
+		}, kind: KindQuery, msgHas: "bad_data: parse error"},
+		{name: "garbage", answer: func(w http.ResponseWriter, _ *http.Request) { fmt.Fprint(w, "<html>proxy login</html>") }, kind: KindGarbage, msgHas: "not a Prometheus API answer"},
+		{name: "wrong type", answer: func(w http.ResponseWriter, _ *http.Request) {
+			fmt.Fprint(w, `{"status":"success","data":{"resultType":"matrix","result":[]}}`)
+		}, kind: KindGarbage, msgHas: "want a vector"},
+		{name: "bad value", answer: func(w http.ResponseWriter, _ *http.Request) {
+			fmt.Fprint(w, vector(`{"metric":{},"value":[1,"fast"]}`))
+		}, kind: KindGarbage, msgHas: "not a number"},
+		{name: "too much", answer: func(w http.ResponseWriter, _ *http.Request) {
+			fmt.Fprint(w, vector(strings.Repeat(sample("a", "m", "1")+",", 2000)+sample("a", "m", "1")))
+		}, kind: KindGarbage, msgHas: "an answer over"},
+		{name: "partial", answer: func(w http.ResponseWriter, _ *http.Request) {
+			fmt.Fprint(w, `{"status":"success","warnings":["store eu-1 did not answer"],"data":{"resultType":"vector","result":[]}}`)
+		}, partial: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			base := tt.base
+			release = make(chan struct{})
+			if base == "" {
+				srv := httptest.NewServer(http.HandlerFunc(tt.answer))
+				defer srv.Close()
+				base = srv.URL
+			}
+			defer close(release)
+			c, err := NewClient(base, Options{Timeout: 200 * time.Millisecond, MaxAnswer: 64 << 10})
+			if err != nil {
+				t.Fatal(err)
+			}
+			v, err := NewService(c, Config{}).View(context.Background(), Request{})
+			var qe *QueryError
+			switch {
+			case tt.kind == "" && err != nil:
+				t.Fatalf("err %v", err)
+			case tt.kind != "" && (!errors.As(err, &qe) || qe.Kind != tt.kind || !strings.Contains(qe.Message, tt.msgHas) || len(qe.Message) > 2*maxMessage):
+				t.Fatalf("err %#v, want kind %s with %q", err, tt.kind, tt.msgHas)
+			case tt.kind == "" && (v.Partial != tt.partial || (tt.partial && v.Warnings[0] != "store eu-1 did not answer")):
+				t.Fatalf("view %+v, want partial %v", v, tt.partial)
+			}
+		})
+	}
+}
+
+// The route: off without --fleet, the view, a refused request, and a
+// failing query API said in the API's error form.
+func TestRoute(t *testing.T) {
+	up, _ := fakeAPI(t, func(w http.ResponseWriter, _ string) { fmt.Fprint(w, vector()) })
+	down, _ := fakeAPI(t, func(w http.ResponseWriter, _ string) { http.Error(w, "no", 502) })
+	service := func(base string) *Service {
+		c, err := NewClient(base, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return NewService(c, Config{})
+	}
+	tests := []struct {
+		name   string
+		s      *Service
+		query  string
+		status int
+		body   string
+	}{
+		{"off", nil, "", 200, `"enabled":false`},
+		{"on", service(up.URL), "?range=6h", 200, `"enabled":true`},
+		{"bad range", service(up.URL), "?range=1w", 400, `"type":"invalid_request_error"`},
+		{"API failing", service(down.URL), "", 502, `the fleet's query API at ` + down.URL + `: HTTP 502`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			app := server.New(server.Options{}, Feature{S: tt.s})
+			res, err := app.Test(httptest.NewRequest("GET", "/api/metrics/fleet"+tt.query, nil), -1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, _ := io.ReadAll(res.Body)
+			if res.StatusCode != tt.status || !strings.Contains(string(body), tt.body) || !json.Valid(body) {
+				t.Fatalf("%d %s, want %d with %s", res.StatusCode, body, tt.status, tt.body)
+			}
+		})
+	}
+}
+
+func TestNewClientRefuses(t *testing.T) {
+	for _, base := range []string{"", "ftp://h", "http://u:p@h", "http://h?x=1", "h:9090", "http://"} {
+		if _, err := NewClient(base, Options{}); err == nil {
+			t.Errorf("NewClient(%q) accepted", base)
+		}
+	}
+	if c, err := NewClient("https://mimir.example/prometheus/", Options{}); err != nil || c.URL() != "https://mimir.example/prometheus" {
+		t.Errorf("a path under the API root: %v %v", c, err)
+	}
+}

@@ -1,0 +1,42 @@
+package fleet
+
+import (
+	"errors"
+	"net/http"
+
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/mlx-bun/mlx-metrics/backend/internal/server"
+)
+
+// Feature serves GET /api/metrics/fleet: the view of Service, or, without
+// one (serve without --fleet), {"enabled": false}, so the panel knows to
+// show no Fleet tab.
+type Feature struct{ S *Service }
+
+// Mount serves the route.
+func (f Feature) Mount(_ *fiber.App, api fiber.Router) {
+	api.Get("/fleet", f.handle)
+}
+
+func (f Feature) handle(c *fiber.Ctx) error {
+	if f.S == nil {
+		return c.JSON(View{Hosts: []Host{}, Rows: []Row{}})
+	}
+	v, err := f.S.View(c.UserContext(), Request{Range: c.Query("range"), Host: c.Query("host"), Model: c.Query("model")})
+	var re *RequestError
+	var qe *QueryError
+	switch {
+	case errors.As(err, &re):
+		return server.Error(c, fiber.StatusBadRequest, re.Message)
+	case errors.As(err, &qe):
+		status := http.StatusBadGateway
+		if qe.Kind == KindTimeout {
+			status = http.StatusGatewayTimeout
+		}
+		return server.Error(c, status, "the fleet's query API at "+f.S.c.URL()+": "+qe.Message)
+	case err != nil:
+		return server.Error(c, http.StatusBadGateway, "the fleet's query API: "+clip(err.Error()))
+	}
+	return c.JSON(v)
+}

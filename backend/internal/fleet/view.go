@@ -1,0 +1,386 @@
+package fleet
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+)
+
+// Ranges are the windows a view covers, as PromQL durations.
+var Ranges = []string{"15m", "1h", "6h", "24h"}
+
+// Request asks for one view: its range, and a host and a model to keep
+// (all when empty).
+type Request struct {
+	Range string
+	Host  string
+	Model string
+}
+
+// Quantiles are the p50, p95 and p99 of a time, in seconds; null where the
+// range held no request.
+type Quantiles struct {
+	P50 *float64 `json:"p50"`
+	P95 *float64 `json:"p95"`
+	P99 *float64 `json:"p99"`
+}
+
+// Row is one host's figures for one model over the range. Others, when
+// set, is the row summing the rows beyond the top ones (its host and model
+// empty; times, which do not sum, null).
+type Row struct {
+	Host              string    `json:"host"`
+	Model             string    `json:"model"`
+	TokensPerSecond   *float64  `json:"tokensPerSecond"`
+	RequestsPerSecond *float64  `json:"requestsPerSecond"`
+	TTFT              Quantiles `json:"ttftSeconds"`
+	TPOT              Quantiles `json:"tpotSeconds"`
+	E2E               Quantiles `json:"e2eSeconds"`
+	KVUsage           *float64  `json:"kvUsage"`
+	QueueDepth        *float64  `json:"queueDepth"`
+	Errors            *float64  `json:"errors"`
+	// Rows is how many rows Others sums; 0 for a row of its own.
+	Rows int `json:"rows,omitempty"`
+}
+
+// Host is one host the query API has seen over the range.
+type Host struct {
+	Host string `json:"host"`
+	// Reporting is false for a host seen in the range that the query API
+	// scrapes no more (stopped, unreachable): shown as such, not dropped.
+	Reporting bool   `json:"reporting"`
+	Version   string `json:"version,omitempty"`
+}
+
+// View is GET /api/metrics/fleet's answer (docs/api.md, docs/fleet.md).
+type View struct {
+	Enabled   bool     `json:"enabled"`
+	Source    string   `json:"source,omitempty"` // the query API
+	HostLabel string   `json:"hostLabel,omitempty"`
+	Range     string   `json:"range,omitempty"`
+	At        int64    `json:"at,omitempty"` // when it was asked, epoch ms
+	Partial   bool     `json:"partial,omitempty"`
+	Warnings  []string `json:"warnings,omitempty"`
+	Hosts     []Host   `json:"hosts"`
+	Rows      []Row    `json:"rows"`
+	Others    *Row     `json:"others"`
+	// Queries are the PromQL each figure came from, by figure.
+	Queries map[string]string `json:"queries,omitempty"`
+}
+
+// Config configure a Service.
+type Config struct {
+	// HostLabel tells hosts apart: instance (the scrape's) or a label a
+	// fleet's configuration sets (host).
+	HostLabel string
+	// TopRows bounds the rows a view lists (DefaultTopRows), by tokens/s;
+	// the rest are summed into Others.
+	TopRows int
+	// CacheFor is how long a view is reused for the same request
+	// (DefaultCacheFor), so panels refreshing at once cost one query set.
+	CacheFor time.Duration
+	Now      func() time.Time // time.Now when nil
+	// Ranges are the windows a request may ask for (Ranges when nil):
+	// tests of a fleet minutes old ask for seconds.
+	Ranges []string
+}
+
+// Defaults of Config.
+const (
+	DefaultTopRows  = 20
+	DefaultCacheFor = 5 * time.Second
+	// MaxFilter bounds a host or model filter's length.
+	MaxFilter = 256
+	// parallel bounds the queries of one view in flight at once.
+	parallel = 4
+)
+
+// Service answers views from one query API.
+type Service struct {
+	c   *Client
+	cfg Config
+
+	mu    sync.Mutex // one view is computed at a time
+	cache map[Request]cached
+}
+
+type cached struct {
+	view View
+	at   time.Time
+}
+
+// NewService returns the fleet view of what c's API holds.
+func NewService(c *Client, cfg Config) *Service {
+	if cfg.HostLabel == "" {
+		cfg.HostLabel = "instance"
+	}
+	if cfg.TopRows <= 0 {
+		cfg.TopRows = DefaultTopRows
+	}
+	if cfg.CacheFor <= 0 {
+		cfg.CacheFor = DefaultCacheFor
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Ranges == nil {
+		cfg.Ranges = Ranges
+	}
+	return &Service{c: c, cfg: cfg, cache: map[Request]cached{}}
+}
+
+// RequestError is a request the service refuses (a bad range or filter).
+type RequestError struct{ Message string }
+
+func (e *RequestError) Error() string { return e.Message }
+
+// check fills in r's defaults and refuses what cannot be asked.
+func (r Request) check(ranges []string) (Request, error) {
+	if r.Range == "" {
+		r.Range = ranges[0]
+	}
+	if !slices.Contains(ranges, r.Range) {
+		return r, &RequestError{"range: want one of " + strings.Join(ranges, ", ")}
+	}
+	for _, f := range []struct{ name, v string }{{"host", r.Host}, {"model", r.Model}} {
+		if len(f.v) > MaxFilter || !utf8.ValidString(f.v) {
+			return r, &RequestError{fmt.Sprintf("%s: at most %d bytes of UTF-8", f.name, MaxFilter)}
+		}
+	}
+	return r, nil
+}
+
+// figure is one query of a view: the figure it fills and its PromQL.
+type figure struct {
+	name string
+	expr string
+	set  func(r *Row, v float64)
+}
+
+// queries are a view's queries for r, figures by (host, model).
+func (s *Service) queries(r Request) (hosts, reporting string, figs []figure) {
+	h := s.cfg.HostLabel
+	sel := selector(h, r.Host, r.Model)
+	hostSel := selector(h, r.Host, "")
+	by := "sum by (" + h + ", model_name) "
+	quant := func(q float64, family string) string {
+		return fmt.Sprintf("histogram_quantile(%g, sum by (%s, model_name, le) (rate(%s_bucket%s[%s])))", q, h, family, sel, r.Range)
+	}
+	set := func(get func(*Row) **float64) func(*Row, float64) {
+		return func(row *Row, v float64) { *get(row) = finite(v) }
+	}
+	figs = []figure{
+		{"tokensPerSecond", by + "(rate(mlx_generation_tokens_total" + sel + "[" + r.Range + "]))", set(func(r *Row) **float64 { return &r.TokensPerSecond })},
+		{"requestsPerSecond", by + "(rate(mlx_request_success_total" + sel + "[" + r.Range + "]))", set(func(r *Row) **float64 { return &r.RequestsPerSecond })},
+		{"errors", by + "(increase(mlx_request_errors_total" + sel + "[" + r.Range + "]))", set(func(r *Row) **float64 { return &r.Errors })},
+		{"kvUsage", "max by (" + h + ", model_name) (mlx_kv_cache_usage_ratio" + sel + ")", set(func(r *Row) **float64 { return &r.KVUsage })},
+		{"queueDepth", by + "(mlx_num_requests_waiting" + sel + ")", set(func(r *Row) **float64 { return &r.QueueDepth })},
+	}
+	for _, t := range []struct {
+		name, family string
+		q            func(*Row) *Quantiles
+	}{
+		{"ttft", "mlx_time_to_first_token_seconds", func(r *Row) *Quantiles { return &r.TTFT }},
+		{"tpot", "mlx_time_per_output_token_seconds", func(r *Row) *Quantiles { return &r.TPOT }},
+		{"e2e", "mlx_e2e_request_latency_seconds", func(r *Row) *Quantiles { return &r.E2E }},
+	} {
+		for _, p := range []struct {
+			name string
+			q    float64
+			get  func(*Quantiles) **float64
+		}{{"p50", 0.5, func(q *Quantiles) **float64 { return &q.P50 }}, {"p95", 0.95, func(q *Quantiles) **float64 { return &q.P95 }},
+			{"p99", 0.99, func(q *Quantiles) **float64 { return &q.P99 }}} {
+			figs = append(figs, figure{t.name + "." + p.name, quant(p.q, t.family),
+				func(row *Row, v float64) { *p.get(t.q(row)) = finite(v) }})
+		}
+	}
+	hosts = "max by (" + h + ", version) (last_over_time(mlx_build_info" + hostSel + "[" + r.Range + "]))"
+	reporting = "max by (" + h + ") (mlx_build_info" + hostSel + ")"
+	return hosts, reporting, figs
+}
+
+// selector is a label selector keeping host and model when set.
+func selector(hostLabel, host, model string) string {
+	var m []string
+	if host != "" {
+		m = append(m, hostLabel+"="+strconv.Quote(host))
+	}
+	if model != "" {
+		m = append(m, "model_name="+strconv.Quote(model))
+	}
+	if len(m) == 0 {
+		return ""
+	}
+	return "{" + strings.Join(m, ", ") + "}"
+}
+
+// View answers r: every host the API has seen over the range, reporting
+// or not, and its figures by model. A query that fails fails the view,
+// with the failure's *QueryError; warnings mark it partial.
+func (s *Service) View(ctx context.Context, r Request) (View, error) {
+	r, err := r.check(s.cfg.Ranges)
+	if err != nil {
+		return View{}, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := s.cfg.Now()
+	if c, ok := s.cache[r]; ok && now.Sub(c.at) < s.cfg.CacheFor {
+		return c.view, nil
+	}
+	v, err := s.compute(ctx, r, now)
+	if err != nil {
+		return View{}, err
+	}
+	if len(s.cache) >= 64 {
+		clear(s.cache) // a few filters are asked for; bound what odd ones cost
+	}
+	s.cache[r] = cached{v, now}
+	return v, nil
+}
+
+func (s *Service) compute(ctx context.Context, r Request, now time.Time) (View, error) {
+	hostsQ, reportingQ, figs := s.queries(r)
+	v := View{Enabled: true, Source: s.c.URL(), HostLabel: s.cfg.HostLabel, Range: r.Range, At: now.UnixMilli(),
+		Hosts: []Host{}, Rows: []Row{}, Queries: map[string]string{"hosts": hostsQ, "reporting": reportingQ}}
+	exprs := []string{hostsQ, reportingQ}
+	for _, f := range figs {
+		exprs = append(exprs, f.expr)
+		v.Queries[f.name] = f.expr
+	}
+	answers := make([][]Sample, len(exprs))
+	warnings := make([][]string, len(exprs))
+	// The first query to fail fails the view; the others it cancels fail
+	// for that, which is not what to say.
+	var first error
+	var once sync.Once
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	sem := make(chan struct{}, parallel)
+	var wg sync.WaitGroup
+	for i, e := range exprs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			var err error
+			answers[i], warnings[i], err = s.c.Query(ctx, e)
+			if err != nil {
+				once.Do(func() { first = err; cancel() }) // the rest need not run
+			}
+		}()
+	}
+	wg.Wait()
+	if first != nil {
+		return View{}, first
+	}
+	for _, w := range warnings {
+		for _, msg := range w {
+			if !slices.Contains(v.Warnings, msg) {
+				v.Warnings = append(v.Warnings, msg)
+			}
+		}
+	}
+	v.Partial = len(v.Warnings) > 0
+
+	h := s.cfg.HostLabel
+	reporting := map[string]bool{}
+	for _, smp := range answers[1] {
+		reporting[smp.Labels[h]] = true
+	}
+	seen := map[string]bool{}
+	for _, smp := range answers[0] {
+		host := smp.Labels[h]
+		if seen[host] {
+			continue
+		}
+		seen[host] = true
+		v.Hosts = append(v.Hosts, Host{Host: host, Reporting: reporting[host], Version: smp.Labels["version"]})
+	}
+	rows := map[[2]string]*Row{}
+	for i, f := range figs {
+		for _, smp := range answers[2+i] {
+			key := [2]string{smp.Labels[h], smp.Labels["model_name"]}
+			row := rows[key]
+			if row == nil {
+				row = &Row{Host: key[0], Model: key[1]}
+				rows[key] = row
+			}
+			f.set(row, smp.Value)
+		}
+	}
+	for host := range reporting {
+		if !seen[host] {
+			v.Hosts = append(v.Hosts, Host{Host: host, Reporting: true})
+			seen[host] = true
+		}
+	}
+	for key := range rows {
+		if !seen[key[0]] {
+			// Figures of a host whose build info is older than the range:
+			// a host all the same, reporting as far as the API says.
+			v.Hosts = append(v.Hosts, Host{Host: key[0], Reporting: reporting[key[0]]})
+			seen[key[0]] = true
+		}
+	}
+	sort.Slice(v.Hosts, func(i, j int) bool { return v.Hosts[i].Host < v.Hosts[j].Host })
+	all := make([]Row, 0, len(rows))
+	for _, r := range rows {
+		all = append(all, *r)
+	}
+	sort.Slice(all, func(i, j int) bool {
+		a, b := orZero(all[i].TokensPerSecond), orZero(all[j].TokensPerSecond)
+		if a != b {
+			return a > b
+		}
+		if all[i].Host != all[j].Host {
+			return all[i].Host < all[j].Host
+		}
+		return all[i].Model < all[j].Model
+	})
+	if len(all) > s.cfg.TopRows {
+		v.Others = sumRows(all[s.cfg.TopRows:])
+		all = all[:s.cfg.TopRows]
+	}
+	v.Rows = all
+	return v, nil
+}
+
+func orZero(p *float64) float64 {
+	if p == nil {
+		return 0
+	}
+	return *p
+}
+
+// sumRows is the row of rows: rates, errors and queue depth summed, the
+// greatest KV use; times do not sum and stay null.
+func sumRows(rows []Row) *Row {
+	o := &Row{Rows: len(rows)}
+	add := func(dst **float64, v *float64) {
+		if v == nil {
+			return
+		}
+		if *dst == nil {
+			*dst = new(float64)
+		}
+		**dst += *v
+	}
+	for _, r := range rows {
+		add(&o.TokensPerSecond, r.TokensPerSecond)
+		add(&o.RequestsPerSecond, r.RequestsPerSecond)
+		add(&o.Errors, r.Errors)
+		add(&o.QueueDepth, r.QueueDepth)
+		if r.KVUsage != nil && (o.KVUsage == nil || *r.KVUsage > *o.KVUsage) {
+			o.KVUsage = r.KVUsage
+		}
+	}
+	return o
+}
