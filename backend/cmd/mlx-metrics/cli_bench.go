@@ -362,8 +362,12 @@ func benchCompareCmd(ctx context.Context, args []string, env cliEnv) error {
 // many figures regressed by more than regression (a fraction; 0: none
 // counted).
 func printComparison(w io.Writer, a, b bench.HistoryEntry, threshold, regression float64) (regressions int) {
-	fmt.Fprintf(w, "A %s (profile %s)\nB %s (profile %s)\nchanges are (B-A)/A; %s (threshold %.1f%%)\n\n",
-		termSafe(a.ID), orDash(termSafe(a.Profile)), termSafe(b.ID), orDash(termSafe(b.Profile)), compareRule, 100*threshold)
+	fmt.Fprintf(w, "A %s (profile %s, on %s)\nB %s (profile %s, on %s)\nchanges are (B-A)/A; %s (threshold %.1f%%)\n\n",
+		termSafe(a.ID), orDash(termSafe(a.Profile)), ranOn(a.Machine), termSafe(b.ID), orDash(termSafe(b.Profile)), ranOn(b.Machine),
+		compareRule, 100*threshold)
+	if a.Machine.Host != b.Machine.Host || a.Machine.Chip != b.Machine.Chip {
+		fmt.Fprintln(w, "the runs are of different machines: a change is theirs as much as the server's")
+	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "CELL\tFIGURE\tA\tB\tCHANGE\tVERDICT")
 	inB := map[string]bench.CompactCell{}
@@ -441,4 +445,17 @@ func pct(change float64) string {
 		return "-"
 	}
 	return fmt.Sprintf("%+.1f%%", 100*change)
+}
+
+// ranOn names the machine a run ran on: its host and chip.
+func ranOn(m bench.Machine) string {
+	switch {
+	case m.Host == "" && m.Chip == "":
+		return "an unknown machine"
+	case m.Chip == "":
+		return termSafe(m.Host)
+	case m.Host == "":
+		return termSafe(m.Chip)
+	}
+	return termSafe(m.Host) + ", " + termSafe(m.Chip)
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/mlx-bun/mlx-metrics/backend/internal/fleet"
 	"github.com/mlx-bun/mlx-metrics/backend/internal/promtest"
 	"github.com/mlx-bun/mlx-metrics/gpu/engine"
+	fleetview "github.com/mlx-bun/mlx-metrics/shared/fleet"
 )
 
 // A real Prometheus scrapes three backends, each fed by its own reference
@@ -84,7 +85,7 @@ func TestFleetWithRealPrometheus(t *testing.T) {
 	}
 	for i, b := range backends {
 		host := b.Addr().String()
-		var row *fleet.Row
+		var row *fleetview.Row
 		for j := range v.Rows {
 			if v.Rows[j].Host == host {
 				row = &v.Rows[j]
@@ -130,7 +131,7 @@ func TestFleetWithRealPrometheus(t *testing.T) {
 	}
 }
 
-func hostsOf(rows []fleet.Row) string {
+func hostsOf(rows []fleetview.Row) string {
 	var hs []string
 	for _, r := range rows {
 		hs = append(hs, fmt.Sprintf("%s %v", r.Host, *r.TokensPerSecond))

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 
 	"github.com/gofiber/fiber/v2"
 
@@ -29,7 +30,12 @@ func (a *API) listHistory(c *fiber.Ctx) error {
 		if err != nil {
 			return server.Error(c, fiber.StatusBadRequest, err.Error())
 		}
-		entries, problems, err := a.history.List(limit)
+		var keep func(bench.HistoryEntry) bool
+		if host := c.Query("host"); host != "" {
+			host = strings.Clone(host) // Fiber reuses the request's memory
+			keep = func(e bench.HistoryEntry) bool { return e.Machine.Host == host }
+		}
+		entries, problems, err := a.history.ListWhere(limit, keep)
 		if err != nil {
 			return storageError(c, "read the history", err)
 		}

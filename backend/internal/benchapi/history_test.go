@@ -176,3 +176,37 @@ func TestHistoryFullDisk(t *testing.T) {
 		t.Fatalf("history after the refused writes: %+v, want the one entry", list.Entries)
 	}
 }
+
+// GET /history?host= lists one host's runs (imported ones keep theirs),
+// the limit counting them.
+func TestHistoryByHost(t *testing.T) {
+	ta := newTestAPI(t, 0)
+	for i := range 6 {
+		host := []string{"studio-1", "studio-2"}[i%2]
+		err := ta.api.history.Put(bench.HistoryEntry{ID: histID(i), Profile: "p", StartedAt: histBase.Add(time.Duration(i) * time.Minute).UnixMilli(),
+			Complete: true, Machine: bench.Machine{Host: host}, Cells: []bench.CompactCell{}})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	tests := []struct {
+		query string
+		want  []string
+	}{
+		{"?host=studio-2", []string{histID(5), histID(3), histID(1)}},
+		{"?host=studio-1&limit=2", []string{histID(4), histID(2)}},
+		{"?host=elsewhere", nil},
+		{"?limit=2", []string{histID(5), histID(4)}},
+	}
+	for _, tt := range tests {
+		var hl bench.HistoryList
+		ta.do("GET", "/history"+tt.query, "").decode(t, &hl)
+		var got []string
+		for _, e := range hl.Entries {
+			got = append(got, e.ID)
+		}
+		if strings.Join(got, ",") != strings.Join(tt.want, ",") {
+			t.Errorf("GET /history%s: %v, want %v", tt.query, got, tt.want)
+		}
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/mlx-bun/mlx-metrics/backend/internal/server"
+	shared "github.com/mlx-bun/mlx-metrics/shared/fleet"
 )
 
 // Feature serves GET /api/metrics/fleet: the view of Service, or, without
@@ -21,7 +22,7 @@ func (f Feature) Mount(_ *fiber.App, api fiber.Router) {
 
 func (f Feature) handle(c *fiber.Ctx) error {
 	if f.S == nil {
-		return c.JSON(View{Hosts: []Host{}, Rows: []Row{}})
+		return c.JSON(shared.View{Hosts: []shared.Host{}, Rows: []shared.Row{}})
 	}
 	v, err := f.S.View(c.UserContext(), Request{Range: c.Query("range"), Host: c.Query("host"), Model: c.Query("model")})
 	var re *RequestError

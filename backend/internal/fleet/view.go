@@ -10,6 +10,8 @@ import (
 	"sync"
 	"time"
 	"unicode/utf8"
+
+	shared "github.com/mlx-bun/mlx-metrics/shared/fleet"
 )
 
 // Ranges are the windows a view covers, as PromQL durations.
@@ -21,57 +23,6 @@ type Request struct {
 	Range string
 	Host  string
 	Model string
-}
-
-// Quantiles are the p50, p95 and p99 of a time, in seconds; null where the
-// range held no request.
-type Quantiles struct {
-	P50 *float64 `json:"p50"`
-	P95 *float64 `json:"p95"`
-	P99 *float64 `json:"p99"`
-}
-
-// Row is one host's figures for one model over the range. Others, when
-// set, is the row summing the rows beyond the top ones (its host and model
-// empty; times, which do not sum, null).
-type Row struct {
-	Host              string    `json:"host"`
-	Model             string    `json:"model"`
-	TokensPerSecond   *float64  `json:"tokensPerSecond"`
-	RequestsPerSecond *float64  `json:"requestsPerSecond"`
-	TTFT              Quantiles `json:"ttftSeconds"`
-	TPOT              Quantiles `json:"tpotSeconds"`
-	E2E               Quantiles `json:"e2eSeconds"`
-	KVUsage           *float64  `json:"kvUsage"`
-	QueueDepth        *float64  `json:"queueDepth"`
-	Errors            *float64  `json:"errors"`
-	// Rows is how many rows Others sums; 0 for a row of its own.
-	Rows int `json:"rows,omitempty"`
-}
-
-// Host is one host the query API has seen over the range.
-type Host struct {
-	Host string `json:"host"`
-	// Reporting is false for a host seen in the range that the query API
-	// scrapes no more (stopped, unreachable): shown as such, not dropped.
-	Reporting bool   `json:"reporting"`
-	Version   string `json:"version,omitempty"`
-}
-
-// View is GET /api/metrics/fleet's answer (docs/api.md, docs/fleet.md).
-type View struct {
-	Enabled   bool     `json:"enabled"`
-	Source    string   `json:"source,omitempty"` // the query API
-	HostLabel string   `json:"hostLabel,omitempty"`
-	Range     string   `json:"range,omitempty"`
-	At        int64    `json:"at,omitempty"` // when it was asked, epoch ms
-	Partial   bool     `json:"partial,omitempty"`
-	Warnings  []string `json:"warnings,omitempty"`
-	Hosts     []Host   `json:"hosts"`
-	Rows      []Row    `json:"rows"`
-	Others    *Row     `json:"others"`
-	// Queries are the PromQL each figure came from, by figure.
-	Queries map[string]string `json:"queries,omitempty"`
 }
 
 // Config configure a Service.
@@ -111,7 +62,7 @@ type Service struct {
 }
 
 type cached struct {
-	view View
+	view shared.View
 	at   time.Time
 }
 
@@ -160,7 +111,7 @@ func (r Request) check(ranges []string) (Request, error) {
 type figure struct {
 	name string
 	expr string
-	set  func(r *Row, v float64)
+	set  func(r *shared.Row, v float64)
 }
 
 // queries are a view's queries for r, figures by (host, model).
@@ -172,32 +123,32 @@ func (s *Service) queries(r Request) (hosts, reporting string, figs []figure) {
 	quant := func(q float64, family string) string {
 		return fmt.Sprintf("histogram_quantile(%g, sum by (%s, model_name, le) (rate(%s_bucket%s[%s])))", q, h, family, sel, r.Range)
 	}
-	set := func(get func(*Row) **float64) func(*Row, float64) {
-		return func(row *Row, v float64) { *get(row) = finite(v) }
+	set := func(get func(*shared.Row) **float64) func(*shared.Row, float64) {
+		return func(row *shared.Row, v float64) { *get(row) = finite(v) }
 	}
 	figs = []figure{
-		{"tokensPerSecond", by + "(rate(mlx_generation_tokens_total" + sel + "[" + r.Range + "]))", set(func(r *Row) **float64 { return &r.TokensPerSecond })},
-		{"requestsPerSecond", by + "(rate(mlx_request_success_total" + sel + "[" + r.Range + "]))", set(func(r *Row) **float64 { return &r.RequestsPerSecond })},
-		{"errors", by + "(increase(mlx_request_errors_total" + sel + "[" + r.Range + "]))", set(func(r *Row) **float64 { return &r.Errors })},
-		{"kvUsage", "max by (" + h + ", model_name) (mlx_kv_cache_usage_ratio" + sel + ")", set(func(r *Row) **float64 { return &r.KVUsage })},
-		{"queueDepth", by + "(mlx_num_requests_waiting" + sel + ")", set(func(r *Row) **float64 { return &r.QueueDepth })},
+		{"tokensPerSecond", by + "(rate(mlx_generation_tokens_total" + sel + "[" + r.Range + "]))", set(func(r *shared.Row) **float64 { return &r.TokensPerSecond })},
+		{"requestsPerSecond", by + "(rate(mlx_request_success_total" + sel + "[" + r.Range + "]))", set(func(r *shared.Row) **float64 { return &r.RequestsPerSecond })},
+		{"errors", by + "(increase(mlx_request_errors_total" + sel + "[" + r.Range + "]))", set(func(r *shared.Row) **float64 { return &r.Errors })},
+		{"kvUsage", "max by (" + h + ", model_name) (mlx_kv_cache_usage_ratio" + sel + ")", set(func(r *shared.Row) **float64 { return &r.KVUsage })},
+		{"queueDepth", by + "(mlx_num_requests_waiting" + sel + ")", set(func(r *shared.Row) **float64 { return &r.QueueDepth })},
 	}
 	for _, t := range []struct {
 		name, family string
-		q            func(*Row) *Quantiles
+		q            func(*shared.Row) *shared.Quantiles
 	}{
-		{"ttft", "mlx_time_to_first_token_seconds", func(r *Row) *Quantiles { return &r.TTFT }},
-		{"tpot", "mlx_time_per_output_token_seconds", func(r *Row) *Quantiles { return &r.TPOT }},
-		{"e2e", "mlx_e2e_request_latency_seconds", func(r *Row) *Quantiles { return &r.E2E }},
+		{"ttft", "mlx_time_to_first_token_seconds", func(r *shared.Row) *shared.Quantiles { return &r.TTFT }},
+		{"tpot", "mlx_time_per_output_token_seconds", func(r *shared.Row) *shared.Quantiles { return &r.TPOT }},
+		{"e2e", "mlx_e2e_request_latency_seconds", func(r *shared.Row) *shared.Quantiles { return &r.E2E }},
 	} {
 		for _, p := range []struct {
 			name string
 			q    float64
-			get  func(*Quantiles) **float64
-		}{{"p50", 0.5, func(q *Quantiles) **float64 { return &q.P50 }}, {"p95", 0.95, func(q *Quantiles) **float64 { return &q.P95 }},
-			{"p99", 0.99, func(q *Quantiles) **float64 { return &q.P99 }}} {
+			get  func(*shared.Quantiles) **float64
+		}{{"p50", 0.5, func(q *shared.Quantiles) **float64 { return &q.P50 }}, {"p95", 0.95, func(q *shared.Quantiles) **float64 { return &q.P95 }},
+			{"p99", 0.99, func(q *shared.Quantiles) **float64 { return &q.P99 }}} {
 			figs = append(figs, figure{t.name + "." + p.name, quant(p.q, t.family),
-				func(row *Row, v float64) { *p.get(t.q(row)) = finite(v) }})
+				func(row *shared.Row, v float64) { *p.get(t.q(row)) = finite(v) }})
 		}
 	}
 	hosts = "max by (" + h + ", version) (last_over_time(mlx_build_info" + hostSel + "[" + r.Range + "]))"
@@ -223,10 +174,10 @@ func selector(hostLabel, host, model string) string {
 // View answers r: every host the API has seen over the range, reporting
 // or not, and its figures by model. A query that fails fails the view,
 // with the failure's *QueryError; warnings mark it partial.
-func (s *Service) View(ctx context.Context, r Request) (View, error) {
+func (s *Service) View(ctx context.Context, r Request) (shared.View, error) {
 	r, err := r.check(s.cfg.Ranges)
 	if err != nil {
-		return View{}, err
+		return shared.View{}, err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -236,7 +187,7 @@ func (s *Service) View(ctx context.Context, r Request) (View, error) {
 	}
 	v, err := s.compute(ctx, r, now)
 	if err != nil {
-		return View{}, err
+		return shared.View{}, err
 	}
 	if len(s.cache) >= 64 {
 		clear(s.cache) // a few filters are asked for; bound what odd ones cost
@@ -245,10 +196,10 @@ func (s *Service) View(ctx context.Context, r Request) (View, error) {
 	return v, nil
 }
 
-func (s *Service) compute(ctx context.Context, r Request, now time.Time) (View, error) {
+func (s *Service) compute(ctx context.Context, r Request, now time.Time) (shared.View, error) {
 	hostsQ, reportingQ, figs := s.queries(r)
-	v := View{Enabled: true, Source: s.c.URL(), HostLabel: s.cfg.HostLabel, Range: r.Range, At: now.UnixMilli(),
-		Hosts: []Host{}, Rows: []Row{}, Queries: map[string]string{"hosts": hostsQ, "reporting": reportingQ}}
+	v := shared.View{Enabled: true, Source: s.c.URL(), HostLabel: s.cfg.HostLabel, Range: r.Range, At: now.UnixMilli(),
+		Hosts: []shared.Host{}, Rows: []shared.Row{}, Queries: map[string]string{"hosts": hostsQ, "reporting": reportingQ}}
 	exprs := []string{hostsQ, reportingQ}
 	for _, f := range figs {
 		exprs = append(exprs, f.expr)
@@ -279,7 +230,7 @@ func (s *Service) compute(ctx context.Context, r Request, now time.Time) (View, 
 	}
 	wg.Wait()
 	if first != nil {
-		return View{}, first
+		return shared.View{}, first
 	}
 	for _, w := range warnings {
 		for _, msg := range w {
@@ -302,15 +253,15 @@ func (s *Service) compute(ctx context.Context, r Request, now time.Time) (View, 
 			continue
 		}
 		seen[host] = true
-		v.Hosts = append(v.Hosts, Host{Host: host, Reporting: reporting[host], Version: smp.Labels["version"]})
+		v.Hosts = append(v.Hosts, shared.Host{Host: host, Reporting: reporting[host], Version: smp.Labels["version"]})
 	}
-	rows := map[[2]string]*Row{}
+	rows := map[[2]string]*shared.Row{}
 	for i, f := range figs {
 		for _, smp := range answers[2+i] {
 			key := [2]string{smp.Labels[h], smp.Labels["model_name"]}
 			row := rows[key]
 			if row == nil {
-				row = &Row{Host: key[0], Model: key[1]}
+				row = &shared.Row{Host: key[0], Model: key[1]}
 				rows[key] = row
 			}
 			f.set(row, smp.Value)
@@ -318,7 +269,7 @@ func (s *Service) compute(ctx context.Context, r Request, now time.Time) (View, 
 	}
 	for host := range reporting {
 		if !seen[host] {
-			v.Hosts = append(v.Hosts, Host{Host: host, Reporting: true})
+			v.Hosts = append(v.Hosts, shared.Host{Host: host, Reporting: true})
 			seen[host] = true
 		}
 	}
@@ -326,12 +277,12 @@ func (s *Service) compute(ctx context.Context, r Request, now time.Time) (View, 
 		if !seen[key[0]] {
 			// Figures of a host whose build info is older than the range:
 			// a host all the same, reporting as far as the API says.
-			v.Hosts = append(v.Hosts, Host{Host: key[0], Reporting: reporting[key[0]]})
+			v.Hosts = append(v.Hosts, shared.Host{Host: key[0], Reporting: reporting[key[0]]})
 			seen[key[0]] = true
 		}
 	}
 	sort.Slice(v.Hosts, func(i, j int) bool { return v.Hosts[i].Host < v.Hosts[j].Host })
-	all := make([]Row, 0, len(rows))
+	all := make([]shared.Row, 0, len(rows))
 	for _, r := range rows {
 		all = append(all, *r)
 	}
@@ -362,8 +313,8 @@ func orZero(p *float64) float64 {
 
 // sumRows is the row of rows: rates, errors and queue depth summed, the
 // greatest KV use; times do not sum and stay null.
-func sumRows(rows []Row) *Row {
-	o := &Row{Rows: len(rows)}
+func sumRows(rows []shared.Row) *shared.Row {
+	o := &shared.Row{Rows: len(rows)}
 	add := func(dst **float64, v *float64) {
 		if v == nil {
 			return

@@ -323,8 +323,14 @@ func (s *Store) Delete(id string) error {
 // List returns up to limit readable entries, newest first (limit <= 0:
 // all), and the unreadable ones it skipped.
 func (s *Store) List(limit int) ([]bench.HistoryEntry, []bench.HistoryProblem, error) {
+	return s.ListWhere(limit, nil)
+}
+
+// ListWhere is List of the entries keep keeps (all when nil): the limit
+// counts those.
+func (s *Store) ListWhere(limit int, keep func(bench.HistoryEntry) bool) ([]bench.HistoryEntry, []bench.HistoryProblem, error) {
 	out := []bench.HistoryEntry{}
-	problems, err := s.Each(limit, func(e bench.HistoryEntry) error {
+	problems, err := s.each(limit, keep, func(e bench.HistoryEntry) error {
 		out = append(out, e)
 		return nil
 	})
@@ -336,13 +342,17 @@ func (s *Store) List(limit int) ([]bench.HistoryEntry, []bench.HistoryProblem, e
 // skipped and reported among the problems (at most maxProblems of them, their
 // messages without server paths), so one bad entry never hides the others.
 func (s *Store) Each(limit int, f func(bench.HistoryEntry) error) (problems []bench.HistoryProblem, err error) {
+	return s.each(limit, nil, f)
+}
+
+func (s *Store) each(limit int, keep func(bench.HistoryEntry) bool, f func(bench.HistoryEntry) error) (problems []bench.HistoryProblem, err error) {
 	defer recoverDamage(&err)
 	problems = []bench.HistoryProblem{}
 	err = s.db.View(func(txn *badger.Txn) error {
 		opts := badger.DefaultIteratorOptions
 		opts.Reverse = true
 		opts.Prefix = []byte(entryPrefix)
-		if limit > 0 && limit < opts.PrefetchSize {
+		if limit > 0 && limit < opts.PrefetchSize && keep == nil {
 			opts.PrefetchSize = limit
 		}
 		it := txn.NewIterator(opts)
@@ -361,6 +371,9 @@ func (s *Store) Each(limit int, f func(bench.HistoryEntry) error) (problems []be
 				if len(problems) < maxProblems {
 					problems = append(problems, bench.HistoryProblem{ID: id, Message: "unreadable entry: " + redact.Message(err)})
 				}
+				continue
+			}
+			if keep != nil && !keep(e) {
 				continue
 			}
 			if err := f(e); err != nil {
