@@ -14,6 +14,7 @@ import (
 	"strings"
 
 	"github.com/mlx-bun/mlx-metrics/shared/bench"
+	"github.com/mlx-bun/mlx-metrics/shared/fleet"
 )
 
 // Client talks to one backend's /api/metrics routes.
@@ -99,6 +100,13 @@ func (c *Client) Entry(ctx context.Context, id string) (bench.HistoryEntry, erro
 	var v bench.RunView
 	err := c.do(ctx, methodGet, "/history/"+url.PathEscape(id), nil, &v)
 	return v.Entry(), err
+}
+
+// Fleet reads the fleet view over rng (15m, 1h, 6h, 24h); Enabled is false
+// on a backend without --fleet.
+func (c *Client) Fleet(ctx context.Context, rng string) (fleet.View, error) {
+	var v fleet.View
+	return v, c.do(ctx, methodGet, "/fleet?range="+url.QueryEscape(rng), nil, &v)
 }
 
 // ReportURL is where a job's report.md is served.

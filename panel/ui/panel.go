@@ -5,6 +5,7 @@ package ui
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -73,6 +74,9 @@ type Panel struct {
 	// follow until a snapshot arrives again.
 	lostAt time.Time
 	lease  *bench.Lease
+	// fleet is true when the backend serves a fleet view (--fleet): the
+	// Fleet tab shows then.
+	fleet bool
 
 	s        *stream
 	gen      int // connection generation; stale callbacks compare it
@@ -121,6 +125,30 @@ func (p *Panel) OnMount(ctx app.Context) {
 		p.connect(ctx)
 	}
 	p.pollLease(ctx)
+	p.probeFleet(ctx)
+}
+
+// probeFleet asks the backend whether it serves a fleet view, once.
+func (p *Panel) probeFleet(ctx app.Context) {
+	c := &api.Client{Base: p.conn.APIBase, Token: p.conn.Token}
+	ctx.Async(func() {
+		cctx, cancel := context.WithTimeout(context.Background(), requestTimeout)
+		defer cancel()
+		v, err := c.Fleet(cctx, "")
+		// A fleet view that fails (502, 504) is one all the same: its tab
+		// says why.
+		var ae *api.Error
+		failing := errors.As(err, &ae) && (ae.Status == 502 || ae.Status == 504)
+		ctx.Dispatch(func(ctx app.Context) { p.fleet = err == nil && v.Enabled || failing })
+	})
+}
+
+// tabs are the views offered: Tabs, and Fleet where the backend has one.
+func (p *Panel) tabs() []struct{ Key, Label string } {
+	if !p.fleet {
+		return Tabs
+	}
+	return append(append([]struct{ Key, Label string }{}, Tabs...), struct{ Key, Label string }{"fleet", "Fleet"})
 }
 
 // leasePoll is how often the panel reads the GPU lease, to show a bench
@@ -309,8 +337,8 @@ func (p *Panel) Render() app.UI {
 		app.Header().Class("head").Body(
 			app.H1().Text("Metrics"),
 			p.renderState(),
-			app.Nav().Class("tabs").Aria("label", "views").Body(app.Range(Tabs).Slice(func(i int) app.UI {
-				t := Tabs[i]
+			app.Nav().Class("tabs").Aria("label", "views").Body(app.Range(p.tabs()).Slice(func(i int) app.UI {
+				t := p.tabs()[i]
 				return app.Button().Class("tab").DataSet("tab", t.Key).
 					Aria("selected", fmt.Sprint(t.Key == p.tab)).Attr("role", "tab").
 					Text(t.Label).
@@ -322,7 +350,7 @@ func (p *Panel) Render() app.UI {
 }
 
 func (p *Panel) bodyClass() string {
-	if p.Stale() && p.tab != "bench" {
+	if p.Stale() && p.tab != "bench" && p.tab != "fleet" {
 		return "body stale"
 	}
 	return "body"
@@ -370,6 +398,8 @@ func (p *Panel) renderView() app.UI {
 		return &RequestsView{Snap: p.snap}
 	case "bench":
 		return &BenchView{API: p.conn.APIBase, Token: p.conn.Token, Palette: p.palette, Poll: time.Second}
+	case "fleet":
+		return &FleetView{API: p.conn.APIBase, Token: p.conn.Token, Poll: FleetPoll}
 	default:
 		return &ServingView{Snap: p.snap, Palette: p.palette, Lease: p.lease}
 	}
