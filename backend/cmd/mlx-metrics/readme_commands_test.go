@@ -29,8 +29,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mlx-bun/mlx-metrics/backend/internal/tooltest"
 	"github.com/mlx-bun/mlx-metrics/shared/events"
+	"github.com/mlx-bun/mlx-metrics/shared/tooltest"
 )
 
 // fence is one fenced block of a Markdown file.

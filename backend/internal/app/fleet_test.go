@@ -11,9 +11,9 @@ import (
 	"time"
 
 	"github.com/mlx-bun/mlx-metrics/backend/internal/fleet"
-	"github.com/mlx-bun/mlx-metrics/backend/internal/promtest"
 	"github.com/mlx-bun/mlx-metrics/gpu/engine"
 	fleetview "github.com/mlx-bun/mlx-metrics/shared/fleet"
+	"github.com/mlx-bun/mlx-metrics/shared/promtest"
 )
 
 // A real Prometheus scrapes three backends, each fed by its own reference

@@ -12,7 +12,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/mlx-bun/mlx-metrics/backend/internal/tooltest"
+	"github.com/mlx-bun/mlx-metrics/shared/tooltest"
 )
 
 const dashboardPath = "../../../web/grafana/mlx-metrics-dashboard.json"

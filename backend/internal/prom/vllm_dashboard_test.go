@@ -11,8 +11,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
-	"github.com/mlx-bun/mlx-metrics/backend/internal/promtest"
 	"github.com/mlx-bun/mlx-metrics/shared/events"
+	"github.com/mlx-bun/mlx-metrics/shared/promtest"
 )
 
 // vllmDashboard is every query of vLLM's own Grafana dashboard

@@ -15,8 +15,8 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
-	"github.com/mlx-bun/mlx-metrics/backend/internal/tooltest"
 	"github.com/mlx-bun/mlx-metrics/shared/events"
+	"github.com/mlx-bun/mlx-metrics/shared/tooltest"
 )
 
 func finished(model, finish string, totalMs float64) events.Event {

@@ -22,7 +22,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mlx-bun/mlx-metrics/backend/internal/tooltest"
+	"github.com/mlx-bun/mlx-metrics/shared/tooltest"
 )
 
 // Job is one scrape job: its targets (host:port) scraped at MetricsPath
