@@ -69,8 +69,15 @@ var dialects = map[Kind]dialect{
 	},
 }
 
-// detect picks the dialect from the metric name prefixes.
+// detect picks the dialect from the metric name prefixes. Another
+// mlx-metrics serves vLLM's vllm: families beside its own (--prom-names
+// both), so its mlx_ ones decide first.
 func detect(fams map[string]*dto.MetricFamily) Kind {
+	for name := range fams {
+		if strings.HasPrefix(name, "mlx_build_info") || strings.HasPrefix(name, "mlx_num_requests_") {
+			return KindMLX
+		}
+	}
 	for name := range fams {
 		switch {
 		case strings.HasPrefix(name, "vllm:"):
@@ -79,8 +86,6 @@ func detect(fams map[string]*dto.MetricFamily) Kind {
 			return KindSGLang
 		case strings.HasPrefix(name, "llamacpp:"):
 			return KindLlamaCpp
-		case strings.HasPrefix(name, "mlx_num_requests_"):
-			return KindMLX
 		}
 	}
 	return KindAuto

@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	dto "github.com/prometheus/client_model/go"
+
 	"github.com/mlx-bun/mlx-metrics/shared/clock"
 	"github.com/mlx-bun/mlx-metrics/shared/events"
 )
@@ -273,5 +275,33 @@ func TestStoppingLogsNothing(t *testing.T) {
 	s = New(target, func(events.Event) {}, Options{Logf: func(f string, a ...any) { logs = append(logs, f) }})
 	if _, err := s.Poll(context.Background()); err == nil || len(logs) != 1 {
 		t.Errorf("err %v, logs %q: want the failure logged once", err, logs)
+	}
+}
+
+// detect reads the dialect from the families' prefixes; another
+// mlx-metrics serves vLLM's names beside its own and is read as itself.
+func TestDetect(t *testing.T) {
+	tests := []struct {
+		names []string
+		want  Kind
+	}{
+		{[]string{"vllm:num_requests_running"}, KindVLLM},
+		{[]string{"sglang:num_running_reqs"}, KindSGLang},
+		{[]string{"llamacpp:requests_processing"}, KindLlamaCpp},
+		{[]string{"mlx_num_requests_running"}, KindMLX},
+		{[]string{"vllm:num_requests_running", "vllm:generation_tokens_total", "mlx_build_info", "mlx_num_requests_running"}, KindMLX},
+		{[]string{"vllm:num_requests_running", "mlx_build_info"}, KindMLX},
+		{[]string{"go_goroutines"}, KindAuto},
+	}
+	for _, tt := range tests {
+		fams := map[string]*dto.MetricFamily{}
+		for _, n := range tt.names {
+			fams[n] = &dto.MetricFamily{}
+		}
+		for range 20 { // map order varies
+			if got := detect(fams); got != tt.want {
+				t.Fatalf("detect(%v) = %s, want %s", tt.names, got, tt.want)
+			}
+		}
 	}
 }
