@@ -159,7 +159,7 @@ func (v *FleetView) renderBody() app.UI {
 	}
 	hosts := append([]fleet.Host(nil), f.Hosts...)
 	sort.SliceStable(hosts, func(i, j int) bool { return hosts[i].Reporting && !hosts[j].Reporting })
-	return app.Div().Body(
+	return app.Div().Class("fleet-body").Body(
 		section("Hosts", app.Ul().Class("hosts").Body(app.Range(hosts).Slice(func(i int) app.UI {
 			h := hosts[i]
 			state := "reporting"
