@@ -308,6 +308,8 @@ func (e *encoder) window(w *Window) {
 	e.distribution(w.TPOTMs)
 	e.key(`,"cachedPromptShare":`)
 	e.optFloat(w.CachedPromptShare)
+	e.key(`,"lengths":`)
+	e.lengths(w.Lengths)
 	if len(w.PerModel) > 0 {
 		keys := make([]string, 0, len(w.PerModel))
 		for k := range w.PerModel {
@@ -413,6 +415,16 @@ func (e *encoder) timelinePoint(p *TimelinePoint) {
 	e.quantiles(p.TPOTMs)
 	e.key(`,"totalMs":`)
 	e.quantiles(p.TotalMs)
+	e.key(`,"queueMs":`)
+	e.quantiles(p.QueueMs)
+	e.key(`,"prefillMs":`)
+	e.quantiles(p.PrefillMs)
+	e.key(`,"decodeMs":`)
+	e.quantiles(p.DecodeMs)
+	e.key(`,"promptTokens":`)
+	e.int(p.PromptTokens)
+	e.key(`,"generationTokens":`)
+	e.int(p.GenerationTokens)
 	e.key(`,"kvUsage":`)
 	e.optFloat(p.KVUsage)
 	e.key(`,"prefixHitRate":`)
@@ -458,4 +470,35 @@ func (e *encoder) finishTotals(f FinishTotals) {
 		e.int(f[k])
 	}
 	e.b = append(e.b, '}')
+}
+
+func (e *encoder) lengths(l *Lengths) {
+	if l == nil {
+		e.raw("null")
+		return
+	}
+	e.key(`{"bounds":`)
+	e.ints(len(l.Bounds), l.Bounds == nil, func(i int) int64 { return l.Bounds[i] })
+	e.key(`,"prompt":`)
+	e.ints(len(l.Prompt), l.Prompt == nil, func(i int) int64 { return int64(l.Prompt[i]) })
+	e.key(`,"generation":`)
+	e.ints(len(l.Generation), l.Generation == nil, func(i int) int64 { return int64(l.Generation[i]) })
+	e.raw("}")
+}
+
+// ints writes an array of n integers (null for a nil slice, as
+// encoding/json does).
+func (e *encoder) ints(n int, isNil bool, at func(int) int64) {
+	if isNil {
+		e.raw("null")
+		return
+	}
+	e.b = append(e.b, '[')
+	for i := range n {
+		if i > 0 {
+			e.b = append(e.b, ',')
+		}
+		e.int(at(i))
+	}
+	e.b = append(e.b, ']')
 }

@@ -97,9 +97,10 @@ func FuzzAppendJSON(f *testing.F) {
 			At: n, Models: []Model{{Model: model, State: text, LastLoadMs: &x, LastError: &text, Loads: n}},
 			Schedulers: []Scheduler{{At: n}}, Series: []SeriesPoint{{At: n, TokensPerSecond: x}},
 			Requests: Requests{ByFinish: map[string]int64{text: n, model: 1}, Window: Window{
-				TTFTMs: &Distribution{Mean: x, P50: y}, CachedPromptShare: &y, PerModel: map[string]*Window{model: {Count: 1}}}},
+				TTFTMs: &Distribution{Mean: x, P50: y}, CachedPromptShare: &y, PerModel: map[string]*Window{model: {Count: 1}},
+				Lengths: &Lengths{Bounds: []int64{n}, Prompt: []int{1, 2}}}},
 			Marks:    []ModelMark{{Model: model, Kind: text, Ms: &y}},
-			Timeline: []TimelinePoint{{KVUsage: &x, TTFTMs: &Quantiles{P99: y}}},
+			Timeline: []TimelinePoint{{KVUsage: &x, TTFTMs: &Quantiles{P99: y}, PrefillMs: &Quantiles{P50: x}, PromptTokens: n}},
 		}
 		got, sanitized := AppendJSON(nil, &s)
 		if !json.Valid(got) {

@@ -161,9 +161,26 @@ type Window struct {
 	// CachedPromptShare is cached prompt tokens over prompt tokens in the
 	// window, null when the window has no prompt tokens.
 	CachedPromptShare *float64 `json:"cachedPromptShare"`
+	// Lengths is how many of the window's requests had each prompt and
+	// generation length, by bucket (addition); null when empty.
+	Lengths *Lengths `json:"lengths"`
 	// PerModel is the same window split by model, keyed by model name.
 	PerModel map[string]*Window `json:"perModel,omitempty"`
 }
+
+// Lengths counts requests by length in tokens: Prompt[i] and
+// Generation[i] are the requests of at most Bounds[i] tokens and more than
+// Bounds[i-1]; the last of each, past every bound, is over the last bound.
+type Lengths struct {
+	Bounds     []int64 `json:"bounds"`
+	Prompt     []int   `json:"prompt"`
+	Generation []int   `json:"generation"`
+}
+
+// LengthBounds are the bounds of Lengths: 1, 2, 5 times the powers of ten,
+// as vLLM buckets request lengths, up to a million tokens.
+var LengthBounds = []int64{1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000, 20000, 50000,
+	100000, 200000, 500000, 1000000}
 
 // Distribution summarises one quantity (nearest-rank percentiles).
 type Distribution struct {
@@ -236,6 +253,17 @@ type TimelinePoint struct {
 	TTFTMs  *Quantiles `json:"ttftMs"`
 	TPOTMs  *Quantiles `json:"tpotMs"`
 	TotalMs *Quantiles `json:"totalMs"`
+	// QueueMs, PrefillMs (time to first token less the queue) and DecodeMs
+	// (the total less the time to first token) are quantiles as the three
+	// above (additions).
+	QueueMs   *Quantiles `json:"queueMs"`
+	PrefillMs *Quantiles `json:"prefillMs"`
+	DecodeMs  *Quantiles `json:"decodeMs"`
+	// PromptTokens and GenerationTokens are the tokens of the requests
+	// finished in the interval (additions): over the interval's width,
+	// the prompt and generation throughput.
+	PromptTokens     int64 `json:"promptTokens"`
+	GenerationTokens int64 `json:"generationTokens"`
 	// KVUsage is the resident models' KV bytes over their KV capacity at
 	// the interval's last kv sample (or the mean reported ratio where
 	// engines report one); null without a sample with a capacity.

@@ -107,6 +107,7 @@ type anchorWindow struct {
 	TotalMs                *anchorDistribution      `json:"totalMs"`
 	TPOTMs                 *anchorDistribution      `json:"tpotMs"` // addition
 	CachedPromptShare      *float64                 `json:"cachedPromptShare"`
+	Lengths                *snapshot.Lengths        `json:"lengths"`            // addition
 	PerModel               map[string]*anchorWindow `json:"perModel,omitempty"` // addition
 }
 

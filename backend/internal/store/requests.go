@@ -34,8 +34,8 @@ var null = math.NaN()
 // requestRecord is what a window keeps of one request: plain values, no
 // pointers, so the ring costs nothing to the garbage collector.
 type requestRecord struct {
-	queueMs, ttftMs, prefill, decode, tpotMs, totalMs float64
-	promptTokens, cachedPromptTokens                  int64
+	queueMs, ttftMs, prefill, decode, tpotMs, totalMs  float64
+	promptTokens, cachedPromptTokens, completionTokens int64
 }
 
 // orNull is *v, or null for nil; -0 (which validation lets through) reads
@@ -61,6 +61,7 @@ func newRequestRecord(p *events.RequestFinished) requestRecord {
 		totalMs:            p.TotalMs + 0, // -0 as 0, as in orNull
 		promptTokens:       p.PromptTokens,
 		cachedPromptTokens: p.CachedPromptTokens,
+		completionTokens:   p.CompletionTokens,
 	}
 }
 
@@ -198,6 +199,16 @@ func (w *requestWindow) summarise() snapshot.Window {
 		prompt += w.buf[k].promptTokens
 		cached += w.buf[k].cachedPromptTokens
 	}
+	if w.n > 0 {
+		l := &snapshot.Lengths{Bounds: snapshot.LengthBounds,
+			Prompt:     make([]int, len(snapshot.LengthBounds)+1),
+			Generation: make([]int, len(snapshot.LengthBounds)+1)}
+		for k := range w.n {
+			l.Prompt[lengthBucket(w.buf[k].promptTokens)]++
+			l.Generation[lengthBucket(w.buf[k].completionTokens)]++
+		}
+		out.Lengths = l
+	}
 	if prompt > 0 {
 		share := float64(cached) / float64(prompt)
 		out.CachedPromptShare = &share
@@ -257,4 +268,9 @@ func nearestRank(sorted []float64, q float64) float64 {
 		i = 0
 	}
 	return sorted[i]
+}
+
+// lengthBucket is the bucket of snapshot.Lengths a length falls in.
+func lengthBucket(n int64) int {
+	return sort.Search(len(snapshot.LengthBounds), func(i int) bool { return snapshot.LengthBounds[i] >= n })
 }

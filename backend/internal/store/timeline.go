@@ -20,13 +20,14 @@ type timeline struct {
 }
 
 type interval struct {
-	num        int64 // at / width; -1 when unused
-	requests   int
-	byFinish   snapshot.FinishCounts
-	ttft, tpot *histogram // allocated once, on the slot's first value
-	total      *histogram
-	kvUsage    float64
-	kvSampled  bool
+	num      int64 // at / width; -1 when unused
+	requests int
+	byFinish snapshot.FinishCounts
+	// Allocated once, on the slot's first request.
+	ttft, tpot, total, queue, prefill, decode *histogram
+	promptTokens, generationTokens            int64
+	kvUsage                                   float64
+	kvSampled                                 bool
 	// The running prefix totals where they stood before the interval's
 	// first sample, and at its last one: their difference is its lookups.
 	startHits, startLookups int64
@@ -57,9 +58,9 @@ func (t *timeline) slot(at int64) *interval {
 	}
 	s := &t.slots[num%int64(len(t.slots))]
 	if s.num != num {
-		ttft, tpot, total := s.ttft, s.tpot, s.total
-		*s = interval{num: num, ttft: ttft, tpot: tpot, total: total}
-		for _, h := range []*histogram{ttft, tpot, total} {
+		ttft, tpot, total, queue, prefill, decode := s.ttft, s.tpot, s.total, s.queue, s.prefill, s.decode
+		*s = interval{num: num, ttft: ttft, tpot: tpot, total: total, queue: queue, prefill: prefill, decode: decode}
+		for _, h := range []*histogram{ttft, tpot, total, queue, prefill, decode} {
 			if h != nil {
 				h.reset()
 			}
@@ -88,10 +89,21 @@ func (t *timeline) addRequest(at int64, r *requestRecord, finish string) {
 	}
 	if s.total == nil {
 		s.ttft, s.tpot, s.total = new(histogram), new(histogram), new(histogram)
+		s.queue, s.prefill, s.decode = new(histogram), new(histogram), new(histogram)
 	}
+	s.promptTokens += max(r.promptTokens, 0)
+	s.generationTokens += max(r.completionTokens, 0)
 	s.total.add(r.totalMs)
-	if r.ttftMs == r.ttftMs { // not null
+	hasQueue, hasTTFT := r.queueMs == r.queueMs, r.ttftMs == r.ttftMs // not null
+	if hasTTFT {
 		s.ttft.add(r.ttftMs)
+		s.decode.add(max(r.totalMs-r.ttftMs, 0))
+	}
+	if hasQueue {
+		s.queue.add(r.queueMs)
+		if hasTTFT {
+			s.prefill.add(max(r.ttftMs-r.queueMs, 0))
+		}
 	}
 	if r.tpotMs == r.tpotMs {
 		s.tpot.add(r.tpotMs)
@@ -171,12 +183,13 @@ func (t *timeline) points() []snapshot.TimelinePoint {
 		}
 		if s.dirty {
 			s.view = snapshot.TimelinePoint{At: num * t.width, Requests: s.requests, ByFinish: s.byFinish,
-				PrefixHitRate: s.hitRate()}
+				PrefixHitRate: s.hitRate(), PromptTokens: s.promptTokens, GenerationTokens: s.generationTokens}
 			if s.kvSampled {
 				s.view.KVUsage = ptr(s.kvUsage)
 			}
 			if s.total != nil {
 				s.view.TTFTMs, s.view.TPOTMs, s.view.TotalMs = s.ttft.quantiles(), s.tpot.quantiles(), s.total.quantiles()
+				s.view.QueueMs, s.view.PrefillMs, s.view.DecodeMs = s.queue.quantiles(), s.prefill.quantiles(), s.decode.quantiles()
 			}
 			s.dirty = false
 		}

@@ -128,6 +128,11 @@ func TestTimeline(t *testing.T) {
 		{"later interval", p2.ByFinish.Error, 1},
 		{"later tpot null", p2.TPOTMs, (*snapshot.Quantiles)(nil)},
 		{"later kv", *p2.KVUsage, 0.5},
+		{"prompt tokens of the interval", p0.PromptTokens, int64(30)},
+		{"generation tokens of the interval", p0.GenerationTokens, int64(15)},
+		{"decode time p95 (total less TTFT)", near(p0.DecodeMs.P95, 2880), true},
+		{"no queue time reported, none shown", p0.QueueMs, (*snapshot.Quantiles)(nil)},
+		{"nor prefill time", p0.PrefillMs, (*snapshot.Quantiles)(nil)},
 		{"hit rate of this interval's lookups", *p2.PrefixHitRate, 0.75},
 		{"marks", len(snap.Marks), 2},
 		{"load mark", snap.Marks[0], snapshot.ModelMark{At: base, Model: "a", Kind: snapshot.MarkLoad, Ms: f(1500)}},
@@ -157,4 +162,29 @@ func equalish(a, b any) bool {
 		return x.At == y.At && x.Model == y.Model && x.Kind == y.Kind && deref(x.Ms) == deref(y.Ms)
 	}
 	return a == b
+}
+
+// Queue and prefill time (TTFT less the queue) per interval, where the
+// host reports the queue; the window's request lengths by bucket.
+func TestTimelinePhasesAndLengths(t *testing.T) {
+	const w = DefaultIntervalMs
+	base := (t0 / w) * w
+	s := New(t0, Options{})
+	s.Apply(load(base, "a", events.PhaseFinished, f(1)))
+	for i, prompt := range []int64{1, 150, 150, 3000} {
+		s.Apply(events.Event{Type: events.TypeRequestFinished, At: base + 10 + int64(i), Payload: &events.RequestFinished{
+			Model: "a", RequestID: "r", Finish: events.FinishStop, PromptTokens: prompt, CompletionTokens: 64,
+			QueueMs: f(10), TTFTMs: f(110), TotalMs: 1110}})
+	}
+	snap := s.Snapshot(t0)
+	p := snap.Timeline[0]
+	if !near(p.QueueMs.P50, 10) || !near(p.PrefillMs.P50, 100) || !near(p.DecodeMs.P99, 1000) {
+		t.Errorf("queue %+v prefill %+v decode %+v", p.QueueMs, p.PrefillMs, p.DecodeMs)
+	}
+	l := snap.Requests.Window.Lengths
+	// Buckets: ≤1, ≤2, ≤5, ≤10, ≤20, ≤50, ≤100, ≤200, ≤500, ≤1000, ≤2000, ≤5000…
+	if l == nil || l.Prompt[0] != 1 || l.Prompt[7] != 2 || l.Prompt[11] != 1 || l.Generation[6] != 4 ||
+		len(l.Prompt) != len(l.Bounds)+1 {
+		t.Errorf("lengths %+v", l)
+	}
 }
