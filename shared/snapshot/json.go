@@ -351,6 +351,12 @@ func (e *encoder) distribution(d *Distribution) {
 	e.float(d.P99)
 	e.key(`,"max":`)
 	e.float(d.Max)
+	e.key(`,"min":`)
+	e.float(d.Min)
+	e.key(`,"p1":`)
+	e.float(d.P1)
+	e.key(`,"p5":`)
+	e.float(d.P5)
 	e.raw("}")
 }
 

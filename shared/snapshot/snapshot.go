@@ -190,6 +190,11 @@ type Distribution struct {
 	P95   float64 `json:"p95"`
 	P99   float64 `json:"p99"`
 	Max   float64 `json:"max"`
+	// Min, P1 and P5 are the low tail (additions): for a rate (prefill,
+	// decode tokens per second) the slow requests are there.
+	Min float64 `json:"min"`
+	P1  float64 `json:"p1"`
+	P5  float64 `json:"p5"`
 }
 
 // Recent is one finished request as reported, with its event time.

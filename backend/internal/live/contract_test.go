@@ -95,6 +95,9 @@ type anchorDistribution struct {
 	P95   float64 `json:"p95"`
 	P99   float64 `json:"p99"` // addition
 	Max   float64 `json:"max"`
+	Min   float64 `json:"min"` // addition
+	P1    float64 `json:"p1"`  // addition
+	P5    float64 `json:"p5"`  // addition
 }
 
 type anchorWindow struct {

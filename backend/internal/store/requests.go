@@ -259,6 +259,9 @@ func distribution(vals []float64) *snapshot.Distribution {
 		P95:   nearestRank(vals, 0.95),
 		P99:   nearestRank(vals, 0.99),
 		Max:   vals[len(vals)-1],
+		Min:   vals[0],
+		P1:    nearestRank(vals, 0.01),
+		P5:    nearestRank(vals, 0.05),
 	}
 }
 

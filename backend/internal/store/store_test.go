@@ -669,10 +669,10 @@ func TestDistribution(t *testing.T) {
 		want *snapshot.Distribution
 	}{
 		{"none", nil, nil},
-		{"one", []float64{7}, &snapshot.Distribution{Count: 1, Mean: 7, P50: 7, P95: 7, P99: 7, Max: 7}},
-		{"two", []float64{10, 20}, &snapshot.Distribution{Count: 2, Mean: 15, P50: 10, P95: 20, P99: 20, Max: 20}},
-		{"1..100", seq(100), &snapshot.Distribution{Count: 100, Mean: 50.5, P50: 50, P95: 95, P99: 99, Max: 100}},
-		{"1..200", seq(200), &snapshot.Distribution{Count: 200, Mean: 100.5, P50: 100, P95: 190, P99: 198, Max: 200}},
+		{"one", []float64{7}, &snapshot.Distribution{Count: 1, Mean: 7, P50: 7, P95: 7, P99: 7, Max: 7, Min: 7, P1: 7, P5: 7}},
+		{"two", []float64{10, 20}, &snapshot.Distribution{Count: 2, Mean: 15, P50: 10, P95: 20, P99: 20, Max: 20, Min: 10, P1: 10, P5: 10}},
+		{"1..100", seq(100), &snapshot.Distribution{Count: 100, Mean: 50.5, P50: 50, P95: 95, P99: 99, Max: 100, Min: 1, P1: 1, P5: 5}},
+		{"1..200", seq(200), &snapshot.Distribution{Count: 200, Mean: 100.5, P50: 100, P95: 190, P99: 198, Max: 200, Min: 1, P1: 2, P5: 10}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			// Through a window, in the order given: the window keeps them
