@@ -65,7 +65,8 @@ func (v *CachesView) cache(i int, c snapshot.Reading) app.UI {
 			hit = "hit rate " + format.Percent(*c.HitRate)
 		}
 		if c.Hits != nil && c.Misses != nil {
-			hit += fmt.Sprintf(" (%s hits, %s misses)", format.Count(*c.Hits), format.Count(*c.Misses))
+			// The host counts lookups in prompt tokens, not in requests.
+			hit += fmt.Sprintf(" (%s of %s prompt tokens looked up were cached)", format.Count(*c.Hits), format.Count(*c.Hits+*c.Misses))
 		}
 	}
 	return app.Div().Class("card gauge-card").DataSet("cache", c.Cache).Body(

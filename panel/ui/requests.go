@@ -38,12 +38,16 @@ func (v *RequestsView) Render() app.UI {
 	if pw, ok := w.PerModel[v.model]; ok && pw != nil {
 		w = *pw
 	}
-	rows := []timingRow{
+	// Times are slow at their high tail, rates at their low one: each
+	// table shows the slow side.
+	times := []timingRow{
 		{"queue", "Queue wait", w.QueueMs, format.Ms},
 		{"ttft", "Time to first token", w.TTFTMs, format.Ms},
+		{"total", "Total time", w.TotalMs, format.Ms},
+	}
+	rates := []timingRow{
 		{"prefill", "Prefill rate", w.PrefillTokensPerSecond, format.Rate},
 		{"decode", "Decode rate", w.DecodeTokensPerSecond, format.Rate},
-		{"total", "Total time", w.TotalMs, format.Ms},
 	}
 	windowNote := fmt.Sprintf("over the last %d of %s (window %d)", w.Count, plural.Count(r.Finished, "finished request", "finished requests"), w.Size)
 	if v.model != "" && w.Count != r.Window.Count {
@@ -68,23 +72,11 @@ func (v *RequestsView) Render() app.UI {
 				)
 			}),
 			app.P().Class("note").Text(windowNote),
-			app.Div().Class("table-wrap").Body(app.Table().Class("table timings").Body(
-				app.THead().Body(app.Tr().Body(th(""), thNum("n"), thNum("p50"), thNum("p95"), thNum("p99"), thNum("max"), thNum("mean"))),
-				app.TBody().Body(app.Range(rows).Slice(func(i int) app.UI {
-					row := rows[i]
-					if row.d == nil {
-						return app.Tr().DataSet("timing", row.key).Body(
-							app.Td().Text(row.label), tdNum("0"),
-							app.Td().ColSpan(5).Class("num muted").Text("not measured in this window"),
-						)
-					}
-					d := row.d
-					return app.Tr().DataSet("timing", row.key).Body(
-						app.Td().Text(row.label), tdNum(itoa(d.Count)),
-						tdNum(row.f(d.P50)), tdNum(row.f(d.P95)), tdNum(row.f(d.P99)), tdNum(row.f(d.Max)), tdNum(row.f(d.Mean)),
-					)
-				})),
-			)),
+			timingTable("timings", []string{"p50", "p95", "p99", "max", "mean"}, times,
+				func(d *snapshot.Distribution) []float64 { return []float64{d.P50, d.P95, d.P99, d.Max, d.Mean} }),
+			app.P().Class("note").Text("Rates: the slow requests are the low tail."),
+			timingTable("rates", []string{"p50", "p5", "p1", "min", "mean"}, rates,
+				func(d *snapshot.Distribution) []float64 { return []float64{d.P50, d.P5, d.P1, d.Min, d.Mean} }),
 		),
 		section("Finish reasons", finishReasons(r)),
 		section("Recent requests", recentTable(r.Recent)),
@@ -171,4 +163,26 @@ func finishClass(f string) string {
 		return "finish-" + f
 	}
 	return "finish-other"
+}
+
+// timingTable is one table of distributions, each row's figures as cols
+// name them.
+func timingTable(class string, cols []string, rows []timingRow, figures func(*snapshot.Distribution) []float64) app.UI {
+	return app.Div().Class("table-wrap").Body(app.Table().Class("table timings "+class).Body(
+		app.THead().Body(app.Tr().Body(th(""), thNum("n"), app.Range(cols).Slice(func(i int) app.UI { return thNum(cols[i]) }))),
+		app.TBody().Body(app.Range(rows).Slice(func(i int) app.UI {
+			row := rows[i]
+			if row.d == nil {
+				return app.Tr().DataSet("timing", row.key).Body(
+					app.Td().Text(row.label), tdNum("0"),
+					app.Td().ColSpan(len(cols)).Class("num muted").Text("not measured in this window"),
+				)
+			}
+			vals := figures(row.d)
+			return app.Tr().DataSet("timing", row.key).Body(
+				app.Td().Text(row.label), tdNum(itoa(row.d.Count)),
+				app.Range(vals).Slice(func(i int) app.UI { return tdNum(row.f(vals[i])) }),
+			)
+		})),
+	))
 }

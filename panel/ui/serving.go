@@ -173,7 +173,7 @@ func (v *ServingView) tiles(s *snapshot.Snapshot) []app.UI {
 		tile("queued", "Queue depth", format.Count(int64(t.Queued)), "requests waiting"),
 		tile("rows", "Batch occupancy", occupancy, rowsHint),
 		tile("kv", "KV cache use", pct(kvUse), "of the KV budget"),
-		tile("prefix", "Prefix hit rate", pct(hitRate), "lookups since load"),
+		tile("prefix", "Prefix hit rate", pct(hitRate), "of prompt tokens looked up, since load"),
 		// Two columns wide: seven single and three double tiles would leave
 		// a hole in a grid of seven columns (1440 px) or two (a phone).
 		wideTile("models", "Models resident", itoa(resident), fmt.Sprintf("of %d known", len(s.Models))),

@@ -74,7 +74,7 @@ func TestNumericHeadersAligned(t *testing.T) {
 		tables int
 	}{
 		{"models", &ModelsView{Snap: busy}, 1},
-		{"requests", &RequestsView{Snap: busy}, 2},
+		{"requests", &RequestsView{Snap: busy}, 3},
 		{"serving by model", &ServingView{Snap: &two}, 1},
 		{"benchmarks", bv, 3},
 	} {

@@ -112,7 +112,7 @@ func TestViews(t *testing.T) {
 			compo: &CachesView{Snap: busy, Palette: charts.Light},
 			want: []string{
 				`data-cache="kv"`, "0.50 GiB of 1.00 GiB", `id="gauge-kv-0"`,
-				`data-cache="prefix"`, "128.0 MiB of 512.0 MiB", "hit rate 78.0% (312 hits, 88 misses)", `id="gauge-prefix-1"`,
+				`data-cache="prefix"`, "128.0 MiB of 512.0 MiB", "hit rate 78.0% (312 of 400 prompt tokens looked up were cached)", `id="gauge-prefix-1"`,
 			},
 		},
 		{
@@ -135,7 +135,7 @@ func TestViews(t *testing.T) {
 				"over the last 256 of 1234 finished requests (window 256); 34.0% of prompt tokens cached",
 				`data-timing="queue"`, "12.5 ms", "180 ms", "403 ms", "611 ms",
 				`data-timing="ttft"`, "150 ms", "521 ms", "880 ms", "1.32 s",
-				`data-timing="decode"`, "42.1 tok/s", "58.8 tok/s",
+				`data-timing="decode"`, "42.1 tok/s", "30.2 tok/s", "21.7 tok/s", "18.4 tok/s", "the slow requests are the low tail",
 				`data-timing="total"`, "15.0 s",
 				`data-finish="stop"`, "1,100 · 89.1%", `data-finish="error"`,
 				"req-1234", "1,024 (0)", "&lt;img src=x onerror=alert(1)&gt;",
@@ -186,7 +186,7 @@ func TestRecordedSnapshot(t *testing.T) {
 	}{
 		{"serving", &ServingView{Snap: rec}, []string{"0.00 tok/s", "0 of 8 rows decoding", ">3<", "260 finished", "of 2 known", `id="chart-throughput"`}},
 		{"models", &ModelsView{Snap: rec}, []string{"llama-3.2-3b", "state-unloaded", "qwen2.5-7b", "state-resident", "5.47 s", "7.08 GiB", "0.03 GiB"}},
-		{"caches", &CachesView{Snap: rec}, []string{"61.0 MiB of 976.6 MiB", "30.5 MiB of 244.1 MiB", "hit rate 82.7% (115 hits, 24 misses)"}},
+		{"caches", &CachesView{Snap: rec}, []string{"61.0 MiB of 976.6 MiB", "30.5 MiB of 244.1 MiB", "hit rate 82.7% (115 of 139 prompt tokens looked up were cached)"}},
 		{"requests", &RequestsView{Snap: rec}, []string{
 			"over the last 200 of 260 finished requests (window 200); 33.2% of prompt tokens cached",
 			"59.3 ms", "115 ms", "120 ms", "421 ms", "828 ms", "885 ms", "892 ms", "3,661 tok/s", "53.8 tok/s", "11.0 s",
