@@ -26,6 +26,14 @@ type Palette struct {
 	Series []string
 }
 
+// color is the palette's i-th series colour (cycling).
+func (p Palette) color(i int) string {
+	if len(p.Series) == 0 {
+		return ""
+	}
+	return p.Series[i%len(p.Series)]
+}
+
 // Light and Dark are the defaults when the host sets no custom properties.
 var (
 	Light = Palette{Text: "#1f2328", Muted: "#d0d7de", Series: []string{"#2f6fdb", "#e07b00", "#1a7f37", "#a040c0", "#cf222e", "#0a8a8a"}}
@@ -130,15 +138,24 @@ func legend() opts.Legend {
 }
 
 // Throughput is the serving chart: tokens per second on the left axis,
-// active rows, capacity and queue depth on the right, over the series
-// window, with the model marks.
-func Throughput(series []snapshot.SeriesPoint, marks []snapshot.ModelMark, p Palette) []byte {
+// active rows, capacity and queue depth on the right, with the model
+// marks, over the timeline's window when there is one, as the charts
+// beside it are (the series holds the last minutes of samples only), else
+// the series'.
+func Throughput(series []snapshot.SeriesPoint, tl []snapshot.TimelinePoint, marks []snapshot.ModelMark, p Palette) []byte {
+	x := timeWindow(series)
+	if len(tl) > 0 {
+		x = timeGlobalsAxis(tl)
+		if n := len(series); n > 0 {
+			x.Max = max(x.Max.(int64), series[n-1].At)
+		}
+	}
 	c := charts.NewLine()
 	c.SetGlobalOptions(
 		charts.WithLegendOpts(legend()),
 		charts.WithTooltipOpts(opts.Tooltip{Show: opts.Bool(true), Trigger: "axis"}),
 		charts.WithGridOpts(opts.Grid{Left: "8", Right: "8", Top: legendGap, Bottom: "8", ContainLabel: opts.Bool(true)}),
-		charts.WithXAxisOpts(timeWindow(series)),
+		charts.WithXAxisOpts(x),
 		charts.WithYAxisOpts(opts.YAxis{Name: "tok/s", Type: "value", Min: 0}),
 	)
 	c.ExtendYAxis(opts.YAxis{Name: "rows", Type: "value", Min: 0, MinInterval: 1})
@@ -330,4 +347,52 @@ func Trend(entries []bench.HistoryEntry, profile string, f bench.Figure, withInc
 		c.AddSeries(k, data, charts.WithLineChartOpts(opts.LineChart{ShowSymbol: opts.Bool(true)}))
 	}
 	return encode(c, p)
+}
+
+// Lengths is the window's requests by prompt and by generation length, a
+// bar each per bucket up to the longest one holding a request.
+func Lengths(l *snapshot.Lengths, p Palette) []byte {
+	last := 0
+	for i := range l.Prompt {
+		if l.Prompt[i] > 0 || (i < len(l.Generation) && l.Generation[i] > 0) {
+			last = i
+		}
+	}
+	names := make([]string, last+1)
+	prompt := make([]opts.BarData, last+1)
+	gen := make([]opts.BarData, last+1)
+	for i := range names {
+		if i < len(l.Bounds) {
+			names[i] = "≤" + tokens(l.Bounds[i])
+		} else {
+			names[i] = ">" + tokens(l.Bounds[len(l.Bounds)-1])
+		}
+		prompt[i] = opts.BarData{Value: l.Prompt[i]}
+		if i < len(l.Generation) {
+			gen[i] = opts.BarData{Value: l.Generation[i]}
+		}
+	}
+	c := charts.NewBar()
+	c.SetGlobalOptions(
+		charts.WithLegendOpts(legend()),
+		charts.WithTooltipOpts(opts.Tooltip{Show: opts.Bool(true), Trigger: "axis"}),
+		charts.WithGridOpts(opts.Grid{Left: "8", Right: "16", Top: legendGap, Bottom: "8", ContainLabel: opts.Bool(true)}),
+		charts.WithXAxisOpts(opts.XAxis{Type: "category", Name: "tokens"}),
+		charts.WithYAxisOpts(opts.YAxis{Name: "requests", Type: "value", Min: 0, MinInterval: 1}),
+	)
+	c.SetXAxis(names)
+	c.AddSeries("prompt", prompt)
+	c.AddSeries("generation", gen)
+	return encode(c, p)
+}
+
+// tokens is a bound as a short count: 500, 1k, 20k, 1M.
+func tokens(n int64) string {
+	switch {
+	case n >= 1_000_000 && n%1_000_000 == 0:
+		return fmt.Sprintf("%dM", n/1_000_000)
+	case n >= 1000 && n%1000 == 0:
+		return fmt.Sprintf("%dk", n/1000)
+	}
+	return fmt.Sprint(n)
 }

@@ -34,7 +34,7 @@ func TestThroughput(t *testing.T) {
 		{At: 1000, TokensPerSecond: 120.5, Active: 3, Capacity: 8, Queued: 0},
 		{At: 2000, TokensPerSecond: 240, Active: 6, Capacity: 8, Queued: 2},
 	}
-	m := decode(t, Throughput(pts, nil, Dark))
+	m := decode(t, Throughput(pts, nil, nil, Dark))
 	ss := series(m)
 	tests := []struct {
 		name  string
@@ -246,7 +246,7 @@ func TestAxisNamesInside(t *testing.T) {
 		want   []string // nameTextStyle.align of each y axis
 	}{
 		{"trend", Trend(nil, "smoke", bench.Figures[0], false, Light), []string{"left"}},
-		{"throughput, two axes", Throughput(nil, nil, Light), []string{"left", "right"}},
+		{"throughput, two axes", Throughput(nil, nil, nil, Light), []string{"left", "right"}},
 	}
 	for _, tt := range tests {
 		axes := decode(t, tt.option)["yAxis"].([]any)
@@ -283,7 +283,7 @@ func TestModelMarks(t *testing.T) {
 		name   string
 		option []byte
 	}{
-		{"throughput", Throughput(pts, marks, Light)},
+		{"throughput", Throughput(pts, nil, marks, Light)},
 		{"latency", Latency(tl, marks, ttft, "ms", Light)},
 		{"finish rate", FinishRate(tl, 5000, marks, Light)},
 		{"cache use", CacheUse(tl, marks, Light)},

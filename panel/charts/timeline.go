@@ -2,6 +2,8 @@ package charts
 
 import (
 	"encoding/json"
+	"fmt"
+	"math"
 
 	"github.com/go-echarts/go-echarts/v2/charts"
 	"github.com/go-echarts/go-echarts/v2/opts"
@@ -9,9 +11,16 @@ import (
 	"github.com/mlx-bun/mlx-metrics/shared/snapshot"
 )
 
+// MinP99Requests is the least number of requests an interval needs for
+// its p99 to be drawn: below it the p99 is the interval's slowest request,
+// the p95's line most of the time, and two lines on one read as one.
+const MinP99Requests = 20
+
 // Latency follows one timing's p50, p95 and p99 over the timeline, one
-// point per interval (a gap where no request reported it), with the model
-// marks as vertical lines.
+// point per interval (a gap where no request reported it, shaded and
+// labelled "no requests" where none finished), with the model marks as
+// vertical lines. The p99 is drawn where an interval held MinP99Requests
+// or more, and the p95 over it, so neither hides the other.
 func Latency(tl []snapshot.TimelinePoint, marks []snapshot.ModelMark, get func(snapshot.TimelinePoint) *snapshot.Quantiles, unit string, p Palette) []byte {
 	c := charts.NewLine()
 	c.SetGlobalOptions(timeGlobals(tl, unit, p)...)
@@ -26,13 +35,148 @@ func Latency(tl []snapshot.TimelinePoint, marks []snapshot.ModelMark, get func(s
 		}
 		p50 = append(p50, opts.LineData{Value: []any{pt.At, round1(q.P50)}})
 		p95 = append(p95, opts.LineData{Value: []any{pt.At, round1(q.P95)}})
-		p99 = append(p99, opts.LineData{Value: []any{pt.At, round1(q.P99)}})
+		var v99 any
+		if pt.Requests >= MinP99Requests {
+			v99 = round1(q.P99)
+		}
+		p99 = append(p99, opts.LineData{Value: []any{pt.At, v99}})
 	}
 	line := charts.WithLineChartOpts(opts.LineChart{ShowSymbol: opts.Bool(len(tl) < 3), ConnectNulls: opts.Bool(false)})
-	c.AddSeries("p50", p50, line)
-	c.AddSeries("p95", p95, line)
-	c.AddSeries("p99", p99, line, charts.WithLineStyleOpts(opts.LineStyle{Type: "dashed"}))
+	c.AddSeries("p50", p50, line, charts.WithItemStyleOpts(opts.ItemStyle{Color: p.color(0)}))
+	c.AddSeries(fmt.Sprintf("p99 (intervals of %d+ requests)", MinP99Requests), p99, line,
+		charts.WithLineStyleOpts(opts.LineStyle{Type: "dashed"}), charts.WithItemStyleOpts(opts.ItemStyle{Color: p.color(2)}))
+	c.AddSeries("p95", p95, line, charts.WithItemStyleOpts(opts.ItemStyle{Color: p.color(1)}))
+	return withQuiet(withMarks(encode(c, p), marks, p), tl, p)
+}
+
+// Phases is the prefill time (time to first token less the queue) and the
+// decode time (the rest of the request), p50 and p95 of each interval.
+func Phases(tl []snapshot.TimelinePoint, marks []snapshot.ModelMark, p Palette) []byte {
+	c := charts.NewLine()
+	c.SetGlobalOptions(timeGlobals(tl, "ms", p)...)
+	series := []struct {
+		name string
+		get  func(snapshot.TimelinePoint) *snapshot.Quantiles
+		q    func(*snapshot.Quantiles) float64
+		dash bool
+	}{
+		{"prefill p50", func(pt snapshot.TimelinePoint) *snapshot.Quantiles { return pt.PrefillMs }, func(q *snapshot.Quantiles) float64 { return q.P50 }, false},
+		{"prefill p95", func(pt snapshot.TimelinePoint) *snapshot.Quantiles { return pt.PrefillMs }, func(q *snapshot.Quantiles) float64 { return q.P95 }, true},
+		{"decode p50", func(pt snapshot.TimelinePoint) *snapshot.Quantiles { return pt.DecodeMs }, func(q *snapshot.Quantiles) float64 { return q.P50 }, false},
+		{"decode p95", func(pt snapshot.TimelinePoint) *snapshot.Quantiles { return pt.DecodeMs }, func(q *snapshot.Quantiles) float64 { return q.P95 }, true},
+	}
+	for i, s := range series {
+		data := make([]opts.LineData, len(tl))
+		for j, pt := range tl {
+			var v any
+			if q := s.get(pt); q != nil {
+				v = round1(s.q(q))
+			}
+			data[j] = opts.LineData{Value: []any{pt.At, v}}
+		}
+		style := opts.LineStyle{}
+		if s.dash {
+			style.Type = "dashed"
+		}
+		c.AddSeries(s.name, data, charts.WithLineChartOpts(opts.LineChart{ShowSymbol: opts.Bool(len(tl) < 3)}),
+			charts.WithLineStyleOpts(style), charts.WithItemStyleOpts(opts.ItemStyle{Color: p.color(i / 2)}))
+	}
+	return withQuiet(withMarks(encode(c, p), marks, p), tl, p)
+}
+
+// TokenRates is prompt and generation tokens per second of each interval:
+// the tokens of the requests that finished in it over its width.
+func TokenRates(tl []snapshot.TimelinePoint, intervalMs int64, marks []snapshot.ModelMark, p Palette) []byte {
+	c := charts.NewLine()
+	c.SetGlobalOptions(timeGlobals(tl, "tok/s", p)...)
+	per := 1000 / float64(max(intervalMs, 1))
+	prompt := make([]opts.LineData, len(tl))
+	gen := make([]opts.LineData, len(tl))
+	for i, pt := range tl {
+		prompt[i] = opts.LineData{Value: []any{pt.At, round1(float64(pt.PromptTokens) * per)}}
+		gen[i] = opts.LineData{Value: []any{pt.At, round1(float64(pt.GenerationTokens) * per)}}
+	}
+	line := charts.WithLineChartOpts(opts.LineChart{ShowSymbol: opts.Bool(len(tl) < 3)})
+	c.AddSeries("prompt tokens/s", prompt, line)
+	c.AddSeries("generation tokens/s", gen, line, charts.WithAreaStyleOpts(opts.AreaStyle{Opacity: opts.Float(0.12)}))
 	return withMarks(encode(c, p), marks, p)
+}
+
+// withQuiet shades each stretch of intervals in which no request finished,
+// labelled so, where a latency line breaks for want of requests rather
+// than for a fault.
+func withQuiet(option []byte, tl []snapshot.TimelinePoint, p Palette) []byte {
+	var areas []any
+	for i := 0; i < len(tl); i++ {
+		if tl[i].Requests > 0 {
+			continue
+		}
+		j := i
+		for j+1 < len(tl) && tl[j+1].Requests == 0 {
+			j++
+		}
+		end := tl[j].At
+		if j+1 < len(tl) {
+			end = tl[j+1].At
+		}
+		if end > tl[i].At {
+			areas = append(areas, []any{map[string]any{"name": "no requests", "xAxis": tl[i].At}, map[string]any{"xAxis": end}})
+		}
+		i = j
+	}
+	return withArea(option, areas, p.Muted, 0.18, p)
+}
+
+// WithBench shades the time since a bench run took the GPU (epoch ms),
+// labelled so: serving figures of that time are the benchmark's.
+func WithBench(option []byte, since int64, p Palette) []byte {
+	if since <= 0 {
+		return option
+	}
+	var m map[string]any
+	if json.Unmarshal(option, &m) != nil {
+		return option
+	}
+	end := float64(since)
+	if _, hi, ok := timeRange(m); ok {
+		end = max(end, hi)
+	}
+	area := []any{map[string]any{"name": "bench run", "xAxis": since}, map[string]any{"xAxis": end}}
+	return withArea(option, []any{area}, p.color(4), 0.10, p)
+}
+
+// withArea adds areas (pairs of {xAxis} ends, the first named) to the
+// option's last series as a mark area of colour; a series of its own
+// holds no data, so its legend entry would show nothing.
+func withArea(option []byte, areas []any, colour string, opacity float64, p Palette) []byte {
+	if len(areas) == 0 {
+		return option
+	}
+	var m map[string]any
+	if json.Unmarshal(option, &m) != nil {
+		return option
+	}
+	series, _ := m["series"].([]any)
+	if len(series) == 0 {
+		return option
+	}
+	last := series[len(series)-1].(map[string]any)
+	ma, _ := last["markArea"].(map[string]any)
+	if ma == nil {
+		ma = map[string]any{"silent": true, "data": []any{}}
+	}
+	// Each area carries its own style, so a quiet stretch and a bench run
+	// on one series look apart.
+	for _, a := range areas {
+		pair := a.([]any)
+		first := pair[0].(map[string]any)
+		first["itemStyle"] = map[string]any{"color": colour, "opacity": opacity}
+		first["label"] = map[string]any{"color": p.Text, "fontSize": 10, "position": "insideTop"}
+		ma["data"] = append(ma["data"].([]any), pair)
+	}
+	last["markArea"] = ma
+	out, _ := json.Marshal(m)
+	return out
 }
 
 // FinishRate is requests per second in each interval, stacked by finish
@@ -84,12 +228,7 @@ func CacheUse(tl []snapshot.TimelinePoint, marks []snapshot.ModelMark, p Palette
 // axis tooltip, a time axis over the timeline (at least MinWindowMs), and
 // a value axis from zero named with unit.
 func timeGlobals(tl []snapshot.TimelinePoint, unit string, p Palette) []charts.GlobalOpts {
-	x := opts.XAxis{Type: "time", SplitNumber: 4}
-	if n := len(tl); n > 0 {
-		last := tl[n-1].At
-		x.Max = last
-		x.Min = min(tl[0].At, last-MinWindowMs)
-	}
+	x := timeGlobalsAxis(tl)
 	return []charts.GlobalOpts{
 		charts.WithLegendOpts(legend()),
 		charts.WithTooltipOpts(opts.Tooltip{Show: opts.Bool(true), Trigger: "axis"}),
@@ -126,6 +265,10 @@ func withMarks(option []byte, marks []snapshot.ModelMark, p Palette) []byte {
 		m["xAxis"].([]any)[0].(map[string]any)["max"] = hi
 	}
 	data := make([]any, 0, len(marks))
+	// Labels closer than a twelfth of the axis to the last one labelled
+	// would run into it; those marks keep their line, unlabelled.
+	minGap := (hi - lo) / 12
+	lastLabelled := math.Inf(-1)
 	for _, mk := range marks {
 		at := float64(mk.At)
 		if ranged && at < lo {
@@ -135,10 +278,16 @@ func withMarks(option []byte, marks []snapshot.ModelMark, p Palette) []byte {
 		if ranged && at > (lo+hi)/2 {
 			side = "insideEndTop"
 		}
+		label := map[string]any{"position": side}
+		if ranged && at-lastLabelled < minGap {
+			label["show"] = false
+		} else {
+			lastLabelled = at
+		}
 		data = append(data, map[string]any{
 			"name":  mk.Kind + " " + mk.Model,
 			"xAxis": mk.At,
-			"label": map[string]any{"position": side},
+			"label": label,
 		})
 	}
 	if len(data) == 0 {
@@ -177,3 +326,15 @@ func percentOrNil(v *float64) any {
 
 func round1(v float64) float64 { return float64(int64(v*10+0.5)) / 10 }
 func round2(v float64) float64 { return float64(int64(v*100+0.5)) / 100 }
+
+// timeGlobalsAxis is the time axis over the timeline (at least
+// MinWindowMs), every time chart's.
+func timeGlobalsAxis(tl []snapshot.TimelinePoint) opts.XAxis {
+	x := opts.XAxis{Type: "time", SplitNumber: 4}
+	if n := len(tl); n > 0 {
+		last := tl[n-1].At
+		x.Max = last
+		x.Min = min(tl[0].At, last-MinWindowMs)
+	}
+	return x
+}

@@ -46,6 +46,9 @@ type BenchView struct {
 	jobsErr     string
 	history     []bench.HistoryEntry
 	historyErr  string
+	// When each was last answered (zero: never), so a failure after it
+	// keeps the answer on screen.
+	profilesAt, jobsAt, historyAt time.Time
 	// finished counts jobs no longer running at the last refresh; when it
 	// moves, history is fetched again.
 	finished int
@@ -202,18 +205,43 @@ func fetchBench(c *api.Client, all bool, knownFinished int, timeout time.Duratio
 }
 
 // apply shows a refresh's answers.
+// apply shows a refresh's answers. A route that fails after it answered
+// leaves its last answer on screen, greyed, with why (as the live views
+// keep their figures when the stream is lost); one that never answered
+// says why in its place.
 func (v *BenchView) apply(d benchData) {
-	v.jobs, v.jobsErr = d.jobs, errText(d.jobsErr)
+	v.jobsErr = errText(d.jobsErr)
 	if d.jobsErr == nil {
-		v.finished = d.finished
+		v.jobs, v.jobsAt, v.finished = d.jobs, time.Now(), d.finished
 	}
 	if d.fetched {
-		v.profiles, v.profilesErr = d.profiles, errText(d.profilesErr)
-		v.history, v.historyErr = d.history, errText(d.historyErr)
+		v.profilesErr, v.historyErr = errText(d.profilesErr), errText(d.historyErr)
+		if d.profilesErr == nil {
+			v.profiles, v.profilesAt = d.profiles, time.Now()
+		}
+		if d.historyErr == nil {
+			v.history, v.historyAt = d.history, time.Now()
+		}
 		if v.trendProfile == "" && len(d.history) > 0 {
 			v.trendProfile = d.history[0].Profile
 		}
 	}
+}
+
+// Stale reports whether a route failed and its last answer is shown.
+func (v *BenchView) Stale() bool {
+	return v.jobsErr != "" && !v.jobsAt.IsZero() || v.profilesErr != "" && !v.profilesAt.IsZero() ||
+		v.historyErr != "" && !v.historyAt.IsZero()
+}
+
+// staleAlert says a route failed and, when its last answer is kept, as of
+// when the section shows it.
+func staleAlert(what, key, err string, at time.Time) app.UI {
+	msg := what + " unavailable: " + err
+	if !at.IsZero() {
+		msg += "; shown as of " + format.Clock(at.UnixMilli())
+	}
+	return app.P().Class("alert").DataSet("error", key).Text(msg)
 }
 
 // refresh fetches in the background, shows the answers, then calls then
@@ -330,7 +358,11 @@ func (v *BenchView) Render() app.UI {
 	if v.jobStream != nil {
 		source = "stream"
 	}
-	return app.Div().Class("view").ID("view-bench").DataSet("jobs", source).Body(
+	class := "view bench"
+	if v.Stale() {
+		class += " stale"
+	}
+	return app.Div().Class(class).ID("view-bench").DataSet("jobs", source).DataSet("stale", fmt.Sprint(v.Stale())).Body(
 		app.If(v.actionErr != "", func() app.UI {
 			return app.P().Class("alert").DataSet("error", "action").Text(v.actionErr)
 		}),
@@ -345,8 +377,8 @@ func (v *BenchView) Render() app.UI {
 func (v *BenchView) renderProfiles() app.UI {
 	var body app.UI
 	switch {
-	case v.profilesErr != "":
-		body = app.P().Class("alert").DataSet("error", "profiles").Text("Profiles unavailable: " + v.profilesErr)
+	case v.profilesErr != "" && v.profilesAt.IsZero():
+		body = staleAlert("Profiles", "profiles", v.profilesErr, v.profilesAt)
 	case len(v.profiles) == 0:
 		body = empty("No bench-serve profiles. Write one with `mlx-metrics bench plan`.")
 	default:
@@ -385,23 +417,31 @@ func (v *BenchView) renderProfiles() app.UI {
 	if gpu == "" {
 		gpu = format.Dash
 	}
-	return section("Profiles", app.P().Class("note").Text("Device: "+gpu), body)
+	var alert app.UI
+	if v.profilesErr != "" && !v.profilesAt.IsZero() {
+		alert = staleAlert("Profiles", "profiles", v.profilesErr, v.profilesAt)
+	}
+	return section("Profiles", alert, app.P().Class("note").Text("Device: "+gpu), body)
 }
 
 func (v *BenchView) renderActive() app.UI {
+	if v.jobsErr != "" && v.jobsAt.IsZero() {
+		return section("Running", staleAlert("Jobs", "jobs", v.jobsErr, v.jobsAt))
+	}
+	var alert app.UI
 	if v.jobsErr != "" {
-		return section("Running", app.P().Class("alert").DataSet("error", "jobs").Text("Jobs unavailable: "+v.jobsErr))
+		alert = staleAlert("Jobs", "jobs", v.jobsErr, v.jobsAt)
 	}
 	j := v.activeJob()
 	if j == nil {
-		return section("Running", empty("No run in progress."), v.renderLastEnded())
+		return section("Running", alert, empty("No run in progress."), v.renderLastEnded())
 	}
 	pct := math.Max(0, math.Min(1, j.Progress)) * 100
 	status := j.Status
 	if j.Status == bench.StatusQueued && j.Position > 0 {
 		status = fmt.Sprintf("queued (position %d)", j.Position)
 	}
-	return section("Running",
+	return section("Running", alert,
 		app.Div().Class("job").DataSet("job", j.ID).DataSet("status", j.Status).Body(
 			app.Div().Class("job-head").Body(
 				app.Strong().Text(j.Profile),
@@ -528,14 +568,18 @@ func problemSummary(ps []string) string {
 }
 
 func (v *BenchView) renderHistory() app.UI {
-	if v.historyErr != "" {
-		return section("History", app.P().Class("alert").DataSet("error", "history").Text("History unavailable: "+v.historyErr))
+	if v.historyErr != "" && v.historyAt.IsZero() {
+		return section("History", staleAlert("History", "history", v.historyErr, v.historyAt))
 	}
 	if len(v.history) == 0 {
 		return section("History", empty("No finished runs yet."))
 	}
 	hs := v.history
-	return section("History", app.Div().Class("table-wrap").Body(app.Table().Class("table history").Body(
+	var alert app.UI
+	if v.historyErr != "" {
+		alert = staleAlert("History", "history", v.historyErr, v.historyAt)
+	}
+	return section("History", alert, app.Div().Class("table-wrap").Body(app.Table().Class("table history").Body(
 		app.THead().Body(app.Tr().Body(th("Profile"), th("When"), thNum("Duration"), th("Complete"), thNum("Cells measured"), thNum("Best decode"), th("Problems"), th(""))),
 		app.TBody().Body(app.Range(hs).Slice(func(i int) app.UI {
 			e := hs[i]

@@ -2,6 +2,7 @@ package ui
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -284,5 +285,29 @@ func TestBenchViewNoAnswer(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// A route that fails after it answered keeps its answer on screen, greyed,
+// saying why and as of when; one that never answered says why alone.
+func TestBenchViewKeepsWhatItHadWhenTheBackendGoes(t *testing.T) {
+	profiles := []bench.Profile{{Name: "smoke", Scope: "all", Cells: 1}}
+	history := []bench.HistoryEntry{{ID: "20261202T150000Z-aa", Profile: "smoke", Complete: true, StartedAt: 1764687600000}}
+	gone := errors.New("backend unreachable")
+	v := &BenchView{}
+	v.apply(benchData{fetched: true, profiles: profiles, history: history})
+	v.apply(benchData{fetched: true, jobsErr: gone, profilesErr: gone, historyErr: gone})
+	html := render(t, v)
+	for _, w := range []string{`class="view bench stale"`, `data-profile="smoke"`, `data-run="20261202T150000Z-aa"`,
+		"History unavailable: backend unreachable; shown as of", "Profiles unavailable: backend unreachable; shown as of",
+		"Jobs unavailable: backend unreachable; shown as of"} {
+		if !strings.Contains(html, w) {
+			t.Errorf("missing %q in\n%s", w, html)
+		}
+	}
+	fresh := &BenchView{}
+	fresh.apply(benchData{fetched: true, jobsErr: gone, profilesErr: gone, historyErr: gone})
+	if html := render(t, fresh); strings.Contains(html, "bench stale") || !strings.Contains(html, "History unavailable: backend unreachable<") {
+		t.Errorf("a view that never had data:\n%s", html)
 	}
 }

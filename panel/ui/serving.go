@@ -251,7 +251,7 @@ func (v *ServingView) perModel(s *snapshot.Snapshot) app.UI {
 // charts is the grid of time charts: two columns where the width allows.
 func (v *ServingView) charts(s *snapshot.Snapshot) app.UI {
 	tl, marks, pal := s.Timeline, s.Marks, v.Palette
-	chart := func(id, title, label string, has bool, option func() []byte) app.UI {
+	plain := func(id, title, label string, has bool, option func() []byte) app.UI {
 		return app.Section().Class("card chart-card").DataSet("chart-card", id).Body(
 			app.H2().Text(title),
 			app.If(!has, func() app.UI { return empty("Nothing measured yet.") }).
@@ -259,9 +259,21 @@ func (v *ServingView) charts(s *snapshot.Snapshot) app.UI {
 		)
 	}
 	hasTimeline := len(tl) > 0
+	// A bench run holding the GPU is shaded on every time chart since it
+	// took it: those figures are the benchmark's.
+	var benchSince int64
+	if v.Lease != nil && v.Lease.Held {
+		benchSince = v.Lease.Since
+	}
+	timed := func(option []byte) []byte { return charts.WithBench(option, benchSince, pal) }
+	chart := func(id, title, label string, has bool, option func() []byte) app.UI {
+		return plain(id, title, label, has, func() []byte { return timed(option()) })
+	}
 	return app.Div().Class("chart-grid").Body(
 		chart("chart-throughput", "Tokens per second, batch rows and queue", "tokens per second, active rows and queue depth over time",
-			len(s.Series) > 0, func() []byte { return charts.Throughput(s.Series, marks, pal) }),
+			len(s.Series) > 0, func() []byte { return charts.Throughput(s.Series, tl, marks, pal) }),
+		chart("chart-token-rates", "Prompt and generation tokens per second", "prompt and generation tokens per second of the requests finished, over time", hasTimeline,
+			func() []byte { return charts.TokenRates(tl, s.IntervalMs, marks, pal) }),
 		chart("chart-ttft", "Time to first token", "TTFT p50, p95 and p99 over time", hasTimeline,
 			func() []byte {
 				return charts.Latency(tl, marks, func(p snapshot.TimelinePoint) *snapshot.Quantiles { return p.TTFTMs }, "ms", pal)
@@ -274,10 +286,18 @@ func (v *ServingView) charts(s *snapshot.Snapshot) app.UI {
 			func() []byte {
 				return charts.Latency(tl, marks, func(p snapshot.TimelinePoint) *snapshot.Quantiles { return p.TotalMs }, "ms", pal)
 			}),
+		chart("chart-queue", "Queue time", "queue time p50, p95 and p99 over time", hasTimeline,
+			func() []byte {
+				return charts.Latency(tl, marks, func(p snapshot.TimelinePoint) *snapshot.Quantiles { return p.QueueMs }, "ms", pal)
+			}),
+		chart("chart-phases", "Prefill and decode time", "prefill time (TTFT less the queue) and decode time, p50 and p95, over time", hasTimeline,
+			func() []byte { return charts.Phases(tl, marks, pal) }),
 		chart("chart-finish", "Requests per second by finish reason", "finished requests per second by finish reason over time", hasTimeline,
 			func() []byte { return charts.FinishRate(tl, s.IntervalMs, marks, pal) }),
 		chart("chart-cache", "KV cache use and prefix hit rate", "KV cache use and prefix-cache hit rate over time", hasTimeline,
 			func() []byte { return charts.CacheUse(tl, marks, pal) }),
+		plain("chart-lengths", "Prompt and generation length", "the window's requests by prompt and by generation length in tokens",
+			s.Requests.Window.Lengths != nil, func() []byte { return charts.Lengths(s.Requests.Window.Lengths, pal) }),
 	)
 }
 
