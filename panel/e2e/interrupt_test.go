@@ -30,6 +30,11 @@ func TestInterruptedStream(t *testing.T) {
 	waitFrame(t, ctx, "last data kept", tileValue("queued")+` === "5"`, 5*time.Second)
 	waitFrame(t, ctx, "figures marked stale", `document.querySelector("main.body").classList.contains("stale") &&
 		/as of \d\d:\d\d:\d\d/.test(document.querySelector("[data-stale]").textContent)`, 5*time.Second)
+	// Dimmed, each chart and tile in its own colours, not all one grey.
+	waitFrame(t, ctx, "stale figures dimmed in their colours", `(() => {
+		const c = getComputedStyle(document.querySelector("main.body .card"));
+		return c.filter === "none" && Number(c.opacity) < 1;
+	})()`, 5*time.Second)
 	lost := frameText(t, ctx, "#conn .conn-detail")
 	if !strings.Contains(lost, "stream lost at") || !strings.Contains(lost, "cannot reach "+b.URL()) {
 		t.Errorf("state while down: %q", lost)
@@ -64,4 +69,22 @@ func TestInterruptedStream(t *testing.T) {
 func lostAt(s string) string {
 	_, after, _ := strings.Cut(s, "stream lost at ")
 	return strings.SplitN(after, ":", 4)[0] + strings.Join(strings.SplitN(after, ":", 4)[1:3], ":")
+}
+
+// TestBenchKeptWhenBackendGoes: the Benchmarks tab, open when the backend
+// goes, keeps its profiles and history on screen, greyed, saying why and
+// as of when, as the live tabs keep their figures.
+func TestBenchKeptWhenBackendGoes(t *testing.T) {
+	needBrowser(t)
+	b := startBackend(t)
+	ctx := browser(t)
+	navigate(t, ctx, b.URL()+"/")
+	waitFrame(t, ctx, "stream live", `document.querySelector("#conn").dataset.state === "live"`, 30*time.Second)
+	click(t, ctx, `[data-tab="bench"]`)
+	waitFrame(t, ctx, "profiles listed", `!!document.querySelector('[data-profile="smoke"]')`, 15*time.Second)
+	b.stop()
+	waitFrame(t, ctx, "the tab kept and greyed", `document.querySelector("#view-bench").classList.contains("stale") &&
+		!!document.querySelector('[data-profile="smoke"]') &&
+		/unavailable: .*shown as of \d\d:\d\d:\d\d/.test(document.querySelector('[data-error]').textContent)`, 20*time.Second)
+	shot(t, ctx, "bench-kept")
 }

@@ -125,7 +125,8 @@ func showView(t *testing.T, ctx context.Context, tab string) {
 	var charts []string
 	switch tab {
 	case "serving":
-		charts = []string{"chart-throughput", "chart-ttft", "chart-tpot", "chart-e2e", "chart-finish", "chart-cache"}
+		charts = []string{"chart-throughput", "chart-ttft", "chart-tpot", "chart-e2e", "chart-token-rates", "chart-queue",
+			"chart-phases", "chart-finish", "chart-cache", "chart-lengths"}
 	case "models":
 		charts = []string{"chart-memory"}
 	case "caches":

@@ -11,8 +11,9 @@ import (
 )
 
 // TestServingTimeCharts: posted events fill the Serving view's tiles and
-// its time charts (TTFT, TPOT, e2e, finish reasons, cache use), with the
-// model's load marked.
+// its time charts (TTFT, TPOT, e2e, prompt and generation tokens/s, queue,
+// prefill and decode time, finish reasons, cache use) and the request
+// length distribution, with the model's load marked.
 func TestServingTimeCharts(t *testing.T) {
 	needBrowser(t)
 	b := startBackend(t)
@@ -26,11 +27,13 @@ func TestServingTimeCharts(t *testing.T) {
 	for key, want := range map[string]string{"ttft": "110 ms", "tpot": "25.0 ms", "prefix": "75.0%", "kv": "50.0%"} {
 		waitFrame(t, ctx, key+" tile", fmt.Sprintf(`(%s||"").includes(%q)`, tileValue(key), want), 5*time.Second)
 	}
-	for _, id := range []string{"chart-ttft", "chart-tpot", "chart-e2e", "chart-finish", "chart-cache"} {
+	for _, id := range []string{"chart-ttft", "chart-tpot", "chart-e2e", "chart-token-rates", "chart-queue", "chart-phases",
+		"chart-finish", "chart-cache", "chart-lengths"} {
 		waitFrame(t, ctx, id+" drawn", paintedPixels(id)+" > 300", 10*time.Second)
 	}
 	// The model's load is a mark on every time chart, as ECharts holds it.
-	for _, id := range []string{"chart-throughput", "chart-ttft", "chart-tpot", "chart-e2e", "chart-finish", "chart-cache"} {
+	for _, id := range []string{"chart-throughput", "chart-ttft", "chart-tpot", "chart-e2e", "chart-token-rates", "chart-queue",
+		"chart-phases", "chart-finish", "chart-cache"} {
 		if got := chartMarks(t, ctx, id); !contains(got, "load mlx-community/Qwen3-4B-4bit") {
 			t.Errorf("%s marks %q, want the model's load", id, got)
 		}

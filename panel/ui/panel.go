@@ -345,7 +345,13 @@ func (p *Panel) Render() app.UI {
 					OnClick(func(ctx app.Context, e app.Event) { p.tab = t.Key }, app.EventScope(t.Key))
 			})),
 		),
-		app.Main().Class(p.bodyClass()).Body(staleNote(p.Stale(), p.snap), p.renderView()),
+		// The view keeps its place whether the stale note shows or not, so
+		// going stale does not mount it afresh (the Benchmarks view would
+		// lose what it had read).
+		app.Main().Class(p.bodyClass()).Body(
+			app.Div().Class("note-slot").Body(staleNote(p.Stale(), p.snap)),
+			p.renderView(),
+		),
 	)
 }
 
