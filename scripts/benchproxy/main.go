@@ -55,6 +55,7 @@ type config struct {
 	decodeRate  float64
 	prefillRate float64
 	timeout     time.Duration
+	peer        string
 }
 
 func main() {
@@ -62,7 +63,7 @@ func main() {
 	flag.StringVar(&cfg.bin, "bin", "", "the mlx-metrics binary (required)")
 	flag.StringVar(&cfg.compareBin, "compare-bin", "", "another mlx-metrics binary whose proxy runs as a third side, interleaved with the others (an older build, to compare)")
 	serveEnv := flag.String("serve-env", "", "extra environment for the serve processes, space-separated KEY=VALUE (GOMAXPROCS=1, GOGC=400, ...)")
-	streams := flag.String("streams", "1,16,64", "concurrent stream counts, comma-separated")
+	streams := flag.String("streams", "1,64,256", "concurrent stream counts, comma-separated")
 	flag.IntVar(&cfg.rounds, "rounds", 4, "rounds; each runs every stream count direct and proxied")
 	flag.DurationVar(&cfg.phase, "phase", 2*time.Second, "how long one side of one stream count sends requests in a round")
 	flag.IntVar(&cfg.tokens, "tokens", 64, "max_tokens of each completion")
@@ -70,6 +71,7 @@ func main() {
 	flag.Float64Var(&cfg.decodeRate, "decode-rate", 500, "the engine's decode rate per stream, tokens/s (batch slowdown 0, so every stream gets it); high values make the run CPU-bound")
 	flag.Float64Var(&cfg.prefillRate, "prefill-rate", 100000, "the engine's prefill rate, prompt tokens/s")
 	flag.DurationVar(&cfg.timeout, "timeout", 5*time.Minute, "bound on the whole run")
+	flag.StringVar(&cfg.peer, "peer", "", "nginx: run nginx as a plain streaming reverse proxy as one more side, interleaved with the others")
 	flag.Parse()
 	cfg.serveEnv = strings.Fields(*serveEnv)
 	for f := range strings.SplitSeq(*streams, ",") {
@@ -148,6 +150,18 @@ func run(ctx context.Context, cfg config) error {
 	}
 	if cmp != nil {
 		sides = append(sides, &side{name: "compare", url: "http://" + cmp.addr + "/v1/completions", client: newClient(), proxy: cmp})
+	}
+	switch cfg.peer {
+	case "":
+	case "nginx":
+		ngx, err := startNginx(ctx, home, engineAddr)
+		if err != nil {
+			return err
+		}
+		defer ngx.stop()
+		sides = append(sides, &side{name: "nginx", url: "http://" + ngx.addr + "/v1/completions", client: newClient(), proxy: ngx})
+	default:
+		return fmt.Errorf("-peer %q: want nginx", cfg.peer)
 	}
 	body := requestBody(cfg)
 
@@ -316,8 +330,8 @@ func report(cfg config, sides []*side, results map[int]map[string][]phase) {
 	fmt.Println()
 	fmt.Println("TTFT as the clients see it (to the first data line), and tokens/s as they receive them:")
 	fmt.Println()
-	fmt.Println("streams | side    | direct p50/p99 ms | proxied p50/p99 ms | added p50 ms (rounds min..max) | added p99 ms | tok/s direct | proxied | proxied/direct (rounds min..max) | proxy CPU cores")
-	fmt.Println("--------|---------|-------------------|--------------------|--------------------------------|--------------|--------------|---------|----------------------------------|----------------")
+	fmt.Println("streams | side    | direct p50/p99 ms | proxied p50/p99 ms | added p50 ms (rounds min..max) | added p99 ms | tok/s direct | proxied | proxied/direct (rounds min..max) | proxy CPU cores | CPU ms per 1000 events")
+	fmt.Println("--------|---------|-------------------|--------------------|--------------------------------|--------------|--------------|---------|----------------------------------|-----------------|-----------------------")
 	for _, n := range cfg.streams {
 		d := results[n]["direct"]
 		dAll := pool(d)
@@ -330,15 +344,18 @@ func report(cfg config, sides []*side, results map[int]map[string][]phase) {
 			}
 			pAll := pool(p)
 			var cpu, wall time.Duration
+			events := 0
 			for _, ph := range p {
 				cpu += ph.proxyCPU
 				wall += ph.wall
+				events += ph.tokens // one streamed chunk a token
 			}
-			fmt.Printf("%7d | %-7s | %7.2f / %-7.2f | %7.2f / %-8.2f | %+6.2f (%+.2f..%+.2f)          | %+12.2f | %12.0f | %7.0f | %.4f (%.4f..%.4f)        | %.2f\n",
+			fmt.Printf("%7d | %-7s | %7.2f / %-7.2f | %7.2f / %-8.2f | %+6.2f (%+.2f..%+.2f)          | %+12.2f | %12.0f | %7.0f | %.4f (%.4f..%.4f)        | %.2f            | %.1f\n",
 				n, s.name, ms(pct(dAll.ttfts, 0.5)), ms(pct(dAll.ttfts, 0.99)), ms(pct(pAll.ttfts, 0.5)), ms(pct(pAll.ttfts, 0.99)),
 				ms(pct(pAll.ttfts, 0.5)-pct(dAll.ttfts, 0.5)), slices.Min(addedP50), slices.Max(addedP50),
 				ms(pct(pAll.ttfts, 0.99)-pct(dAll.ttfts, 0.99)),
-				rate(dAll), rate(pAll), rate(pAll)/rate(dAll), slices.Min(ratios), slices.Max(ratios), cpu.Seconds()/wall.Seconds())
+				rate(dAll), rate(pAll), rate(pAll)/rate(dAll), slices.Min(ratios), slices.Max(ratios), cpu.Seconds()/wall.Seconds(),
+				float64(cpu.Milliseconds())/max(float64(events)/1000, 1e-9))
 		}
 	}
 	fmt.Println()
@@ -414,6 +431,10 @@ func printMachine(cfg config, engineAddr string, sides []*side) {
 	fmt.Printf("engine %s: decode %g tok/s per stream (batch slowdown 0), prefill %g tok/s, %d prompt words, max_tokens %d\n",
 		engineAddr, cfg.decodeRate, cfg.prefillRate, cfg.promptWords, cfg.tokens)
 	for _, s := range sides[1:] {
+		if s.name == "nginx" {
+			fmt.Printf("%-7s %s: %s, one process, proxy_buffering off, HTTP/1.1 keep-alive upstream to %s\n", s.name, s.proxy.addr, s.proxy.bin, engineAddr)
+			continue
+		}
 		fmt.Printf("%-7s %s: %s %s serve --proxy-to http://%s/v1\n", s.name, s.proxy.addr, strings.Join(cfg.serveEnv, " "), s.proxy.bin, engineAddr)
 	}
 }

@@ -55,6 +55,11 @@ type config struct {
 	serverArgs []string
 	timeout    time.Duration
 	verbose    bool
+
+	e2e       bool
+	postEvery time.Duration
+	role      string
+	addr      string
 }
 
 func main() {
@@ -71,7 +76,15 @@ func main() {
 	serverArg := flag.String("server-args", "", "extra arguments for mlx-metrics serve, space-separated")
 	flag.DurationVar(&cfg.timeout, "timeout", 3*time.Minute, "bound on the whole run")
 	flag.BoolVar(&cfg.verbose, "v", false, "print each probe's slowest lag")
+	e2eFlags(&cfg)
 	flag.Parse()
+	if cfg.role == "clients" {
+		if err := clientsMain(cfg.addr, cfg.clients); err != nil {
+			fmt.Fprintln(os.Stderr, "bench-stream clients:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if cfg.bin == "" || cfg.clients < 1 || cfg.every <= 0 || cfg.duration <= 0 {
 		flag.Usage()
 		os.Exit(2)
@@ -79,7 +92,11 @@ func main() {
 	cfg.serverArgs = strings.Fields(*serverArg)
 	ctx, cancel := context.WithTimeout(context.Background(), cfg.timeout)
 	defer cancel()
-	if err := run(ctx, cfg); err != nil {
+	runner := run
+	if cfg.e2e {
+		runner = runE2E
+	}
+	if err := runner(ctx, cfg); err != nil {
 		fmt.Fprintln(os.Stderr, "bench-stream:", err)
 		os.Exit(1)
 	}
