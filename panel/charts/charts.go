@@ -143,9 +143,9 @@ func legend() opts.Legend {
 // beside it are (the series holds the last minutes of samples only), else
 // the series'.
 func Throughput(series []snapshot.SeriesPoint, tl []snapshot.TimelinePoint, marks []snapshot.ModelMark, p Palette) []byte {
-	x := timeWindow(series)
+	x := timeAxis(len(series), func(i int) int64 { return series[i].At })
 	if len(tl) > 0 {
-		x = timeGlobalsAxis(tl)
+		x = timelineAxis(tl)
 		if n := len(series); n > 0 {
 			x.Max = max(x.Max.(int64), series[n-1].At)
 		}
@@ -184,14 +184,14 @@ func Throughput(series []snapshot.SeriesPoint, tl []snapshot.TimelinePoint, mark
 // few samples do not stretch over the whole axis.
 const MinWindowMs = 60_000
 
-// timeWindow is the x axis: the series' span, at least MinWindowMs, ending
-// at the newest sample.
-func timeWindow(series []snapshot.SeriesPoint) opts.XAxis {
+// timeAxis is the x axis over n samples at times at(i): their span, at
+// least MinWindowMs, ending at the newest.
+func timeAxis(n int, at func(i int) int64) opts.XAxis {
 	x := opts.XAxis{Type: "time", SplitNumber: 4}
-	if n := len(series); n > 0 {
-		last := series[n-1].At
+	if n > 0 {
+		last := at(n - 1)
 		x.Max = last
-		x.Min = min(series[0].At, last-MinWindowMs)
+		x.Min = min(at(0), last-MinWindowMs)
 	}
 	return x
 }

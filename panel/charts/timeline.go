@@ -152,31 +152,24 @@ func withArea(option []byte, areas []any, colour string, opacity float64, p Pale
 	if len(areas) == 0 {
 		return option
 	}
-	var m map[string]any
-	if json.Unmarshal(option, &m) != nil {
-		return option
-	}
-	series, _ := m["series"].([]any)
-	if len(series) == 0 {
-		return option
-	}
-	last := series[len(series)-1].(map[string]any)
-	ma, _ := last["markArea"].(map[string]any)
-	if ma == nil {
-		ma = map[string]any{"silent": true, "data": []any{}}
-	}
-	// Each area carries its own style, so a quiet stretch and a bench run
-	// on one series look apart.
-	for _, a := range areas {
-		pair := a.([]any)
-		first := pair[0].(map[string]any)
-		first["itemStyle"] = map[string]any{"color": colour, "opacity": opacity}
-		first["label"] = map[string]any{"color": p.Text, "fontSize": 10, "position": "insideTop"}
-		ma["data"] = append(ma["data"].([]any), pair)
-	}
-	last["markArea"] = ma
-	out, _ := json.Marshal(m)
-	return out
+	return editSeries(option, func(m map[string]any, series []any) bool {
+		last := series[len(series)-1].(map[string]any)
+		ma, _ := last["markArea"].(map[string]any)
+		if ma == nil {
+			ma = map[string]any{"silent": true, "data": []any{}}
+		}
+		// Each area carries its own style, so a quiet stretch and a bench run
+		// on one series look apart.
+		for _, a := range areas {
+			pair := a.([]any)
+			first := pair[0].(map[string]any)
+			first["itemStyle"] = map[string]any{"color": colour, "opacity": opacity}
+			first["label"] = map[string]any{"color": p.Text, "fontSize": 10, "position": "insideTop"}
+			ma["data"] = append(ma["data"].([]any), pair)
+		}
+		last["markArea"] = ma
+		return true
+	})
 }
 
 // FinishRate is requests per second in each interval, stacked by finish
@@ -228,7 +221,7 @@ func CacheUse(tl []snapshot.TimelinePoint, marks []snapshot.ModelMark, p Palette
 // axis tooltip, a time axis over the timeline (at least MinWindowMs), and
 // a value axis from zero named with unit.
 func timeGlobals(tl []snapshot.TimelinePoint, unit string, p Palette) []charts.GlobalOpts {
-	x := timeGlobalsAxis(tl)
+	x := timelineAxis(tl)
 	return []charts.GlobalOpts{
 		charts.WithLegendOpts(legend()),
 		charts.WithTooltipOpts(opts.Tooltip{Show: opts.Bool(true), Trigger: "axis"}),
@@ -247,61 +240,73 @@ func withMarks(option []byte, marks []snapshot.ModelMark, p Palette) []byte {
 	if len(marks) == 0 {
 		return option
 	}
+	return editSeries(option, func(m map[string]any, series []any) bool {
+		lo, hi, ranged := timeRange(m)
+		if ranged {
+			// A mark after the newest point (a load in the interval still
+			// filling) stretches the axis to it rather than falling off.
+			for _, mk := range marks {
+				hi = max(hi, float64(mk.At))
+			}
+			m["xAxis"].([]any)[0].(map[string]any)["max"] = hi
+		}
+		data := make([]any, 0, len(marks))
+		// Labels closer than a twelfth of the axis to the last one labelled
+		// would run into it; those marks keep their line, unlabelled.
+		minGap := (hi - lo) / 12
+		lastLabelled := math.Inf(-1)
+		for _, mk := range marks {
+			at := float64(mk.At)
+			if ranged && at < lo {
+				continue // before the window: drawn outside the plot it would sit on an axis
+			}
+			side := "insideEndBottom" // right of a line drawn upwards
+			if ranged && at > (lo+hi)/2 {
+				side = "insideEndTop"
+			}
+			label := map[string]any{"position": side}
+			if ranged && at-lastLabelled < minGap {
+				label["show"] = false
+			} else {
+				lastLabelled = at
+			}
+			data = append(data, map[string]any{
+				"name":  mk.Kind + " " + mk.Model,
+				"xAxis": mk.At,
+				"label": label,
+			})
+		}
+		if len(data) == 0 {
+			return false
+		}
+		first := series[0].(map[string]any)
+		first["markLine"] = map[string]any{
+			"symbol":    []any{"none", "none"},
+			"silent":    true,
+			"lineStyle": map[string]any{"color": p.Muted, "type": "dotted", "width": 1},
+			"label":     map[string]any{"show": true, "formatter": "{b}", "color": p.Text, "fontSize": 10},
+			"data":      data,
+		}
+		return true
+	})
+}
+
+// editSeries decodes an encoded option, lets edit change it and encodes it
+// again; an option without series, or one edit left alone (it returned
+// false), comes back as it was.
+func editSeries(option []byte, edit func(m map[string]any, series []any) bool) []byte {
 	var m map[string]any
 	if json.Unmarshal(option, &m) != nil {
 		return option
 	}
 	series, _ := m["series"].([]any)
-	if len(series) == 0 {
+	if len(series) == 0 || !edit(m, series) {
 		return option
 	}
-	lo, hi, ranged := timeRange(m)
-	if ranged {
-		// A mark after the newest point (a load in the interval still
-		// filling) stretches the axis to it rather than falling off.
-		for _, mk := range marks {
-			hi = max(hi, float64(mk.At))
-		}
-		m["xAxis"].([]any)[0].(map[string]any)["max"] = hi
-	}
-	data := make([]any, 0, len(marks))
-	// Labels closer than a twelfth of the axis to the last one labelled
-	// would run into it; those marks keep their line, unlabelled.
-	minGap := (hi - lo) / 12
-	lastLabelled := math.Inf(-1)
-	for _, mk := range marks {
-		at := float64(mk.At)
-		if ranged && at < lo {
-			continue // before the window: drawn outside the plot it would sit on an axis
-		}
-		side := "insideEndBottom" // right of a line drawn upwards
-		if ranged && at > (lo+hi)/2 {
-			side = "insideEndTop"
-		}
-		label := map[string]any{"position": side}
-		if ranged && at-lastLabelled < minGap {
-			label["show"] = false
-		} else {
-			lastLabelled = at
-		}
-		data = append(data, map[string]any{
-			"name":  mk.Kind + " " + mk.Model,
-			"xAxis": mk.At,
-			"label": label,
-		})
-	}
-	if len(data) == 0 {
+	out, err := json.Marshal(m)
+	if err != nil {
 		return option
 	}
-	first := series[0].(map[string]any)
-	first["markLine"] = map[string]any{
-		"symbol":    []any{"none", "none"},
-		"silent":    true,
-		"lineStyle": map[string]any{"color": p.Muted, "type": "dotted", "width": 1},
-		"label":     map[string]any{"show": true, "formatter": "{b}", "color": p.Text, "fontSize": 10},
-		"data":      data,
-	}
-	out, _ := json.Marshal(m)
 	return out
 }
 
@@ -327,14 +332,7 @@ func percentOrNil(v *float64) any {
 func round1(v float64) float64 { return float64(int64(v*10+0.5)) / 10 }
 func round2(v float64) float64 { return float64(int64(v*100+0.5)) / 100 }
 
-// timeGlobalsAxis is the time axis over the timeline (at least
-// MinWindowMs), every time chart's.
-func timeGlobalsAxis(tl []snapshot.TimelinePoint) opts.XAxis {
-	x := opts.XAxis{Type: "time", SplitNumber: 4}
-	if n := len(tl); n > 0 {
-		last := tl[n-1].At
-		x.Max = last
-		x.Min = min(tl[0].At, last-MinWindowMs)
-	}
-	return x
+// timelineAxis is the time axis every timeline chart shares.
+func timelineAxis(tl []snapshot.TimelinePoint) opts.XAxis {
+	return timeAxis(len(tl), func(i int) int64 { return tl[i].At })
 }

@@ -484,27 +484,10 @@ func (e *encoder) lengths(l *Lengths) {
 		return
 	}
 	e.key(`{"bounds":`)
-	e.ints(len(l.Bounds), l.Bounds == nil, func(i int) int64 { return l.Bounds[i] })
+	list(e, l.Bounds == nil, len(l.Bounds), func(i int) { e.int(l.Bounds[i]) })
 	e.key(`,"prompt":`)
-	e.ints(len(l.Prompt), l.Prompt == nil, func(i int) int64 { return int64(l.Prompt[i]) })
+	list(e, l.Prompt == nil, len(l.Prompt), func(i int) { e.int(int64(l.Prompt[i])) })
 	e.key(`,"generation":`)
-	e.ints(len(l.Generation), l.Generation == nil, func(i int) int64 { return int64(l.Generation[i]) })
+	list(e, l.Generation == nil, len(l.Generation), func(i int) { e.int(int64(l.Generation[i])) })
 	e.raw("}")
-}
-
-// ints writes an array of n integers (null for a nil slice, as
-// encoding/json does).
-func (e *encoder) ints(n int, isNil bool, at func(int) int64) {
-	if isNil {
-		e.raw("null")
-		return
-	}
-	e.b = append(e.b, '[')
-	for i := range n {
-		if i > 0 {
-			e.b = append(e.b, ',')
-		}
-		e.int(at(i))
-	}
-	e.b = append(e.b, ']')
 }

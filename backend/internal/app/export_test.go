@@ -27,17 +27,9 @@ import (
 // through --proxy-to (to the reference engine) lands on the bus and shows
 // in GET /api/metrics/prometheus.
 func TestExportWiring(t *testing.T) {
-	cfg := engine.DefaultConfig()
-	cfg.DecodeRate, cfg.PrefillRate, cfg.LoadTime = 2000, 200000, 0
-	eng, err := engine.New(cfg, engine.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	go eng.Run(ctx)
-	engSrv := httptest.NewServer(eng.Handler())
-	defer engSrv.Close()
+	engSrv := startEngine(ctx, t, engine.Options{})
 
 	b := bus.New()
 	side, err := StartExport(ctx, b, health.New(time.Now(), health.Options{}), ExportConfig{ProxyTo: engSrv.URL + "/v1", ScrapeInterval: time.Second})
@@ -174,22 +166,14 @@ func TestProxyAndPublisherCountOnce(t *testing.T) {
 	const n = 5
 	var backend string
 	posted := make(chan []byte, 1024)
-	cfg := engine.DefaultConfig()
-	cfg.DecodeRate, cfg.PrefillRate, cfg.LoadTime = 2000, 200000, 0
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
 	// As engine --publish does: each event the engine makes is POSTed.
-	eng, err := engine.New(cfg, engine.Options{Sink: func(ev events.Event) {
+	engSrv := startEngine(ctx, t, engine.Options{Sink: func(ev events.Event) {
 		if b, err := json.Marshal(ev); err == nil {
 			posted <- b
 		}
 	}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go eng.Run(ctx)
-	engSrv := httptest.NewServer(eng.Handler())
-	defer engSrv.Close()
 
 	c := startConfig(t)
 	c.Export.ProxyTo = engSrv.URL + "/v1"
@@ -255,4 +239,20 @@ func TestProxyAndPublisherCountOnce(t *testing.T) {
 	if snap.Requests.Finished != n {
 		t.Fatalf("%d requests finished, want %d (each counted once): %+v", snap.Requests.Finished, n, health)
 	}
+}
+
+// startEngine runs a fast reference engine (2000 tok/s decode, no load
+// time) until ctx ends, served on a loopback test server.
+func startEngine(ctx context.Context, t *testing.T, o engine.Options) *httptest.Server {
+	t.Helper()
+	cfg := engine.DefaultConfig()
+	cfg.DecodeRate, cfg.PrefillRate, cfg.LoadTime = 2000, 200000, 0
+	eng, err := engine.New(cfg, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	go eng.Run(ctx)
+	srv := httptest.NewServer(eng.Handler())
+	t.Cleanup(srv.Close)
+	return srv
 }
