@@ -497,7 +497,7 @@ func (v *BenchView) renderLastEnded() app.UI {
 // logTail shows the job's last lines; the box is anchored at its bottom
 // (column-reverse), so the newest line is the one in view.
 func logTail(lines []string) app.UI {
-	return app.Div().Class("log").Body(app.Pre().Text(joinLines(lines)))
+	return app.Div().Class("log").Body(app.Pre().Text(strings.Join(lines, "\n")))
 }
 
 // jobTiming is a running job's elapsed time and, once it has made
@@ -521,17 +521,6 @@ func (v *BenchView) jobTiming(j *bench.Job) string {
 		out += " · about " + format.Duration(left) + " left"
 	}
 	return out
-}
-
-func joinLines(ls []string) string {
-	s := ""
-	for i, l := range ls {
-		if i > 0 {
-			s += "\n"
-		}
-		s += l
-	}
-	return s
 }
 
 // bestDecode is a run's highest decode median over its cells.

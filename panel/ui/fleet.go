@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/maxence-charriere/go-app/v10/pkg/app"
@@ -133,20 +134,9 @@ func (v *FleetView) renderStatus() app.UI {
 	}
 	s := fmt.Sprintf("From %s, hosts by %s; updated %s.", v.view.Source, v.view.HostLabel, format.Clock(v.view.At))
 	if v.view.Partial {
-		s += " Partial answer: " + joinWarnings(v.view.Warnings)
+		s += " Partial answer: " + strings.Join(v.view.Warnings, "; ")
 	}
 	return app.P().Class("fleet-status").DataSet("partial", fmt.Sprint(v.view.Partial)).Text(s)
-}
-
-func joinWarnings(ws []string) string {
-	out := ""
-	for i, w := range ws {
-		if i > 0 {
-			out += "; "
-		}
-		out += w
-	}
-	return out
 }
 
 func (v *FleetView) renderBody() app.UI {
