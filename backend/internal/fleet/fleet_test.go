@@ -11,6 +11,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -188,7 +189,13 @@ func TestQueryFaults(t *testing.T) {
 				base = srv.URL
 			}
 			defer close(release)
-			c, err := NewClient(base, Options{Timeout: 200 * time.Millisecond, MaxAnswer: 64 << 10})
+			// Only the slow case waits its timeout out; the others get
+			// one no loaded machine reaches, so they fail for their fault.
+			timeout := 10 * time.Second
+			if tt.kind == KindTimeout {
+				timeout = 200 * time.Millisecond
+			}
+			c, err := NewClient(base, Options{Timeout: timeout, MaxAnswer: 64 << 10})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -228,7 +235,7 @@ func TestRoute(t *testing.T) {
 		{"off", nil, "", 200, `"enabled":false`},
 		{"on", service(up.URL), "?range=6h", 200, `"enabled":true`},
 		{"bad range", service(up.URL), "?range=1w", 400, `"type":"invalid_request_error"`},
-		{"API failing", service(down.URL), "", 502, `the fleet's query API at ` + down.URL + `: HTTP 502`},
+		{"API failing", service(down.URL), "", 502, `"message":"the fleet's query API: HTTP 502`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -254,4 +261,87 @@ func TestNewClientRefuses(t *testing.T) {
 	if c, err := NewClient("https://mimir.example/prometheus/", Options{}); err != nil || c.URL() != "https://mimir.example/prometheus" {
 		t.Errorf("a path under the API root: %v %v", c, err)
 	}
+}
+
+// Requests for a view being computed share it; a failure is reused for
+// CacheFor like an answer; past maxFlights distinct views waiting, the
+// answer is ErrBusy; a waiter whose context ends stops waiting, and the
+// view it asked for is still computed.
+func TestFlights(t *testing.T) {
+	release := make(chan struct{})
+	var asked sync.WaitGroup
+	asked.Add(1)
+	var first sync.Once
+	srv, _ := fakeAPI(t, func(w http.ResponseWriter, _ string) {
+		first.Do(asked.Done)
+		<-release
+		http.Error(w, "down", 503)
+	})
+	// Queries are counted as sent: the server may still be running the
+	// handlers of those a failure cancelled.
+	var sent atomic.Int64
+	c, err := NewClient(srv.URL, Options{HTTP: &http.Client{Transport: countingTransport{&sent}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := NewService(c, Config{})
+	wantDown := func(err error) {
+		t.Helper()
+		var qe *QueryError
+		if !errors.As(err, &qe) || qe.Kind != KindStatus {
+			t.Fatalf("err %v, want the API's 503", err)
+		}
+	}
+
+	// Three asks of one view, which holds the computation's turn.
+	errs := make(chan error, 3)
+	for range 3 {
+		go func() {
+			_, err := s.View(context.Background(), Request{})
+			errs <- err
+		}()
+	}
+	asked.Wait()
+	// Other views, their asks given up at once: each still waits its turn.
+	gone, cancel := context.WithCancel(context.Background())
+	cancel()
+	others := make([]Request, maxFlights-1)
+	for i := range others {
+		others[i] = Request{Host: fmt.Sprint("h", i)}
+		if _, err := s.View(gone, others[i]); !errors.Is(err, context.Canceled) {
+			t.Fatalf("an ended wait: err %v", err)
+		}
+	}
+	if _, err := s.View(context.Background(), Request{Model: "one too many"}); !errors.Is(err, ErrBusy) {
+		t.Fatalf("past maxFlights: err %v, want ErrBusy", err)
+	}
+
+	close(release)
+	for range 3 {
+		wantDown(<-errs)
+	}
+	for _, r := range others {
+		_, err := s.View(context.Background(), r) // joins its flight, or its cached failure
+		wantDown(err)
+	}
+	// One query set per view: the first failure cancels the rest of its
+	// set, so at most `parallel` queries each, never three sets for the
+	// shared one.
+	n := sent.Load()
+	if n > maxFlights*parallel {
+		t.Errorf("%d queries for %d views", n, maxFlights)
+	}
+	// The failure is reused within CacheFor: no query asked again.
+	_, err = s.View(context.Background(), Request{})
+	wantDown(err)
+	if sent.Load() != n {
+		t.Errorf("a repeated failing view asked %d queries more", sent.Load()-n)
+	}
+}
+
+type countingTransport struct{ n *atomic.Int64 }
+
+func (c countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	c.n.Add(1)
+	return http.DefaultTransport.RoundTrip(r)
 }

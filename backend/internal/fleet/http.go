@@ -3,6 +3,7 @@ package fleet
 import (
 	"errors"
 	"net/http"
+	"strings"
 
 	"github.com/gofiber/fiber/v2"
 
@@ -24,7 +25,10 @@ func (f Feature) handle(c *fiber.Ctx) error {
 	if f.S == nil {
 		return c.JSON(shared.View{Hosts: []shared.Host{}, Rows: []shared.Row{}})
 	}
-	v, err := f.S.View(c.UserContext(), Request{Range: c.Query("range"), Host: c.Query("host"), Model: c.Query("model")})
+	// Cloned: Fiber's strings live in a buffer the next request reuses,
+	// and these become cache keys.
+	r := Request{Range: strings.Clone(c.Query("range")), Host: strings.Clone(c.Query("host")), Model: strings.Clone(c.Query("model"))}
+	v, err := f.S.View(c.UserContext(), r)
 	var re *RequestError
 	var qe *QueryError
 	switch {
@@ -35,7 +39,10 @@ func (f Feature) handle(c *fiber.Ctx) error {
 		if qe.Kind == KindTimeout {
 			status = http.StatusGatewayTimeout
 		}
-		return server.Error(c, status, "the fleet's query API at "+f.S.c.URL()+": "+qe.Message)
+		return server.Error(c, status, "the fleet's query API: "+qe.Message)
+	case errors.Is(err, ErrBusy):
+		c.Set(fiber.HeaderRetryAfter, "5")
+		return server.Error(c, fiber.StatusServiceUnavailable, err.Error())
 	case err != nil:
 		return server.Error(c, http.StatusBadGateway, "the fleet's query API: "+clip(err.Error()))
 	}

@@ -2,6 +2,7 @@ package fleet
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sort"
@@ -50,6 +51,10 @@ const (
 	MaxFilter = 256
 	// parallel bounds the queries of one view in flight at once.
 	parallel = 4
+	// maxFlights bounds the distinct views waiting to be computed, and
+	// maxCached the views kept.
+	maxFlights = 8
+	maxCached  = 64
 )
 
 // Service answers views from one query API.
@@ -57,12 +62,15 @@ type Service struct {
 	c   *Client
 	cfg Config
 
-	mu    sync.Mutex // one view is computed at a time
-	cache map[Request]cached
+	turn    chan struct{} // holds the one view being computed
+	mu      sync.Mutex    // guards cache and flights
+	cache   map[Request]cached
+	flights map[Request]*flight
 }
 
 type cached struct {
 	view shared.View
+	err  error
 	at   time.Time
 }
 
@@ -83,7 +91,7 @@ func NewService(c *Client, cfg Config) *Service {
 	if cfg.Ranges == nil {
 		cfg.Ranges = Ranges
 	}
-	return &Service{c: c, cfg: cfg, cache: map[Request]cached{}}
+	return &Service{c: c, cfg: cfg, turn: make(chan struct{}, 1), cache: map[Request]cached{}, flights: map[Request]*flight{}}
 }
 
 // RequestError is a request the service refuses (a bad range or filter).
@@ -174,26 +182,69 @@ func selector(hostLabel, host, model string) string {
 // View answers r: every host the API has seen over the range, reporting
 // or not, and its figures by model. A query that fails fails the view,
 // with the failure's *QueryError; warnings mark it partial.
+//
+// Views are computed one at a time, so the query API sees at most
+// `parallel` queries from this backend; requests for a view being
+// computed wait for it (ctx ends the wait, not the computation), and
+// answers, failures too, are reused for CacheFor: panels refreshing at
+// once, or a query API that is down, cost one query set per CacheFor.
 func (s *Service) View(ctx context.Context, r Request) (shared.View, error) {
 	r, err := r.check(s.cfg.Ranges)
 	if err != nil {
 		return shared.View{}, err
 	}
 	s.mu.Lock()
-	defer s.mu.Unlock()
+	if c, ok := s.cache[r]; ok && s.cfg.Now().Sub(c.at) < s.cfg.CacheFor {
+		s.mu.Unlock()
+		return c.view, c.err
+	}
+	f, ok := s.flights[r]
+	if !ok {
+		if len(s.flights) >= maxFlights {
+			s.mu.Unlock()
+			return shared.View{}, ErrBusy
+		}
+		f = &flight{done: make(chan struct{})}
+		s.flights[r] = f
+		go s.fly(r, f)
+	}
+	s.mu.Unlock()
+	select {
+	case <-f.done:
+		return f.view, f.err
+	case <-ctx.Done():
+		return shared.View{}, ctx.Err()
+	}
+}
+
+// ErrBusy is the answer while maxFlights distinct views wait to be
+// computed: what waits is bounded whatever clients ask.
+var ErrBusy = errors.New("the fleet view is busy with other requests; try again in a few seconds")
+
+// flight is one view being computed, for every request that wants it.
+type flight struct {
+	done chan struct{} // closed when view and err are set
+	view shared.View
+	err  error
+}
+
+// fly computes r's view in its turn, caches it and hands it to f's
+// waiters. It runs apart from any request, so a client that goes does not
+// cancel what others wait for; each query's timeout bounds it.
+func (s *Service) fly(r Request, f *flight) {
+	s.turn <- struct{}{}
 	now := s.cfg.Now()
-	if c, ok := s.cache[r]; ok && now.Sub(c.at) < s.cfg.CacheFor {
-		return c.view, nil
-	}
-	v, err := s.compute(ctx, r, now)
-	if err != nil {
-		return shared.View{}, err
-	}
-	if len(s.cache) >= 64 {
+	v, err := s.compute(context.Background(), r, now)
+	<-s.turn
+	s.mu.Lock()
+	delete(s.flights, r)
+	if len(s.cache) >= maxCached {
 		clear(s.cache) // a few filters are asked for; bound what odd ones cost
 	}
-	s.cache[r] = cached{v, now}
-	return v, nil
+	s.cache[r] = cached{v, err, now}
+	s.mu.Unlock()
+	f.view, f.err = v, err
+	close(f.done)
 }
 
 func (s *Service) compute(ctx context.Context, r Request, now time.Time) (shared.View, error) {
@@ -221,6 +272,9 @@ func (s *Service) compute(ctx context.Context, r Request, now time.Time) (shared
 			defer wg.Done()
 			sem <- struct{}{}
 			defer func() { <-sem }()
+			if ctx.Err() != nil {
+				return // a query failed: so has the view
+			}
 			var err error
 			answers[i], warnings[i], err = s.c.Query(ctx, e)
 			if err != nil {
