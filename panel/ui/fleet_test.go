@@ -34,8 +34,8 @@ func TestFleetView(t *testing.T) {
 			"From http://prom.lan:9090, hosts by instance", "not reporting",
 			"612.4", "4.80", "90.0 ms / 310 ms / 520 ms", "41.0%", "others (3)", "5.0", "rate(mlx_generation_tokens_total[15m])",
 		}, []string{"stale", "Cannot read"}},
-		{"the API failing after a good read", []error{nil, &api.Error{Status: 502, Message: "the fleet's query API at http://prom.lan:9090: unreachable: connection refused"}},
-			[]string{`class="view fleet stale"`, "Cannot read the fleet: the fleet&#39;s query API at http://prom.lan:9090: unreachable: connection refused. The figures below are as of", "612.4"}, nil},
+		{"the API failing after a good read", []error{nil, &api.Error{Status: 502, Message: "the fleet's query API: unreachable: connection refused"}},
+			[]string{`class="view fleet stale"`, "Cannot read the fleet: the fleet&#39;s query API: unreachable: connection refused. The figures below are as of", "612.4"}, nil},
 		{"the API failing from the start", []error{errors.New("no answer")}, []string{"Cannot read the fleet: no answer"}, []string{"612.4"}},
 	}
 	for _, tt := range tests {
