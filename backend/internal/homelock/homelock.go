@@ -79,9 +79,9 @@ func Acquire(home, command string) (*Lock, error) {
 		defer f.Close()
 		if errors.Is(err, syscall.EWOULDBLOCK) {
 			var o Owner
-			if b, rerr := io.ReadAll(io.LimitReader(f, maxOwner)); rerr == nil {
-				_ = json.Unmarshal(b, &o)
-			}
+			// The first value only: the holder may be mid-write, its new
+			// record over a longer old one not yet cut.
+			_ = json.NewDecoder(io.LimitReader(f, maxOwner)).Decode(&o)
 			return nil, &InUseError{Home: home, Other: o}
 		}
 		return nil, fmt.Errorf("lock the home: %w", err)
@@ -102,10 +102,13 @@ func (l *Lock) SetAddr(addr string) error {
 
 func (l *Lock) write() error {
 	b, _ := json.Marshal(l.owner)
-	if err := l.f.Truncate(0); err != nil {
+	b = append(b, '\n')
+	// Written over the old, then cut to length: a process reading in
+	// between sees a whole holder, never an empty file.
+	if _, err := l.f.WriteAt(b, 0); err != nil {
 		return fmt.Errorf("write the home's lock: %w", err)
 	}
-	if _, err := l.f.WriteAt(append(b, '\n'), 0); err != nil {
+	if err := l.f.Truncate(int64(len(b))); err != nil {
 		return fmt.Errorf("write the home's lock: %w", err)
 	}
 	return nil

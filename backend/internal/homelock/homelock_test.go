@@ -2,6 +2,7 @@ package homelock
 
 import (
 	"errors"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -54,7 +55,10 @@ func TestKilledHolderReleases(t *testing.T) {
 			os.Exit(3)
 		}
 		os.Stdout.WriteString("held\n")
-		select {}
+		// Blocked in a read until killed: a goroutine in a syscall keeps
+		// the runtime from calling the wait a deadlock.
+		io.Copy(io.Discard, os.Stdin)
+		os.Exit(4)
 	}
 	home := t.TempDir()
 	cmd := exec.Command(os.Args[0], "-test.run=^TestKilledHolderReleases$")
@@ -63,11 +67,15 @@ func TestKilledHolderReleases(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if _, err := cmd.StdinPipe(); err != nil { // left open: the holder waits on it
+		t.Fatal(err)
+	}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
 	buf := make([]byte, 5)
-	if _, err := out.Read(buf); err != nil || string(buf) != "held\n" {
+	if _, err := io.ReadFull(out, buf); err != nil || string(buf) != "held\n" {
 		t.Fatalf("holder: %q %v", buf, err)
 	}
 	var inUse *InUseError
@@ -75,7 +83,7 @@ func TestKilledHolderReleases(t *testing.T) {
 		t.Fatalf("while held: %v", err)
 	}
 	cmd.Process.Kill()
-	cmd.Wait()
+	cmd.Wait() // a second Kill and Wait at cleanup are no-ops
 	l, err := Acquire(home, "serve")
 	if err != nil {
 		t.Fatalf("after kill -9: %v", err)
@@ -98,6 +106,23 @@ func TestGarbledOwner(t *testing.T) {
 	os.WriteFile(filepath.Join(home, "metrics", "home.lock"), []byte(strings.Repeat("\x00{", 1<<20)), 0o644)
 	_, err = Acquire(home, "serve")
 	if err == nil || !strings.Contains(err.Error(), "in use by another mlx-metrics process") || len(err.Error()) > 300 {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+// A holder caught mid-write (its new record over a longer old one not yet
+// cut) is still named.
+func TestOwnerMidWrite(t *testing.T) {
+	home := t.TempDir()
+	a, err := Acquire(home, "serve")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Release()
+	os.WriteFile(filepath.Join(home, "metrics", "home.lock"),
+		[]byte(`{"pid":42,"command":"serve","addr":"127.0.0.1:7878"}`+"\n"+`:"127.0.0.1:7878","since":"2026-12-06T18:00:00Z"}`+"\n"), 0o644)
+	var inUse *InUseError
+	if _, err := Acquire(home, "serve"); !errors.As(err, &inUse) || inUse.Other.PID != 42 || inUse.Other.Addr != "127.0.0.1:7878" {
 		t.Fatalf("err = %v", err)
 	}
 }
