@@ -19,21 +19,21 @@ const HeaderUnreadable = "X-History-Unreadable"
 
 // listHistory answers newest first: JSON (?limit, default 50; as the
 // original, below 1 is 1; over 1000 is 1000) or, with ?format=csv, one row
-// per cell (every run unless ?limit is given).
+// per cell (every run unless ?limit is given); ?host keeps one host's runs.
 // Unreadable entries are skipped: listed under problems in JSON, counted in
 // the CSV's X-History-Unreadable header.
 func (a *API) listHistory(c *fiber.Ctx) error {
 	format := c.Query("format", "json")
+	var keep func(bench.HistoryEntry) bool // ?host: one host's runs, in either format
+	if host := c.Query("host"); host != "" {
+		host = strings.Clone(host) // Fiber reuses the request's memory
+		keep = func(e bench.HistoryEntry) bool { return e.Machine.Host == host }
+	}
 	switch format {
 	case "json":
 		limit, err := historyLimit(c.Query("limit"))
 		if err != nil {
 			return server.Error(c, fiber.StatusBadRequest, err.Error())
-		}
-		var keep func(bench.HistoryEntry) bool
-		if host := c.Query("host"); host != "" {
-			host = strings.Clone(host) // Fiber reuses the request's memory
-			keep = func(e bench.HistoryEntry) bool { return e.Machine.Host == host }
 		}
 		entries, problems, err := a.history.ListWhere(limit, keep)
 		if err != nil {
@@ -51,7 +51,7 @@ func (a *API) listHistory(c *fiber.Ctx) error {
 		if err != nil {
 			return err
 		}
-		problems, err := a.history.Each(limit, cw.Write)
+		problems, err := a.history.Each(limit, keep, cw.Write)
 		if err == nil {
 			err = cw.Flush()
 		}

@@ -208,5 +208,14 @@ func TestHistoryByHost(t *testing.T) {
 		if strings.Join(got, ",") != strings.Join(tt.want, ",") {
 			t.Errorf("GET /history%s: %v, want %v", tt.query, got, tt.want)
 		}
+		// The CSV keeps the same runs (one row each: they have no cells).
+		rows, err := csv.NewReader(strings.NewReader(string(ta.do("GET", "/history"+tt.query+"&format=csv", "").body))).ReadAll()
+		got = nil
+		for _, row := range rows[1:] {
+			got = append(got, row[0])
+		}
+		if err != nil || strings.Join(got, ",") != strings.Join(tt.want, ",") {
+			t.Errorf("GET /history%s&format=csv: %v %v, want %v", tt.query, got, err, tt.want)
+		}
 	}
 }

@@ -103,7 +103,8 @@ func (r *Requests) expire(now time.Time) {
 		delete(r.seen, k)
 		n++
 	}
-	if n > 0 {
-		r.order = append(r.order[:0], r.order[n:]...)
-	}
+	// Resliced, not copied down: expiring one id an event must not move
+	// the whole list. append reallocates once the front's slack is spent,
+	// copying only the live ids, so this stays amortised O(1).
+	r.order = r.order[n:]
 }
