@@ -66,6 +66,7 @@ func clientsMain(addr string, n int) error {
 	var records []*[]seen
 	sem := make(chan struct{}, 32)
 	var wg sync.WaitGroup
+	var readers sync.WaitGroup // done once every reader has seen its connection closed
 	var dialErr error
 	for range n {
 		sem <- struct{}{}
@@ -84,7 +85,9 @@ func clientsMain(addr string, n int) error {
 			mine := &[]seen{}
 			records = append(records, mine)
 			mu.Unlock()
+			readers.Add(1)
 			go func() {
+				defer readers.Done()
 				var line []byte
 				for {
 					part, err := body.ReadSlice('\n')
@@ -119,7 +122,7 @@ func clientsMain(addr string, n int) error {
 	for _, c := range conns {
 		c.Close()
 	}
-	time.Sleep(100 * time.Millisecond) // the readers see their connection closed
+	readers.Wait() // their records are whole, and no longer written
 	for _, rs := range records {
 		for _, r := range *rs {
 			fmt.Fprintf(out, "%d %d\n", r.req, r.at)
