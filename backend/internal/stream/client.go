@@ -11,7 +11,13 @@ import (
 // one: how the hub cuts a client off from another goroutine.
 var longAgo = time.Unix(1, 0)
 
-var errCutOff = errors.New("stream: client cut off")
+// Why no write may begin: the client was cut off (its stream is broken
+// off, as a failed write), or the hub is closing (the stream ends cleanly,
+// with its closing chunk).
+var (
+	errCutOff  = errors.New("stream: client cut off")
+	errClosing = errors.New("stream: hub closing")
+)
 
 // client is one stream: its pending slot, the bookkeeping the hub needs
 // to pace it, and the write in progress.
@@ -73,12 +79,16 @@ func (c *client) take() (*frame, bool) {
 }
 
 // begin records a write of n bytes (of fr, if it is a frame) starting at
-// now; it refuses once the client is cut off or the hub is closing.
+// now; it refuses once the client is cut off (errCutOff) or the hub is
+// closing (errClosing).
 func (c *client) begin(fr *frame, n int, now time.Time) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.cut || c.closing {
+	if c.cut {
 		return errCutOff
+	}
+	if c.closing {
+		return errClosing
 	}
 	c.writing, c.writeLen, c.writeFrom = fr, n, now
 	return nil

@@ -101,7 +101,7 @@ func (h *Hub) serve(ctx *fasthttp.RequestCtx, nc net.Conn, fr *frame) {
 	for err == nil {
 		select {
 		case <-h.done:
-			err = errCutOff
+			err = errClosing
 			continue
 		case <-cl.wake:
 		}
@@ -115,7 +115,7 @@ func (h *Hub) serve(ctx *fasthttp.RequestCtx, nc net.Conn, fr *frame) {
 			err = h.write(cl, w, nil, nil, keepAliveComment)
 		}
 	}
-	if err == errCutOff {
+	if err == errClosing {
 		// Every write so far completed (or none began): the stream ends
 		// cleanly, with the head first if the opening frame never went.
 		if !opened {
@@ -126,12 +126,16 @@ func (h *Hub) serve(ctx *fasthttp.RequestCtx, nc net.Conn, fr *frame) {
 }
 
 // write writes lead as it is, then parts as one event, in one writev
-// (conn.prepare). An error means the stream is over: errCutOff when no
-// write may begin (the hub is closing, or the client was cut off), so
-// what was sent is whole; another when the write failed part-way (the
-// client went away, or was cut off during it).
+// (conn.prepare). An error means the stream is over: errClosing when no
+// write may begin because the hub is closing, so what was sent is whole
+// and the stream can end cleanly; errCutOff when the client was cut off
+// (its last write timed out, even if it then completed); another when the
+// write failed part-way (the client went away, or was cut off during it).
 func (h *Hub) write(cl *client, w *conn, fr *frame, lead []byte, parts ...[]byte) error {
 	if err := cl.begin(fr, w.prepare(lead, parts...), h.opts.Clock.Now()); err != nil {
+		if err == errCutOff {
+			h.dropped.Add(1)
+		}
 		return err
 	}
 	if h.opts.onWrite != nil {
