@@ -126,15 +126,22 @@ func WantsHTML(accept string) bool {
 		if !strings.EqualFold(strings.TrimSpace(mt), "text/html") && !strings.EqualFold(strings.TrimSpace(mt), "application/xhtml+xml") {
 			continue
 		}
-		// text/html;q=0 refuses a page.
-		for p := range strings.SplitSeq(params, ";") {
-			if k, v, ok := strings.Cut(strings.TrimSpace(p), "="); ok && strings.TrimSpace(k) == "q" {
-				if q := strings.TrimSpace(v); q == "0" || strings.Trim(q, "0.") == "" {
-					return false
-				}
+		if !refused(params) {
+			return true
+		}
+	}
+	return false
+}
+
+// refused reports whether a media range's parameters say q=0 (text/html;q=0
+// refuses that type; another html type may still be accepted).
+func refused(params string) bool {
+	for p := range strings.SplitSeq(params, ";") {
+		if k, v, ok := strings.Cut(strings.TrimSpace(p), "="); ok && strings.TrimSpace(k) == "q" {
+			if q := strings.TrimSpace(v); strings.Trim(q, "0.") == "" {
+				return true
 			}
 		}
-		return true
 	}
 	return false
 }

@@ -67,6 +67,7 @@ func TestWantsHTML(t *testing.T) {
 		{"", false},
 		{"text/html;q=0", false},
 		{"text/html;q=0.000", false},
+		{"application/xhtml+xml;q=0, text/html", true},
 		{"text/htmlx", false},
 	}
 	for _, tt := range tests {
