@@ -339,9 +339,9 @@ func (s *Store) ListWhere(limit int, keep func(bench.HistoryEntry) bool) ([]benc
 
 // Each calls f on up to limit readable entries that keep keeps (every one
 // when keep is nil), newest first (limit <= 0: all), stopping at f's first
-// error. An entry whose value does not decode is
-// skipped and reported among the problems (at most maxProblems of them, their
-// messages without server paths), so one bad entry never hides the others.
+// error. An entry whose value does not decode is skipped and reported among
+// the problems (at most maxProblems of them, their messages without server
+// paths), so one bad entry never hides the others.
 func (s *Store) Each(limit int, keep func(bench.HistoryEntry) bool, f func(bench.HistoryEntry) error) (problems []bench.HistoryProblem, err error) {
 	return s.each(limit, keep, f)
 }
