@@ -54,11 +54,14 @@ func runningEngine(t *testing.T, h http.Handler) string {
 }
 
 // slowSecondDecode answers the second completion request from an engine
-// decoding 10x slower than the one answering the others: the decode runs
-// then spread far over any unstableSpread. (Slowing one engine's writes
-// instead only batches its tokens into fewer writes.)
+// decoding 40x slower than the one answering the others: the decode runs
+// then spread far over the plan's unstableSpread of 3, also on a loaded
+// machine, where the fast engine's 10 ms steps run late (measured at 25
+// tok/s, not 100, under scripts/stress --load: against a 10x slower engine
+// the spread was 2.5) while the slow one's 400 ms steps do not. (Slowing
+// one engine's writes instead only batches its tokens into fewer writes.)
 func slowSecondDecode(t *testing.T) http.Handler {
-	fast, slow := engineHandler(t, testDecodeRate), engineHandler(t, testDecodeRate/10)
+	fast, slow := engineHandler(t, testDecodeRate), engineHandler(t, testDecodeRate/40)
 	var n atomic.Int64
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/v1/completions" && n.Add(1) == 2 {
