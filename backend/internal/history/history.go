@@ -330,7 +330,7 @@ func (s *Store) List(limit int) ([]bench.HistoryEntry, []bench.HistoryProblem, e
 // counts those.
 func (s *Store) ListWhere(limit int, keep func(bench.HistoryEntry) bool) ([]bench.HistoryEntry, []bench.HistoryProblem, error) {
 	out := []bench.HistoryEntry{}
-	problems, err := s.each(limit, keep, func(e bench.HistoryEntry) error {
+	problems, err := s.Each(limit, keep, func(e bench.HistoryEntry) error {
 		out = append(out, e)
 		return nil
 	})
@@ -343,10 +343,6 @@ func (s *Store) ListWhere(limit int, keep func(bench.HistoryEntry) bool) ([]benc
 // the problems (at most maxProblems of them, their messages without server
 // paths), so one bad entry never hides the others.
 func (s *Store) Each(limit int, keep func(bench.HistoryEntry) bool, f func(bench.HistoryEntry) error) (problems []bench.HistoryProblem, err error) {
-	return s.each(limit, keep, f)
-}
-
-func (s *Store) each(limit int, keep func(bench.HistoryEntry) bool, f func(bench.HistoryEntry) error) (problems []bench.HistoryProblem, err error) {
 	defer recoverDamage(&err)
 	problems = []bench.HistoryProblem{}
 	err = s.db.View(func(txn *badger.Txn) error {
