@@ -123,24 +123,11 @@ func (u *UI) pageForBrowsers(c *fiber.Ctx) error {
 func WantsHTML(accept string) bool {
 	for part := range strings.SplitSeq(accept, ",") {
 		mt, params, _ := strings.Cut(strings.TrimSpace(part), ";")
-		if !strings.EqualFold(strings.TrimSpace(mt), "text/html") && !strings.EqualFold(strings.TrimSpace(mt), "application/xhtml+xml") {
-			continue
-		}
-		if !refused(params) {
+		mt = strings.TrimSpace(mt)
+		// text/html;q=0 refuses that type; another html type may still be
+		// accepted.
+		if (strings.EqualFold(mt, "text/html") || strings.EqualFold(mt, "application/xhtml+xml")) && qValue(params) > 0 {
 			return true
-		}
-	}
-	return false
-}
-
-// refused reports whether a media range's parameters say q=0 (text/html;q=0
-// refuses that type; another html type may still be accepted).
-func refused(params string) bool {
-	for p := range strings.SplitSeq(params, ";") {
-		if k, v, ok := strings.Cut(strings.TrimSpace(p), "="); ok && strings.TrimSpace(k) == "q" {
-			if q := strings.TrimSpace(v); strings.Trim(q, "0.") == "" {
-				return true
-			}
 		}
 	}
 	return false
@@ -322,12 +309,7 @@ func acceptQ(header, coding string) float64 {
 	q, star := -1.0, 0.0
 	for _, part := range strings.Split(header, ",") {
 		name, params, _ := strings.Cut(strings.TrimSpace(part), ";")
-		w := 1.0
-		if v, ok := strings.CutPrefix(strings.TrimSpace(params), "q="); ok {
-			if f, err := strconv.ParseFloat(strings.TrimSpace(v), 64); err == nil && f >= 0 && f <= 1 {
-				w = f
-			}
-		}
+		w := qValue(params)
 		switch name = strings.ToLower(strings.TrimSpace(name)); name {
 		case coding:
 			q = w
@@ -339,6 +321,21 @@ func acceptQ(header, coding string) float64 {
 		return star
 	}
 	return q
+}
+
+// qValue is the weight the parameters of one entry of an Accept or
+// Accept-Encoding header give it: its q, 1 when it has none or one that is
+// not a number from 0 to 1.
+func qValue(params string) float64 {
+	for p := range strings.SplitSeq(params, ";") {
+		if k, v, ok := strings.Cut(strings.TrimSpace(p), "="); ok && strings.TrimSpace(k) == "q" {
+			if f, err := strconv.ParseFloat(strings.TrimSpace(v), 64); err == nil && f >= 0 && f <= 1 {
+				return f
+			}
+			return 1
+		}
+	}
+	return 1
 }
 
 // asset returns name, read from the assets on first use: name.gz when

@@ -68,6 +68,7 @@ func TestWantsHTML(t *testing.T) {
 		{"text/html;q=0", false},
 		{"text/html;q=0.000", false},
 		{"application/xhtml+xml;q=0, text/html", true},
+		{"text/html;level=1;q=0", false},
 		{"text/htmlx", false},
 	}
 	for _, tt := range tests {
