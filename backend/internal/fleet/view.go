@@ -68,10 +68,10 @@ type Service struct {
 	flights map[Request]*flight
 }
 
+// cached is a computed view (its flight, done) and when it was computed.
 type cached struct {
-	view shared.View
-	err  error
-	at   time.Time
+	*flight
+	at time.Time
 }
 
 // NewService returns the fleet view of what c's API holds.
@@ -234,17 +234,16 @@ type flight struct {
 func (s *Service) fly(r Request, f *flight) {
 	s.turn <- struct{}{}
 	now := s.cfg.Now()
-	v, err := s.compute(context.Background(), r, now)
+	f.view, f.err = s.compute(context.Background(), r, now)
 	<-s.turn
+	close(f.done)
 	s.mu.Lock()
 	delete(s.flights, r)
 	if len(s.cache) >= maxCached {
 		clear(s.cache) // a few filters are asked for; bound what odd ones cost
 	}
-	s.cache[r] = cached{v, err, now}
+	s.cache[r] = cached{f, now}
 	s.mu.Unlock()
-	f.view, f.err = v, err
-	close(f.done)
 }
 
 func (s *Service) compute(ctx context.Context, r Request, now time.Time) (shared.View, error) {
