@@ -7,11 +7,19 @@ package main
 // are, and report for every frame they receive the newest request it
 // carries. The lag of a frame at a client is its arrival less the moment
 // the POST of that newest request began: ingest, reduce, the wait for the
-// frame's tick, encode and fan-out, and the client's read, together. The
-// stream sends a client at most two frames a second, so a frame is at
-// most one tick (500 ms) behind the newest post by design at the moment
-// it is encoded; what the fan-out adds, and what it makes the POSTs wait,
-// shows on top of that.
+// frame's tick, encode and fan-out, together. The stream sends a client
+// at most two frames a second, so a frame is at most one tick (500 ms)
+// behind the newest post by design at the moment it is encoded; what the
+// fan-out adds, and what it makes the POSTs wait, shows on top of that.
+//
+// The lag is reported twice: by the kernel's receive time
+// (arrival_linux.go), which is what the server's work costs, and by the
+// time the client had read the frame, which adds the clients' own
+// process: a thousand clients in one process on the server's two cores
+// queue behind each other there, as browsers on their own machines would
+// not. -sweep runs several client counts in turn, -rounds times, each on
+// a fresh server, and sets each count's p99 beside the smallest count's
+// of the same round.
 
 import (
 	"bufio"
@@ -34,35 +42,36 @@ import (
 
 var reqPrefix = []byte(`"requestId":"p-`)
 
-// newestRequest is the greatest n of the requestIds "p-<n>" in a frame.
+// newestRequest is the n of the last requestId "p-<n>" in a frame: the
+// snapshot lists recent requests newest last, and the poster numbers them
+// in order. Reading from the end keeps each client's work small: the
+// clients share the server's cores.
 func newestRequest(data []byte) int64 {
-	var best int64
-	for {
-		i := bytes.Index(data, reqPrefix)
-		if i < 0 {
-			return best
-		}
-		data = data[i+len(reqPrefix):]
-		end := bytes.IndexByte(data, '"')
-		if end < 0 {
-			return best
-		}
-		n, _ := strconv.ParseInt(string(data[:end]), 10, 64)
-		best = max(best, n)
-		data = data[end:]
+	i := bytes.LastIndex(data, reqPrefix)
+	if i < 0 {
+		return 0
 	}
+	data = data[i+len(reqPrefix):]
+	end := bytes.IndexByte(data, '"')
+	if end < 0 {
+		return 0
+	}
+	n, _ := strconv.ParseInt(string(data[:end]), 10, 64)
+	return n
 }
 
 // clientsMain is -role clients: it connects n stream clients to addr,
 // says "ready", and once its stdin closes prints "<newest request n>
-// <arrival unix ns>" for every frame each client received. Each client
+// <read unix ns> <arrival unix ns>" for every frame each client received:
+// when the client had read the frame, and when the kernel had received it
+// (0 where that is not known). Each client
 // keeps its own record while reading, so that measuring costs the reading
 // clients no lock and no output.
 func clientsMain(addr string, n int) error {
 	var mu sync.Mutex
 	out := bufio.NewWriterSize(os.Stdout, 1<<16)
 	var conns []net.Conn
-	type seen struct{ req, at int64 }
+	type seen struct{ req, at, arrived int64 }
 	var records []*[]seen
 	sem := make(chan struct{}, 32)
 	var wg sync.WaitGroup
@@ -88,12 +97,17 @@ func clientsMain(addr string, n int) error {
 			readers.Add(1)
 			go func() {
 				defer readers.Done()
-				var line []byte
+				var long []byte // a line longer than the buffer, gathered
 				for {
-					part, err := body.ReadSlice('\n')
-					line = append(line, part...)
-					if err == bufio.ErrBufferFull {
-						continue
+					line, err := body.ReadSlice('\n')
+					if err == bufio.ErrBufferFull || len(long) > 0 {
+						// Only then copied: a line in the buffer is read
+						// where it lies.
+						long = append(long, line...)
+						if err == bufio.ErrBufferFull {
+							continue
+						}
+						line = long
 					}
 					if err != nil {
 						return
@@ -101,10 +115,10 @@ func clientsMain(addr string, n int) error {
 					if data, ok := bytes.CutPrefix(line, dataPrefix); ok {
 						now := time.Now().UnixNano()
 						if req := newestRequest(data); req > 0 {
-							*mine = append(*mine, seen{req, now})
+							*mine = append(*mine, seen{req, now, conn.arrival()})
 						}
 					}
-					line = line[:0]
+					long = long[:0]
 				}
 			}()
 		}()
@@ -125,7 +139,7 @@ func clientsMain(addr string, n int) error {
 	readers.Wait() // their records are whole, and no longer written
 	for _, rs := range records {
 		for _, r := range *rs {
-			fmt.Fprintf(out, "%d %d\n", r.req, r.at)
+			fmt.Fprintf(out, "%d %d %d\n", r.req, r.at, r.arrived)
 		}
 	}
 	out.Flush()
@@ -133,9 +147,14 @@ func clientsMain(addr string, n int) error {
 	return nil
 }
 
-func openStream(addr string) (net.Conn, *bufio.Reader, error) {
-	conn, err := net.Dial("tcp", addr)
+func openStream(addr string) (*arrivalConn, *bufio.Reader, error) {
+	nc, err := net.Dial("tcp", addr)
 	if err != nil {
+		return nil, nil, err
+	}
+	conn, err := newArrivalConn(nc)
+	if err != nil {
+		nc.Close()
 		return nil, nil, err
 	}
 	req, _ := http.NewRequest("GET", "http://"+addr+"/api/metrics/stream", nil)
@@ -143,7 +162,10 @@ func openStream(addr string) (net.Conn, *bufio.Reader, error) {
 		conn.Close()
 		return nil, nil, err
 	}
-	br := bufio.NewReaderSize(conn, 4<<10)
+	// The body is read as it comes, chunk-size lines and all: each event
+	// is one chunk, so every "data: " line is whole, and a client spares
+	// the chunked reader's work.
+	br := bufio.NewReaderSize(conn, 64<<10)
 	resp, err := http.ReadResponse(br, req)
 	if err != nil {
 		conn.Close()
@@ -153,52 +175,63 @@ func openStream(addr string) (net.Conn, *bufio.Reader, error) {
 		conn.Close()
 		return nil, nil, fmt.Errorf("GET /stream: %d", resp.StatusCode)
 	}
-	return conn, bufio.NewReaderSize(resp.Body, 64<<10), nil
+	return conn, br, nil
 }
 
-// runE2E measures the end-to-end lag (the mode's comment, above).
+// e2eResult is one run's p99s; socket is 0 where the kernel's receive
+// time is not known.
+type e2eResult struct{ socket, read, post time.Duration }
+
+// runE2E measures the end-to-end lag (the mode's comment, above) and
+// prints it.
 func runE2E(ctx context.Context, cfg config) error {
+	_, err := measureE2E(ctx, cfg)
+	return err
+}
+
+func measureE2E(ctx context.Context, cfg config) (e2eResult, error) {
 	srv, err := startServer(ctx, cfg)
 	if err != nil {
-		return err
+		return e2eResult{}, err
 	}
 	defer srv.stop()
 	p := &poster{base: srv.base, token: cfg.token, form: cfg.form, sent: map[int64]time.Time{}}
 	if err := p.fill(cfg.models); err != nil {
-		return err
+		return e2eResult{}, err
 	}
 	self, err := os.Executable()
 	if err != nil {
-		return err
+		return e2eResult{}, err
 	}
 	child := exec.CommandContext(ctx, self, "-role", "clients", "-addr", srv.addr, "-clients", strconv.Itoa(cfg.clients))
 	stdin, _ := child.StdinPipe()
 	stdout, _ := child.StdoutPipe()
 	child.Stderr = os.Stderr
 	if err := child.Start(); err != nil {
-		return err
+		return e2eResult{}, err
 	}
 	defer child.Wait()
 	lines := bufio.NewScanner(stdout)
 	lines.Buffer(make([]byte, 1<<16), 1<<16)
 	if !lines.Scan() || lines.Text() != "ready" {
 		stdin.Close()
-		return fmt.Errorf("the clients did not connect: %q %v", lines.Text(), lines.Err())
+		return e2eResult{}, fmt.Errorf("the clients did not connect: %q %v", lines.Text(), lines.Err())
 	}
 	// Read what the clients report while posting.
-	type report struct{ req, at int64 }
+	type report struct{ req, at, arrived int64 }
 	var reports []report
 	readDone := make(chan struct{})
 	go func() {
 		defer close(readDone)
 		for lines.Scan() {
 			f := strings.Fields(lines.Text())
-			if len(f) != 2 {
+			if len(f) != 3 {
 				continue
 			}
 			req, _ := strconv.ParseInt(f[0], 10, 64)
 			at, _ := strconv.ParseInt(f[1], 10, 64)
-			reports = append(reports, report{req, at})
+			arrived, _ := strconv.ParseInt(f[2], 10, 64)
+			reports = append(reports, report{req, at, arrived})
 		}
 	}()
 	time.Sleep(time.Second) // every client's opening frame out of the way
@@ -227,34 +260,107 @@ func runE2E(ctx context.Context, cfg config) error {
 	stdin.Close()
 	<-readDone
 	if postErr != nil {
-		return postErr
+		return e2eResult{}, postErr
 	}
-	var lags []time.Duration
+	var lags, arrivals []time.Duration
 	for _, r := range reports {
 		if t0, ok := sent[r.req]; ok {
 			lags = append(lags, time.Duration(r.at-t0))
+			if r.arrived > 0 {
+				arrivals = append(arrivals, time.Duration(r.arrived-t0))
+			}
 		}
 	}
 	if len(lags) == 0 {
-		return errors.New("no frame carried a posted request")
+		return e2eResult{}, errors.New("no frame carried a posted request")
 	}
 	slices.Sort(lags)
+	slices.Sort(arrivals)
 	slices.Sort(postLags)
 	wall := end.at.Sub(start.at)
 	fmt.Printf("e2e: %d clients (own process), %d models, one request POSTed every %v for %v (%d posts)\n",
 		cfg.clients, cfg.models+1, cfg.postEvery, cfg.duration, n)
-	fmt.Printf("newest request -> frame at client  p50 %.1f ms  p99 %.1f ms  max %.1f ms  (%d frames)\n",
+	if len(arrivals) > 0 {
+		fmt.Printf("newest request -> frame at client's socket  p50 %.1f ms  p99 %.1f ms  max %.1f ms  (%d frames)\n",
+			ms(pct(arrivals, 0.5)), ms(pct(arrivals, 0.99)), ms(arrivals[len(arrivals)-1]), len(arrivals))
+	}
+	fmt.Printf("newest request -> frame read by client    p50 %.1f ms  p99 %.1f ms  max %.1f ms  (%d frames)\n",
 		ms(pct(lags, 0.5)), ms(pct(lags, 0.99)), ms(lags[len(lags)-1]), len(lags))
-	fmt.Printf("POST answered                      p50 %.1f ms  p99 %.1f ms  max %.1f ms\n",
+	fmt.Printf("POST answered                             p50 %.1f ms  p99 %.1f ms  max %.1f ms\n",
 		ms(pct(postLags, 0.5)), ms(pct(postLags, 0.99)), ms(postLags[len(postLags)-1]))
 	fmt.Printf("server CPU %.3f cores\n", (end.cpu-start.cpu).Seconds()/wall.Seconds())
+	res := e2eResult{read: pct(lags, 0.99), post: pct(postLags, 0.99)}
+	if len(arrivals) > 0 {
+		res.socket = pct(arrivals, 0.99)
+	}
+	return res, nil
+}
+
+// sweepE2E measures each client count of counts in turn, rounds times,
+// and prints each count's p99s as ranges over the rounds with their ratio
+// to the same round's p99 at counts[0].
+func sweepE2E(ctx context.Context, cfg config, counts []int, rounds int) error {
+	res := make([][]e2eResult, len(counts)) // [count][round]
+	for r := range rounds {
+		for i, n := range counts {
+			cfg.clients = n
+			fmt.Printf("-- round %d of %d\n", r+1, rounds)
+			got, err := measureE2E(ctx, cfg)
+			if err != nil {
+				return err
+			}
+			res[i] = append(res[i], got)
+		}
+	}
+	fmt.Printf("\np99, range over %d round(s) (ratio: to the same round's %d clients)\n", rounds, counts[0])
+	fmt.Printf("%8s  %-16s %-12s  %-16s %-12s  %s\n", "clients", "socket p99", "ratio", "read p99", "ratio", "POST p99")
+	for i, n := range counts {
+		var socket, read, post, socketX, readX []float64
+		for r, got := range res[i] {
+			base := res[0][r]
+			socket, read, post = append(socket, ms(got.socket)), append(read, ms(got.read)), append(post, ms(got.post))
+			if base.socket > 0 {
+				socketX = append(socketX, float64(got.socket)/float64(base.socket))
+			}
+			readX = append(readX, float64(got.read)/float64(base.read))
+		}
+		fmt.Printf("%8d  %-16s %-12s  %-16s %-12s  %s\n", n, span(socket, "ms"), span(socketX, "x"),
+			span(read, "ms"), span(readX, "x"), span(post, "ms"))
+	}
 	return nil
+}
+
+// span is "lo–hi unit" over vs ("v unit" for one value), "-" when empty.
+func span(vs []float64, unit string) string {
+	if len(vs) == 0 {
+		return "-"
+	}
+	lo, hi := slices.Min(vs), slices.Max(vs)
+	if fmt.Sprintf("%.1f", lo) == fmt.Sprintf("%.1f", hi) {
+		return fmt.Sprintf("%.1f %s", lo, unit)
+	}
+	return fmt.Sprintf("%.1f–%.1f %s", lo, hi, unit)
+}
+
+// parseCounts reads -sweep's comma-separated client counts.
+func parseCounts(s string) ([]int, error) {
+	var counts []int
+	for _, f := range strings.Split(s, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 1 {
+			return nil, fmt.Errorf("-sweep %q: want client counts like 10,500,1000", s)
+		}
+		counts = append(counts, n)
+	}
+	return counts, nil
 }
 
 // e2eFlags are the mode's flags, besides the shared ones.
 func e2eFlags(cfg *config) {
 	flag.BoolVar(&cfg.e2e, "e2e", false, "measure end to end: a request POSTed every -post-every, clients in a process of their own, newest request to frame at client")
 	flag.DurationVar(&cfg.postEvery, "post-every", 5*time.Millisecond, "with -e2e: the gap between two POSTs of one request")
+	flag.StringVar(&cfg.sweep, "sweep", "", "with -e2e: client counts to measure in turn, e.g. 10,500,1000 (instead of -clients)")
+	flag.IntVar(&cfg.rounds, "rounds", 1, "with -sweep: how many times to measure each count, interleaved")
 	flag.StringVar(&cfg.role, "role", "", "internal: clients (the clients' process)")
 	flag.StringVar(&cfg.addr, "addr", "", "internal: the server's address, for -role clients")
 }

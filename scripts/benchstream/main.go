@@ -58,6 +58,8 @@ type config struct {
 
 	e2e       bool
 	postEvery time.Duration
+	sweep     string
+	rounds    int
 	role      string
 	addr      string
 }
@@ -95,6 +97,14 @@ func main() {
 	runner := run
 	if cfg.e2e {
 		runner = runE2E
+	}
+	if cfg.sweep != "" {
+		counts, err := parseCounts(cfg.sweep)
+		if err != nil || !cfg.e2e || cfg.rounds < 1 {
+			fmt.Fprintln(os.Stderr, "bench-stream: -sweep needs -e2e, client counts like 10,500,1000 and -rounds of 1 or more")
+			os.Exit(2)
+		}
+		runner = func(ctx context.Context, cfg config) error { return sweepE2E(ctx, cfg, counts, cfg.rounds) }
 	}
 	if err := runner(ctx, cfg); err != nil {
 		fmt.Fprintln(os.Stderr, "bench-stream:", err)
