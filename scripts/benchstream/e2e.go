@@ -318,8 +318,9 @@ func sweepE2E(ctx context.Context, cfg config, counts []int, rounds int) error {
 		var socket, read, post, socketX, readX []float64
 		for r, got := range res[i] {
 			base := res[0][r]
-			socket, read, post = append(socket, ms(got.socket)), append(read, ms(got.read)), append(post, ms(got.post))
-			if base.socket > 0 {
+			read, post = append(read, ms(got.read)), append(post, ms(got.post))
+			if got.socket > 0 && base.socket > 0 { // 0: not known here
+				socket = append(socket, ms(got.socket))
 				socketX = append(socketX, float64(got.socket)/float64(base.socket))
 			}
 			readX = append(readX, float64(got.read)/float64(base.read))
