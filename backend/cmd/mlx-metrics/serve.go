@@ -117,7 +117,7 @@ func addExportFlags(fs *flag.FlagSet, env *envDefaults, c *app.ExportConfig) {
 	fs.StringVar(&c.Fleet.HostLabel, "fleet-host-label", env.text("MLX_METRICS_FLEET_HOST_LABEL", "instance"),
 		"the `LABEL` that tells the fleet's hosts apart: instance (the scrape's), or one the fleet's configuration sets (env MLX_METRICS_FLEET_HOST_LABEL)")
 	fs.DurationVar(&c.Fleet.Timeout, "fleet-timeout", env.duration("MLX_METRICS_FLEET_TIMEOUT", 10*time.Second),
-		"bound each fleet query to `DURATION` (env MLX_METRICS_FLEET_TIMEOUT)")
+		"bound each fleet query, and each whole view, to `DURATION` (env MLX_METRICS_FLEET_TIMEOUT)")
 	c.Fleet.BearerToken = os.Getenv("MLX_METRICS_FLEET_TOKEN")
 	c.Fleet.Username, c.Fleet.Password = os.Getenv("MLX_METRICS_FLEET_USER"), os.Getenv("MLX_METRICS_FLEET_PASSWORD")
 	fs.StringVar(&c.PromNames, "prom-names", env.text("MLX_METRICS_PROM_NAMES", string(prom.NamesBoth)),

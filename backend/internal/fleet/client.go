@@ -25,7 +25,8 @@ type Options struct {
 	// with every query (serve reads them from the environment).
 	BearerToken        string
 	Username, Password string
-	// Timeout bounds one query (DefaultTimeout).
+	// Timeout bounds one query, and a Service's whole view
+	// (DefaultTimeout).
 	Timeout time.Duration
 	// MaxAnswer bounds the bytes of one answer (DefaultMaxAnswer).
 	MaxAnswer int64
@@ -67,6 +68,9 @@ func NewClient(base string, opts Options) (*Client, error) {
 
 // URL is the API's root, as given.
 func (c *Client) URL() string { return c.base }
+
+// Timeout is the bound of one query (Options.Timeout).
+func (c *Client) Timeout() time.Duration { return c.opts.Timeout }
 
 // Sample is one series of an instant vector.
 type Sample struct {

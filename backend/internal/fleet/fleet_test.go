@@ -159,6 +159,16 @@ func TestQueryFaults(t *testing.T) {
 			case <-release:
 			}
 		}, kind: KindTimeout, msgHas: "no answer within"},
+		// Each query answers within its timeout, but 16 of them four at a
+		// time do not: the timeout bounds the whole view too.
+		{name: "slow view", answer: func(w http.ResponseWriter, r *http.Request) {
+			select {
+			case <-time.After(120 * time.Millisecond):
+				fmt.Fprint(w, vector())
+			case <-r.Context().Done():
+			case <-release:
+			}
+		}, kind: KindTimeout, msgHas: "within"},
 		{name: "4xx", answer: func(w http.ResponseWriter, _ *http.Request) { http.Error(w, "unauthorized", 401) }, kind: KindStatus, msgHas: "HTTP 401 unauthorized"},
 		{name: "5xx", answer: func(w http.ResponseWriter, _ *http.Request) { http.Error(w, strings.Repeat("x", 5000), 503) }, kind: KindStatus, msgHas: "HTTP 503"},
 		{name: "bad query", answer: func(w http.ResponseWriter, _ *http.Request) {

@@ -230,11 +230,16 @@ type flight struct {
 
 // fly computes r's view in its turn, caches it and hands it to f's
 // waiters. It runs apart from any request, so a client that goes does not
-// cancel what others wait for; each query's timeout bounds it.
+// cancel what others wait for. The query timeout bounds the whole view,
+// not only each query: queries that each answer just in time, a few at a
+// time, would otherwise hold the view (and the views waiting for their
+// turn) several timeouts.
 func (s *Service) fly(r Request, f *flight) {
 	s.turn <- struct{}{}
 	now := s.cfg.Now()
-	f.view, f.err = s.compute(context.Background(), r, now)
+	ctx, cancel := context.WithTimeout(context.Background(), s.c.Timeout())
+	f.view, f.err = s.compute(ctx, r, now)
+	cancel()
 	<-s.turn
 	close(f.done)
 	s.mu.Lock()
@@ -272,7 +277,11 @@ func (s *Service) compute(ctx context.Context, r Request, now time.Time) (shared
 			sem <- struct{}{}
 			defer func() { <-sem }()
 			if ctx.Err() != nil {
-				return // a query failed: so has the view
+				// A query failed (so has the view), or the view's time is up.
+				once.Do(func() {
+					first = &QueryError{Kind: KindTimeout, Message: fmt.Sprintf("no whole view within %s", s.c.Timeout())}
+				})
+				return
 			}
 			var err error
 			answers[i], warnings[i], err = s.c.Query(ctx, e)
