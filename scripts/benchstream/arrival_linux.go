@@ -49,8 +49,12 @@ func (a *arrivalConn) Read(p []byte) (int, error) {
 	var n, oobn int
 	var rerr error
 	err := a.raw.Read(func(fd uintptr) bool {
-		n, oobn, _, _, rerr = syscall.Recvmsg(int(fd), p, a.oob, 0)
-		return rerr != syscall.EAGAIN
+		for {
+			n, oobn, _, _, rerr = syscall.Recvmsg(int(fd), p, a.oob, 0)
+			if rerr != syscall.EINTR {
+				return rerr != syscall.EAGAIN // EAGAIN: wait until readable
+			}
+		}
 	})
 	if err == nil {
 		err = rerr
