@@ -25,6 +25,10 @@ type client struct {
 	wake chan struct{} // capacity 1: a pending wake-up is enough
 	conn net.Conn      // the hijacked socket; nil in pacing tests
 
+	// Under the hub's wakeMu: the client waits in the hub's wake queue;
+	// it left the hub.
+	queued, gone bool
+
 	mu        sync.Mutex
 	pending   *frame
 	keepAlive bool
@@ -45,8 +49,9 @@ type client struct {
 // anything, or at a periodic tick, the tick after its last frame (counting
 // ticks, so one that fires a little early still serves every client). A
 // leading-edge tick comes between periodic ones, so only time counts then.
-// It reports whether it handed the client a frame.
-func (c *client) offer(h *Hub, fr *frame, seq uint64, now time.Time, leading bool) (handed bool) {
+// It reports whether it handed the client a frame, and whether the client
+// has something to write (a frame or a keep-alive) and must be woken.
+func (c *client) offer(h *Hub, fr *frame, seq uint64, now time.Time, leading bool) (handed, wake bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	due := now.Sub(c.lastSent) >= h.opts.Interval || !leading && seq >= c.dueTick
@@ -56,17 +61,19 @@ func (c *client) offer(h *Hub, fr *frame, seq uint64, now time.Time, leading boo
 			h.skipped.Add(1)
 		}
 		c.pending, c.version, c.dueTick, c.lastSent = fr, fr.version, seq+1, now
-		handed = true
+		return true, true
 	case now.Sub(c.lastSent) >= h.opts.KeepAlive:
 		c.keepAlive, c.lastSent = true, now
-	default:
-		return
+		return false, true
 	}
-	select {
-	case c.wake <- struct{}{}:
-	default:
-	}
-	return handed
+	return false, false
+}
+
+// inWrite reports whether a write of the client's is in progress.
+func (c *client) inWrite() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.writeLen > 0
 }
 
 // take empties the client's slot.

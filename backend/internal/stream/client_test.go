@@ -1,6 +1,7 @@
 package stream
 
 import (
+	"slices"
 	"testing"
 	"time"
 )
@@ -37,5 +38,56 @@ func TestBeginRefuses(t *testing.T) {
 				t.Fatalf("begin: %v, want %v", err, tt.want)
 			}
 		})
+	}
+}
+
+// The wake queue wakes n clients at a time, each once however often it
+// was queued; one in a write is woken but not counted (it passes on only
+// when its write ends), one already woken is not counted (it passes on
+// once, for that wake-up), and one that left is neither woken nor counted.
+func TestWakeQueue(t *testing.T) {
+	h := &Hub{}
+	cs := make([]*client, 9)
+	for i := range cs {
+		cs[i] = &client{wake: make(chan struct{}, 1)}
+		h.enqueue(cs[i])
+	}
+	h.enqueue(cs[0]) // queued already
+	cs[2].begin(nil, 10, time.Time{})
+	h.wakeMu.Lock()
+	cs[3].gone = true
+	h.wakeMu.Unlock()
+
+	woken := func() (got []int) {
+		for i, c := range cs {
+			select {
+			case <-c.wake:
+				got = append(got, i)
+			default:
+			}
+		}
+		return got
+	}
+	for i, step := range []struct {
+		n    int
+		want []int
+		left int
+	}{
+		{2, []int{0, 1}, 7},
+		{2, []int{2, 4, 5, 6}, 2}, // 2 is in a write, 3 left, 5 was woken already
+		{5, []int{7, 8}, 0},
+		{1, nil, 0},
+	} {
+		if i == 1 {
+			cs[5].wake <- struct{}{} // woken before, not yet running
+		}
+		h.passOn(step.n)
+		if got := woken(); !slices.Equal(got, step.want) || len(h.wakeQ) != step.left {
+			t.Fatalf("passOn(%d) woke %v with %d left, want %v with %d", step.n, got, len(h.wakeQ), step.want, step.left)
+		}
+	}
+	h.enqueue(cs[0]) // popped: may queue again
+	if h.passOn(1); !slices.Equal(woken(), []int{0}) {
+		t.Fatal("a client woken once was not queued again")
 	}
 }

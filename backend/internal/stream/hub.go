@@ -16,9 +16,16 @@
 // buffer. A write that has not completed WriteTimeout after it began (on
 // the hub's clock) is cut off and the client dropped; one that went away
 // is noticed at the next write, at the latest the keep-alive.
+//
+// A tick does not wake every client at once: it wakes a few (wakeWidth),
+// and each client woken wakes the next before it writes. The fan-out
+// takes as long, but only a few writers are runnable at a time, so a
+// request that arrives meanwhile (a POST of events) is not scheduled
+// behind thousands of them.
 package stream
 
 import (
+	"runtime"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -105,6 +112,11 @@ type Hub struct {
 	seq     uint64 // ticks handled
 	closing bool   // no client joins once set
 	writers sync.WaitGroup
+
+	// wakeQ are the clients with something to write that no one has woken
+	// yet (passOn).
+	wakeMu sync.Mutex
+	wakeQ  []*client
 
 	ticker  clock.Ticker
 	changed chan struct{} // capacity 1: Notify's pending notice
@@ -272,17 +284,66 @@ func (h *Hub) tick(now time.Time, leading bool) (handed bool) {
 		fr = h.latest // keep streaming what we have; the next tick retries
 	}
 	for c := range h.clients {
-		if c.offer(h, fr, h.seq, now, leading) {
-			handed = true
+		got, wake := c.offer(h, fr, h.seq, now, leading)
+		handed = handed || got
+		if wake {
+			h.enqueue(c)
 		}
 	}
+	h.passOn(wakeWidth)
 	return handed
+}
+
+// wakeWidth is how many clients a tick wakes at once. The rest wait in
+// the wake queue, and each client woken wakes the next before it writes:
+// a few writers are runnable at a time instead of every client, so a
+// request that arrives during the fan-out (a POST of events) is not
+// scheduled behind thousands of writers. The fan-out takes as long: the
+// writes are the cost, and a few keep both cores busy.
+var wakeWidth = max(4, 2*runtime.GOMAXPROCS(0))
+
+// enqueue puts c in the wake queue, once.
+func (h *Hub) enqueue(c *client) {
+	h.wakeMu.Lock()
+	defer h.wakeMu.Unlock()
+	if !c.queued && !c.gone {
+		c.queued = true
+		h.wakeQ = append(h.wakeQ, c)
+	}
+}
+
+// passOn wakes the next n clients of the wake queue, counting only those
+// that will pass on in turn: a client already in a write (a slow reader)
+// is woken too but not counted, as it passes on only when its write ends,
+// and one whose earlier wake-up is still pending passes on once, for that.
+func (h *Hub) passOn(n int) {
+	h.wakeMu.Lock()
+	defer h.wakeMu.Unlock()
+	for n > 0 && len(h.wakeQ) > 0 {
+		c := h.wakeQ[0]
+		h.wakeQ[0] = nil
+		h.wakeQ = h.wakeQ[1:]
+		c.queued = false
+		if c.gone {
+			continue
+		}
+		select {
+		case c.wake <- struct{}{}:
+			if !c.inWrite() {
+				n--
+			}
+		default:
+		}
+	}
 }
 
 func (h *Hub) remove(c *client) {
 	h.mu.Lock()
 	delete(h.clients, c)
 	h.mu.Unlock()
+	h.wakeMu.Lock()
+	c.gone = true
+	h.wakeMu.Unlock()
 	h.writers.Done()
 	if h.opts.onRemove != nil {
 		h.opts.onRemove()

@@ -458,6 +458,27 @@ func TestClientsShareFrames(t *testing.T) {
 	}
 }
 
+// More clients than a tick wakes at once all get every frame: each woken
+// client wakes the next.
+func TestEveryClientPastWakeWidth(t *testing.T) {
+	h := newHarness(t, Options{})
+	readers := make([]*reader, 3*wakeWidth+1)
+	for i := range readers {
+		readers[i] = h.connect()
+		readers[i].next()
+		readers[i].snapshot()
+	}
+	for v := uint64(2); v <= 4; v++ {
+		h.src.set(v)
+		h.advance(500 * time.Millisecond)
+		for i, r := range readers {
+			if it := r.snapshot(); it.version != v {
+				t.Fatalf("client %d got version %d, want %d", i, it.version, v)
+			}
+		}
+	}
+}
+
 // A client that hangs up is removed at the next write.
 func TestGoneClientIsCleanedUp(t *testing.T) {
 	h := newHarness(t, Options{})
