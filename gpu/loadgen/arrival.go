@@ -4,6 +4,8 @@ import (
 	"context"
 	"net"
 	"time"
+
+	"github.com/mlx-bun/mlx-metrics/shared/arrival"
 )
 
 // Arrival stamps: on Linux the default transport's connections ask the
@@ -18,13 +20,6 @@ import (
 // socket a moment after the first asks, so a process's first reads may
 // have none).
 
-// arrivals is a connection that knows when its last read's bytes arrived.
-type arrivals interface {
-	// lastArrival is the kernel's receive time of the newest bytes the
-	// last read returned, in Unix nanoseconds; 0 when it gave none.
-	lastArrival() int64
-}
-
 // maxArrivalLag bounds how far before now an arrival stamp is believed:
 // a stamp older than this is not a chunk that just came in.
 const maxArrivalLag = time.Minute
@@ -32,8 +27,8 @@ const maxArrivalLag = time.Minute
 // arrivedAt is when a chunk read at now arrived, by its connection's last
 // read: now less the lag the stamp says, so the result keeps now's
 // monotonic reading. ok is false without a believable stamp.
-func arrivedAt(now time.Time, conn arrivals) (at time.Time, ok bool) {
-	ns := conn.lastArrival()
+func arrivedAt(now time.Time, conn arrival.Stamped) (at time.Time, ok bool) {
+	ns := conn.LastArrival()
 	if ns <= 0 {
 		return now, false
 	}
@@ -52,6 +47,6 @@ func dialStamped(d *net.Dialer) func(ctx context.Context, network, addr string) 
 		if err != nil {
 			return nil, err
 		}
-		return stampArrivals(c), nil
+		return arrival.Stamp(c), nil
 	}
 }

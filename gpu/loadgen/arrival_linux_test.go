@@ -5,6 +5,8 @@ import (
 	"net"
 	"testing"
 	"time"
+
+	"github.com/mlx-bun/mlx-metrics/shared/arrival"
 )
 
 // On loopback the kernel queues the bytes before the writer's write
@@ -30,7 +32,7 @@ func TestStampedConnReadsArrival(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer dialed.Close()
-	client, ok := dialed.(*stampedConn)
+	client, ok := dialed.(*arrival.Conn)
 	if !ok {
 		t.Skipf("this kernel gives no receive timestamps (%T)", dialed)
 	}
@@ -49,7 +51,7 @@ func TestStampedConnReadsArrival(t *testing.T) {
 		if _, err := io.ReadFull(client, buf[:1]); err != nil {
 			t.Fatal(err)
 		}
-		return client.lastArrival() != 0
+		return client.LastArrival() != 0
 	}) {
 		t.Fatal("no read stamped")
 	}
@@ -64,7 +66,7 @@ func TestStampedConnReadsArrival(t *testing.T) {
 		if err != nil || string(buf[:n]) != msg {
 			t.Fatalf("read %q, %v; want %q", buf[:n], err, msg)
 		}
-		stamp := client.lastArrival()
+		stamp := client.LastArrival()
 		if stamp < wrote.UnixNano() || stamp > readAt.UnixNano() {
 			t.Errorf("read %d: stamp %d not between the write (%d) and the read (%d)", i, stamp, wrote.UnixNano(), readAt.UnixNano())
 		}

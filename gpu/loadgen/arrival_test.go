@@ -10,7 +10,7 @@ import (
 
 type stampAt int64
 
-func (s stampAt) lastArrival() int64 { return int64(s) }
+func (s stampAt) LastArrival() int64 { return int64(s) }
 
 // A stamp is believed only when it is before now and not long before; the
 // time it gives keeps now's monotonic reading.
@@ -71,7 +71,7 @@ type stampSeq struct {
 	step   time.Duration
 }
 
-func (s *stampSeq) lastArrival() int64 {
+func (s *stampSeq) LastArrival() int64 {
 	v := s.stamps[0]
 	s.stamps = s.stamps[1:]
 	s.clk.Advance(s.step)

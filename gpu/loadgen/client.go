@@ -18,6 +18,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mlx-bun/mlx-metrics/shared/arrival"
 	"github.com/mlx-bun/mlx-metrics/shared/clock"
 )
 
@@ -33,7 +34,7 @@ type Client struct {
 	apiKey string
 	http   *http.Client
 	clock  clock.Clock
-	// stamped: chunks are timed by their arrival stamps (arrival.go),
+	// stamped: chunks are timed by their arrival stamps (arrival.go, shared/arrival),
 	// true with the default transport and the real clock.
 	stamped bool
 }
@@ -172,10 +173,10 @@ func (c *Client) Do(ctx context.Context, req Request) (Result, error) {
 	if c.apiKey != "" {
 		hr.Header.Set("Authorization", "Bearer "+c.apiKey)
 	}
-	var conn arrivals
+	var conn arrival.Stamped
 	if c.stamped {
 		hr = hr.WithContext(httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
-			GotConn: func(i httptrace.GotConnInfo) { conn, _ = i.Conn.(arrivals) },
+			GotConn: func(i httptrace.GotConnInfo) { conn, _ = i.Conn.(arrival.Stamped) },
 		}))
 	}
 	res.Start = c.clock.Now()
@@ -275,7 +276,7 @@ type chunk struct {
 // read parses server-sent events until [DONE] or the end of the body,
 // timing each chunk by its arrival stamp on conn, when conn is not nil
 // and gives one, or else by when it is read.
-func (c *Client) read(body io.Reader, res *Result, conn arrivals) error {
+func (c *Client) read(body io.Reader, res *Result, conn arrival.Stamped) error {
 	br := bufio.NewReaderSize(body, 64<<10)
 	for {
 		line, err := br.ReadSlice('\n')

@@ -13,7 +13,7 @@ package main
 // fan-out adds, and what it makes the POSTs wait, shows on top of that.
 //
 // The lag is reported twice: by the kernel's receive time
-// (arrival_linux.go), which is what the server's work costs, and by the
+// (shared/arrival, on Linux), which is what the server's work costs, and by the
 // time the client had read the frame, which adds the clients' own
 // process: a thousand clients in one process on the server's two cores
 // queue behind each other there, as browsers on their own machines would
@@ -38,6 +38,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/mlx-bun/mlx-metrics/shared/arrival"
 )
 
 var reqPrefix = []byte(`"requestId":"p-`)
@@ -115,7 +117,7 @@ func clientsMain(addr string, n int) error {
 					if data, ok := bytes.CutPrefix(line, dataPrefix); ok {
 						now := time.Now().UnixNano()
 						if req := newestRequest(data); req > 0 {
-							*mine = append(*mine, seen{req, now, conn.arrival()})
+							*mine = append(*mine, seen{req, now, lastArrival(conn)})
 						}
 					}
 					long = long[:0]
@@ -147,16 +149,14 @@ func clientsMain(addr string, n int) error {
 	return nil
 }
 
-func openStream(addr string) (*arrivalConn, *bufio.Reader, error) {
+// openStream opens a stream whose reads carry their arrival time where
+// the system gives it (shared/arrival).
+func openStream(addr string) (net.Conn, *bufio.Reader, error) {
 	nc, err := net.Dial("tcp", addr)
 	if err != nil {
 		return nil, nil, err
 	}
-	conn, err := newArrivalConn(nc)
-	if err != nil {
-		nc.Close()
-		return nil, nil, err
-	}
+	conn := arrival.Stamp(nc)
 	req, _ := http.NewRequest("GET", "http://"+addr+"/api/metrics/stream", nil)
 	if err := req.Write(conn); err != nil {
 		conn.Close()
@@ -176,6 +176,15 @@ func openStream(addr string) (*arrivalConn, *bufio.Reader, error) {
 		return nil, nil, fmt.Errorf("GET /stream: %d", resp.StatusCode)
 	}
 	return conn, br, nil
+}
+
+// lastArrival is when the kernel received the bytes of conn's last read,
+// in Unix ns; 0 where that is not known.
+func lastArrival(conn net.Conn) int64 {
+	if s, ok := conn.(arrival.Stamped); ok {
+		return s.LastArrival()
+	}
+	return 0
 }
 
 // e2eResult is one run's p99s; socket is 0 where the kernel's receive

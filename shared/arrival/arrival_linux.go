@@ -1,4 +1,4 @@
-package loadgen
+package arrival
 
 import (
 	"io"
@@ -8,21 +8,21 @@ import (
 	"unsafe"
 )
 
-// stampedConn is a TCP connection whose reads go through recvmsg to pick
+// Conn is a TCP connection whose reads go through recvmsg to pick
 // up the kernel's SCM_TIMESTAMPNS: for TCP it is the receive time of the
 // last segment the read consumed, so it is never earlier than the arrival
 // of any byte the read returned.
-type stampedConn struct {
+type Conn struct {
 	*net.TCPConn
 	raw  syscall.RawConn
 	oob  []byte
 	last atomic.Int64 // Unix ns; written by whichever goroutine reads
 }
 
-// stampArrivals turns on receive timestamps for a TCP connection; any
-// other connection, or one the kernel refuses them for, is returned as it
-// is.
-func stampArrivals(c net.Conn) net.Conn {
+// Stamp turns on receive timestamps for a TCP connection and returns it
+// as a *Conn; any other connection, or one the kernel refuses them for, is
+// returned as it is.
+func Stamp(c net.Conn) net.Conn {
 	tc, ok := c.(*net.TCPConn)
 	if !ok {
 		return c
@@ -37,13 +37,13 @@ func stampArrivals(c net.Conn) net.Conn {
 	}); err != nil || serr != nil {
 		return c
 	}
-	return &stampedConn{TCPConn: tc, raw: raw, oob: make([]byte, syscall.CmsgSpace(int(unsafe.Sizeof(syscall.Timespec{}))))}
+	return &Conn{TCPConn: tc, raw: raw, oob: make([]byte, syscall.CmsgSpace(int(unsafe.Sizeof(syscall.Timespec{}))))}
 }
 
 // Read reads as the TCP connection would (deadlines and cancellation
 // included: RawConn.Read waits through the runtime's poller) and keeps
 // the read's arrival stamp.
-func (c *stampedConn) Read(p []byte) (int, error) {
+func (c *Conn) Read(p []byte) (int, error) {
 	if len(p) == 0 {
 		return 0, nil
 	}
@@ -72,7 +72,9 @@ func (c *stampedConn) Read(p []byte) (int, error) {
 	return n, nil
 }
 
-func (c *stampedConn) lastArrival() int64 { return c.last.Load() }
+// LastArrival is the kernel's receive time of the newest bytes the last
+// read returned, in Unix nanoseconds; 0 when it gave none.
+func (c *Conn) LastArrival() int64 { return c.last.Load() }
 
 // timestampNs is the SCM_TIMESTAMPNS in a read's control messages, in
 // Unix ns; 0 when there is none.

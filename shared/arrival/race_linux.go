@@ -1,6 +1,6 @@
 //go:build linux && race
 
-package loadgen
+package arrival
 
 import "syscall"
 

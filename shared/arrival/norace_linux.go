@@ -1,6 +1,6 @@
 //go:build linux && !race
 
-package loadgen
+package arrival
 
 // raceAcquireIO is needed by the race detector only (see its race twin).
 func raceAcquireIO(uintptr) {}
