@@ -69,6 +69,15 @@ func (c *client) offer(h *Hub, fr *frame, seq uint64, now time.Time, leading boo
 	return false, false
 }
 
+// moveTo records that the client is sent fr, which may be newer than the
+// frame it was handed (Hub.fresher), so that no tick hands it an older one.
+func (c *client) moveTo(fr *frame) *frame {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.version = max(c.version, fr.version)
+	return fr
+}
+
 // inWrite reports whether a write of the client's is in progress.
 func (c *client) inWrite() bool {
 	c.mu.Lock()

@@ -109,6 +109,7 @@ func (h *Hub) serve(ctx *fasthttp.RequestCtx, nc net.Conn, fr *frame) {
 		next, ka := cl.take()
 		switch {
 		case next != nil:
+			next = cl.moveTo(h.fresher(next))
 			h.sent.Add(1)
 			err = h.write(cl, w, next, nil, next.data)
 		case ka:

@@ -21,7 +21,10 @@
 // and each client woken wakes the next before it writes. The fan-out
 // takes as long, but only a few writers are runnable at a time, so a
 // request that arrives meanwhile (a POST of events) is not scheduled
-// behind thousands of them.
+// behind thousands of them. A client whose turn comes a while after the
+// tick writes the source's current version if it moved meanwhile
+// (fresher), so the last clients of a long fan-out are not sent what was
+// current when it began.
 package stream
 
 import (
@@ -106,12 +109,16 @@ type Hub struct {
 	opts  Options
 	retry []byte // the opening "retry: …" advice
 
-	mu      sync.Mutex
-	latest  *frame
-	clients map[*client]struct{}
-	seq     uint64 // ticks handled
-	closing bool   // no client joins once set
-	writers sync.WaitGroup
+	mu     sync.Mutex
+	latest *frame
+	// latestAt is when latest was serialised and encodeCost how long that
+	// took, on the hub's clock: what fresher weighs a new frame against.
+	latestAt   time.Time
+	encodeCost time.Duration
+	clients    map[*client]struct{}
+	seq        uint64 // ticks handled
+	closing    bool   // no client joins once set
+	writers    sync.WaitGroup
 
 	// wakeQ are the clients with something to write that no one has woken
 	// yet (passOn).
@@ -261,7 +268,36 @@ func (h *Hub) currentLocked(now time.Time) (*frame, error) {
 	}
 	h.encoded.Add(1)
 	h.latest = newFrame(v, data)
+	h.latestAt, h.encodeCost = now, h.opts.Clock.Now().Sub(now)
 	return h.latest, nil
+}
+
+// refreshAge is the youngest a frame may be when fresher replaces it.
+const refreshAge = 2 * time.Millisecond
+
+// fresher returns the frame a client should write in place of fr, the one
+// a tick handed it: a frame of the source's current version when the
+// source moved since fr and the newest frame is refreshAge old or more
+// (and ten encodings old, so that serialising stays a small share of a
+// fan-out), else the newest frame there is. A client far down a long
+// fan-out thus writes what is current when its turn comes, not what was
+// current at the tick, and the frames it is sent stay an Interval apart.
+func (h *Hub) fresher(fr *frame) *frame {
+	if fr.version == h.src.Version() {
+		return fr
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	latest := h.latest
+	if now := h.opts.Clock.Now(); now.Sub(h.latestAt) >= max(refreshAge, 10*h.encodeCost) {
+		if f, err := h.currentLocked(now); err == nil {
+			latest = f
+		}
+	}
+	if latest != nil && latest.version > fr.version {
+		return latest
+	}
+	return fr
 }
 
 // tick cuts off writes older than WriteTimeout, then offers the newest
