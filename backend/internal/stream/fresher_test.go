@@ -59,7 +59,7 @@ func TestLateWriterSendsCurrentVersion(t *testing.T) {
 				t.Errorf("encoded %d times, want %d (once a version)", got, want)
 			}
 
-			// The next tick hands nothing older or equal; a newer version goes out.
+			// The client keeps its pace: the next version goes out at the next tick.
 			h.src.set(4)
 			h.advance(500*time.Millisecond - tc.after)
 			if it := r.snapshot(); it.version != 4 {
