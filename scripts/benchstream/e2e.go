@@ -19,7 +19,10 @@ package main
 // queue behind each other there, as browsers on their own machines would
 // not. -sweep runs several client counts in turn, -rounds times, each on
 // a fresh server, and sets each count's p99 beside the smallest count's
-// of the same round.
+// of the same round. The POSTs' own times are reported too, and the gap
+// from one POST's start to the next: a poster on the same busy cores
+// falls behind its pace, and the newest request a frame can carry is
+// then that much older before the server has it.
 
 import (
 	"bufio"
@@ -247,7 +250,8 @@ func measureE2E(ctx context.Context, cfg config) (e2eResult, error) {
 
 	// POST one request at a time, every -post-every, each timed.
 	sent := map[int64]int64{} // request n -> POST began, unix ns
-	var postLags []time.Duration
+	var postLags, postGaps []time.Duration
+	var last time.Time
 	start := srv.usage()
 	deadline := time.Now().Add(cfg.duration)
 	tick := time.NewTicker(cfg.postEvery)
@@ -258,6 +262,10 @@ func measureE2E(ctx context.Context, cfg config) (e2eResult, error) {
 		n++
 		at := time.Now()
 		sent[n] = at.UnixNano()
+		if !last.IsZero() {
+			postGaps = append(postGaps, at.Sub(last))
+		}
+		last = at
 		line := p.event("request.finished", at.UnixMilli(), fmt.Sprintf(
 			`"model":"model-0","requestId":"p-%d","finish":"stop","promptTokens":512,"cachedPromptTokens":0,"completionTokens":64,"queueMs":1,"ttftMs":40,"prefillTokensPerSecond":2000,"decodeTokensPerSecond":60,"totalMs":1100`, n))
 		postErr = p.send([]string{line})
@@ -286,6 +294,7 @@ func measureE2E(ctx context.Context, cfg config) (e2eResult, error) {
 	slices.Sort(lags)
 	slices.Sort(arrivals)
 	slices.Sort(postLags)
+	slices.Sort(postGaps)
 	wall := end.at.Sub(start.at)
 	fmt.Printf("e2e: %d clients (own process), %d models, one request POSTed every %v for %v (%d posts)\n",
 		cfg.clients, cfg.models+1, cfg.postEvery, cfg.duration, n)
@@ -297,6 +306,10 @@ func measureE2E(ctx context.Context, cfg config) (e2eResult, error) {
 		ms(pct(lags, 0.5)), ms(pct(lags, 0.99)), ms(lags[len(lags)-1]), len(lags))
 	fmt.Printf("POST answered                             p50 %.1f ms  p99 %.1f ms  max %.1f ms\n",
 		ms(pct(postLags, 0.5)), ms(pct(postLags, 0.99)), ms(postLags[len(postLags)-1]))
+	if len(postGaps) > 0 {
+		fmt.Printf("POST to next POST                         p50 %.1f ms  p99 %.1f ms  max %.1f ms\n",
+			ms(pct(postGaps, 0.5)), ms(pct(postGaps, 0.99)), ms(postGaps[len(postGaps)-1]))
+	}
 	fmt.Printf("server CPU %.3f cores\n", (end.cpu-start.cpu).Seconds()/wall.Seconds())
 	res := e2eResult{read: pct(lags, 0.99), post: pct(postLags, 0.99)}
 	if len(arrivals) > 0 {
