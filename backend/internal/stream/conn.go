@@ -105,7 +105,7 @@ func (h *Hub) serve(ctx *fasthttp.RequestCtx, nc net.Conn, fr *frame) {
 			continue
 		case <-cl.wake:
 		}
-		h.passOn(1) // before the write, which a slow reader may hold
+		h.passTurn() // before the write, which a slow reader may hold
 		next, ka := cl.take()
 		switch {
 		case next != nil:

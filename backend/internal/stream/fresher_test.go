@@ -68,3 +68,20 @@ func TestLateWriterSendsCurrentVersion(t *testing.T) {
 		})
 	}
 }
+
+// An encoding's wall time counts at most twice the cost before it: one the
+// process was preempted in would otherwise hold refreshes off for long.
+func TestEncodeCost(t *testing.T) {
+	for _, tc := range []struct {
+		prev, took, want time.Duration
+	}{
+		{0, 900 * time.Microsecond, 900 * time.Microsecond}, // the first
+		{100 * time.Microsecond, 150 * time.Microsecond, 150 * time.Microsecond},
+		{100 * time.Microsecond, 40 * time.Microsecond, 40 * time.Microsecond},
+		{100 * time.Microsecond, 2 * time.Millisecond, 200 * time.Microsecond}, // preempted
+	} {
+		if got := encodeCost(tc.prev, tc.took); got != tc.want {
+			t.Errorf("encodeCost(%v, %v) = %v, want %v", tc.prev, tc.took, got, tc.want)
+		}
+	}
+}

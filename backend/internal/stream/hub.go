@@ -24,7 +24,8 @@
 // behind thousands of them. A client whose turn comes a while after the
 // tick writes the source's current version if it moved meanwhile
 // (fresher), so the last clients of a long fan-out are not sent what was
-// current when it began.
+// current when it began; and a fan-out pauses every millisecond, so that
+// a request arriving during it is read then, not at its end (pause.go).
 package stream
 
 import (
@@ -62,6 +63,9 @@ type Options struct {
 	onRemove func() // test hook: a client left
 	onTick   func() // test hook: a tick (periodic or leading-edge) was handled
 	onWrite  func() // test hook: a client's writer began a write
+	// pauseEvery is how long a fan-out runs between pauses (pause.go):
+	// yieldEvery when 0; a test sets it below 0 to pause at every turn.
+	pauseEvery time.Duration
 }
 
 func (o Options) withDefaults() Options {
@@ -80,6 +84,9 @@ func (o Options) withDefaults() Options {
 	if o.Clock == nil {
 		o.Clock = clock.Real{}
 	}
+	if o.pauseEvery == 0 {
+		o.pauseEvery = yieldEvery
+	}
 	return o
 }
 
@@ -93,6 +100,8 @@ type Stats struct {
 	KeepAlives uint64 `json:"keepAlives"` // keep-alive comments written
 	Dropped    uint64 `json:"dropped"`    // clients cut off by a failed or timed-out write
 	TimedOut   uint64 `json:"timedOut"`   // of those, writes cut off after WriteTimeout
+	// Pauses is how often a fan-out paused to let requests in (pause.go).
+	Pauses uint64 `json:"pauses"`
 	// Writing is the clients with a write in progress now: a client that
 	// stopped reading stays in it until WriteTimeout.
 	Writing int `json:"writing"`
@@ -111,8 +120,9 @@ type Hub struct {
 
 	mu     sync.Mutex
 	latest *frame
-	// latestAt is when latest was serialised and encodeCost how long that
-	// took, on the hub's clock: what fresher weighs a new frame against.
+	// latestAt is when latest was serialised and encodeCost about how long
+	// serialising takes, on the hub's clock: what fresher weighs a new
+	// frame against.
 	latestAt   time.Time
 	encodeCost time.Duration
 	clients    map[*client]struct{}
@@ -124,6 +134,7 @@ type Hub struct {
 	// yet (passOn).
 	wakeMu sync.Mutex
 	wakeQ  []*client
+	pause  *pause // nil when fan-outs do not pause
 
 	ticker  clock.Ticker
 	changed chan struct{} // capacity 1: Notify's pending notice
@@ -131,7 +142,7 @@ type Hub struct {
 	closed  sync.Once
 	loop    sync.WaitGroup
 
-	connected, encoded, sent, skipped, keepAlives, dropped, timedOut atomic.Uint64
+	connected, encoded, sent, skipped, keepAlives, dropped, timedOut, pauses atomic.Uint64
 }
 
 // New starts a hub streaming src. Close stops it.
@@ -146,6 +157,7 @@ func New(src Source, opts Options) *Hub {
 		changed: make(chan struct{}, 1),
 		done:    make(chan struct{}),
 	}
+	h.startPauses()
 	h.loop.Add(1)
 	go h.run()
 	return h
@@ -168,6 +180,7 @@ func (h *Hub) Close() {
 		}
 		h.mu.Unlock()
 		h.writers.Wait()
+		h.stopPauses()
 		h.loop.Wait() // then no Reset can restart the stopped ticker
 		h.ticker.Stop()
 	})
@@ -183,6 +196,7 @@ func (h *Hub) Stats() Stats {
 		KeepAlives: h.keepAlives.Load(),
 		Dropped:    h.dropped.Load(),
 		TimedOut:   h.timedOut.Load(),
+		Pauses:     h.pauses.Load(),
 	}
 	held := map[*frame]struct{}{}
 	h.mu.Lock()
@@ -268,8 +282,18 @@ func (h *Hub) currentLocked(now time.Time) (*frame, error) {
 	}
 	h.encoded.Add(1)
 	h.latest = newFrame(v, data)
-	h.latestAt, h.encodeCost = now, h.opts.Clock.Now().Sub(now)
+	h.latestAt, h.encodeCost = now, encodeCost(h.encodeCost, h.opts.Clock.Now().Sub(now))
 	return h.latest, nil
+}
+
+// encodeCost is the cost to note for an encoding whose wall time was took,
+// prev being the cost noted before: at most twice prev, since on busy
+// cores most of the wall time of an encoding preempted half-way is waiting.
+func encodeCost(prev, took time.Duration) time.Duration {
+	if prev <= 0 {
+		return took
+	}
+	return min(took, 2*prev)
 }
 
 // refreshAge is the youngest a frame may be when fresher replaces it.
@@ -326,6 +350,7 @@ func (h *Hub) tick(now time.Time, leading bool) (handed bool) {
 			h.enqueue(c)
 		}
 	}
+	h.beginFanOut(now)
 	h.passOn(wakeWidth)
 	return handed
 }
@@ -355,6 +380,11 @@ func (h *Hub) enqueue(c *client) {
 func (h *Hub) passOn(n int) {
 	h.wakeMu.Lock()
 	defer h.wakeMu.Unlock()
+	h.passOnLocked(n)
+}
+
+// passOnLocked is passOn with wakeMu held.
+func (h *Hub) passOnLocked(n int) {
 	for n > 0 && len(h.wakeQ) > 0 {
 		c := h.wakeQ[0]
 		h.wakeQ[0] = nil
