@@ -58,16 +58,7 @@ func TestWakeQueue(t *testing.T) {
 	cs[3].gone = true
 	h.wakeMu.Unlock()
 
-	woken := func() (got []int) {
-		for i, c := range cs {
-			select {
-			case <-c.wake:
-				got = append(got, i)
-			default:
-			}
-		}
-		return got
-	}
+	woken := func() []int { return takeWakes(cs) }
 	for i, step := range []struct {
 		n    int
 		want []int
@@ -90,4 +81,17 @@ func TestWakeQueue(t *testing.T) {
 	if h.passOn(1); !slices.Equal(woken(), []int{0}) {
 		t.Fatal("a client woken once was not queued again")
 	}
+}
+
+// takeWakes returns the indexes of the clients of cs with a wake-up
+// pending, taking the wake-ups.
+func takeWakes(cs []*client) (got []int) {
+	for i, c := range cs {
+		select {
+		case <-c.wake:
+			got = append(got, i)
+		default:
+		}
+	}
+	return got
 }

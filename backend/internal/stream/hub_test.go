@@ -436,27 +436,46 @@ func TestOfferPacesEachClient(t *testing.T) {
 }
 
 // Several clients see the same frames in the same order, more of them
-// than a tick wakes at once: each woken client wakes the next.
+// than a tick wakes at once: each woken client wakes the next, or, when
+// the fan-out pauses (here at every turn), the pipe's reader passes the
+// turns held on.
 func TestClientsShareFrames(t *testing.T) {
-	h := newHarness(t, Options{})
-	readers := make([]*reader, 3*wakeWidth+1)
-	for i := range readers {
-		readers[i] = h.connect()
-		readers[i].next()
-		readers[i].snapshot()
-	}
-	for v := uint64(2); v <= 4; v++ {
-		h.src.set(v)
-		h.advance(500 * time.Millisecond)
-		// Read before the next tick: a frame not yet taken would be skipped.
-		for i, r := range readers {
-			if it := r.snapshot(); it.version != v {
-				t.Fatalf("client %d got version %d, want %d", i, it.version, v)
+	for _, tc := range []struct {
+		name      string
+		opts      Options
+		minPauses uint64
+	}{
+		{"no pauses", Options{}, 0},
+		// Each tick wakes wakeWidth clients and queues the rest: the
+		// first turn passed on pauses.
+		{"a pause at every turn", Options{pauseEvery: -1}, 3},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, tc.opts)
+			readers := make([]*reader, 3*wakeWidth+1)
+			for i := range readers {
+				readers[i] = h.connect()
+				readers[i].next()
+				readers[i].snapshot()
 			}
-		}
-	}
-	if st := h.hub.Stats(); st.Clients != len(readers) || st.Encoded != 4 {
-		t.Fatalf("stats %+v, want %d clients and 4 encodings", st, len(readers))
+			for v := uint64(2); v <= 4; v++ {
+				h.src.set(v)
+				h.advance(500 * time.Millisecond)
+				// Read before the next tick: a frame not yet taken would be skipped.
+				for i, r := range readers {
+					if it := r.snapshot(); it.version != v {
+						t.Fatalf("client %d got version %d, want %d", i, it.version, v)
+					}
+				}
+			}
+			st := h.hub.Stats()
+			if st.Clients != len(readers) || st.Encoded != 4 {
+				t.Fatalf("stats %+v, want %d clients and 4 encodings", st, len(readers))
+			}
+			if st.Pauses < tc.minPauses {
+				t.Fatalf("stats %+v, want %d pauses at least", st, tc.minPauses)
+			}
+		})
 	}
 }
 
