@@ -250,8 +250,7 @@ func measureE2E(ctx context.Context, cfg config) (e2eResult, error) {
 
 	// POST one request at a time, every -post-every, each timed.
 	sent := map[int64]int64{} // request n -> POST began, unix ns
-	var postLags, postGaps []time.Duration
-	var last time.Time
+	var postLags []time.Duration
 	start := srv.usage()
 	deadline := time.Now().Add(cfg.duration)
 	tick := time.NewTicker(cfg.postEvery)
@@ -262,10 +261,6 @@ func measureE2E(ctx context.Context, cfg config) (e2eResult, error) {
 		n++
 		at := time.Now()
 		sent[n] = at.UnixNano()
-		if !last.IsZero() {
-			postGaps = append(postGaps, at.Sub(last))
-		}
-		last = at
 		line := p.event("request.finished", at.UnixMilli(), fmt.Sprintf(
 			`"model":"model-0","requestId":"p-%d","finish":"stop","promptTokens":512,"cachedPromptTokens":0,"completionTokens":64,"queueMs":1,"ttftMs":40,"prefillTokensPerSecond":2000,"decodeTokensPerSecond":60,"totalMs":1100`, n))
 		postErr = p.send([]string{line})
@@ -291,31 +286,35 @@ func measureE2E(ctx context.Context, cfg config) (e2eResult, error) {
 	if len(lags) == 0 {
 		return e2eResult{}, errors.New("no frame carried a posted request")
 	}
-	slices.Sort(lags)
-	slices.Sort(arrivals)
-	slices.Sort(postLags)
-	slices.Sort(postGaps)
+	var postGaps []time.Duration // one POST's start to the next's
+	for i := int64(2); i <= n; i++ {
+		postGaps = append(postGaps, time.Duration(sent[i]-sent[i-1]))
+	}
+	for _, d := range [][]time.Duration{lags, arrivals, postLags, postGaps} {
+		slices.Sort(d)
+	}
 	wall := end.at.Sub(start.at)
 	fmt.Printf("e2e: %d clients (own process), %d models, one request POSTed every %v for %v (%d posts)\n",
 		cfg.clients, cfg.models+1, cfg.postEvery, cfg.duration, n)
-	if len(arrivals) > 0 {
-		fmt.Printf("newest request -> frame at client's socket  p50 %.1f ms  p99 %.1f ms  max %.1f ms  (%d frames)\n",
-			ms(pct(arrivals, 0.5)), ms(pct(arrivals, 0.99)), ms(arrivals[len(arrivals)-1]), len(arrivals))
-	}
-	fmt.Printf("newest request -> frame read by client    p50 %.1f ms  p99 %.1f ms  max %.1f ms  (%d frames)\n",
-		ms(pct(lags, 0.5)), ms(pct(lags, 0.99)), ms(lags[len(lags)-1]), len(lags))
-	fmt.Printf("POST answered                             p50 %.1f ms  p99 %.1f ms  max %.1f ms\n",
-		ms(pct(postLags, 0.5)), ms(pct(postLags, 0.99)), ms(postLags[len(postLags)-1]))
-	if len(postGaps) > 0 {
-		fmt.Printf("POST to next POST                         p50 %.1f ms  p99 %.1f ms  max %.1f ms\n",
-			ms(pct(postGaps, 0.5)), ms(pct(postGaps, 0.99)), ms(postGaps[len(postGaps)-1]))
-	}
+	printSpread("newest request -> frame at client's socket", arrivals, fmt.Sprintf("  (%d frames)", len(arrivals)))
+	printSpread("newest request -> frame read by client", lags, fmt.Sprintf("  (%d frames)", len(lags)))
+	printSpread("POST answered", postLags, "")
+	printSpread("POST to next POST", postGaps, "")
 	fmt.Printf("server CPU %.3f cores\n", (end.cpu-start.cpu).Seconds()/wall.Seconds())
 	res := e2eResult{read: pct(lags, 0.99), post: pct(postLags, 0.99)}
 	if len(arrivals) > 0 {
 		res.socket = pct(arrivals, 0.99)
 	}
 	return res, nil
+}
+
+// printSpread prints one line of d's p50, p99 and max (d sorted), nothing
+// when d is empty.
+func printSpread(label string, d []time.Duration, suffix string) {
+	if len(d) == 0 {
+		return
+	}
+	fmt.Printf("%-40s  p50 %.1f ms  p99 %.1f ms  max %.1f ms%s\n", label, ms(pct(d, 0.5)), ms(pct(d, 0.99)), ms(d[len(d)-1]), suffix)
 }
 
 // sweepE2E measures each client count of counts in turn, rounds times,
