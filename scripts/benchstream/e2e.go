@@ -1,13 +1,14 @@
 package main
 
 // The end-to-end mode (-e2e): what a user of the panel feels. A poster
-// POSTs one request.finished every -post-every (5 ms), without pause, so
-// the fan-out always runs while events keep coming; the stream clients
-// run in a process of their own (this binary, -role clients), as browsers
-// are, and report for every frame they receive the newest request it
-// carries. The lag of a frame at a client is its arrival less the moment
-// the POST of that newest request began: ingest, reduce, the wait for the
-// frame's tick, encode and fan-out, together. The stream sends a client
+// POSTs one request.finished every -post-every (5 ms on average), without
+// pause and for a second past the measuring window, so every fan-out
+// measured runs while events keep coming; the stream clients run in a
+// process of their own (this binary, -role clients), as browsers are, and
+// report for every frame they receive the newest request it carries. The
+// lag of a frame at a client is its arrival less the moment the POST of
+// that newest request began: ingest, reduce, the wait for the frame's
+// tick, encode and fan-out, together. The stream sends a client
 // at most two frames a second, so a frame is at most one tick (500 ms)
 // behind the newest post by design at the moment it is encoded; what the
 // fan-out adds, and what it makes the POSTs wait, shows on top of that.
@@ -32,6 +33,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"os"
@@ -194,6 +196,32 @@ func lastArrival(conn net.Conn) int64 {
 // time is not known.
 type e2eResult struct{ socket, read, post time.Duration }
 
+// pace spaces the POSTs: every gap is the mean within ±20 %, drawn at
+// random. A fixed 5 ms would divide the stream's 500 ms tick, so every
+// tick of a run would find the newest request equally old (the same
+// phase, whatever it happened to be), and the 10-client p99 would be one
+// draw of that phase; varied, the ticks meet every phase in each run.
+type pace struct {
+	mean time.Duration
+	due  time.Time
+}
+
+func newPace(mean time.Duration, now time.Time) *pace { return &pace{mean: mean, due: now} }
+
+// next is how long to wait from now for the next POST; a poster fallen
+// behind posts at once and goes on from now, as a Ticker drops ticks.
+func (p *pace) next(now time.Time) time.Duration {
+	p.due = p.due.Add(p.mean*4/5 + rand.N(p.mean*2/5+1))
+	if p.due.Before(now) {
+		p.due = now
+	}
+	return p.due.Sub(now)
+}
+
+// postTail is how long the POSTs go on after the measuring window: two
+// ticks, longer than a 10,000-client fan-out.
+const postTail = time.Second
+
 // runE2E measures the end-to-end lag (the mode's comment, above) and
 // prints it.
 func runE2E(ctx context.Context, cfg config) error {
@@ -248,16 +276,22 @@ func measureE2E(ctx context.Context, cfg config) (e2eResult, error) {
 	}()
 	time.Sleep(time.Second) // every client's opening frame out of the way
 
-	// POST one request at a time, every -post-every, each timed.
+	// POST one request at a time, every -post-every, each timed. Frames
+	// count while the window lasts; the POSTs go on for a tail after it, so
+	// that every frame counted, the last fan-out's too, went out while
+	// requests kept coming. (Without the tail the frames of the tick after
+	// the last POST carried a request as old as that tick's wait, up to an
+	// Interval, and at 1,000 clients they are some 6 % of all.)
 	sent := map[int64]int64{} // request n -> POST began, unix ns
 	var postLags []time.Duration
 	start := srv.usage()
-	deadline := time.Now().Add(cfg.duration)
-	tick := time.NewTicker(cfg.postEvery)
+	window := time.Now().Add(cfg.duration)
+	deadline := window.Add(postTail)
+	pace := newPace(cfg.postEvery, time.Now())
 	var n int64
 	var postErr error
 	for time.Now().Before(deadline) && ctx.Err() == nil && postErr == nil {
-		<-tick.C
+		time.Sleep(pace.next(time.Now()))
 		n++
 		at := time.Now()
 		sent[n] = at.UnixNano()
@@ -266,8 +300,6 @@ func measureE2E(ctx context.Context, cfg config) (e2eResult, error) {
 		postErr = p.send([]string{line})
 		postLags = append(postLags, time.Since(at))
 	}
-	tick.Stop()
-	time.Sleep(time.Second) // the last frames
 	end := srv.usage()
 	stdin.Close()
 	<-readDone
@@ -276,6 +308,9 @@ func measureE2E(ctx context.Context, cfg config) (e2eResult, error) {
 	}
 	var lags, arrivals []time.Duration
 	for _, r := range reports {
+		if r.at >= window.UnixNano() {
+			continue // read in the tail
+		}
 		if t0, ok := sent[r.req]; ok {
 			lags = append(lags, time.Duration(r.at-t0))
 			if r.arrived > 0 {
@@ -294,8 +329,8 @@ func measureE2E(ctx context.Context, cfg config) (e2eResult, error) {
 		slices.Sort(d)
 	}
 	wall := end.at.Sub(start.at)
-	fmt.Printf("e2e: %d clients (own process), %d models, one request POSTed every %v for %v (%d posts)\n",
-		cfg.clients, cfg.models+1, cfg.postEvery, cfg.duration, n)
+	fmt.Printf("e2e: %d clients (own process), %d models, one request POSTed every %v for %v and %v after (%d posts)\n",
+		cfg.clients, cfg.models+1, cfg.postEvery, cfg.duration, postTail, n)
 	printSpread("newest request -> frame at client's socket", arrivals, fmt.Sprintf("  (%d frames)", len(arrivals)))
 	printSpread("newest request -> frame read by client", lags, fmt.Sprintf("  (%d frames)", len(lags)))
 	printSpread("POST answered", postLags, "")
@@ -380,7 +415,7 @@ func parseCounts(s string) ([]int, error) {
 // e2eFlags are the mode's flags, besides the shared ones.
 func e2eFlags(cfg *config) {
 	flag.BoolVar(&cfg.e2e, "e2e", false, "measure end to end: a request POSTed every -post-every, clients in a process of their own, newest request to frame at client")
-	flag.DurationVar(&cfg.postEvery, "post-every", 5*time.Millisecond, "with -e2e: the gap between two POSTs of one request")
+	flag.DurationVar(&cfg.postEvery, "post-every", 5*time.Millisecond, "with -e2e: the mean gap between two POSTs of one request (each gap within ±20 %)")
 	flag.StringVar(&cfg.sweep, "sweep", "", "with -e2e: client counts to measure in turn, e.g. 10,500,1000 (instead of -clients)")
 	flag.IntVar(&cfg.rounds, "rounds", 1, "with -sweep: how many times to measure each count, interleaved")
 	flag.StringVar(&cfg.role, "role", "", "internal: clients (the clients' process)")

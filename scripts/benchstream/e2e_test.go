@@ -3,6 +3,7 @@ package main
 import (
 	"slices"
 	"testing"
+	"time"
 )
 
 func TestNewestRequest(t *testing.T) {
@@ -58,5 +59,33 @@ func TestSpan(t *testing.T) {
 		if got := span(tc.vs, "ms"); got != tc.want {
 			t.Errorf("span(%v) = %q, want %q", tc.vs, got, tc.want)
 		}
+	}
+}
+
+func TestPace(t *testing.T) {
+	const mean = 5 * time.Millisecond
+	t0 := time.Unix(1000, 0)
+	for _, tc := range []struct {
+		name     string
+		now      time.Duration // since t0, when next is asked
+		min, max time.Duration // the wait it may answer
+	}{
+		{"on time", 0, 4 * time.Millisecond, 6 * time.Millisecond},
+		{"part of a gap late", 3 * time.Millisecond, time.Millisecond, 3 * time.Millisecond},
+		{"a gap behind: at once", 7 * time.Millisecond, 0, 0},
+	} {
+		for range 200 { // every draw within the bounds
+			p := newPace(mean, t0)
+			if got := p.next(t0.Add(tc.now)); got < tc.min || got > tc.max {
+				t.Fatalf("%s: next waits %v, want %v..%v", tc.name, got, tc.min, tc.max)
+			}
+		}
+	}
+	// Fallen behind, it goes on from now rather than catching up.
+	p := newPace(mean, t0)
+	late := t0.Add(time.Second)
+	p.next(late)
+	if got := p.next(late); got < 4*time.Millisecond {
+		t.Errorf("after falling behind the next gap is %v, want a whole one", got)
 	}
 }
