@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/mlx-bun/mlx-metrics/gpu/engine"
+	"github.com/mlx-bun/mlx-metrics/gpu/engine/enginetest"
 	"github.com/mlx-bun/mlx-metrics/shared/clock"
 )
 
@@ -23,15 +24,8 @@ func startEngine(tb testing.TB, edit func(*engine.Config)) *httptest.Server {
 	if edit != nil {
 		edit(&cfg)
 	}
-	e, err := engine.New(cfg, engine.Options{})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { e.Run(ctx); close(done) }()
-	srv := httptest.NewServer(e.Handler())
-	tb.Cleanup(func() { srv.Close(); cancel(); <-done })
+	srv := httptest.NewServer(enginetest.Run(tb, cfg, engine.Options{}).Handler())
+	tb.Cleanup(srv.Close)
 	return srv
 }
 

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/mlx-bun/mlx-metrics/gpu/engine"
+	"github.com/mlx-bun/mlx-metrics/gpu/engine/enginetest"
 )
 
 // firstWrite records, per response id, when the server handler was entered
@@ -67,14 +68,7 @@ func benchOverhead(b *testing.B, streams int) {
 	cfg.LoadTime = 0
 	cfg.BatchCapacity = streams
 	cfg.PrefillRate, cfg.DecodeRate, cfg.BatchSlowdown = 1e6, 25, 0
-	e, err := engine.New(cfg, engine.Options{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { e.Run(ctx); close(done) }()
-	defer func() { cancel(); <-done }()
+	e := enginetest.Run(b, cfg, engine.Options{})
 	fw := &firstWrite{ttft: map[string]time.Duration{}, idRef: regexp.MustCompile(`"id":"([^"]+)"`)}
 	h := e.Handler()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

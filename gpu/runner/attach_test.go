@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/mlx-bun/mlx-metrics/gpu/engine"
+	"github.com/mlx-bun/mlx-metrics/gpu/engine/enginetest"
 	"github.com/mlx-bun/mlx-metrics/shared/bench"
 )
 
@@ -30,19 +31,12 @@ func serveEngine(t *testing.T, wrap func(http.Handler) http.Handler) *httptest.S
 	t.Helper()
 	cfg := engine.DefaultConfig()
 	cfg.LoadTime, cfg.DecodeRate, cfg.PrefillRate = 0, timedRate, 100000
-	e, err := engine.New(cfg, engine.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { e.Run(ctx); close(done) }()
-	var h http.Handler = e.Handler()
+	var h http.Handler = enginetest.Run(t, cfg, engine.Options{}).Handler()
 	if wrap != nil {
 		h = wrap(h)
 	}
 	srv := httptest.NewServer(h)
-	t.Cleanup(func() { srv.Close(); cancel(); <-done })
+	t.Cleanup(srv.Close)
 	return srv
 }
 
@@ -219,14 +213,7 @@ func TestAttachedServerGoneOrCancelled(t *testing.T) {
 		}
 		cfg := engine.DefaultConfig()
 		cfg.LoadTime = 0
-		e, err := engine.New(cfg, engine.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		ctx, cancel := context.WithCancel(context.Background())
-		defer cancel()
-		go e.Run(ctx)
-		h := e.Handler()
+		h := enginetest.Run(t, cfg, engine.Options{}).Handler()
 		hs := &http.Server{}
 		hs.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if r.Method == http.MethodPost {
@@ -290,14 +277,7 @@ func TestAttachWaitsForAServerStarting(t *testing.T) {
 	addr := closedPort(t)
 	cfg := engine.DefaultConfig()
 	cfg.LoadTime, cfg.DecodeRate, cfg.PrefillRate = 0, timedRate, 100000
-	e, err := engine.New(cfg, engine.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go e.Run(ctx)
-	hs := &http.Server{Handler: e.Handler()}
+	hs := &http.Server{Handler: enginetest.Run(t, cfg, engine.Options{}).Handler()}
 	defer hs.Close()
 	listenErr := make(chan error, 1)
 	out := &syncBuffer{onLine: func(l string) {

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"net/http"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"regexp"
 	"runtime"
@@ -19,27 +18,14 @@ import (
 	"testing"
 
 	"github.com/mlx-bun/mlx-metrics/gpu/engine"
+	"github.com/mlx-bun/mlx-metrics/gpu/engine/enginetest"
 	"github.com/mlx-bun/mlx-metrics/shared/bench"
 )
 
 // TestMain doubles as the reference engine: cells start this test binary
 // with "engine …" as {self} does with mlx-metrics.
 func TestMain(m *testing.M) {
-	if len(os.Args) > 1 && os.Args[1] == "engine" {
-		ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
-		err := engine.Command(ctx, os.Args[2:], os.Stderr)
-		stop()
-		var ue *engine.UsageError
-		switch {
-		case errors.As(err, &ue):
-			fmt.Fprintln(os.Stderr, "engine:", err)
-			os.Exit(2)
-		case err != nil:
-			fmt.Fprintln(os.Stderr, "engine:", err)
-			os.Exit(1)
-		}
-		os.Exit(0)
-	}
+	enginetest.ServeIfAsked()
 	if len(os.Args) == 4 && os.Args[1] == "fake-server" {
 		fakeServer(os.Args[2], os.Args[3])
 	}

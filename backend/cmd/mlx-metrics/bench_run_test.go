@@ -15,6 +15,7 @@ import (
 
 	"github.com/mlx-bun/mlx-metrics/backend/internal/history"
 	"github.com/mlx-bun/mlx-metrics/gpu/engine"
+	"github.com/mlx-bun/mlx-metrics/gpu/engine/enginetest"
 	"github.com/mlx-bun/mlx-metrics/shared/bench"
 )
 
@@ -30,15 +31,7 @@ func engineHandler(t *testing.T, rate float64) http.Handler {
 	t.Helper()
 	cfg := engine.DefaultConfig()
 	cfg.LoadTime, cfg.DecodeRate, cfg.PrefillRate = 0, rate, 100000
-	e, err := engine.New(cfg, engine.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { e.Run(ctx); close(done) }()
-	t.Cleanup(func() { cancel(); <-done })
-	return e.Handler()
+	return enginetest.Run(t, cfg, engine.Options{}).Handler()
 }
 
 // runningEngine is the reference engine served in this process on

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/mlx-bun/mlx-metrics/gpu/engine"
+	"github.com/mlx-bun/mlx-metrics/gpu/engine/enginetest"
 	"github.com/mlx-bun/mlx-metrics/shared/events"
 )
 
@@ -24,19 +25,13 @@ func startEngine(t *testing.T) (string, chan *events.RequestFinished) {
 	cfg.PrefillRate = 200000
 	cfg.LoadTime = 0
 	truth := make(chan *events.RequestFinished, 16)
-	e, err := engine.New(cfg, engine.Options{Sink: func(ev events.Event) {
+	e := enginetest.Run(t, cfg, engine.Options{Sink: func(ev events.Event) {
 		if p, ok := ev.Payload.(*events.RequestFinished); ok {
 			truth <- p
 		}
 	}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { e.Run(ctx); close(done) }()
 	srv := httptest.NewServer(e.Handler())
-	t.Cleanup(func() { srv.Close(); cancel(); <-done })
+	t.Cleanup(srv.Close)
 	return srv.URL, truth
 }
 
