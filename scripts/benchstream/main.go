@@ -87,7 +87,7 @@ func main() {
 		}
 		return
 	}
-	if cfg.bin == "" || cfg.clients < 1 || cfg.every <= 0 || cfg.duration <= 0 {
+	if cfg.bin == "" || cfg.clients < 1 || cfg.every <= 0 || cfg.postEvery <= 0 || cfg.duration <= 0 {
 		flag.Usage()
 		os.Exit(2)
 	}
