@@ -37,9 +37,9 @@ func ServeIfAsked() {
 	os.Exit(1)
 }
 
-// Run starts an engine of cfg and o, running until tb and its cleanups
-// end; serve its Handler. Cleanups registered after Run (a server in front
-// of it) run before the engine stops.
+// Run starts an engine of cfg and o that runs until tb ends; serve its
+// Handler. Cleanups registered after Run (a server in front of it) run
+// before the engine stops.
 func Run(tb testing.TB, cfg engine.Config, o engine.Options) *engine.Engine {
 	tb.Helper()
 	e, err := engine.New(cfg, o)
