@@ -21,7 +21,7 @@ func TestFleetView(t *testing.T) {
 				KVUsage: f(0.41), QueueDepth: f(2), Errors: f(0)},
 			{Host: "b:7878", Model: "qwen", TokensPerSecond: f(10)},
 		},
-		Others:  &fleet.Row{Rows: 3, TokensPerSecond: f(5)},
+		Others:  &fleet.Row{Rows: 3, TokensPerSecond: f(5), E2E: fleet.Quantiles{P50: f(1.25), P95: f(2.5), P99: f(4)}},
 		Queries: map[string]string{"tokensPerSecond": "sum by (instance, model_name) (rate(mlx_generation_tokens_total[15m]))"},
 	}
 	tests := []struct {
@@ -32,7 +32,7 @@ func TestFleetView(t *testing.T) {
 	}{
 		{"live", []error{nil}, []string{
 			"From http://prom.lan:9090, hosts by instance", "not reporting",
-			"612.4", "4.80", "90.0 ms / 310 ms / 520 ms", "41.0%", "others (3)", "5.0", "rate(mlx_generation_tokens_total[15m])",
+			"612.4", "4.80", "90.0 ms / 310 ms / 520 ms", "41.0%", "others (3)", "5.0", "1.25 s / 2.50 s / 4.00 s", "rate(mlx_generation_tokens_total[15m])",
 		}, []string{"stale", "Cannot read"}},
 		{"the API failing after a good read", []error{nil, &api.Error{Status: 502, Message: "the fleet's query API: unreachable: connection refused"}},
 			[]string{`class="view fleet stale"`, "Cannot read the fleet: the fleet&#39;s query API: unreachable: connection refused. The figures below are as of", "612.4"}, nil},

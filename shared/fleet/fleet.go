@@ -12,8 +12,8 @@ type Quantiles struct {
 }
 
 // Row is one host's figures for one model over the range. Others, when
-// set, is the row summing the rows beyond the top ones (its host and model
-// empty; times, which do not sum, null).
+// set, is the row of the rows beyond the top ones together (its host and
+// model empty; its times read from their histograms together).
 type Row struct {
 	Host              string    `json:"host"`
 	Model             string    `json:"model"`

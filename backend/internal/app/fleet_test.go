@@ -108,6 +108,24 @@ func TestFleetWithRealPrometheus(t *testing.T) {
 		t.Errorf("rows not by traffic, the busiest first: %v", hostsOf(v.Rows))
 	}
 
+	// The two quieter backends as others: their times are read from their
+	// histograms together, so they lie between the two rows' own (the
+	// bounds loose: the views are a scrape apart at most).
+	top1 := fleet.NewService(client, fleet.Config{Ranges: []string{"10s"}, CacheFor: time.Nanosecond, TopRows: 1})
+	ov, err := top1.View(context.Background(), fleet.Request{Range: "10s"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := ov.Others
+	if o == nil || o.Rows != 2 || o.TTFT.P50 == nil || o.TPOT.P95 == nil || o.E2E.P99 == nil {
+		t.Fatalf("others %+v", o)
+	}
+	lo, hi := math.Min(*v.Rows[1].TTFT.P50, *v.Rows[2].TTFT.P50), math.Max(*v.Rows[1].TTFT.P50, *v.Rows[2].TTFT.P50)
+	t.Logf("others: TTFT p50 %.4f s (the two rows: %.4f, %.4f)", *o.TTFT.P50, *v.Rows[1].TTFT.P50, *v.Rows[2].TTFT.P50)
+	if p := *o.TTFT.P50; p < lo/2 || p > hi*2 {
+		t.Errorf("others' TTFT p50 %.4f s, not near the two rows' %.4f..%.4f s", p, lo, hi)
+	}
+
 	// One backend stops: it stays listed, not reporting.
 	gone := backends[0]
 	gone.Close(context.Background())

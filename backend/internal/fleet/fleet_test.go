@@ -51,10 +51,17 @@ func sample(host, model, value string) string {
 }
 
 // A fleet of three hosts, one of which stopped reporting, and three
-// models on them; the rows beyond the top two summed as others.
+// models on them; the rows beyond the top two summed as others, their
+// times asked for apart.
 func TestViewFigures(t *testing.T) {
 	srv, seen := fakeAPI(t, func(w http.ResponseWriter, q string) {
 		switch {
+		case strings.Contains(q, "unless on (instance, model_name) topk(2, sum by (instance, model_name) (rate(mlx_generation_tokens_total[1h])))"):
+			if strings.HasPrefix(q, "histogram_quantile(0.5, sum by (le) (rate(mlx_time_to_first_token_seconds_bucket[1h])") {
+				fmt.Fprint(w, `{"status":"success","data":{"resultType":"vector","result":[{"metric":{},"value":[1764690000,"0.4"]}]}}`)
+				return
+			}
+			fmt.Fprint(w, vector())
 		case strings.HasPrefix(q, "max by (instance, version) (last_over_time(mlx_build_info"):
 			fmt.Fprint(w, vector(sample("a:7878", "", "1"), sample("b:7878", "", "1"), sample("c:7878", "", "1")))
 		case strings.HasPrefix(q, "max by (instance) (mlx_build_info"):
@@ -89,18 +96,25 @@ func TestViewFigures(t *testing.T) {
 		t.Errorf("rows %+v", v.Rows)
 	}
 	o := v.Others
-	if o == nil || o.Rows != 2 || *o.TokensPerSecond != 15 || *o.RequestsPerSecond != 1.5 || *o.KVUsage != 0.75 || o.TTFT.P50 != nil {
+	if o == nil || o.Rows != 2 || *o.TokensPerSecond != 15 || *o.RequestsPerSecond != 1.5 || *o.KVUsage != 0.75 ||
+		o.TTFT.P50 == nil || *o.TTFT.P50 != 0.4 || o.TTFT.P99 != nil {
 		t.Errorf("others %+v", o)
 	}
-	if len(v.Queries) != 16 || !strings.Contains(v.Queries["ttft.p99"], "[1h]") {
+	// 16 figures, and 9 times of the others.
+	if len(v.Queries) != 25 || !strings.Contains(v.Queries["ttft.p99"], "[1h]") || !strings.Contains(v.Queries["others.e2e.p95"], "e2e") {
 		t.Errorf("queries %d: %v", len(v.Queries), v.Queries)
 	}
-	if len(*seen) != 16 || !strings.HasPrefix((*seen)[0], "Bearer tok ") {
+	if len(*seen) != 25 || !strings.HasPrefix((*seen)[0], "Bearer tok ") {
 		t.Errorf("%d queries asked, first %q", len(*seen), (*seen)[0])
 	}
 	// A second ask within CacheFor is answered without asking again.
-	if _, err := s.View(context.Background(), Request{Range: "1h"}); err != nil || len(*seen) != 16 {
+	if _, err := s.View(context.Background(), Request{Range: "1h"}); err != nil || len(*seen) != 25 {
 		t.Errorf("a repeated view asked %d queries, err %v", len(*seen), err)
+	}
+	// With room for every row there are no others, nor their queries.
+	all, err := NewService(c, Config{TopRows: 4}).View(context.Background(), Request{Range: "1h"})
+	if err != nil || all.Others != nil || len(all.Rows) != 4 || len(all.Queries) != 16 {
+		t.Errorf("top 4 of 4 rows: others %+v, %d rows, %d queries, err %v", all.Others, len(all.Rows), len(all.Queries), err)
 	}
 }
 

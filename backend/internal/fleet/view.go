@@ -122,25 +122,16 @@ type figure struct {
 	set  func(r *shared.Row, v float64)
 }
 
-// queries are a view's queries for r, figures by (host, model).
-func (s *Service) queries(r Request) (hosts, reporting string, figs []figure) {
-	h := s.cfg.HostLabel
-	sel := selector(h, r.Host, r.Model)
-	hostSel := selector(h, r.Host, "")
-	by := "sum by (" + h + ", model_name) "
-	quant := func(q float64, family string) string {
-		return fmt.Sprintf("histogram_quantile(%g, sum by (%s, model_name, le) (rate(%s_bucket%s[%s])))", q, h, family, sel, r.Range)
-	}
-	set := func(get func(*shared.Row) **float64) func(*shared.Row, float64) {
-		return func(row *shared.Row, v float64) { *get(row) = finite(v) }
-	}
-	figs = []figure{
-		{"tokensPerSecond", by + "(rate(mlx_generation_tokens_total" + sel + "[" + r.Range + "]))", set(func(r *shared.Row) **float64 { return &r.TokensPerSecond })},
-		{"requestsPerSecond", by + "(rate(mlx_request_success_total" + sel + "[" + r.Range + "]))", set(func(r *shared.Row) **float64 { return &r.RequestsPerSecond })},
-		{"errors", by + "(increase(mlx_request_errors_total" + sel + "[" + r.Range + "]))", set(func(r *shared.Row) **float64 { return &r.Errors })},
-		{"kvUsage", "max by (" + h + ", model_name) (mlx_kv_cache_usage_ratio" + sel + ")", set(func(r *shared.Row) **float64 { return &r.KVUsage })},
-		{"queueDepth", by + "(mlx_num_requests_waiting" + sel + ")", set(func(r *shared.Row) **float64 { return &r.QueueDepth })},
-	}
+// latency is one quantile of one time a row lists.
+type latency struct {
+	name, family string // the figure; the histogram it is read from
+	q            float64
+	get          func(*shared.Row) **float64
+}
+
+// latencies are the nine quantile figures of a row.
+var latencies = func() []latency {
+	var ls []latency
 	for _, t := range []struct {
 		name, family string
 		q            func(*shared.Row) *shared.Quantiles
@@ -155,13 +146,62 @@ func (s *Service) queries(r Request) (hosts, reporting string, figs []figure) {
 			get  func(*shared.Quantiles) **float64
 		}{{"p50", 0.5, func(q *shared.Quantiles) **float64 { return &q.P50 }}, {"p95", 0.95, func(q *shared.Quantiles) **float64 { return &q.P95 }},
 			{"p99", 0.99, func(q *shared.Quantiles) **float64 { return &q.P99 }}} {
-			figs = append(figs, figure{t.name + "." + p.name, quant(p.q, t.family),
-				func(row *shared.Row, v float64) { *p.get(t.q(row)) = finite(v) }})
+			ls = append(ls, latency{t.name + "." + p.name, t.family, p.q, func(r *shared.Row) **float64 { return p.get(t.q(r)) }})
 		}
+	}
+	return ls
+}()
+
+// set is a figure's setter: the field get points to takes a sample's
+// value, nil where it is not finite.
+func set(get func(*shared.Row) **float64) func(*shared.Row, float64) {
+	return func(row *shared.Row, v float64) { *get(row) = finite(v) }
+}
+
+// tokensQuery is r's tokens/s by (host, model): a figure, and what orders
+// the rows.
+func (s *Service) tokensQuery(r Request) string {
+	h := s.cfg.HostLabel
+	return "sum by (" + h + ", model_name) (rate(mlx_generation_tokens_total" + selector(h, r.Host, r.Model) + "[" + r.Range + "]))"
+}
+
+// queries are a view's queries for r, figures by (host, model).
+func (s *Service) queries(r Request) (hosts, reporting string, figs []figure) {
+	h := s.cfg.HostLabel
+	sel := selector(h, r.Host, r.Model)
+	hostSel := selector(h, r.Host, "")
+	by := "sum by (" + h + ", model_name) "
+	figs = []figure{
+		{"tokensPerSecond", s.tokensQuery(r), set(func(r *shared.Row) **float64 { return &r.TokensPerSecond })},
+		{"requestsPerSecond", by + "(rate(mlx_request_success_total" + sel + "[" + r.Range + "]))", set(func(r *shared.Row) **float64 { return &r.RequestsPerSecond })},
+		{"errors", by + "(increase(mlx_request_errors_total" + sel + "[" + r.Range + "]))", set(func(r *shared.Row) **float64 { return &r.Errors })},
+		{"kvUsage", "max by (" + h + ", model_name) (mlx_kv_cache_usage_ratio" + sel + ")", set(func(r *shared.Row) **float64 { return &r.KVUsage })},
+		{"queueDepth", by + "(mlx_num_requests_waiting" + sel + ")", set(func(r *shared.Row) **float64 { return &r.QueueDepth })},
+	}
+	for _, l := range latencies {
+		figs = append(figs, figure{l.name, fmt.Sprintf("histogram_quantile(%g, sum by (%s, model_name, le) (rate(%s_bucket%s[%s])))",
+			l.q, h, l.family, sel, r.Range), set(l.get)})
 	}
 	hosts = "max by (" + h + ", version) (last_over_time(mlx_build_info" + hostSel + "[" + r.Range + "]))"
 	reporting = "max by (" + h + ") (mlx_build_info" + hostSel + ")"
 	return hosts, reporting, figs
+}
+
+// othersQueries are the latencies of the rows beyond the top ones: the
+// quantiles of their histograms summed, which is what a time of them all
+// is (times do not sum, buckets do). The top rows are those topk picks by
+// tokens/s; rows tied with the last of them (idle ones, mostly, whose
+// histograms hold nothing over the range) may be picked otherwise than
+// the list's order by name.
+func (s *Service) othersQueries(r Request, top int) []figure {
+	h := s.cfg.HostLabel
+	sel := selector(h, r.Host, r.Model)
+	figs := make([]figure, 0, len(latencies))
+	for _, l := range latencies {
+		figs = append(figs, figure{"others." + l.name, fmt.Sprintf("histogram_quantile(%g, sum by (le) (rate(%s_bucket%s[%s]) unless on (%s, model_name) topk(%d, %s)))",
+			l.q, l.family, sel, r.Range, h, top, s.tokensQuery(r)), set(l.get)})
+	}
+	return figs
 }
 
 // selector is a label selector keeping host and model when set.
@@ -260,48 +300,10 @@ func (s *Service) compute(ctx context.Context, r Request, now time.Time) (shared
 		exprs = append(exprs, f.expr)
 		v.Queries[f.name] = f.expr
 	}
-	answers := make([][]Sample, len(exprs))
-	warnings := make([][]string, len(exprs))
-	// The first query to fail fails the view; the others it cancels fail
-	// for that, which is not what to say.
-	var first error
-	var once sync.Once
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	sem := make(chan struct{}, parallel)
-	var wg sync.WaitGroup
-	for i, e := range exprs {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			sem <- struct{}{}
-			defer func() { <-sem }()
-			if ctx.Err() != nil {
-				// A query failed (so has the view), or the view's time is up.
-				once.Do(func() {
-					first = &QueryError{Kind: KindTimeout, Message: fmt.Sprintf("no whole view within %s", s.c.Timeout())}
-				})
-				return
-			}
-			var err error
-			answers[i], warnings[i], err = s.c.Query(ctx, e)
-			if err != nil {
-				once.Do(func() { first = err; cancel() }) // the rest need not run
-			}
-		}()
+	answers, err := s.ask(ctx, exprs, &v)
+	if err != nil {
+		return shared.View{}, err
 	}
-	wg.Wait()
-	if first != nil {
-		return shared.View{}, first
-	}
-	for _, w := range warnings {
-		for _, msg := range w {
-			if !slices.Contains(v.Warnings, msg) {
-				v.Warnings = append(v.Warnings, msg)
-			}
-		}
-	}
-	v.Partial = len(v.Warnings) > 0
 
 	h := s.cfg.HostLabel
 	reporting := map[string]bool{}
@@ -361,9 +363,72 @@ func (s *Service) compute(ctx context.Context, r Request, now time.Time) (shared
 	if len(all) > s.cfg.TopRows {
 		v.Others = sumRows(all[s.cfg.TopRows:])
 		all = all[:s.cfg.TopRows]
+		figs := s.othersQueries(r, s.cfg.TopRows)
+		exprs := make([]string, len(figs))
+		for i, f := range figs {
+			exprs[i] = f.expr
+			v.Queries[f.name] = f.expr
+		}
+		answers, err := s.ask(ctx, exprs, &v)
+		if err != nil {
+			return shared.View{}, err
+		}
+		for i, f := range figs {
+			if len(answers[i]) > 0 { // none: no request over the range
+				f.set(v.Others, answers[i][0].Value)
+			}
+		}
 	}
 	v.Rows = all
 	return v, nil
+}
+
+// ask runs exprs, at most parallel at once, and notes their warnings in
+// v. The first query to fail fails them all: the rest are cancelled.
+func (s *Service) ask(ctx context.Context, exprs []string, v *shared.View) ([][]Sample, error) {
+	answers := make([][]Sample, len(exprs))
+	warnings := make([][]string, len(exprs))
+	// The first query to fail fails the view; the others it cancels fail
+	// for that, which is not what to say.
+	var first error
+	var once sync.Once
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	sem := make(chan struct{}, parallel)
+	var wg sync.WaitGroup
+	for i, e := range exprs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			if ctx.Err() != nil {
+				// A query failed (so has the view), or the view's time is up.
+				once.Do(func() {
+					first = &QueryError{Kind: KindTimeout, Message: fmt.Sprintf("no whole view within %s", s.c.Timeout())}
+				})
+				return
+			}
+			var err error
+			answers[i], warnings[i], err = s.c.Query(ctx, e)
+			if err != nil {
+				once.Do(func() { first = err; cancel() }) // the rest need not run
+			}
+		}()
+	}
+	wg.Wait()
+	if first != nil {
+		return nil, first
+	}
+	for _, w := range warnings {
+		for _, msg := range w {
+			if !slices.Contains(v.Warnings, msg) {
+				v.Warnings = append(v.Warnings, msg)
+			}
+		}
+	}
+	v.Partial = len(v.Warnings) > 0
+	return answers, nil
 }
 
 func orZero(p *float64) float64 {
@@ -374,7 +439,7 @@ func orZero(p *float64) float64 {
 }
 
 // sumRows is the row of rows: rates, errors and queue depth summed, the
-// greatest KV use; times do not sum and stay null.
+// greatest KV use; times do not sum (othersQueries asks for them).
 func sumRows(rows []shared.Row) *shared.Row {
 	o := &shared.Row{Rows: len(rows)}
 	add := func(dst **float64, v *float64) {
