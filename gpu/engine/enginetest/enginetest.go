@@ -31,7 +31,8 @@ func ServeIfAsked() {
 		os.Exit(0)
 	}
 	fmt.Fprintln(os.Stderr, "engine:", err)
-	if ue := (*engine.UsageError)(nil); errors.As(err, &ue) {
+	var ue *engine.UsageError
+	if errors.As(err, &ue) {
 		os.Exit(2)
 	}
 	os.Exit(1)
