@@ -194,12 +194,12 @@ func (s *Service) queries(r Request) (hosts, reporting string, figs []figure) {
 // histograms hold nothing over the range) may be picked otherwise than
 // the list's order by name.
 func (s *Service) othersQueries(r Request, top int) []figure {
-	h := s.cfg.HostLabel
-	sel := selector(h, r.Host, r.Model)
+	sel := selector(s.cfg.HostLabel, r.Host, r.Model)
+	notTop := fmt.Sprintf("unless on (%s, model_name) topk(%d, %s)", s.cfg.HostLabel, top, s.tokensQuery(r))
 	figs := make([]figure, 0, len(latencies))
 	for _, l := range latencies {
-		figs = append(figs, figure{"others." + l.name, fmt.Sprintf("histogram_quantile(%g, sum by (le) (rate(%s_bucket%s[%s]) unless on (%s, model_name) topk(%d, %s)))",
-			l.q, l.family, sel, r.Range, h, top, s.tokensQuery(r)), set(l.get)})
+		figs = append(figs, figure{"others." + l.name, fmt.Sprintf("histogram_quantile(%g, sum by (le) (rate(%s_bucket%s[%s]) %s))",
+			l.q, l.family, sel, r.Range, notTop), set(l.get)})
 	}
 	return figs
 }
