@@ -376,8 +376,10 @@ func Lengths(l *snapshot.Lengths, p Palette) []byte {
 	c.SetGlobalOptions(
 		charts.WithLegendOpts(legend()),
 		charts.WithTooltipOpts(opts.Tooltip{Show: opts.Bool(true), Trigger: "axis"}),
-		charts.WithGridOpts(opts.Grid{Left: "8", Right: "16", Top: legendGap, Bottom: "8", ContainLabel: opts.Bool(true)}),
-		charts.WithXAxisOpts(opts.XAxis{Type: "category", Name: "tokens"}),
+		// The unit goes under the bounds, centred: at the axis's end (ECharts'
+		// default) it is drawn past the chart's right edge.
+		charts.WithGridOpts(opts.Grid{Left: "8", Right: "16", Top: legendGap, Bottom: "28", ContainLabel: opts.Bool(true)}),
+		charts.WithXAxisOpts(opts.XAxis{Type: "category", Name: "tokens", NameLocation: "middle", NameGap: 26}),
 		charts.WithYAxisOpts(opts.YAxis{Name: "requests", Type: "value", Min: 0, MinInterval: 1}),
 	)
 	c.SetXAxis(names)

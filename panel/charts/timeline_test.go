@@ -121,8 +121,13 @@ func TestTokenRatesPhasesLengths(t *testing.T) {
 	l := &snapshot.Lengths{Bounds: snapshot.LengthBounds, Prompt: make([]int, 20), Generation: make([]int, 20)}
 	l.Prompt[7], l.Generation[5] = 3, 4 // ≤200 and ≤50 tokens
 	m := decode(t, Lengths(l, Light))
-	cats := m["xAxis"].([]any)[0].(map[string]any)["data"].([]any)
+	x := m["xAxis"].([]any)[0].(map[string]any)
+	cats := x["data"].([]any)
 	if len(cats) != 8 || cats[7] != "≤200" || cats[0] != "≤1" {
 		t.Errorf("categories %v, want ≤1 to ≤200", cats)
+	}
+	// The unit under the bounds: at the axis's end it is cut by the edge.
+	if x["name"] != "tokens" || x["nameLocation"] != "middle" {
+		t.Errorf("x axis named %v at %v, want tokens in the middle", x["name"], x["nameLocation"])
 	}
 }

@@ -1,12 +1,16 @@
 package e2e
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/chromedp/cdproto/page"
+	"github.com/chromedp/chromedp"
 )
 
 const xssModel = `<img src=x onerror=alert(1)>`
@@ -44,11 +48,33 @@ func tileHint(key string) string {
 	return fmt.Sprintf(`document.querySelector('[data-tile=%q] .tile-hint').textContent`, key)
 }
 
+// visibilityHook lets a test hide and show the page. Visibility is the
+// browser's, and an override of document.hidden made in the test's
+// isolated world is not seen by the page's own, so this runs in the page's
+// world of every frame and acts on events the test dispatches (events, not
+// globals, cross between worlds).
+const visibilityHook = `for (const [type, hidden] of [["e2e-hide", true], ["e2e-show", false]]) {
+	document.addEventListener(type, () => {
+		Object.defineProperty(document, "hidden", {value: hidden, configurable: true});
+		document.dispatchEvent(new Event("visibilitychange"));
+	});
+}`
+
+// hookVisibility installs visibilityHook in the documents ctx loads next.
+func hookVisibility(t *testing.T, ctx context.Context) {
+	t.Helper()
+	_, err := chromedp.Call(ctx, page.AddScriptToEvaluateOnNewDocument, page.AddScriptToEvaluateOnNewDocumentParams{Source: visibilityHook})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
 func TestStandalonePage(t *testing.T) {
 	needBrowser(t)
 	b := startBackend(t)
 	seed(b, "mlx-community/Qwen3-4B-4bit", 3)
 	ctx := browser(t)
+	hookVisibility(t, ctx)
 
 	start := time.Now()
 	navigate(t, ctx, b.URL()+"/")
@@ -122,6 +148,21 @@ func TestStandalonePage(t *testing.T) {
 	waitFrame(t, ctx, "chart of a left view disposed", `!leftChart.isConnected && leftChart.getAttribute("_echarts_instance_") === ""`, 5*time.Second)
 	if got := frameText(t, ctx, `[data-timing="ttft"]`); !strings.Contains(got, "Time to first token") {
 		t.Errorf("ttft row = %q", got)
+	}
+
+	// A hidden page closes its stream (a browser shares six connections to
+	// the backend among all its tabs) and opens a new one when shown.
+	for _, hidden := range []bool{true, false} {
+		event := map[bool]string{true: "e2e-hide", false: "e2e-show"}[hidden]
+		if err := inFrame(ctx, fmt.Sprintf(`document.dispatchEvent(new Event(%q)); true`, event), nil); err != nil {
+			t.Fatal(err)
+		}
+		state := map[bool]string{true: "paused", false: "live"}[hidden]
+		waitFrame(t, ctx, "stream "+state, fmt.Sprintf(`document.querySelector("#conn").dataset.state === %q`, state), 10*time.Second)
+	}
+	b.getJSON("/healthz", &h)
+	if h.Stream.Connected != 2 {
+		t.Errorf("%d stream connections opened, want 2: the first, and one after the page showed again", h.Stream.Connected)
 	}
 }
 

@@ -70,11 +70,35 @@ type BenchView struct {
 	// its callbacks from those of a stream closed since.
 	jobStream *stream
 	gen       int
+	// ticking is true while a second's re-render of the running job's
+	// timing is scheduled.
+	ticking bool
+	// hidden is true while the page is hidden: the view neither follows
+	// nor polls then (see watchVisibility); unwatch stops watching.
+	hidden  bool
+	unwatch func()
 }
 
 func (v *BenchView) client() *api.Client { return &api.Client{Base: v.API, Token: v.Token} }
 
-func (v *BenchView) OnMount(ctx app.Context) { v.refresh(ctx, true, v.follow) }
+func (v *BenchView) OnMount(ctx app.Context) {
+	v.hidden = pageHidden()
+	v.unwatch = watchVisibility(ctx, v.setHidden)
+	v.refresh(ctx, true, v.follow)
+}
+
+// setHidden stops following the jobs while the page is hidden, and
+// refreshes and follows them again when it shows.
+func (v *BenchView) setHidden(ctx app.Context, hidden bool) {
+	if hidden == v.hidden {
+		return
+	}
+	v.hidden = hidden
+	v.closeJobStream() // ends a poll chain too (gen)
+	if !hidden {
+		v.refresh(ctx, true, v.follow)
+	}
+}
 
 // OnUpdate refetches everything when the connection changed (the parent
 // also updates the view for a new palette, which needs no fetch).
@@ -85,7 +109,12 @@ func (v *BenchView) OnUpdate(ctx app.Context) {
 	}
 }
 
-func (v *BenchView) OnDismount() { v.closeJobStream() }
+func (v *BenchView) OnDismount() {
+	v.closeJobStream()
+	if v.unwatch != nil {
+		v.unwatch()
+	}
+}
 
 func (v *BenchView) closeJobStream() {
 	v.gen++
@@ -102,7 +131,7 @@ const jobStreamRetry = 5 * time.Second
 // the stream cannot open it polls; when the stream drops it polls for
 // jobStreamRetry, then opens it again.
 func (v *BenchView) follow(ctx app.Context) {
-	if v.Poll <= 0 || v.jobStream != nil {
+	if v.Poll <= 0 || v.jobStream != nil || v.hidden {
 		return
 	}
 	v.gen++
@@ -161,10 +190,33 @@ func (v *BenchView) poll(ctx app.Context, until time.Time) {
 // history again when a job finished since the last look.
 func (v *BenchView) applyJobs(ctx app.Context, l bench.JobList) {
 	finished := countFinished(l)
-	v.jobs, v.jobsErr = l, ""
+	v.jobs, v.jobsErr, v.jobsAt = l, "", time.Now()
+	v.tick(ctx)
 	if finished != v.finished {
 		v.refresh(ctx, true, nil)
 	}
+}
+
+// tick re-renders the view a second from now while a job runs, so that
+// its elapsed time moves between the job's own updates (which come when
+// its progress or log does). One is scheduled at a time; the chain ends
+// when no job runs, and with the view (go-app runs no callback of a
+// dismounted component). Like polling, it is off with Poll zero.
+func (v *BenchView) tick(ctx app.Context) {
+	if v.ticking || v.Poll <= 0 || !v.running() { // Poll zero: no timed updates (tests)
+		return
+	}
+	v.ticking = true
+	ctx.After(time.Second, func(ctx app.Context) {
+		v.ticking = false
+		v.tick(ctx)
+	})
+}
+
+// running reports whether a job holds the GPU.
+func (v *BenchView) running() bool {
+	j := v.activeJob()
+	return j != nil && j.Status == bench.StatusRunning
 }
 
 func countFinished(l bench.JobList) int {
@@ -255,6 +307,7 @@ func (v *BenchView) refresh(ctx app.Context, all bool, then func(app.Context)) {
 			// Answers for a connection the view has left are dropped.
 			if c.Base == v.API {
 				v.apply(d)
+				v.tick(ctx)
 			}
 			if then != nil {
 				then(ctx)
@@ -379,6 +432,8 @@ func (v *BenchView) renderProfiles() app.UI {
 	switch {
 	case v.profilesErr != "" && v.profilesAt.IsZero():
 		body = staleAlert("Profiles", "profiles", v.profilesErr, v.profilesAt)
+	case v.profilesAt.IsZero():
+		body = loading("profiles")
 	case len(v.profiles) == 0:
 		body = empty("No bench-serve profiles. Write one with `mlx-metrics bench plan`.")
 	default:
@@ -427,6 +482,9 @@ func (v *BenchView) renderProfiles() app.UI {
 func (v *BenchView) renderActive() app.UI {
 	if v.jobsErr != "" && v.jobsAt.IsZero() {
 		return section("Running", staleAlert("Jobs", "jobs", v.jobsErr, v.jobsAt))
+	}
+	if v.jobsAt.IsZero() {
+		return section("Running", loading("jobs"))
 	}
 	var alert app.UI
 	if v.jobsErr != "" {
@@ -494,15 +552,25 @@ func (v *BenchView) renderLastEnded() app.UI {
 	)
 }
 
+// loading stands where a route's answer will be until its first answer
+// (or its failure): saying "none" before the backend answered would be a
+// claim. The browser may hold a request back a while, e.g. when other tabs
+// use up its connections to the backend.
+func loading(what string) app.UI {
+	return app.P().Class("empty").DataSet("loading", what).Text("Loading " + what + "…")
+}
+
 // logTail shows the job's last lines; the box is anchored at its bottom
 // (column-reverse), so the newest line is the one in view.
 func logTail(lines []string) app.UI {
 	return app.Div().Class("log").Body(app.Pre().Text(strings.Join(lines, "\n")))
 }
 
-// jobTiming is a running job's elapsed time and, once it has made
-// progress, an estimate of what is left (elapsed × the share still to do
-// over the share done: the plan's phases are of similar length).
+// jobTiming is a running job's elapsed time and, once a tenth is done, an
+// estimate of what is left (elapsed × the share still to do over the share
+// done: the plan's phases are of similar length, but its first moments,
+// starting the server and warming up, are not, so an earlier estimate
+// would mislead). Under a second left, none is given.
 func (v *BenchView) jobTiming(j *bench.Job) string {
 	if j.StartedAt == 0 {
 		return "not started"
@@ -516,12 +584,17 @@ func (v *BenchView) jobTiming(j *bench.Job) string {
 		elapsed = 0
 	}
 	out := "elapsed " + format.Duration(elapsed)
-	if p := j.Progress; p > 0.02 && p < 1 {
-		left := time.Duration(float64(elapsed) * (1 - p) / p).Round(time.Second)
-		out += " · about " + format.Duration(left) + " left"
+	if p := j.Progress; p >= minProgressForEstimate && p < 1 {
+		if left := time.Duration(float64(elapsed) * (1 - p) / p).Round(time.Second); left >= time.Second {
+			out += " · about " + format.Duration(left) + " left"
+		}
 	}
 	return out
 }
+
+// minProgressForEstimate is the share done from which jobTiming estimates
+// the time left.
+const minProgressForEstimate = 0.1
 
 // bestDecode is a run's highest decode median over its cells.
 func bestDecode(e bench.HistoryEntry) *float64 {
@@ -559,6 +632,9 @@ func problemSummary(ps []string) string {
 func (v *BenchView) renderHistory() app.UI {
 	if v.historyErr != "" && v.historyAt.IsZero() {
 		return section("History", staleAlert("History", "history", v.historyErr, v.historyAt))
+	}
+	if v.historyAt.IsZero() {
+		return section("History", loading("history"))
 	}
 	if len(v.history) == 0 {
 		return section("History", empty("No finished runs yet."))

@@ -238,6 +238,11 @@ func TestBenchHonestFigures(t *testing.T) {
 	}{
 		{bench.Job{StartedAt: now.Add(-90 * time.Second).UnixMilli(), Progress: 0.25}, "elapsed 1 min 30 s · about 4 min 30 s left"},
 		{bench.Job{StartedAt: now.Add(-5 * time.Second).UnixMilli(), Progress: 0}, "elapsed 5.00 s"},
+		// Too early to tell (the first moments are starting and warming up).
+		{bench.Job{StartedAt: now.Add(-8 * time.Second).UnixMilli(), Progress: 0.04}, "elapsed 8.00 s"},
+		{bench.Job{StartedAt: now.Add(-8 * time.Second).UnixMilli(), Progress: 0.1}, "elapsed 8.00 s · about 1 min 12 s left"},
+		// Under a second left: no "about 0.0 ms".
+		{bench.Job{StartedAt: now.Add(-90 * time.Second).UnixMilli(), Progress: 0.999}, "elapsed 1 min 30 s"},
 		{bench.Job{}, "not started"},
 	} {
 		if got := v.jobTiming(&tc.job); got != tc.want {
@@ -309,5 +314,22 @@ func TestBenchViewKeepsWhatItHadWhenTheBackendGoes(t *testing.T) {
 	fresh.apply(benchData{fetched: true, jobsErr: gone, profilesErr: gone, historyErr: gone})
 	if html := render(t, fresh); strings.Contains(html, "bench stale") || !strings.Contains(html, "History unavailable: backend unreachable<") {
 		t.Errorf("a view that never had data:\n%s", html)
+	}
+}
+
+// Before the bench routes first answer, each section says it is loading,
+// not that there is nothing: a browser may hold the requests back a while
+// (other tabs using up its connections to the backend).
+func TestBenchViewLoading(t *testing.T) {
+	html := app.HTMLString(&BenchView{API: "http://127.0.0.1:1/api/metrics", Palette: charts.Light})
+	for _, w := range []string{"Loading profiles…", "Loading jobs…", "Loading history…"} {
+		if !strings.Contains(html, w) {
+			t.Errorf("view before any answer lacks %q:\n%s", w, html)
+		}
+	}
+	for _, w := range []string{"No bench-serve profiles", "No run in progress", "No finished runs yet"} {
+		if strings.Contains(html, w) {
+			t.Errorf("view before any answer claims %q", w)
+		}
 	}
 }

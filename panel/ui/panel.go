@@ -39,6 +39,7 @@ const (
 	StateLive        = "live"        // snapshots arriving
 	StateInterrupted = "interrupted" // the stream failed; a retry is scheduled
 	StateRetrying    = "retrying"    // reconnecting after an interruption
+	StatePaused      = "paused"      // the page is hidden: no stream until it shows
 )
 
 // Tabs, in order.
@@ -78,8 +79,11 @@ type Panel struct {
 	// Fleet tab shows then.
 	fleet bool
 
-	s        *stream
-	gen      int // connection generation; stale callbacks compare it
+	s   *stream
+	gen int // connection generation; stale callbacks compare it
+	// hidden is true while the page is hidden: the stream is closed then
+	// (see watchVisibility).
+	hidden   bool
 	unlisten []func()
 }
 
@@ -108,19 +112,27 @@ func (p *Panel) OnMount(ctx app.Context) {
 	// frame.js turns the host's messages into these window events.
 	p.listen(ctx, "mlx-metrics-connection", func(ctx app.Context, detail app.Value) {
 		if c, ok := readConnection(detail); ok && p.SetConnection(c) {
-			p.connect(ctx)
+			if p.hidden {
+				p.pause()
+			} else {
+				p.connect(ctx)
+			}
 		}
 	})
 	p.listen(ctx, "mlx-metrics-theme", func(ctx app.Context, detail app.Value) { p.readTheme() })
+	p.unlisten = append(p.unlisten, watchVisibility(ctx, p.setHidden))
+	p.hidden = pageHidden()
 	if embedded && !ok {
 		// The element sends the connection right after the frame's ready;
 		// wait for it rather than open a stream to replace at once, but not
 		// forever: an element that never answers gets the default.
 		ctx.After(connectionWait, func(ctx app.Context) {
-			if p.s == nil {
+			if p.s == nil && !p.hidden {
 				p.connect(ctx)
 			}
 		})
+	} else if p.hidden {
+		p.pause()
 	} else {
 		p.connect(ctx)
 	}
@@ -274,6 +286,29 @@ func (p *Panel) connect(ctx app.Context) {
 	)
 }
 
+// setHidden closes the stream when the page is hidden and opens it again
+// when it shows; the figures stay on screen meanwhile, marked paused.
+func (p *Panel) setHidden(ctx app.Context, hidden bool) {
+	if hidden == p.hidden {
+		return
+	}
+	p.hidden = hidden
+	if hidden {
+		p.pause()
+		return
+	}
+	p.failures = 0
+	p.connect(ctx)
+}
+
+// pause closes the stream (a scheduled retry then does nothing).
+func (p *Panel) pause() {
+	p.s.close()
+	p.s = nil
+	p.gen++
+	p.state, p.since = StatePaused, time.Now()
+}
+
 // SetConnection switches to c, when it differs from the connection in use,
 // and forgets the old one's figures and state: its snapshot, failures,
 // error and the time its stream was lost. It reports whether it switched;
@@ -316,7 +351,7 @@ func (p *Panel) interrupted(ctx app.Context, now time.Time) {
 	p.s.close()
 	p.Interrupt(now)
 	ctx.After(p.retryIn, func(ctx app.Context) {
-		if p.state != StateInterrupted {
+		if p.state != StateInterrupted { // reconnected, or paused, since
 			return
 		}
 		p.state = StateRetrying
@@ -368,6 +403,7 @@ func (p *Panel) renderState() app.UI {
 		StateLive:        "live",
 		StateInterrupted: "interrupted",
 		StateRetrying:    "retrying",
+		StatePaused:      "paused",
 	}[p.state]
 	detail := ""
 	switch p.state {
@@ -386,6 +422,8 @@ func (p *Panel) renderState() app.UI {
 		}
 	case StateWaiting:
 		detail = p.lastErr
+	case StatePaused:
+		detail = "while the page is hidden"
 	}
 	return app.Div().Class("conn").ID("conn").DataSet("state", p.state).Attr("role", "status").Body(
 		app.Span().Class("dot"),

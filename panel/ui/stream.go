@@ -55,3 +55,33 @@ func (s *stream) close() {
 	}
 	s.funcs = nil
 }
+
+// watchVisibility calls h on the UI goroutine each time the page is hidden
+// or shown again (the document's visibilitychange), until the returned
+// func is called. A hidden panel closes its streams: a browser keeps at
+// most six connections to a backend over HTTP/1.1, for all its tabs
+// together, and each stream holds one for as long as it is open, so a few
+// panel tabs in the background would leave the one in view none to load
+// with. Outside a browser it watches nothing.
+func watchVisibility(ctx app.Context, h func(ctx app.Context, hidden bool)) (stop func()) {
+	doc := app.Window().Get("document")
+	if !app.IsClient || !doc.Truthy() {
+		return func() {}
+	}
+	f := app.FuncOf(func(this app.Value, args []app.Value) any {
+		hidden := doc.Get("hidden").Bool()
+		ctx.Dispatch(func(ctx app.Context) { h(ctx, hidden) })
+		return nil
+	})
+	doc.Call("addEventListener", "visibilitychange", f)
+	return func() {
+		doc.Call("removeEventListener", "visibilitychange", f)
+		f.Release()
+	}
+}
+
+// pageHidden reports whether the page is hidden now (false outside a
+// browser).
+func pageHidden() bool {
+	return app.IsClient && app.Window().Get("document").Get("hidden").Bool()
+}

@@ -103,7 +103,7 @@ func TestModelNamesWrapAtSeparators(t *testing.T) {
 	}
 	cell := bench.CompactCell{Key: name + "/tree/default", Status: bench.CellMeasured}
 	entry := bench.HistoryEntry{ID: "r1", Profile: "p", Complete: true, Cells: []bench.CompactCell{cell}}
-	bv := &BenchView{profiles: []bench.Profile{{Name: "p", Scope: "scoped", Models: []string{name}}}, detail: &entry}
+	bv := &BenchView{profiles: []bench.Profile{{Name: "p", Scope: "scoped", Models: []string{name}}}, profilesAt: time.Unix(1, 0), detail: &entry}
 	for _, tc := range []struct {
 		name  string
 		compo app.Composer

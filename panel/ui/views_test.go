@@ -276,6 +276,9 @@ func TestPanelStates(t *testing.T) {
 			p.Apply(busy, now)
 			p.state, p.failures, p.retryIn, p.lastErr = StateInterrupted, 1, 500*time.Millisecond, "stream lost at 15:41:00"
 		}, []string{`data-state="interrupted"`, "stream lost at 15:41:00; retrying in 500 ms (attempt 1)", "327 tok/s"}},
+		// The page hidden: the stream closed, the figures kept, dimmed.
+		{"paused keeps the last snapshot", func(p *Panel) { p.Apply(busy, now); p.pause() },
+			[]string{`data-state="paused"`, ">paused<", "while the page is hidden", "327 tok/s", `class="body stale"`}},
 		{"retrying", func(p *Panel) {
 			p.state, p.failures, p.lastErr = StateRetrying, 2, "stream lost at 15:41:00"
 		}, []string{`data-state="retrying"`, "reconnecting (attempt 2)"}},
