@@ -67,15 +67,22 @@ func New(b *bus.Bus, opts Options) *Live {
 // Apply reduces one event into the store; a change is pushed to the
 // stream's clients at once when none went out in the last Interval.
 func (l *Live) Apply(ev events.Event) {
+	if l.apply(ev) {
+		l.hub.Notify()
+	}
+}
+
+// apply reduces ev under the lock. The unlock is deferred: a panic in the
+// reducer, which the bus recovers, must not leave the store locked (every
+// snapshot, stream frame and health check would wait on it for good).
+func (l *Live) apply(ev events.Event) bool {
 	l.mu.Lock()
+	defer l.mu.Unlock()
 	changed := l.store.Apply(ev)
 	if changed {
 		l.version.Store(l.store.Version())
 	}
-	l.mu.Unlock()
-	if changed {
-		l.hub.Notify()
-	}
+	return changed
 }
 
 // Version is the store's version.

@@ -17,6 +17,10 @@ func FuzzSnapshotAlwaysEncodes(f *testing.F) {
 {"type":"request.finished","at":3,"model":"m","requestId":"r","finish":"stop","promptTokens":1073741824,"cachedPromptTokens":1073741824,"completionTokens":0,"queueMs":1e9,"ttftMs":1e9,"prefillTokensPerSecond":1e9,"decodeTokensPerSecond":1e9,"totalMs":1e9}`))
 	f.Add([]byte(`{"type":"model.unload","at":5,"model":"m","reason":"evicted","drainMs":1e9,"flushed":true,"flushMs":1e9}
 {"type":"model.load","at":6,"model":"n","phase":"finished","ms":1e9}`))
+	// Rates within the bounds whose inverse is not: a denormal decode rate
+	// made TPOT +Inf, whose histogram bin panicked the reducer.
+	f.Add([]byte(`{"type":"request.finished","at":3,"model":"m","requestId":"r","finish":"stop","promptTokens":1,"cachedPromptTokens":0,"completionTokens":1,"queueMs":null,"ttftMs":1,"prefillTokensPerSecond":5e-324,"decodeTokensPerSecond":1e-310,"totalMs":2}
+{"type":"request.finished","at":4,"model":"m","requestId":"s","finish":"stop","promptTokens":1,"cachedPromptTokens":0,"completionTokens":1,"queueMs":null,"ttftMs":1,"prefillTokensPerSecond":1e-306,"decodeTokensPerSecond":5e-324,"totalMs":2}`))
 	f.Fuzz(func(t *testing.T, input []byte) {
 		s := New(1, Options{MaxModels: 8, Window: 16, Series: 16})
 		for _, line := range bytes.Split(input, []byte("\n")) {

@@ -28,7 +28,7 @@ func histBin(v float64) int {
 	}
 	frac, exp := math.Frexp(v) // v = frac × 2^exp, frac in [0.5, 1)
 	octave := exp - 1 - histMinExp
-	if octave >= histMaxExp-histMinExp {
+	if octave >= histMaxExp-histMinExp || math.IsInf(v, 1) { // Frexp(+Inf) is (+Inf, 0)
 		return histBins - 1
 	}
 	sub := int((frac*2 - 1) * histSubBins)

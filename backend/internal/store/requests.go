@@ -48,9 +48,13 @@ func orNull(v *float64) float64 {
 }
 
 func newRequestRecord(p *events.RequestFinished) requestRecord {
+	// A rate the bounds let through can still give a TPOT past them (a
+	// denormal rate gives +Inf): such a TPOT is not measured.
 	tpot := null
 	if p.DecodeTokensPerSecond != nil && *p.DecodeTokensPerSecond > 0 {
-		tpot = 1000 / *p.DecodeTokensPerSecond
+		if t := 1000 / *p.DecodeTokensPerSecond; t <= events.MaxDurationMs {
+			tpot = t
+		}
 	}
 	return requestRecord{
 		tpotMs:             tpot,

@@ -21,6 +21,9 @@ func TestHistogramBins(t *testing.T) {
 			t.Errorf("%v not in the lowest bin", v)
 		}
 	}
+	if histBin(math.Inf(1)) != histBins-1 { // Frexp(+Inf) is (+Inf, 0): no bin of its own
+		t.Errorf("histBin(+Inf) = %d, want the top bin", histBin(math.Inf(1)))
+	}
 	if histBin(2e9) != histBins-1 {
 		t.Error("values past the range are not in the top bin")
 	}
