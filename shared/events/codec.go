@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"unicode/utf8"
 )
 
 // MaxLineBytes bounds one encoded event. Real events are a few hundred
@@ -72,8 +73,17 @@ func (e *Error) Error() string {
 	return e.Field + ": " + e.Reason
 }
 
+// maxReason bounds a rejection's reason, which may quote what the client
+// sent (a number literal of any length) and goes back in the answer and
+// into the health report.
+const maxReason = 200
+
 func reject(field, format string, args ...any) *Error {
-	return &Error{Field: field, Reason: fmt.Sprintf(format, args...)}
+	r := fmt.Sprintf(format, args...)
+	if len(r) > maxReason {
+		r = truncate(r, maxReason) + "…"
+	}
+	return &Error{Field: field, Reason: r}
 }
 
 // required lists, per core type, the payload fields that must be present.
@@ -128,6 +138,11 @@ func Parse(line []byte) (Event, error) {
 		return Event{}, reject("", "event is %d bytes, over the %d-byte limit", len(line), MaxLineBytes)
 	}
 	line = bytes.TrimSpace(line)
+	// Checked on the bytes: encoding/json would quietly turn invalid
+	// sequences in a string into U+FFFD.
+	if !utf8.Valid(line) {
+		return Event{}, reject("", "not valid UTF-8")
+	}
 	var h head
 	if err := json.Unmarshal(line, &h); err != nil {
 		return Event{}, reject("", "not a JSON event object: %v", err)

@@ -216,6 +216,9 @@ func TestParseRejects(t *testing.T) {
 		{"request id too long", with(`"requestId":"r"`, `"requestId":"`+strings.Repeat("r", 300)+`"`), "requestId", "longer"},
 		{"empty request id", with(`"requestId":"r"`, `"requestId":""`), "requestId", "empty"},
 		{"model not UTF-8", with(`"model":"m"`, `"model":"\xff"`), "", "not a JSON event object"},
+		{"model of invalid UTF-8 bytes", with(`"model":"m"`, "\"model\":\"a\xff\xfeb\""), "", "not valid UTF-8"},
+		{"a number of 60,000 digits", with(`"promptTokens":10`, `"promptTokens":`+strings.Repeat("9", 60000)), "promptTokens", "wrong type"},
+		{"an at of 60,000 digits", `{"type":"x","at":` + strings.Repeat("9", 60000) + `}`, "", "not a JSON event object"},
 		{"scheduler rate 1e308", `{"type":"scheduler.sample",` + at + `,"model":"m","active":1,"capacity":8,"queued":0,"tokensPerSecond":1e308}`, "tokensPerSecond", "from 0 to"},
 		{"capacity over the bound", `{"type":"scheduler.sample",` + at + `,"model":"m","active":1,"capacity":9999999,"queued":0,"tokensPerSecond":1}`, "capacity", "from 0 to"},
 		{"bytes over 1 PiB", `{"type":"model.memory",` + at + `,"model":"m","weightsBytes":2000000000000000000,"kvBytes":0,"prefixCacheBytes":0}`, "weightsBytes", "from 0 to"},
@@ -234,6 +237,9 @@ func TestParseRejects(t *testing.T) {
 			}
 			if pe.Field != tc.field || !strings.Contains(pe.Reason, tc.why) {
 				t.Fatalf("rejected as %q: %q; want field %q reason containing %q", pe.Field, pe.Reason, tc.field, tc.why)
+			}
+			if len(pe.Reason) > maxReason+len("…") { // it goes back to the client and into /healthz
+				t.Errorf("reason of %d bytes, over %d", len(pe.Reason), maxReason)
 			}
 		})
 	}
