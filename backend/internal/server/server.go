@@ -6,9 +6,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
+	"github.com/valyala/fasthttp"
 
 	"github.com/mlx-bun/mlx-metrics/shared/apierror"
 	"github.com/mlx-bun/mlx-metrics/shared/routes"
@@ -77,6 +79,12 @@ func New(opts Options, features ...Feature) *fiber.App {
 		DisableStartupMessage: true,
 		ErrorHandler:          errorHandler,
 	})
+	// fasthttp's error for a request it cannot parse quotes the request's
+	// start (a bearer token among its headers) and Fiber answers with it:
+	// the client is told what failed, not shown what it sent.
+	srv := app.Server()
+	parseFailed := srv.ErrorHandler
+	srv.ErrorHandler = func(ctx *fasthttp.RequestCtx, err error) { parseFailed(ctx, withoutContents(err)) }
 	app.Use(func(c *fiber.Ctx) error {
 		c.Set(fiber.HeaderXContentTypeOptions, "nosniff")
 		if opts.OnError != nil {
@@ -164,6 +172,26 @@ func statusOf(err error) int {
 	}
 	return fiber.StatusInternalServerError
 }
+
+// withoutContents is err with what fasthttp quotes of the request after
+// its reason (". Buffer size=…, contents: …") cut off; errors.Is and As
+// still see what err wraps (a header too large stays a 431).
+func withoutContents(err error) error {
+	msg := err.Error()
+	i := strings.Index(msg, ". Buffer size=")
+	if i < 0 {
+		return err
+	}
+	return cutError{msg: clip(msg[:i]), err: err}
+}
+
+type cutError struct {
+	msg string
+	err error
+}
+
+func (e cutError) Error() string { return e.msg }
+func (e cutError) Unwrap() error { return e.err }
 
 // ErrorHandler turns any error a handler returns into the JSON error body:
 // a *fiber.Error keeps its status, anything else is a 500.

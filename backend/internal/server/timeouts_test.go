@@ -179,3 +179,41 @@ func waitUntil(t *testing.T, failure string, done func() bool) {
 		time.Sleep(5 * time.Millisecond)
 	}
 }
+
+// A request fasthttp cannot parse is answered with the API's JSON error,
+// which says what failed and quotes none of the request (its headers may
+// carry a token); a header too large keeps its own status.
+func TestUnparsableRequest(t *testing.T) {
+	const secret = "Bearer SECRET-TOKEN-123"
+	tests := []struct {
+		name    string
+		request string
+		status  string
+	}{
+		{"negative length", "POST /api/metrics/x HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: " + secret + "\r\nContent-Length: -1\r\n\r\n", "400"},
+		{"length of 20 digits", "POST /api/metrics/x HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: " + secret + "\r\nContent-Length: 99999999999999999999\r\n\r\n", "400"},
+		{"header too large", "GET /api/metrics/x HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: " + secret + "\r\nX-Pad: " + strings.Repeat("p", 16<<10) + "\r\n\r\n", "431"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			addr := serve(t, New(Options{}))
+			conn, err := net.Dial("tcp", addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close()
+			_ = conn.SetDeadline(time.Now().Add(10 * time.Second))
+			if _, err := io.WriteString(conn, tt.request); err != nil {
+				t.Fatal(err)
+			}
+			got, _ := io.ReadAll(conn)
+			answer := string(got)
+			if !strings.HasPrefix(answer, "HTTP/1.1 "+tt.status) || !strings.Contains(answer, `{"error":{"message":`) {
+				t.Fatalf("answer %q, want a %s with the JSON error", answer, tt.status)
+			}
+			if strings.Contains(answer, "SECRET") || strings.Contains(answer, "contents") {
+				t.Errorf("the answer quotes the request: %q", answer)
+			}
+		})
+	}
+}
