@@ -77,3 +77,35 @@ func (e HistoryEntry) Check(now time.Time) error {
 func inFigureBounds(v float64) bool {
 	return !math.IsNaN(v) && v >= 0 && v <= MaxFigure
 }
+
+// Check reports the first figure of r's cells outside 0..MaxFigure (a
+// sample's times, rates and token counts, a cold start) or a negative peak
+// RSS, as an error whose message quotes no unbounded input. Compact keeps
+// only positive samples, so such a figure would otherwise be dropped
+// without a word.
+func (r RunRecord) Check() error {
+	for i, c := range r.Cells {
+		if c.ColdStartMs != nil && !inFigureBounds(*c.ColdStartMs) {
+			return fmt.Errorf("cells[%d].coldStartMs %g: want 0 to %g", i, *c.ColdStartMs, float64(MaxFigure))
+		}
+		if c.PeakRSSBytes < 0 {
+			return fmt.Errorf("cells[%d].peakRssBytes %d: negative", i, c.PeakRSSBytes)
+		}
+		for j, s := range c.Samples {
+			figures := []struct {
+				name string
+				v    float64
+			}{
+				{"promptTokens", float64(s.PromptTokens)}, {"completionTokens", float64(s.CompletionTokens)},
+				{"ttftMs", s.TTFTMs}, {"totalMs", s.TotalMs}, {"prefillTokensPerSecond", s.PrefillTokensPerSecond},
+				{"decodeTokensPerSecond", s.DecodeTokensPerSecond}, {"aggregateTokensPerSecond", s.AggregateTokensPerSecond},
+			}
+			for _, f := range figures {
+				if !inFigureBounds(f.v) {
+					return fmt.Errorf("cells[%d].samples[%d].%s %g: want 0 to %g", i, j, f.name, f.v, float64(MaxFigure))
+				}
+			}
+		}
+	}
+	return nil
+}

@@ -72,6 +72,9 @@ func DecodeImport(body []byte, runDirectory string, now clock.Clock) (bench.Hist
 	if rec.ID == "" {
 		return bench.HistoryEntry{}, fmt.Errorf("%s: this one has no id (is it a run.json?)", what)
 	}
+	if err := rec.Check(); err != nil {
+		return bench.HistoryEntry{}, fmt.Errorf("the run's %v", err)
+	}
 	e := bench.Compact(rec, runDirectory)
 	if err := e.Check(now.Now()); err != nil {
 		return bench.HistoryEntry{}, fmt.Errorf("the run's %v", err)

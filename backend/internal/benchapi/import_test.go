@@ -30,6 +30,8 @@ func importRecord(edit func(r *bench.RunRecord)) string {
 	return string(b)
 }
 
+func ptrTo[T any](v T) *T { return &v }
+
 // TestImportRun: POST /history keeps a run.json made elsewhere (a hand
 // `bench run`) in history, once; a bad record is a 400 (413 when too large)
 // that says why and leaves history as it was.
@@ -52,6 +54,20 @@ func TestImportRun(t *testing.T) {
 			r.ID = "hand02"
 			r.Cells[0].Samples[0].DecodeTokensPerSecond = 1e300
 		}), http.StatusBadRequest, "decodeTokensPerSecond"},
+		// Compact keeps only positive samples: a negative figure would be
+		// dropped without a word, not refused.
+		{"a negative TTFT sample", "/history", importRecord(func(r *bench.RunRecord) {
+			r.ID = "hand05"
+			r.Cells[0].Samples[0].TTFTMs = -50
+		}), http.StatusBadRequest, "cells[0].samples[0].ttftMs -50"},
+		{"a negative cold start", "/history", importRecord(func(r *bench.RunRecord) {
+			r.ID = "hand06"
+			r.Cells[0].ColdStartMs = ptrTo(-5.0)
+		}), http.StatusBadRequest, "coldStartMs -5"},
+		{"a negative peak RSS", "/history", importRecord(func(r *bench.RunRecord) {
+			r.ID = "hand07"
+			r.Cells[0].PeakRSSBytes = -5
+		}), http.StatusBadRequest, "peakRssBytes -5"},
 		{"finished next year", "/history", importRecord(func(r *bench.RunRecord) {
 			r.ID = "hand03"
 			r.FinishedAt = importNow.Add(365 * 24 * time.Hour).UnixMilli()
