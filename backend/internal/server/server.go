@@ -3,6 +3,7 @@
 package server
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -85,8 +86,28 @@ func New(opts Options, features ...Feature) *fiber.App {
 	srv := app.Server()
 	parseFailed := srv.ErrorHandler
 	srv.ErrorHandler = func(ctx *fasthttp.RequestCtx, err error) { parseFailed(ctx, withoutContents(err)) }
+	// A method Fiber does not route (lowercase, made up) would get its
+	// plain-text 400; it gets the API's error, a 501 as HTTP has it for a
+	// method the server does not know.
+	route := srv.Handler
+	srv.Handler = func(ctx *fasthttp.RequestCtx) {
+		if !knownMethod(ctx.Method()) {
+			c := app.AcquireCtx(ctx)
+			defer app.ReleaseCtx(c)
+			_ = errorHandler(c, fiber.NewError(fiber.StatusNotImplemented,
+				"unknown method; this server knows "+strings.Join(fiber.DefaultMethods, ", ")))
+			return
+		}
+		route(ctx)
+	}
 	app.Use(func(c *fiber.Ctx) error {
 		c.Set(fiber.HeaderXContentTypeOptions, "nosniff")
+		// fasthttp reads the last of several Content-Length headers; a
+		// proxy in front may read the first, and see another request in
+		// the body (RFC 9112 section 6.3: such a message is invalid).
+		if contentLengths(c.Request().Header.RawHeaders()) > 1 {
+			return fiber.NewError(fiber.StatusBadRequest, "more than one Content-Length header")
+		}
 		if opts.OnError != nil {
 			c.Locals(onErrorKey{}, opts.OnError) // for Error
 		}
@@ -171,6 +192,33 @@ func statusOf(err error) int {
 		return fe.Code
 	}
 	return fiber.StatusInternalServerError
+}
+
+// knownMethod reports whether m is one of the methods Fiber routes.
+func knownMethod(m []byte) bool {
+	for _, k := range fiber.DefaultMethods {
+		if string(m) == k {
+			return true
+		}
+	}
+	return false
+}
+
+// contentLengths counts the Content-Length lines of a raw header block.
+func contentLengths(raw []byte) int {
+	n := 0
+	for len(raw) > 0 {
+		line := raw
+		if i := bytes.IndexByte(raw, '\n'); i >= 0 {
+			line, raw = raw[:i], raw[i+1:]
+		} else {
+			raw = nil
+		}
+		if len(line) >= 15 && bytes.EqualFold(line[:15], []byte("content-length:")) {
+			n++
+		}
+	}
+	return n
 }
 
 // withoutContents is err with what fasthttp quotes of the request after

@@ -3,8 +3,10 @@ package server
 import (
 	"bufio"
 	"errors"
+	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -180,9 +182,10 @@ func waitUntil(t *testing.T, failure string, done func() bool) {
 	}
 }
 
-// A request fasthttp cannot parse is answered with the API's JSON error,
-// which says what failed and quotes none of the request (its headers may
-// carry a token); a header too large keeps its own status.
+// A request fasthttp cannot parse, or one no route should see (two
+// Content-Length headers, an unknown method), is answered with the API's
+// JSON error, which says what failed and quotes none of the request (its
+// headers may carry a token); a header too large keeps its own status.
 func TestUnparsableRequest(t *testing.T) {
 	const secret = "Bearer SECRET-TOKEN-123"
 	tests := []struct {
@@ -192,6 +195,8 @@ func TestUnparsableRequest(t *testing.T) {
 	}{
 		{"negative length", "POST /api/metrics/x HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: " + secret + "\r\nContent-Length: -1\r\n\r\n", "400"},
 		{"length of 20 digits", "POST /api/metrics/x HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: " + secret + "\r\nContent-Length: 99999999999999999999\r\n\r\n", "400"},
+		{"two lengths", "POST /api/metrics/x HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: " + secret + "\r\nContent-Length: 2\r\ncontent-length: 7\r\n\r\n{}GET / ", "400"},
+		{"an unknown method", "get /api/metrics/x HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: " + secret + "\r\n\r\n", "501"},
 		{"header too large", "GET /api/metrics/x HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: " + secret + "\r\nX-Pad: " + strings.Repeat("p", 16<<10) + "\r\n\r\n", "431"},
 	}
 	for _, tt := range tests {
@@ -206,10 +211,15 @@ func TestUnparsableRequest(t *testing.T) {
 			if _, err := io.WriteString(conn, tt.request); err != nil {
 				t.Fatal(err)
 			}
-			got, _ := io.ReadAll(conn)
-			answer := string(got)
-			if !strings.HasPrefix(answer, "HTTP/1.1 "+tt.status) || !strings.Contains(answer, `{"error":{"message":`) {
-				t.Fatalf("answer %q, want a %s with the JSON error", answer, tt.status)
+			// The answer alone: a connection kept alive would hold ReadAll.
+			res, err := http.ReadResponse(bufio.NewReader(conn), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, _ := io.ReadAll(res.Body)
+			answer := fmt.Sprint(res.Header) + string(body)
+			if fmt.Sprint(res.StatusCode) != tt.status || !strings.HasPrefix(string(body), `{"error":{"message":`) {
+				t.Fatalf("answer %d %q, want a %s with the JSON error", res.StatusCode, body, tt.status)
 			}
 			if strings.Contains(answer, "SECRET") || strings.Contains(answer, "contents") {
 				t.Errorf("the answer quotes the request: %q", answer)
