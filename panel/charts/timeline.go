@@ -127,22 +127,37 @@ func withQuiet(option []byte, tl []snapshot.TimelinePoint, p Palette) []byte {
 	return withArea(option, areas, p.Muted, 0.18, p)
 }
 
-// WithBench shades the time since a bench run took the GPU (epoch ms),
-// labelled so: serving figures of that time are the benchmark's.
-func WithBench(option []byte, since int64, p Palette) []byte {
-	if since <= 0 {
+// Span is a stretch of time in epoch ms; To zero is open (still going).
+type Span struct{ From, To int64 }
+
+// WithBench shades each time a bench run held the GPU (an open span to the
+// end of the axis), labelled so: serving figures of that time are the
+// benchmark's. Spans outside the axis are left out, those across its start
+// cut at it.
+func WithBench(option []byte, runs []Span, p Palette) []byte {
+	if len(runs) == 0 {
 		return option
 	}
 	var m map[string]any
 	if json.Unmarshal(option, &m) != nil {
 		return option
 	}
-	end := float64(since)
-	if _, hi, ok := timeRange(m); ok {
-		end = max(end, hi)
+	lo, hi, ok := timeRange(m)
+	var areas []any
+	for _, r := range runs {
+		from, to := float64(r.From), float64(r.To)
+		if r.To == 0 {
+			to = max(from, hi)
+		}
+		if r.From == 0 || to < from || ok && (to < lo || from > hi) {
+			continue
+		}
+		if ok {
+			from = max(from, lo)
+		}
+		areas = append(areas, []any{map[string]any{"name": "bench run", "xAxis": from}, map[string]any{"xAxis": to}})
 	}
-	area := []any{map[string]any{"name": "bench run", "xAxis": since}, map[string]any{"xAxis": end}}
-	return withArea(option, []any{area}, p.color(4), 0.10, p)
+	return withArea(option, areas, p.color(4), 0.10, p)
 }
 
 // withArea adds areas (pairs of {xAxis} ends, the first named) to the

@@ -1,6 +1,7 @@
 package charts
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -57,18 +58,27 @@ func TestLatencyTails(t *testing.T) {
 	}
 }
 
-// A bench run holding the GPU is shaded from when it took it to the end
-// of the axis.
+// Each time a bench run held the GPU is shaded: a running one from when it
+// took it to the end of the axis, an ended one to its end; one before the
+// axis is left out, one across its start cut at it.
 func TestWithBench(t *testing.T) {
-	tl := points([]int{5, 5, 5}, &snapshot.Quantiles{P50: 1})
+	tl := points([]int{5, 5, 5}, &snapshot.Quantiles{P50: 1}) // an axis from -50 s to 10 s
 	opt := TokenRates(tl, 5000, nil, Light)
-	if string(WithBench(opt, 0, Light)) != string(opt) {
+	if string(WithBench(opt, nil, Light)) != string(opt) {
 		t.Error("no run, but the option changed")
 	}
-	ss := series(decode(t, WithBench(opt, 5000, Light)))
-	area := ss[len(ss)-1]["markArea"].(map[string]any)["data"].([]any)[0].([]any)
-	if area[0].(map[string]any)["name"] != "bench run" || area[0].(map[string]any)["xAxis"] != 5000.0 || area[1].(map[string]any)["xAxis"] != 10000.0 {
-		t.Errorf("bench area %v", area)
+	ss := series(decode(t, WithBench(opt, []Span{{From: -90000, To: -60000}, {From: -70000, To: -40000}, {From: 5000}}, Light)))
+	areas := ss[len(ss)-1]["markArea"].(map[string]any)["data"].([]any)
+	var got [][2]float64
+	for _, a := range areas {
+		pair := a.([]any)
+		if pair[0].(map[string]any)["name"] != "bench run" {
+			t.Errorf("area %v not named", pair)
+		}
+		got = append(got, [2]float64{pair[0].(map[string]any)["xAxis"].(float64), pair[1].(map[string]any)["xAxis"].(float64)})
+	}
+	if want := [][2]float64{{-50000, -40000}, {5000, 10000}}; fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("bench areas %v, want %v", got, want)
 	}
 }
 

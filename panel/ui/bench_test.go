@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
 	"regexp"
 	"strings"
 	"sync/atomic"
@@ -331,5 +332,20 @@ func TestBenchViewLoading(t *testing.T) {
 		if strings.Contains(html, w) {
 			t.Errorf("view before any answer claims %q", w)
 		}
+	}
+}
+
+// The time charts shade every time a listed job held the GPU: a running
+// one to the end of the axis, an ended one (done or cancelled) to its end;
+// a queued job never held it.
+func TestBenchRuns(t *testing.T) {
+	jobs := []bench.Job{
+		{ID: "queued", Status: bench.StatusQueued, CreatedAt: 900},
+		{ID: "running", Status: bench.StatusRunning, CreatedAt: 500, StartedAt: 600},
+		{ID: "cancelled", Status: bench.StatusCancelled, CreatedAt: 100, StartedAt: 200, FinishedAt: 300},
+	}
+	got := benchRuns(jobs)
+	if want := []charts.Span{{From: 600}, {From: 200, To: 300}}; !reflect.DeepEqual(got, want) {
+		t.Errorf("benchRuns = %v, want %v", got, want)
 	}
 }

@@ -75,6 +75,8 @@ type Panel struct {
 	// follow until a snapshot arrives again.
 	lostAt time.Time
 	lease  *bench.Lease
+	// benchRuns are when the backend's listed jobs held the GPU.
+	benchRuns []charts.Span
 	// fleet is true when the backend serves a fleet view (--fleet): the
 	// Fleet tab shows then.
 	fleet bool
@@ -175,13 +177,25 @@ func (p *Panel) pollLease(ctx app.Context) {
 		l, err := c.Jobs(cctx)
 		ctx.Dispatch(func(ctx app.Context) {
 			if err == nil {
-				p.lease = &l.Lease
+				p.lease, p.benchRuns = &l.Lease, benchRuns(l.Jobs)
 			} else {
 				p.lease = nil // unknown: show nothing rather than a stale claim
 			}
 			ctx.After(leasePoll, p.pollLease)
 		})
 	})
+}
+
+// benchRuns are when jobs held the GPU: from the runner's start to the
+// job's end (open while it runs). Queued jobs never held it.
+func benchRuns(jobs []bench.Job) []charts.Span {
+	var out []charts.Span
+	for _, j := range jobs {
+		if j.StartedAt > 0 {
+			out = append(out, charts.Span{From: j.StartedAt, To: j.FinishedAt})
+		}
+	}
+	return out
 }
 
 // connectionWait bounds how long an embedded frame waits for the element's
@@ -445,6 +459,6 @@ func (p *Panel) renderView() app.UI {
 	case "fleet":
 		return &FleetView{API: p.conn.APIBase, Token: p.conn.Token, Poll: FleetPoll}
 	default:
-		return &ServingView{Snap: p.snap, Palette: p.palette, Lease: p.lease}
+		return &ServingView{Snap: p.snap, Palette: p.palette, Lease: p.lease, BenchRuns: p.benchRuns}
 	}
 }

@@ -24,6 +24,9 @@ type ServingView struct {
 	// Lease is the GPU lease as last read; a bench run holding the GPU is
 	// shown above the tiles.
 	Lease *bench.Lease
+	// BenchRuns are when bench runs held the GPU (the jobs the backend
+	// lists), shaded on the time charts.
+	BenchRuns []charts.Span
 }
 
 // Totals sums the latest scheduler sample of every model.
@@ -259,13 +262,9 @@ func (v *ServingView) charts(s *snapshot.Snapshot) app.UI {
 		)
 	}
 	hasTimeline := len(tl) > 0
-	// A bench run holding the GPU is shaded on every time chart since it
-	// took it: those figures are the benchmark's.
-	var benchSince int64
-	if v.Lease != nil && v.Lease.Held {
-		benchSince = v.Lease.Since
-	}
-	timed := func(option []byte) []byte { return charts.WithBench(option, benchSince, pal) }
+	// The time a bench run held the GPU is shaded on every time chart, while
+	// it runs and after: those figures are the benchmark's.
+	timed := func(option []byte) []byte { return charts.WithBench(option, v.BenchRuns, pal) }
 	chart := func(id, title, label string, has bool, option func() []byte) app.UI {
 		return plain(id, title, label, has, func() []byte { return timed(option()) })
 	}
