@@ -200,10 +200,11 @@ func (v *BenchView) applyJobs(ctx app.Context, l bench.JobList) {
 // tick re-renders the view a second from now while a job runs, so that
 // its elapsed time moves between the job's own updates (which come when
 // its progress or log does). One is scheduled at a time; the chain ends
-// when no job runs, and with the view (go-app runs no callback of a
-// dismounted component). Like polling, it is off with Poll zero.
+// when no job runs, while the page is hidden (showing it refreshes, which
+// ticks again), and with the view (go-app runs no callback of a dismounted
+// component). Like polling, it is off with Poll zero.
 func (v *BenchView) tick(ctx app.Context) {
-	if v.ticking || v.Poll <= 0 || !v.running() { // Poll zero: no timed updates (tests)
+	if v.ticking || v.Poll <= 0 || v.hidden || !v.running() { // Poll zero: no timed updates (tests)
 		return
 	}
 	v.ticking = true
