@@ -221,6 +221,9 @@ func TestUnparsableRequest(t *testing.T) {
 			if fmt.Sprint(res.StatusCode) != tt.status || !strings.HasPrefix(string(body), `{"error":{"message":`) {
 				t.Fatalf("answer %d %q, want a %s with the JSON error", res.StatusCode, body, tt.status)
 			}
+			if res.Header.Get("X-Content-Type-Options") != "nosniff" {
+				t.Errorf("no nosniff: %v", res.Header)
+			}
 			if strings.Contains(answer, "SECRET") || strings.Contains(answer, "contents") {
 				t.Errorf("the answer quotes the request: %q", answer)
 			}
