@@ -97,6 +97,11 @@ func decodeArray(r io.Reader, accept func(events.Event, Rejection), reject func(
 	if _, err := dec.Token(); err != nil { // ]
 		return fmt.Errorf("closing the JSON array: %w", err)
 	}
+	// Only blanks may follow: a second array or a stray word is a
+	// malformed body (the array's events stand).
+	if _, err := dec.Token(); err != io.EOF {
+		return errors.New("more than blanks after the JSON array: send one array, or NDJSON")
+	}
 	return nil
 }
 

@@ -90,6 +90,23 @@ func TestDecode(t *testing.T) {
 			err:      "JSON array element 1: invalid character 'o' looking for beginning of object key string",
 		},
 		{
+			name:     "JSON array with blanks after it",
+			input:    "[" + okLine + "]\r\n\n ",
+			accepted: []events.Type{events.TypeSchedulerSample},
+		},
+		{
+			name:     "JSON array with more after it keeps the array",
+			input:    "[" + okLine + "] junk",
+			accepted: []events.Type{events.TypeSchedulerSample},
+			err:      "more than blanks after the JSON array: send one array, or NDJSON",
+		},
+		{
+			name:     "two JSON arrays",
+			input:    "[" + okLine + "][" + okOther + "]",
+			accepted: []events.Type{events.TypeSchedulerSample},
+			err:      "more than blanks after the JSON array: send one array, or NDJSON",
+		},
+		{
 			name:     "array elements that are not objects",
 			input:    `[1, "x", null]`,
 			rejected: []Rejection{{Index: idx(0), Reason: ""}, {Index: idx(1), Reason: ""}, {Index: idx(2), Reason: ""}},
