@@ -84,6 +84,9 @@ func Ms(v float64) string { return duration.Ms(v) }
 // Duration is Ms of d.
 func Duration(d time.Duration) string { return duration.Of(d) }
 
+// Whole is d known to the second: "42 s", "4 min 05 s".
+func Whole(d time.Duration) string { return duration.Whole(d) }
+
 // MsPtr is Ms, or a dash when v is nil.
 func MsPtr(v *float64) string {
 	if v == nil {

@@ -584,10 +584,10 @@ func (v *BenchView) jobTiming(j *bench.Job) string {
 	if elapsed < 0 {
 		elapsed = 0
 	}
-	out := "elapsed " + format.Duration(elapsed)
+	out := "elapsed " + format.Whole(elapsed)
 	if p := j.Progress; p >= minProgressForEstimate && p < 1 {
 		if left := time.Duration(float64(elapsed) * (1 - p) / p).Round(time.Second); left >= time.Second {
-			out += " · about " + format.Duration(left) + " left"
+			out += " · about " + format.Whole(left) + " left"
 		}
 	}
 	return out

@@ -238,10 +238,10 @@ func TestBenchHonestFigures(t *testing.T) {
 		want string
 	}{
 		{bench.Job{StartedAt: now.Add(-90 * time.Second).UnixMilli(), Progress: 0.25}, "elapsed 1 min 30 s · about 4 min 30 s left"},
-		{bench.Job{StartedAt: now.Add(-5 * time.Second).UnixMilli(), Progress: 0}, "elapsed 5.00 s"},
+		{bench.Job{StartedAt: now.Add(-5 * time.Second).UnixMilli(), Progress: 0}, "elapsed 5 s"},
 		// Too early to tell (the first moments are starting and warming up).
-		{bench.Job{StartedAt: now.Add(-8 * time.Second).UnixMilli(), Progress: 0.04}, "elapsed 8.00 s"},
-		{bench.Job{StartedAt: now.Add(-8 * time.Second).UnixMilli(), Progress: 0.1}, "elapsed 8.00 s · about 1 min 12 s left"},
+		{bench.Job{StartedAt: now.Add(-8 * time.Second).UnixMilli(), Progress: 0.04}, "elapsed 8 s"},
+		{bench.Job{StartedAt: now.Add(-8 * time.Second).UnixMilli(), Progress: 0.1}, "elapsed 8 s · about 1 min 12 s left"},
 		// Under a second left: no "about 0.0 ms".
 		{bench.Job{StartedAt: now.Add(-90 * time.Second).UnixMilli(), Progress: 0.999}, "elapsed 1 min 30 s"},
 		{bench.Job{}, "not started"},

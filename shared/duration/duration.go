@@ -35,3 +35,14 @@ func Ms(ms float64) string {
 
 // Of is Ms of d.
 func Of(d time.Duration) string { return Ms(float64(d) / float64(time.Millisecond)) }
+
+// Whole writes a duration known to the second, such as an elapsed time
+// that ticks each second or an estimate: "0 s", "42 s", and from a minute
+// as Ms ("4 min 05 s"); never "0.0 ms" or "6.00 s".
+func Whole(d time.Duration) string {
+	d = d.Round(time.Second)
+	if d < time.Minute {
+		return fmt.Sprintf("%d s", max(int64(d/time.Second), 0))
+	}
+	return Of(d)
+}

@@ -50,3 +50,23 @@ func TestOf(t *testing.T) {
 		}
 	}
 }
+
+func TestWhole(t *testing.T) {
+	for _, tc := range []struct {
+		d    time.Duration
+		want string
+	}{
+		{0, "0 s"},
+		{-time.Second, "0 s"},
+		{400 * time.Millisecond, "0 s"},
+		{6 * time.Second, "6 s"},
+		{59*time.Second + 400*time.Millisecond, "59 s"},
+		{59*time.Second + 600*time.Millisecond, "1 min 00 s"},
+		{245 * time.Second, "4 min 05 s"},
+		{2*time.Hour + 7*time.Minute, "2 h 07 min"},
+	} {
+		if got := Whole(tc.d); got != tc.want {
+			t.Errorf("Whole(%v) = %q, want %q", tc.d, got, tc.want)
+		}
+	}
+}
