@@ -1,9 +1,11 @@
 package charts
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/go-echarts/go-echarts/v2/charts"
 	"github.com/go-echarts/go-echarts/v2/opts"
@@ -143,6 +145,10 @@ func WithBench(option []byte, runs []Span, p Palette) []byte {
 		return option
 	}
 	lo, hi, ok := timeRange(m)
+	runs = slices.SortedFunc(slices.Values(runs), func(a, b Span) int { return cmp.Compare(a.From, b.From) })
+	// As with the marks, a label closer than a twelfth of the axis to the
+	// last one would run into it ("bencbench run"): its area goes unnamed.
+	minGap, lastLabelled := (hi-lo)/12, math.Inf(-1)
 	var areas []any
 	for _, r := range runs {
 		from, to := float64(r.From), float64(r.To)
@@ -155,7 +161,11 @@ func WithBench(option []byte, runs []Span, p Palette) []byte {
 		if ok {
 			from = max(from, lo)
 		}
-		areas = append(areas, []any{map[string]any{"name": "bench run", "xAxis": from}, map[string]any{"xAxis": to}})
+		name := ""
+		if !ok || from-lastLabelled >= minGap {
+			name, lastLabelled = "bench run", from
+		}
+		areas = append(areas, []any{map[string]any{"name": name, "xAxis": from}, map[string]any{"xAxis": to}})
 	}
 	return withArea(option, areas, p.color(4), 0.10, p)
 }

@@ -60,25 +60,30 @@ func TestLatencyTails(t *testing.T) {
 
 // Each time a bench run held the GPU is shaded: a running one from when it
 // took it to the end of the axis, an ended one to its end; one before the
-// axis is left out, one across its start cut at it.
+// axis is left out, one across its start cut at it; labels do not collide.
 func TestWithBench(t *testing.T) {
 	tl := points([]int{5, 5, 5}, &snapshot.Quantiles{P50: 1}) // an axis from -50 s to 10 s
 	opt := TokenRates(tl, 5000, nil, Light)
 	if string(WithBench(opt, nil, Light)) != string(opt) {
 		t.Error("no run, but the option changed")
 	}
-	ss := series(decode(t, WithBench(opt, []Span{{From: -90000, To: -60000}, {From: -70000, To: -40000}, {From: 5000}}, Light)))
+	// Newest first, as the job list has them; the last starts a second
+	// after another, closer than a twelfth of the axis: unlabelled.
+	runs := []Span{{From: 6000, To: 7000}, {From: 5000}, {From: -70000, To: -40000}, {From: -90000, To: -60000}}
+	ss := series(decode(t, WithBench(opt, runs, Light)))
 	areas := ss[len(ss)-1]["markArea"].(map[string]any)["data"].([]any)
 	var got [][2]float64
+	var names []any
 	for _, a := range areas {
 		pair := a.([]any)
-		if pair[0].(map[string]any)["name"] != "bench run" {
-			t.Errorf("area %v not named", pair)
-		}
+		names = append(names, pair[0].(map[string]any)["name"])
 		got = append(got, [2]float64{pair[0].(map[string]any)["xAxis"].(float64), pair[1].(map[string]any)["xAxis"].(float64)})
 	}
-	if want := [][2]float64{{-50000, -40000}, {5000, 10000}}; fmt.Sprint(got) != fmt.Sprint(want) {
+	if want := [][2]float64{{-50000, -40000}, {5000, 10000}, {6000, 7000}}; fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("bench areas %v, want %v", got, want)
+	}
+	if want := []any{"bench run", "bench run", ""}; fmt.Sprint(names) != fmt.Sprint(want) {
+		t.Errorf("bench area names %q, want %q", names, want)
 	}
 }
 
