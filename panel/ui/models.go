@@ -48,7 +48,7 @@ func (v *ModelsView) Render() app.UI {
 							tdNum(format.BytesIn(m.WeightsBytes, unit)),
 							tdNum(format.BytesIn(m.KVBytes, unit)),
 							tdNum(format.BytesIn(m.PrefixCacheBytes, unit)),
-							app.Td().Class("error-text").Text(deref(m.LastError)),
+							lastError(m.LastError),
 						)
 					})),
 				),
@@ -76,9 +76,11 @@ func stateClass(s string) string {
 }
 
 // deref is the text of an optional string, "" when null.
-func deref(s *string) string {
-	if s == nil {
-		return ""
+// lastError is a model's last error, or a dash as every other cell
+// without a value has (an empty cell reads as not loaded yet).
+func lastError(e *string) app.UI {
+	if e == nil {
+		return app.Td().Class("muted").Text(format.Dash)
 	}
-	return *s
+	return app.Td().Class("error-text").Text(*e)
 }
