@@ -89,6 +89,10 @@ func (a *API) Mount(_ *fiber.App, api fiber.Router) {
 		if a.unavailable != "" {
 			h = a.serveUnavailable
 		}
+		if r.method == fiber.MethodGet {
+			api.Get(r.path, h) // with HEAD, as every GET route of the API
+			continue
+		}
 		api.Add(r.method, r.path, h)
 	}
 }

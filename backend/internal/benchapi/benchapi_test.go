@@ -543,3 +543,15 @@ func TestEventStreamFollows(t *testing.T) {
 		t.Fatalf("events = %v", seen)
 	}
 }
+
+// Every GET route answers HEAD too, as the live routes do: its status and
+// headers, no body.
+func TestHead(t *testing.T) {
+	ta := newTestAPI(t, 1)
+	for _, path := range []string{"/history", "/bench", "/bench/profiles"} {
+		res := ta.do(http.MethodHead, path, "")
+		if res.status != http.StatusOK || len(res.body) != 0 {
+			t.Errorf("HEAD %s: %d with %d bytes, want 200 and no body", path, res.status, len(res.body))
+		}
+	}
+}
