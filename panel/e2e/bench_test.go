@@ -15,11 +15,20 @@ func TestBenchmarks(t *testing.T) {
 	needBrowser(t)
 	b := startBackend(t)
 	ctx := browser(t)
+	hookVisibility(t, ctx)
 	navigate(t, ctx, b.URL()+"/")
 	waitFrame(t, ctx, "stream live", `document.querySelector("#conn").dataset.state === "live"`, 30*time.Second)
 	click(t, ctx, `[data-tab="bench"]`)
 	waitFrame(t, ctx, "profiles listed", `!!document.querySelector('[data-profile="standard"] [data-action="run"]')`, 10*time.Second)
 	waitFrame(t, ctx, "jobs followed over the stream, not polled", `document.querySelector("#view-bench").dataset.jobs === "stream"`, 5*time.Second)
+	// Hidden, the view follows nothing (its stream closed, no polling);
+	// shown again, it follows the stream again.
+	for _, step := range []struct{ event, jobs string }{{"e2e-hide", "paused"}, {"e2e-show", "stream"}} {
+		if err := inFrame(ctx, fmt.Sprintf(`document.dispatchEvent(new Event(%q)); true`, step.event), nil); err != nil {
+			t.Fatal(err)
+		}
+		waitFrame(t, ctx, "jobs "+step.jobs, fmt.Sprintf(`document.querySelector("#view-bench").dataset.jobs === %q`, step.jobs), 10*time.Second)
+	}
 	waitFrame(t, ctx, "Run enabled while the GPU is free", `!document.querySelector('[data-profile="standard"] [data-action="run"]').disabled`, 5*time.Second)
 	shot(t, ctx, "bench-idle")
 

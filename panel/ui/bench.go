@@ -407,9 +407,13 @@ func (v *BenchView) runBlocked(p bench.Profile) string {
 }
 
 func (v *BenchView) Render() app.UI {
-	// data-jobs says how jobs arrive (stream or poll), for the browser tests.
+	// data-jobs says how jobs arrive (stream or poll; paused while the page
+	// is hidden), for the browser tests.
 	source := "poll"
-	if v.jobStream != nil {
+	switch {
+	case v.hidden:
+		source = "paused"
+	case v.jobStream != nil:
 		source = "stream"
 	}
 	class := "view bench"
