@@ -26,11 +26,11 @@ func histBin(v float64) int {
 	if !(v >= math.Ldexp(1, histMinExp)) { // NaN too
 		return 0
 	}
-	frac, exp := math.Frexp(v) // v = frac × 2^exp, frac in [0.5, 1)
-	octave := exp - 1 - histMinExp
-	if octave >= histMaxExp-histMinExp || math.IsInf(v, 1) { // Frexp(+Inf) is (+Inf, 0)
+	if v >= 1<<histMaxExp { // +Inf too, which Frexp gives as (+Inf, 0)
 		return histBins - 1
 	}
+	frac, exp := math.Frexp(v) // v = frac × 2^exp, frac in [0.5, 1)
+	octave := exp - 1 - histMinExp
 	sub := int((frac*2 - 1) * histSubBins)
 	return 1 + octave*histSubBins + sub
 }
