@@ -295,12 +295,7 @@ func (s *Service) compute(ctx context.Context, r Request, now time.Time) (shared
 	hostsQ, reportingQ, figs := s.queries(r)
 	v := shared.View{Enabled: true, Source: s.c.URL(), HostLabel: s.cfg.HostLabel, Range: r.Range, At: now.UnixMilli(),
 		Hosts: []shared.Host{}, Rows: []shared.Row{}, Queries: map[string]string{"hosts": hostsQ, "reporting": reportingQ}}
-	exprs := []string{hostsQ, reportingQ}
-	for _, f := range figs {
-		exprs = append(exprs, f.expr)
-		v.Queries[f.name] = f.expr
-	}
-	answers, err := s.ask(ctx, exprs, &v)
+	answers, err := s.ask(ctx, append([]string{hostsQ, reportingQ}, noted(figs, &v)...), &v)
 	if err != nil {
 		return shared.View{}, err
 	}
@@ -364,12 +359,7 @@ func (s *Service) compute(ctx context.Context, r Request, now time.Time) (shared
 		v.Others = sumRows(all[s.cfg.TopRows:])
 		all = all[:s.cfg.TopRows]
 		figs := s.othersQueries(r, s.cfg.TopRows)
-		exprs := make([]string, len(figs))
-		for i, f := range figs {
-			exprs[i] = f.expr
-			v.Queries[f.name] = f.expr
-		}
-		answers, err := s.ask(ctx, exprs, &v)
+		answers, err := s.ask(ctx, noted(figs, &v), &v)
 		if err != nil {
 			return shared.View{}, err
 		}
@@ -381,6 +371,16 @@ func (s *Service) compute(ctx context.Context, r Request, now time.Time) (shared
 	}
 	v.Rows = all
 	return v, nil
+}
+
+// noted is figs' queries, each noted in v.Queries under its figure's name.
+func noted(figs []figure, v *shared.View) []string {
+	exprs := make([]string, len(figs))
+	for i, f := range figs {
+		exprs[i] = f.expr
+		v.Queries[f.name] = f.expr
+	}
+	return exprs
 }
 
 // ask runs exprs, at most parallel at once, and notes their warnings in
