@@ -35,6 +35,12 @@ func CompactCellOf(c CellResult) CompactCell {
 		Key: c.Key, Model: c.Model, Kind: c.Kind, Configuration: c.Configuration,
 		Status: c.Status, Note: c.Note, Attached: c.Attached,
 	}
+	if c.Status != CellMeasured {
+		// As the original: a skipped or failed cell has no figures, even
+		// from phases measured before the one that failed (the run's
+		// record keeps those samples), so no comparison counts them.
+		return cc
+	}
 	for _, f := range Figures {
 		if f.sample == nil {
 			continue

@@ -105,6 +105,19 @@ func TestCompactCellOf(t *testing.T) {
 			cell: CellResult{Key: "k", Status: CellFailed, Note: "server never became ready"},
 			want: CompactCell{Key: "k", Status: CellFailed, Note: "server never became ready"},
 		},
+		{
+			// As the original: a comparison never counts a failed cell's
+			// figures; its samples stay in the run's record.
+			name: "a cell that failed after measuring a phase has no figures",
+			cell: CellResult{Key: "k", Status: CellFailed, Note: "cold-ttft: server exited", ColdStartMs: f(900), PeakRSSBytes: 1 << 30,
+				Samples: []Sample{{Phase: PhaseDecode, DecodeTokensPerSecond: 50}}},
+			want: CompactCell{Key: "k", Status: CellFailed, Note: "cold-ttft: server exited"},
+		},
+		{
+			name: "a skipped cell keeps its reason and has no figures",
+			cell: CellResult{Key: "k", Status: CellSkipped, Note: "model not downloaded", ColdStartMs: f(900)},
+			want: CompactCell{Key: "k", Status: CellSkipped, Note: "model not downloaded"},
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

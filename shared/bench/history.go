@@ -22,7 +22,7 @@ type CompactCell struct {
 	Key           string `json:"key"`
 	Model         string `json:"model"`
 	Kind          string `json:"kind"`
-	Configuration string `json:"configuration"`
+	Configuration string `json:"configuration,omitempty"` // left out when empty, as the original
 	Status        string `json:"status"`
 	Note          string `json:"note,omitempty"`
 	// Attached: the run measured a server it did not start, so ColdStartMs
