@@ -165,7 +165,7 @@ type RunView struct {
 	Complete     bool          `json:"complete"`
 	ExitCode     int           `json:"exitCode"`
 	Problems     []string      `json:"problems"`
-	Machine      Machine       `json:"machine"`
+	Machine      *Machine      `json:"machine"` // null when the run recorded none, as the original
 	RunDirectory string        `json:"runDirectory"`
 	Cells        []CompactCell `json:"cells"`
 
@@ -180,8 +180,12 @@ func (e HistoryEntry) View() RunView {
 		ID: e.ID, Profile: e.Profile, Scope: e.Scope,
 		StartedAt: TimeText(e.StartedAt), FinishedAt: timeOrNull(e.FinishedAt),
 		DurationMs: e.DurationMs, Complete: e.Complete, ExitCode: e.ExitCode,
-		Problems: e.Problems, Machine: e.Machine, RunDirectory: e.RunDirectory, Cells: e.Cells,
+		Problems: e.Problems, RunDirectory: e.RunDirectory, Cells: e.Cells,
 		StartedAtMs: e.StartedAt, FinishedAtMs: msOrNull(e.FinishedAt),
+	}
+	if e.Machine != (Machine{}) {
+		m := e.Machine
+		v.Machine = &m
 	}
 	if v.Problems == nil {
 		v.Problems = []string{}
@@ -198,7 +202,7 @@ func (v RunView) Entry() HistoryEntry {
 		ID: v.ID, Profile: v.Profile, Scope: v.Scope,
 		StartedAt: v.StartedAtMs, FinishedAt: orZero(v.FinishedAtMs),
 		DurationMs: v.DurationMs, Complete: v.Complete, ExitCode: v.ExitCode,
-		Problems: v.Problems, Machine: v.Machine, RunDirectory: v.RunDirectory, Cells: v.Cells,
+		Problems: v.Problems, Machine: orZero(v.Machine), RunDirectory: v.RunDirectory, Cells: v.Cells,
 	}
 }
 
@@ -233,6 +237,16 @@ func (l *HistoryList) UnmarshalJSON(b []byte) error {
 		l.Entries[i] = v.Entry()
 	}
 	return nil
+}
+
+// MarshalJSON writes scope null when the plan declares none or does not
+// load, as the original's BenchProfile (scope: string | null).
+func (p Profile) MarshalJSON() ([]byte, error) {
+	type plain Profile // without this method
+	return json.Marshal(struct {
+		plain
+		Scope *string `json:"scope"`
+	}{plain(p), textOrNull(p.Scope)})
 }
 
 // ProfileList is GET /bench/profiles' body, as the original's {profiles}.
