@@ -231,8 +231,12 @@ func TestStartRejects(t *testing.T) {
 		{"invalid plan", `{"profile":"broken"}`, 400, []string{"invalid plan", "scope", "broken.json"}},
 		{"missing profile", `{}`, 400, []string{"missing profile", "bench plan --out"}},
 		{"empty profile", `{"profile":""}`, 400, []string{"missing profile"}},
-		{"not a string", `{"profile":5}`, 400, []string{"profile"}},
-		{"a plan instead", `{"profile":"ok","plan":{"cells":[]}}`, 400, []string{"unknown field", "nothing else"}},
+		{"not a string", `{"profile":5}`, 400, []string{"missing profile"}},
+		{"null profile", `{"profile":null}`, 400, []string{"missing profile"}},
+		{"another case", `{"Profile":"ok"}`, 400, []string{"missing profile"}},
+		{"a plan instead", `{"plan":{"cells":[]}}`, 400, []string{"missing profile"}},
+		{"null", `null`, 400, []string{"JSON object", "not null"}},
+		{"an array", `[{"profile":"ok"}]`, 400, []string{"JSON object"}},
 		{"bad json", `{"profile":`, 400, []string{"JSON"}},
 		{"two objects", `{"profile":"ok"}{"profile":"ok"}`, 400, []string{"one JSON object"}},
 	}
@@ -441,8 +445,6 @@ func TestNotFoundAndBadQueries(t *testing.T) {
 		{"GET", "/history/a%20b", 404},
 		{"GET", "/bench?status=lost", 400},
 		{"GET", "/bench?limit=0", 400},
-		{"GET", "/history?limit=ten", 400},
-		{"GET", "/history?limit=2.5", 400},
 		{"GET", "/history?format=xml", 400},
 		{"GET", "/history?format=csv&limit=0", 400},
 		{"GET", "/bench/x/events?after=-2", 400},
@@ -477,7 +479,12 @@ func TestHistoryLimitsAndCSV(t *testing.T) {
 	tests := []struct {
 		query string
 		want  int
-	}{{"", 50}, {"?limit=1", 1}, {"?limit=1000", 1000}, {"?format=json&limit=7", 7}}
+	}{
+		{"", 50}, {"?limit=1", 1}, {"?limit=1000", 1000}, {"?format=json&limit=7", 7},
+		// As the original reads them (Number(), then at least 1), up to 1000.
+		{"?limit=", 1}, {"?limit=ten", 50}, {"?limit=2.5", 2}, {"?limit=1e2", 100}, {"?limit=0x10", 16},
+		{"?limit=+7+", 7}, {"?limit=-3", 1}, {"?limit=Infinity", 50}, {"?limit=5000", 1000}, {"?limit=3&limit=9", 3},
+	}
 	for _, tt := range tests {
 		var hl bench.HistoryList
 		ta.do("GET", "/history"+tt.query, "").decode(t, &hl)

@@ -17,8 +17,8 @@ import (
 // export skipped (a CSV body has no place for them).
 const HeaderUnreadable = "X-History-Unreadable"
 
-// listHistory answers newest first: JSON (?limit, default 50; as the
-// original, below 1 is 1; over 1000 is 1000) or, with ?format=csv, one row
+// listHistory answers newest first: JSON (?limit read as the original
+// reads it, historyLimit) or, with ?format=csv, one row
 // per cell (every run unless ?limit is given); ?host keeps one host's runs.
 // Unreadable entries are skipped: listed under problems in JSON, counted in
 // the CSV's X-History-Unreadable header.
@@ -31,10 +31,8 @@ func (a *API) listHistory(c *fiber.Ctx) error {
 	}
 	switch format {
 	case "json":
-		limit, err := historyLimit(c.Query("limit"))
-		if err != nil {
-			return server.Error(c, fiber.StatusBadRequest, err.Error())
-		}
+		args := c.Context().QueryArgs()
+		limit := historyLimit(string(args.Peek("limit")), args.Has("limit"))
 		entries, problems, err := a.history.ListWhere(limit, keep)
 		if err != nil {
 			return storageError(c, "read the history", err)

@@ -29,33 +29,33 @@ func (a *API) listProfiles(c *fiber.Ctx) error {
 	return c.JSON(bench.ProfileList{Profiles: ps})
 }
 
-// startRequest is POST /bench's body. It names a profile and nothing else:
-// a plan holds commands, so the API never takes one.
-type startRequest struct {
-	Profile *string `json:"profile"`
-}
-
 // errNoProfile is decodeStart's answer for a body that names no profile.
 var errNoProfile = errors.New("missing profile")
 
 // decodeStart is the profile name POST /bench's body names, or why the
-// body is not {"profile": "<name>"}, in a message that quotes a bounded
-// part of it; errNoProfile when the name is missing or empty. The name
-// itself is checked by profiles.
+// body is not a JSON object naming one, in a message that quotes a bounded
+// part of it; errNoProfile when "profile" is missing, not text or empty.
+// As the original, only "profile" is read, by its exact name, and other
+// fields are ignored: a plan holds commands, so the API never takes one,
+// and one sent beside the name changes nothing. The name itself is
+// checked by profiles.
 func decodeStart(body []byte) (string, error) {
-	var req startRequest
+	var fields map[string]json.RawMessage
 	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&req); err != nil {
-		return "", fmt.Errorf(`POST /bench takes a JSON body {"profile": "<name>"} and nothing else: %s`, capEcho(err.Error()))
+	if err := dec.Decode(&fields); err != nil {
+		return "", fmt.Errorf(`POST /bench takes a JSON object {"profile": "<name>"}: %s`, capEcho(err.Error()))
 	}
 	if dec.More() {
 		return "", errors.New(`POST /bench takes one JSON object {"profile": "<name>"}`)
 	}
-	if req.Profile == nil || *req.Profile == "" {
+	if fields == nil {
+		return "", errors.New(`POST /bench takes a JSON object {"profile": "<name>"}, not null`)
+	}
+	var name string
+	if err := json.Unmarshal(fields["profile"], &name); err != nil || name == "" {
 		return "", errNoProfile
 	}
-	return *req.Profile, nil
+	return name, nil
 }
 
 func (a *API) start(c *fiber.Ctx) error {
@@ -303,33 +303,4 @@ func jobError(c *fiber.Ctx, err error) error {
 		return server.Error(c, fiber.StatusNotFound, fmt.Sprintf("no bench-serve job %q", capEcho(c.Params("id"))))
 	}
 	return storageError(c, "read the job", err)
-}
-
-// parseLimit reads a limit query: def when absent, else 1..max.
-func parseLimit(s string, def, max int) (int, error) {
-	if s == "" {
-		return def, nil
-	}
-	n, err := strconv.Atoi(s)
-	if err != nil || n < 1 || (max > 0 && n > max) {
-		if max > 0 {
-			return 0, fmt.Errorf("limit %q is not a whole number from 1 to %d", capEcho(s), max)
-		}
-		return 0, fmt.Errorf("limit %q is not a whole number from 1", capEcho(s))
-	}
-	return n, nil
-}
-
-// historyLimit reads GET /history's limit as the original does for a
-// number (default 50; below 1 is 1), bounded by MaxHistoryLimit; what is
-// not a whole number is refused, not read as 50.
-func historyLimit(s string) (int, error) {
-	if s == "" {
-		return DefaultHistoryLimit, nil
-	}
-	n, err := strconv.Atoi(s)
-	if err != nil {
-		return 0, fmt.Errorf("limit %q is not a whole number", capEcho(s))
-	}
-	return min(max(n, 1), MaxHistoryLimit), nil
 }

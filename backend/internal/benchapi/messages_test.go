@@ -31,7 +31,7 @@ func TestMessagesBounded(t *testing.T) {
 		{"invalid plan", "POST", "/bench", `{"profile":"invalid"}`, 400},
 		{"unknown field", "POST", "/bench", fmt.Sprintf(`{%q:1}`, huge), 400},
 		{"huge status", "GET", "/bench?status=" + longQuery, "", 400},
-		{"huge limit", "GET", "/history?limit=" + longQuery, "", 400},
+		{"huge limit", "GET", "/history?format=csv&limit=" + longQuery, "", 400},
 		{"huge format", "GET", "/history?format=" + longQuery, "", 400},
 		{"huge job", "GET", "/bench/" + strings.Repeat("c", 2000), "", 404},
 	}
