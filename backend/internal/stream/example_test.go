@@ -43,19 +43,19 @@ func Example() {
 	defer resp.Body.Close()
 	fmt.Println(resp.Header.Get("Content-Type"))
 	r := bufio.NewReader(resp.Body)
-	for data := false; !data; {
+	for data := false; ; {
 		line, err := r.ReadString('\n')
-		if err != nil {
-			break
+		if err != nil || data && line == "\n" {
+			break // the end of the first snapshot event
 		}
-		data = strings.HasPrefix(line, "data:")
+		data = data || strings.HasPrefix(line, "data:")
 		fmt.Print(line)
 	}
 	// Output:
 	// text/event-stream
 	// retry: 1500
 	//
-	// id: 1
 	// event: snapshot
 	// data: {"at":1796280000000,"models":[]}
+	// id: 1
 }

@@ -10,7 +10,9 @@ import (
 // shared by every client: writing it copies nothing.
 type frame struct {
 	version uint64
-	data    []byte // "id: …\nevent: snapshot\ndata: …\n\n"
+	// data is "event: snapshot\ndata: …\nid: …\n\n": the original's
+	// frame, which starts with its event line, and the version after.
+	data []byte
 	// data[atFrom:atTo] are the digits of the snapshot's leading "at"
 	// member, so an opening frame can carry its send time without a new
 	// encoding; atTo is 0 when the JSON does not start with one.
@@ -22,11 +24,11 @@ var leadingAt = []byte(`{"at":`)
 
 func newFrame(version uint64, data []byte) *frame {
 	buf := make([]byte, 0, len(data)+48)
-	buf = append(buf, "id: "...)
-	buf = strconv.AppendUint(buf, version, 10)
-	buf = append(buf, "\nevent: snapshot\ndata: "...)
+	buf = append(buf, "event: snapshot\ndata: "...)
 	start := len(buf)
 	buf = append(buf, data...) // compact JSON has no newlines
+	buf = append(buf, "\nid: "...)
+	buf = strconv.AppendUint(buf, version, 10)
 	buf = append(buf, "\n\n"...)
 	f := &frame{version: version, data: buf}
 	if bytes.HasPrefix(data, leadingAt) {

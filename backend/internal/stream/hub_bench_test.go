@@ -61,7 +61,7 @@ func benchFanOut(b *testing.B, clients int) {
 				if err != nil && err != bufio.ErrBufferFull {
 					return
 				}
-				// Chunked framing aside, an "id: " line starts each frame.
+				// Chunked framing aside, each frame has one "id: " line.
 				if v, ok := bytes.CutPrefix(line, []byte("id: ")); ok {
 					if _, err := strconv.ParseUint(string(bytes.TrimSpace(v)), 10, 64); err == nil {
 						if first {

@@ -73,7 +73,7 @@ func TestFrameStamp(t *testing.T) {
 		for _, p := range parts {
 			got = append(got, p...)
 		}
-		if want := "id: 3\nevent: snapshot\ndata: " + tc.want + "\n\n"; string(got) != want || size != len(want) {
+		if want := "event: snapshot\ndata: " + tc.want + "\nid: 3\n\n"; string(got) != want || size != len(want) {
 			t.Errorf("%s: stamped %q (size %d), want %q", tc.json, got, size, want)
 		}
 	}
