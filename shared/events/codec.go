@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
+	"strings"
 	"unicode/utf8"
 )
 
@@ -18,7 +20,7 @@ const MaxLineBytes = 64 << 10
 // form nests them in data, which is still read.
 type head struct {
 	Type Type            `json:"type"`
-	At   *int64          `json:"at"`
+	At   *float64        `json:"at"` // rounded to the millisecond, as a float-printing producer may write it
 	Data json.RawMessage `json:"data"`
 }
 
@@ -153,10 +155,12 @@ func Parse(line []byte) (Event, error) {
 	if h.At == nil {
 		return Event{}, reject("at", "missing (epoch milliseconds)")
 	}
-	if *h.At <= 0 || *h.At > MaxAt {
-		return Event{}, reject("at", "must be epoch milliseconds from 1 to %d, got %d", int64(MaxAt), *h.At)
+	at := math.Round(*h.At)
+	if !(at >= 1 && at <= MaxAt) {
+		return Event{}, reject("at", "must be epoch milliseconds from 1 to %d, got %s", int64(MaxAt),
+			strconv.FormatFloat(*h.At, 'f', -1, 64))
 	}
-	ev := Event{Type: h.Type, At: *h.At}
+	ev := Event{Type: h.Type, At: int64(at)}
 	fields, known := required[h.Type]
 	if !known {
 		return ev, nil // ignored type: valid, nothing to decode
@@ -169,8 +173,15 @@ func Parse(line []byte) (Event, error) {
 		return Event{}, err
 	}
 	payload := newPayload(h.Type)
-	if err := json.Unmarshal(obj, payload); err != nil {
-		var te *json.UnmarshalTypeError
+	err := json.Unmarshal(obj, payload)
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) && strings.HasPrefix(te.Value, "number") {
+		if whole, ok := wholeNumbers(obj, payload); ok {
+			payload = newPayload(h.Type)
+			err = json.Unmarshal(whole, payload)
+		}
+	}
+	if err != nil {
 		if errors.As(err, &te) {
 			return Event{}, reject(te.Field, "wrong type: want %s, got JSON %s", te.Type, te.Value)
 		}

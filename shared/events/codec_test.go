@@ -53,6 +53,27 @@ func TestParseValid(t *testing.T) {
 			line: `{"type":"model.memory",` + at + `,"data":{"model":"m","weightsBytes":1,"kvBytes":2,"prefixCacheBytes":3,"prompt":"secret"}}`,
 			want: Event{Type: TypeModelMemory, At: 1764690000000, Payload: &ModelMemory{Model: "m", WeightsBytes: 1, KVBytes: 2, PrefixCacheBytes: 3}},
 		},
+		// What a producer that prints floats writes (see numbers.go).
+		{
+			name: "whole numbers written as floats, flat",
+			line: `{"type":"request.finished","at":1764690000000.4,"model":"m","requestId":"r1","finish":"stop","promptTokens":812.0,"cachedPromptTokens":0.0,"completionTokens":1.28e2,"queueMs":null,"ttftMs":null,"prefillTokensPerSecond":null,"decodeTokensPerSecond":null,"totalMs":4}`,
+			want: Event{Type: TypeRequestFinished, At: 1764690000000, Payload: &RequestFinished{Model: "m", RequestID: "r1", Finish: FinishStop, PromptTokens: 812, CompletionTokens: 128, TotalMs: 4}},
+		},
+		{
+			name: "a fractional size is rounded to the byte",
+			line: `{"type":"cache.sample",` + at + `,"model":"m","cache":"kv","bytes":1536.6,"capacityBytes":2.5e9,"hits":null,"misses":null}`,
+			want: Event{Type: TypeCacheSample, At: 1764690000000, Payload: &CacheSample{Model: "m", Cache: CacheKV, Bytes: 1537, CapacityBytes: i(2500000000)}},
+		},
+		{
+			name: "fractional sizes of model.memory and model.load",
+			line: `{"type":"model.memory",` + at + `,"model":"m","weightsBytes":7e8,"kvBytes":0.4,"prefixCacheBytes":3.5}`,
+			want: Event{Type: TypeModelMemory, At: 1764690000000, Payload: &ModelMemory{Model: "m", WeightsBytes: 700000000, KVBytes: 0, PrefixCacheBytes: 4}},
+		},
+		{
+			name: "rows written as floats",
+			line: `{"type":"scheduler.sample",` + at + `,"model":"m","active":3.0,"capacity":8e0,"queued":0.0,"tokensPerSecond":1}`,
+			want: Event{Type: TypeSchedulerSample, At: 1764690000000, Payload: &SchedulerSample{Model: "m", Active: 3, Capacity: 8, TokensPerSecond: 1}},
+		},
 		{
 			name: "ignored type without data",
 			line: `{"type":"catalog.changed",` + at + `}`,
@@ -196,6 +217,12 @@ func TestParseRejects(t *testing.T) {
 		{"null bytes", `{"type":"cache.sample",` + at + `,"data":{"model":"m","cache":"kv","bytes":null,"capacityBytes":null,"hits":null,"misses":null}}`, "bytes", "must not be null"},
 		{"wrong type", with(`"promptTokens":10`, `"promptTokens":"ten"`), "promptTokens", "wrong type"},
 		{"fractional tokens", with(`"promptTokens":10`, `"promptTokens":10.5`), "promptTokens", "wrong type"},
+		{"a wrong type beside a float size", `{"type":"model.load",` + at + `,"model":"m","phase":"finished","weightsBytes":1.5,"ms":"x"}`, "ms", "wrong type"},
+		{"fractional hits", `{"type":"cache.sample",` + at + `,"model":"m","cache":"prefix","bytes":1.5,"capacityBytes":null,"hits":2.5,"misses":0}`, "hits", "wrong type"},
+		{"size as text", `{"type":"cache.sample",` + at + `,"model":"m","cache":"kv","bytes":"12","capacityBytes":null,"hits":null,"misses":null}`, "bytes", "wrong type"},
+		{"size past int64", `{"type":"cache.sample",` + at + `,"model":"m","cache":"kv","bytes":1e300,"capacityBytes":null,"hits":null,"misses":null}`, "bytes", "wrong type"},
+		{"negative fractional size", `{"type":"cache.sample",` + at + `,"model":"m","cache":"kv","bytes":-1.5,"capacityBytes":null,"hits":null,"misses":null}`, "bytes", "from 0 to"},
+		{"at under a millisecond", `{"type":"x","at":0.4}`, "at", "got 0.4"},
 		{"negative tokens", with(`"completionTokens":5`, `"completionTokens":-1`), "completionTokens", "from 0 to"},
 		{"negative duration", with(`"queueMs":1`, `"queueMs":-1`), "queueMs", "from 0 to"},
 		{"negative rate", with(`"decodeTokensPerSecond":4`, `"decodeTokensPerSecond":-4`), "decodeTokensPerSecond", "from 0 to"},

@@ -19,6 +19,8 @@ func FuzzParse(f *testing.F) {
 		`{"type":"model.unload","at":2,"data":{"model":"m","reason":"evicted","drainMs":1,"flushed":true}}`,
 		`{"type":"catalog.changed","at":3}`,
 		`{"type":"model.memory","at":9e15,"model":"m"}`,
+		`{"type":"cache.sample","at":1796280001000.5,"model":"m","cache":"kv","bytes":1536.6,"capacityBytes":2.5e9,"hits":null,"misses":null}`,
+		`{"type":"model.memory","at":1,"model":"m","weightsBytes":7e8,"kvBytes":-0.4,"prefixCacheBytes":4611686018427387904.5}`,
 		`[]`, `{}`, `null`, ``,
 	} {
 		f.Add([]byte(seed))
