@@ -5,10 +5,11 @@
 // MetricsSnapshot (its protocol.ts), which other host code reads: every
 // field of it is here under the same name, and a field typed "T | null"
 // there is always present, null when unknown. The additions are:
-// Snapshot.version, Snapshot.timeline, Snapshot.intervalMs and
-// Snapshot.marks, Model.updatedAt, Window.size, Window.tpotMs and
-// Window.perModel, Distribution.p99, SeriesPoint.capacity, and usageRatio
-// on a cache reading of an engine that reports a ratio rather than bytes.
+// Snapshot.version, Snapshot.timeline (whose points are all additions),
+// Snapshot.intervalMs and Snapshot.marks, Model.updatedAt, Window.size,
+// Window.tpotMs, Window.lengths and Window.perModel, Distribution.p99,
+// .min, .p1 and .p5, SeriesPoint.capacity, and usageRatio on a cache
+// reading of an engine that reports a ratio rather than bytes.
 package snapshot
 
 import (
