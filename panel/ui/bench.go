@@ -456,7 +456,7 @@ func (v *BenchView) renderProfiles() app.UI {
 					app.Td().Class("profile").Body(app.Strong().Text(p.Name), app.If(p.Description != "", func() app.UI {
 						return app.Div().Class("muted").Text(p.Description)
 					})),
-					app.Td().Text(p.Scope),
+					app.Td().Text(orDash(p.Scope)), // none when the plan does not load
 					app.Td().Body(modelName(models)),
 					tdNum(itoa(p.Cells)),
 					app.Td().Class("actions").Body(
@@ -751,7 +751,19 @@ func figureValue(f bench.Figure, v *float64) string {
 	return fmt.Sprintf("%.0f %s", *v, f.Unit)
 }
 
+// orDash is s, or the dash for a value that is not known.
+func orDash(s string) string {
+	if s == "" {
+		return format.Dash
+	}
+	return s
+}
+
+// machine names where a run ran; an imported run may not say.
 func machine(m bench.Machine) string {
+	if m == (bench.Machine{}) {
+		return "machine not recorded"
+	}
 	s := m.Chip
 	if m.GPU != "" {
 		s += " / " + m.GPU

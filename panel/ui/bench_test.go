@@ -16,6 +16,7 @@ import (
 	"github.com/maxence-charriere/go-app/v10/pkg/app"
 
 	"github.com/mlx-bun/mlx-metrics/panel/charts"
+	"github.com/mlx-bun/mlx-metrics/panel/format"
 	"github.com/mlx-bun/mlx-metrics/shared/bench"
 	"github.com/mlx-bun/mlx-metrics/shared/clock"
 )
@@ -347,5 +348,19 @@ func TestBenchRuns(t *testing.T) {
 	got := benchRuns(jobs)
 	if want := []charts.Span{{From: 600}, {From: 200, To: 300}}; !reflect.DeepEqual(got, want) {
 		t.Errorf("benchRuns = %v, want %v", got, want)
+	}
+}
+
+// What the API gives as null (a plan that does not load has no scope; an
+// imported run may not name its machine) shows as not known, not blank.
+func TestBenchViewUnknowns(t *testing.T) {
+	v := &BenchView{}
+	v.apply(benchData{fetched: true, profiles: []bench.Profile{{Name: "broken", Error: "invalid plan"}}})
+	html := render(t, v)
+	if !strings.Contains(html, "<td>"+format.Dash+"</td>") {
+		t.Errorf("a profile without a scope:\n%s", html)
+	}
+	if got := machine(bench.Machine{}); got != "machine not recorded" {
+		t.Errorf("machine of none = %q", got)
 	}
 }
