@@ -15,6 +15,7 @@ import (
 	"errors"
 	"fmt"
 	"log"
+	"runtime/debug"
 	"strings"
 	"sync"
 	"time"
@@ -51,6 +52,7 @@ type Store struct {
 // verifyChecksum is db.VerifyChecksum, whose failure may come as a panic
 // (Badger v4.9 dereferences the block it could not read).
 func verifyChecksum(db *badger.DB) (err error) {
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true)) // a fault too is damage here
 	defer recoverDamage(&err)
 	return db.VerifyChecksum()
 }
@@ -89,7 +91,11 @@ func Open(dir string, opts Options) (*Store, error) {
 		WithMemTableSize(8 << 20).
 		WithValueLogFileSize(64 << 20).
 		WithNumVersionsToKeep(1)
-	db, err := badger.Open(dbOpts)
+	var db *badger.DB
+	err := guardFault(func() (err error) {
+		db, err = badger.Open(dbOpts)
+		return err
+	})
 	if err != nil {
 		return nil, fmt.Errorf("open history: %w", err)
 	}
