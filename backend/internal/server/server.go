@@ -44,10 +44,12 @@ type Options struct {
 	// BodyLimit bounds request bodies (event batches are the largest).
 	BodyLimit int
 	// ReadTimeout and IdleTimeout: DefaultReadTimeout and
-	// DefaultIdleTimeout when 0. There is no write timeout: the event
-	// streams write for as long as the client reads (the stream bounds
-	// what a client that stops reading may hold).
+	// DefaultIdleTimeout when 0.
 	ReadTimeout, IdleTimeout time.Duration
+	// WriteTimeout bounds writing an answer (DefaultWriteTimeout when 0),
+	// but for a Streamer's routes: the event streams write for as long as
+	// the client reads, and bound what a client that stops reading holds.
+	WriteTimeout time.Duration
 	// OnError, when set, sees the status of every error answer, including
 	// those made before any route ran (a body over BodyLimit, a request
 	// not read within ReadTimeout): /healthz counts refusals with it.
@@ -64,6 +66,9 @@ func New(opts Options, features ...Feature) *fiber.App {
 	}
 	if opts.IdleTimeout == 0 {
 		opts.IdleTimeout = DefaultIdleTimeout
+	}
+	if opts.WriteTimeout == 0 {
+		opts.WriteTimeout = DefaultWriteTimeout
 	}
 	errorHandler := ErrorHandler
 	if opts.OnError != nil {
@@ -84,6 +89,7 @@ func New(opts Options, features ...Feature) *fiber.App {
 	// start (a bearer token among its headers) and Fiber answers with it:
 	// the client is told what failed, not shown what it sent.
 	srv := app.Server()
+	srv.HeaderReceived = boundsOf(features, opts.WriteTimeout).config
 	parseFailed := srv.ErrorHandler
 	srv.ErrorHandler = func(ctx *fasthttp.RequestCtx, err error) { parseFailed(ctx, withoutContents(err)) }
 	// A method Fiber does not route (lowercase, made up) would get its

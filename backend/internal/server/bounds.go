@@ -1,0 +1,100 @@
+package server
+
+import (
+	"strings"
+	"time"
+
+	"github.com/valyala/fasthttp"
+)
+
+// SmallBodyLimit bounds the body of a request to a route that takes no
+// large body (every route but a BodyTaker's): a bench start, a DELETE, a
+// GET with a body, a path that routes nowhere.
+const SmallBodyLimit = 64 << 10
+
+// DefaultWriteTimeout bounds writing one answer of a route that is not a
+// Streamer's: a client that stops reading a large buffered answer (a
+// Prometheus exposition of a thousand models, a history CSV) lets it go
+// after this. 60 s sends the panel's WebAssembly at 40 KB/s.
+const DefaultWriteTimeout = 60 * time.Second
+
+// A BodyTaker has routes that take bodies up to Options.BodyLimit: a
+// POST, PUT or PATCH at BodyPaths (a path, or a prefix ending in "/*"). fasthttp allocates a
+// body's declared length before it reads a byte of it, so every other
+// route's bound is SmallBodyLimit, decided from the request's header: a
+// 100-byte request declaring 32 MiB to a path that takes no body costs
+// nothing.
+type BodyTaker interface {
+	BodyPaths() []string
+}
+
+// A Streamer has routes, at StreamPaths, that write for as long as their
+// client reads and bound a slow client themselves (they take the
+// connection over); every other answer must be written within
+// DefaultWriteTimeout.
+type Streamer interface {
+	StreamPaths() []string
+}
+
+// bounds decides, from a request's header, the body limit and the write
+// timeout of the request.
+type bounds struct {
+	bodies, streams []string
+	writeTimeout    time.Duration
+}
+
+func boundsOf(features []Feature, writeTimeout time.Duration) *bounds {
+	b := &bounds{writeTimeout: writeTimeout}
+	for _, f := range features {
+		if t, ok := f.(BodyTaker); ok {
+			b.bodies = append(b.bodies, t.BodyPaths()...)
+		}
+		if s, ok := f.(Streamer); ok {
+			b.streams = append(b.streams, s.StreamPaths()...)
+		}
+	}
+	return b
+}
+
+// config is fasthttp's Server.HeaderReceived: zero fields keep the
+// server's own settings (BodyLimit, no write timeout).
+func (b *bounds) config(h *fasthttp.RequestHeader) fasthttp.RequestConfig {
+	u := fasthttp.AcquireURI()
+	defer fasthttp.ReleaseURI(u)
+	_ = u.Parse(nil, h.RequestURI()) // the path as routing will see it: decoded, dot segments resolved
+	path := string(u.Path())
+	var rc fasthttp.RequestConfig
+	if !takesBody(h.Method()) || !matches(b.bodies, path) {
+		rc.MaxRequestBodySize = SmallBodyLimit
+	}
+	if !matches(b.streams, path) {
+		rc.WriteTimeout = b.writeTimeout
+	}
+	return rc
+}
+
+// takesBody reports whether a request of method may carry a large body.
+func takesBody(method []byte) bool {
+	switch string(method) {
+	case fasthttp.MethodPost, fasthttp.MethodPut, fasthttp.MethodPatch:
+		return true
+	}
+	return false
+}
+
+// matches reports whether path is one of patterns, or under one ending in
+// "/*". Routing ignores case, and so does this.
+func matches(patterns []string, path string) bool {
+	for _, p := range patterns {
+		if prefix, ok := strings.CutSuffix(p, "/*"); ok {
+			if len(path) > len(prefix) && strings.EqualFold(path[:len(prefix)], prefix) && path[len(prefix)] == '/' {
+				return true
+			}
+			continue
+		}
+		if strings.EqualFold(strings.TrimSuffix(path, "/"), p) {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,107 @@
+package server
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+	"github.com/valyala/fasthttp"
+)
+
+// boundedRoutes takes large bodies at /api/metrics/events and under /v1,
+// and streams at /api/metrics/stream and under /v1.
+type boundedRoutes struct{}
+
+func (boundedRoutes) Mount(_ *fiber.App, api fiber.Router) {
+	api.Post("/events", func(c *fiber.Ctx) error { return c.SendString(fmt.Sprint(len(c.Body()))) })
+}
+func (boundedRoutes) BodyPaths() []string   { return []string{"/api/metrics/events", "/v1/*"} }
+func (boundedRoutes) StreamPaths() []string { return []string{"/api/metrics/stream", "/v1/*"} }
+
+func TestBoundsConfig(t *testing.T) {
+	const wt = 7 * time.Second
+	b := boundsOf([]Feature{boundedRoutes{}, streamRoutes{}}, wt)
+	tests := []struct {
+		uri           string
+		large, stream bool
+	}{
+		{"/api/metrics/events", true, false},
+		{"/api/metrics/events?batch=1", true, false},
+		{"/api/metrics/events/", true, false},
+		{"/API/Metrics/Events", true, false},
+		{"/api/metrics/x/../events", true, false},
+		{"/api/metrics/%65vents", true, false},
+		{"http://127.0.0.1:7878/api/metrics/events", true, false},
+		{"/api/metrics/eventsx", false, false},
+		{"/api/metrics/stream", false, true},
+		{"/v1/chat/completions", true, true},
+		{"/v1/", true, true},
+		{"/v1", false, false},
+		{"/v1x/chat", false, false},
+		{"/nothing-here", false, false},
+		{"/metrics", false, false},
+		{"GET /api/metrics/events", false, false},
+		{"DELETE /v1/files/f", false, true},
+		{"PUT /v1/files/f", true, true},
+	}
+	for _, tt := range tests {
+		var h fasthttp.RequestHeader
+		method, uri, ok := strings.Cut(tt.uri, " ")
+		if !ok {
+			method, uri = fiber.MethodPost, tt.uri
+		}
+		h.SetMethod(method)
+		h.SetRequestURI(uri)
+		rc := b.config(&h)
+		if large := rc.MaxRequestBodySize == 0; large != tt.large || (!large && rc.MaxRequestBodySize != SmallBodyLimit) {
+			t.Errorf("%s: body limit %d, want large %v", tt.uri, rc.MaxRequestBodySize, tt.large)
+		}
+		if stream := rc.WriteTimeout == 0; stream != tt.stream || (!stream && rc.WriteTimeout != wt) {
+			t.Errorf("%s: write timeout %v, want stream %v", tt.uri, rc.WriteTimeout, tt.stream)
+		}
+	}
+}
+
+// fasthttp allocates a body's declared length before reading it: a request
+// that declares 32 MiB to a route that takes no large body is refused at
+// once, its body unsent; a route that takes one reads it as before.
+func TestDeclaredBodyBoundedByRoute(t *testing.T) {
+	addr := serve(t, New(Options{}, boundedRoutes{}))
+	tests := []struct {
+		name, request, status string
+	}{
+		{"a declared 32 MiB to no route", "POST /nothing-here HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 33554432\r\n\r\n", "413"},
+		{"a declared 32 MiB to a route without large bodies", "DELETE /api/metrics/events HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 33554432\r\n\r\n", "413"},
+		{"a body to the route that takes it", "POST /api/metrics/events HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 70000\r\n\r\n" + strings.Repeat("x", 70000), "200"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			conn, err := net.Dial("tcp", addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close()
+			_ = conn.SetDeadline(time.Now().Add(10 * time.Second)) // under the read timeout a body would be waited for
+			if _, err := io.WriteString(conn, tt.request); err != nil {
+				t.Fatal(err)
+			}
+			res, err := http.ReadResponse(bufio.NewReader(conn), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, _ := io.ReadAll(io.LimitReader(res.Body, 1<<10))
+			if fmt.Sprint(res.StatusCode) != tt.status {
+				t.Fatalf("answer %d %q, want %s", res.StatusCode, body, tt.status)
+			}
+			if tt.status == "413" && !strings.HasPrefix(string(body), `{"error":{"message":`) {
+				t.Errorf("not the JSON error: %q", body)
+			}
+		})
+	}
+}
