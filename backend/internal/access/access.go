@@ -55,7 +55,15 @@ type Options struct {
 	// MaxBody bounds a body after Content-Encoding is undone;
 	// DefaultMaxBody when 0.
 	MaxBody int
+	// MaxDecodes bounds how many bodies are inflated at once
+	// (DefaultMaxDecodes when 0): each may take MaxBody and more.
+	MaxDecodes int
 }
+
+// DefaultMaxDecodes is how many compressed bodies are inflated at once; a
+// request past them is answered 503, to send again. A host's publisher
+// sends one batch at a time.
+const DefaultMaxDecodes = 4
 
 // Guard is the access feature: mount it before every other feature.
 type Guard struct {
@@ -65,6 +73,7 @@ type Guard struct {
 
 	cors     fiber.Handler
 	refusals refusals
+	decoding chan struct{} // a token per body being inflated
 }
 
 // New returns the guard opts describe.
@@ -72,10 +81,13 @@ func New(opts Options) *Guard {
 	if opts.MaxBody <= 0 {
 		opts.MaxBody = DefaultMaxBody
 	}
+	if opts.MaxDecodes <= 0 {
+		opts.MaxDecodes = DefaultMaxDecodes
+	}
 	if opts.Token == "" {
 		opts.Token, opts.ProducerToken = opts.ProducerToken, ""
 	}
-	g := &Guard{opts: opts, hosts: map[string]bool{}}
+	g := &Guard{opts: opts, hosts: map[string]bool{}, decoding: make(chan struct{}, opts.MaxDecodes)}
 	for _, o := range opts.Origins {
 		g.anyOrig = g.anyOrig || o == "*"
 		if _, host, ok := strings.Cut(o, "://"); ok {
@@ -155,7 +167,7 @@ func (g *Guard) checkChange(c *fiber.Ctx) error {
 	if err := checkContentType(c); err != nil {
 		return err
 	}
-	if err := decodeBody(c, g.opts.MaxBody); err != nil {
+	if err := g.decodeBody(c); err != nil {
 		return err
 	}
 	return c.Next()

@@ -42,15 +42,25 @@ func checkContentType(c *fiber.Ctx) error {
 	return nil
 }
 
-// decodeBody undoes a Content-Encoding (gzip, deflate, br) within max
+// decodeBody undoes a Content-Encoding (gzip, deflate, br) within MaxBody
 // bytes, streaming the inflate so that a small bomb cannot grow past the
 // bound, and leaves the plain body in the request for the handler. Fiber's
-// own Ctx.Body would inflate it whole.
-func decodeBody(c *fiber.Ctx, max int) error {
+// own Ctx.Body would inflate it whole. At most MaxDecodes run at once, so
+// that many small bombs sent together cannot add up past a bound either.
+func (g *Guard) decodeBody(c *fiber.Ctx) error {
 	enc := strings.ToLower(strings.TrimSpace(c.Get(fiber.HeaderContentEncoding)))
 	if enc == "" || enc == "identity" {
 		return nil
 	}
+	select {
+	case g.decoding <- struct{}{}:
+		defer func() { <-g.decoding }()
+	default:
+		c.Set(fiber.HeaderRetryAfter, "1")
+		return fiber.NewError(fiber.StatusServiceUnavailable, fmt.Sprintf(
+			"%d compressed bodies are being inflated already: send it again in a second, or uncompressed", cap(g.decoding)))
+	}
+	max := g.opts.MaxBody
 	r, err := decoder(enc, c.Request().Body())
 	if err != nil {
 		return err
@@ -94,17 +104,28 @@ func decoder(enc string, raw []byte) (io.Reader, error) {
 var errOverLimit = errors.New("over the limit")
 
 // readAtMost reads r to its end if that is at most max bytes; else it
-// stops after max+1 (asking r for no more) with errOverLimit.
+// stops after max+1 (asking r for no more) with errOverLimit. Its buffer
+// doubles as it fills but never past max+1 (bytes.Buffer would take 2×max
+// for a stream a byte over max).
 func readAtMost(r io.Reader, max int) ([]byte, error) {
-	var out bytes.Buffer
-	n, err := io.Copy(&out, io.LimitReader(r, int64(max)+1))
-	if err != nil {
-		return nil, err
+	buf := make([]byte, 0, min(max+1, 32<<10))
+	for {
+		if len(buf) == cap(buf) {
+			grown := make([]byte, len(buf), min(2*cap(buf), max+1))
+			copy(grown, buf)
+			buf = grown
+		}
+		n, err := r.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		switch {
+		case len(buf) > max:
+			return nil, errOverLimit
+		case errors.Is(err, io.EOF):
+			return buf, nil
+		case err != nil:
+			return nil, err
+		}
 	}
-	if n > int64(max) {
-		return nil, errOverLimit
-	}
-	return out.Bytes(), nil
 }
 
 // byteSize says n as MiB when it is whole MiB, else as bytes.

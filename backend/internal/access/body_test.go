@@ -205,3 +205,41 @@ func TestWireLimitCounted(t *testing.T) {
 		t.Fatalf("tooLarge %d, want 1", got)
 	}
 }
+
+// At most MaxDecodes bodies inflate at once: many small bombs sent
+// together cannot add up past a bound. One past them is told to come
+// back; an uncompressed body is not held up.
+func TestDecodesBounded(t *testing.T) {
+	app, g := newApp(Options{Loopback: true, MaxDecodes: 2})
+	small := []byte(`{"type":"x","at":1}` + "\n")
+	post := func(enc string, body []byte) *http.Response {
+		req := httptest.NewRequest("POST", "/api/metrics/events", bytes.NewReader(body))
+		req.Host = self
+		req.Header.Set("Content-Type", "application/x-ndjson")
+		if enc != "" {
+			req.Header.Set("Content-Encoding", enc)
+		}
+		resp, err := app.Test(req, -1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp
+	}
+	// Two decodes in flight: the slots are held as a decode holds them.
+	g.decoding <- struct{}{}
+	g.decoding <- struct{}{}
+	if resp := post("gzip", compress(t, "gzip", small)); resp.StatusCode != 503 || resp.Header.Get("Retry-After") != "1" {
+		t.Fatalf("a third decode: %d, Retry-After %q; want 503 with Retry-After 1", resp.StatusCode, resp.Header.Get("Retry-After"))
+	}
+	if resp := post("", small); resp.StatusCode != 200 {
+		t.Fatalf("an uncompressed body while decodes are full: %d", resp.StatusCode)
+	}
+	<-g.decoding
+	if resp := post("br", compress(t, "br", small)); resp.StatusCode != 200 {
+		t.Fatalf("a decode once a slot is free: %d", resp.StatusCode)
+	}
+	if len(g.decoding) != 1 {
+		t.Fatalf("%d slots held after the decode, want the one the test holds", len(g.decoding))
+	}
+}

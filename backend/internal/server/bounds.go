@@ -40,11 +40,12 @@ type Streamer interface {
 // timeout of the request.
 type bounds struct {
 	bodies, streams []string
+	small           int // SmallBodyLimit, or the server's limit when lower
 	writeTimeout    time.Duration
 }
 
-func boundsOf(features []Feature, writeTimeout time.Duration) *bounds {
-	b := &bounds{writeTimeout: writeTimeout}
+func boundsOf(features []Feature, bodyLimit int, writeTimeout time.Duration) *bounds {
+	b := &bounds{small: min(SmallBodyLimit, bodyLimit), writeTimeout: writeTimeout}
 	for _, f := range features {
 		if t, ok := f.(BodyTaker); ok {
 			b.bodies = append(b.bodies, t.BodyPaths()...)
@@ -65,7 +66,7 @@ func (b *bounds) config(h *fasthttp.RequestHeader) fasthttp.RequestConfig {
 	path := string(u.Path())
 	var rc fasthttp.RequestConfig
 	if !takesBody(h.Method()) || !matches(b.bodies, path) {
-		rc.MaxRequestBodySize = SmallBodyLimit
+		rc.MaxRequestBodySize = b.small
 	}
 	if !matches(b.streams, path) {
 		rc.WriteTimeout = b.writeTimeout

@@ -26,7 +26,7 @@ func (boundedRoutes) StreamPaths() []string { return []string{"/api/metrics/stre
 
 func TestBoundsConfig(t *testing.T) {
 	const wt = 7 * time.Second
-	b := boundsOf([]Feature{boundedRoutes{}, streamRoutes{}}, wt)
+	b := boundsOf([]Feature{boundedRoutes{}, streamRoutes{}}, 32<<20, wt)
 	tests := []struct {
 		uri           string
 		large, stream bool

@@ -89,7 +89,7 @@ func New(opts Options, features ...Feature) *fiber.App {
 	// start (a bearer token among its headers) and Fiber answers with it:
 	// the client is told what failed, not shown what it sent.
 	srv := app.Server()
-	srv.HeaderReceived = boundsOf(features, opts.WriteTimeout).config
+	srv.HeaderReceived = boundsOf(features, opts.BodyLimit, opts.WriteTimeout).config
 	parseFailed := srv.ErrorHandler
 	srv.ErrorHandler = func(ctx *fasthttp.RequestCtx, err error) { parseFailed(ctx, withoutContents(err)) }
 	// A method Fiber does not route (lowercase, made up) would get its
