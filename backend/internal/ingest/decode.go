@@ -51,8 +51,9 @@ func rejection(err error) Rejection {
 // Decode reads events from r, NDJSON or a single JSON array (told apart by
 // the first non-space byte), calling accept for each valid event, with its
 // position in the input, and reject for each invalid one, in input order. It returns an error only when r
-// itself fails or the array is not well-formed JSON past some point (the
-// elements before it still count).
+// itself fails, or the array is not well-formed JSON past some point or
+// holds an element too large to read (see maxElementRead); the elements
+// before it still count.
 func Decode(r io.Reader, accept func(events.Event, Rejection), reject func(Rejection)) error {
 	br := bufio.NewReaderSize(r, 64<<10)
 	for {
@@ -74,15 +75,37 @@ func Decode(r io.Reader, accept func(events.Event, Rejection), reject func(Rejec
 	}
 }
 
+// maxElementRead bounds what the array decoder reads past the end of one
+// element for the next: an event's limit, the blanks and comma before it,
+// and room to see where it ends. json.Decoder holds a value whole before
+// it finds its end, so without the bound one endless element would take
+// all memory. An element over MaxLineBytes that ends within the bound is
+// rejected and the array goes on; one that does not is not read further.
+const maxElementRead = events.MaxLineBytes + 4<<10
+
+// errElementTooLarge stops the array decoder's reads past maxElementRead.
+var errElementTooLarge = errors.New("JSON array element too large")
+
+// decodeArray reads one JSON array of events. Nothing inside an array tells
+// where an element too large to read ends, so such an element ends the
+// body with an error; the elements before it stand.
 func decodeArray(r io.Reader, accept func(events.Event, Rejection), reject func(Rejection)) error {
-	dec := json.NewDecoder(r)
+	br := &boundedReader{r: r}
+	dec := json.NewDecoder(br)
+	bound := func() { br.limit = dec.InputOffset() + maxElementRead }
+	bound()
 	if _, err := dec.Token(); err != nil { // [
 		return fmt.Errorf("reading the JSON array: %w", err)
 	}
-	for i := 0; dec.More(); i++ {
+	i := 0
+	for ; ; i++ {
+		bound()
+		if !dec.More() {
+			break
+		}
 		var raw json.RawMessage
 		if err := dec.Decode(&raw); err != nil {
-			return fmt.Errorf("JSON array element %d: %w", i, err)
+			return arrayError(i, err)
 		}
 		idx := i
 		ev, err := events.Parse(raw)
@@ -95,14 +118,66 @@ func decodeArray(r io.Reader, accept func(events.Event, Rejection), reject func(
 		accept(ev, Rejection{Index: &idx})
 	}
 	if _, err := dec.Token(); err != nil { // ]
+		if errors.Is(err, errElementTooLarge) {
+			return arrayError(i, err)
+		}
 		return fmt.Errorf("closing the JSON array: %w", err)
 	}
 	// Only blanks may follow: a second array or a stray word is a
-	// malformed body (the array's events stand).
-	if _, err := dec.Token(); err != io.EOF {
-		return errors.New("more than blanks after the JSON array: send one array, or NDJSON")
+	// malformed body (the array's events stand). Read as they come, not
+	// through the decoder, which would hold them.
+	return onlyBlanks(io.MultiReader(dec.Buffered(), r))
+}
+
+func arrayError(i int, err error) error {
+	if errors.Is(err, errElementTooLarge) {
+		return fmt.Errorf("JSON array element %d is over the %d-byte limit for one event: the rest of the array is not read",
+			i, events.MaxLineBytes)
 	}
-	return nil
+	return fmt.Errorf("JSON array element %d: %w", i, err)
+}
+
+// onlyBlanks reads r to its end and fails on the first byte that is not a
+// JSON blank.
+func onlyBlanks(r io.Reader) error {
+	buf := make([]byte, 4<<10)
+	for {
+		n, err := r.Read(buf)
+		for _, c := range buf[:n] {
+			switch c {
+			case ' ', '\t', '\r', '\n':
+			default:
+				return errors.New("more than blanks after the JSON array: send one array, or NDJSON")
+			}
+		}
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+	}
+}
+
+// boundedReader fails reads past limit (an offset from its start), and
+// shortens a read that would pass it, so the decoder never holds more.
+type boundedReader struct {
+	r     io.Reader
+	read  int64
+	limit int64
+}
+
+func (b *boundedReader) Read(p []byte) (int, error) {
+	room := b.limit - b.read
+	if room <= 0 {
+		return 0, errElementTooLarge
+	}
+	if int64(len(p)) > room {
+		p = p[:room]
+	}
+	n, err := b.r.Read(p)
+	b.read += int64(n)
+	return n, err
 }
 
 // decodeLines reads NDJSON. A line over events.MaxLineBytes is rejected

@@ -39,8 +39,14 @@ func decode(input string) decoded {
 	return d
 }
 
+// padded is an ignored event of n bytes or a little more.
+func padded(n int) string {
+	return `{"type":"x","at":1,"data":"` + strings.Repeat("a", max(n-29, 0)) + `"}`
+}
+
 func TestDecode(t *testing.T) {
-	huge := `{"type":"x","at":1,"data":"` + strings.Repeat("a", 1<<20) + `"}`
+	huge := padded(1<<20 + 29)
+	over := padded(events.MaxLineBytes + 100) // over an event's limit, within the array's read bound
 	for _, tc := range []struct {
 		name     string
 		input    string
@@ -103,6 +109,36 @@ func TestDecode(t *testing.T) {
 		{
 			name:     "two JSON arrays",
 			input:    "[" + okLine + "][" + okOther + "]",
+			accepted: []events.Type{events.TypeSchedulerSample},
+			err:      "more than blanks after the JSON array: send one array, or NDJSON",
+		},
+		{
+			name:     "array element over the event limit is rejected, the array goes on",
+			input:    "[" + okLine + "," + over + "," + okOther + "]",
+			accepted: []events.Type{events.TypeSchedulerSample, "catalog.changed"},
+			rejected: []Rejection{{Index: idx(1), Reason: "event is 65636 bytes, over the 65536-byte limit"}},
+		},
+		{
+			name:     "1 MB array element ends the array, keeping what came before",
+			input:    "[" + okLine + "," + huge + "," + okOther + "]",
+			accepted: []events.Type{events.TypeSchedulerSample},
+			err:      "JSON array element 1 is over the 65536-byte limit for one event: the rest of the array is not read",
+		},
+		{
+			// The decoder holds the blanks after an element with the next.
+			name:     "1 MB of blanks inside an array count with the next element",
+			input:    "[" + okLine + strings.Repeat(" ", 1<<20) + "," + okOther + "]",
+			accepted: []events.Type{events.TypeSchedulerSample},
+			err:      "JSON array element 1 is over the 65536-byte limit for one event: the rest of the array is not read",
+		},
+		{
+			name:     "1 MB of blanks after the array are read, not held",
+			input:    "[" + okLine + "]" + strings.Repeat("\n", 1<<20),
+			accepted: []events.Type{events.TypeSchedulerSample},
+		},
+		{
+			name:     "1 MB string after the array",
+			input:    "[" + okLine + "]" + `"` + strings.Repeat("a", 1<<20) + `"`,
 			accepted: []events.Type{events.TypeSchedulerSample},
 			err:      "more than blanks after the JSON array: send one array, or NDJSON",
 		},
@@ -222,6 +258,66 @@ func TestDecodeSSE(t *testing.T) {
 			}
 			if !slices.Equal(accepted, tc.accepted) || !slices.Equal(rejected, tc.rejected) || !slices.Equal(ids, tc.ids) {
 				t.Errorf("accepted %v, rejected events %v, ids %q; want %v, %v, %q", accepted, rejected, ids, tc.accepted, tc.rejected, tc.ids)
+			}
+		})
+	}
+}
+
+// endless is a body that never ends: prefix, then fill for ever. It counts
+// what was read from it.
+type endless struct {
+	prefix string
+	fill   byte
+	read   int
+}
+
+func (e *endless) Read(p []byte) (int, error) {
+	n := 0
+	if e.read < len(e.prefix) {
+		n = copy(p, e.prefix[e.read:])
+	}
+	for i := n; i < len(p); i++ {
+		p[i] = e.fill
+	}
+	e.read += len(p)
+	return len(p), nil
+}
+
+// An array element that never ends, or blanks that never do, stop the
+// decoder within a bound: it holds no more than one event's limit and its
+// read-ahead, whatever the body's length.
+func TestDecodeArrayBounded(t *testing.T) {
+	const bound = maxElementRead + 64<<10 // and Decode's bufio.Reader
+	for _, tc := range []struct {
+		name   string
+		prefix string
+		fill   byte
+		err    string
+	}{
+		{"an element", "[" + okLine + `,{"type":"catalog.changed","at":1,"pad":"`, 'A',
+			"JSON array element 1 is over the 65536-byte limit for one event: the rest of the array is not read"},
+		{"the first element", `[{"type":"catalog.changed","at":1,"pad":"`, 'A',
+			"JSON array element 0 is over the 65536-byte limit for one event: the rest of the array is not read"},
+		{"blanks after an element", "[" + okLine, ' ',
+			"JSON array element 1 is over the 65536-byte limit for one event: the rest of the array is not read"},
+		{"blanks after a comma", "[" + okLine + ",", '\n',
+			"JSON array element 1 is over the 65536-byte limit for one event: the rest of the array is not read"},
+		{"a string after the array", "[" + okLine + `]"`, 'A',
+			"more than blanks after the JSON array: send one array, or NDJSON"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			body := &endless{prefix: tc.prefix, fill: tc.fill}
+			var accepted []events.Type
+			err := Decode(body, func(ev events.Event, _ Rejection) { accepted = append(accepted, ev.Type) },
+				func(r Rejection) { t.Errorf("rejected %+v", r) })
+			if err == nil || err.Error() != tc.err {
+				t.Fatalf("error %v, want %q", err, tc.err)
+			}
+			if body.read > bound {
+				t.Errorf("read %d bytes, over %d", body.read, bound)
+			}
+			if want := strings.Count(tc.prefix, okLine); len(accepted) != want {
+				t.Errorf("accepted %v, want %d events", accepted, want)
 			}
 		})
 	}

@@ -193,7 +193,9 @@ func (f *Follower) once(ctx context.Context) (accepted int, retry time.Duration,
 			accepted++
 		}
 	}
-	body := &idleReader{r: resp.Body, watchdog: watchdog, idle: idle}
+	// Each read checks ctx itself, so a stop is seen within one read
+	// whatever the Client's transport does with a cancelled body.
+	body := &idleReader{r: ctxReader{ctx, resp.Body}, watchdog: watchdog, idle: idle}
 	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
 	if mt == "text/event-stream" {
 		retry, err = decodeSSE(body, accept, f.reject, f.setLastID)

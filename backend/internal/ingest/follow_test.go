@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -220,4 +221,86 @@ func TestFollowerIdleTimeout(t *testing.T) {
 	}
 	cancel()
 	<-done
+}
+
+// roundTripper answers every request with the response its func makes.
+type roundTripper func(*http.Request) (*http.Response, error)
+
+func (f roundTripper) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// endlessHost is a client whose every GET is answered with body, as
+// NDJSON, by a transport that ignores the request's context: only the
+// follower's own reads can notice a stop.
+func endlessHost(body io.Reader) *http.Client {
+	return &http.Client{Transport: roundTripper(func(r *http.Request) (*http.Response, error) {
+		return &http.Response{StatusCode: 200, Status: "200 OK", Request: r, Body: io.NopCloser(body),
+			Header: http.Header{"Content-Type": {"application/x-ndjson"}}}, nil
+	})}
+}
+
+// A host whose array holds an element that never ends: the follower keeps
+// the events before it, reads no more than the element's bound, and drops
+// the connection with the reason.
+func TestFollowerHugeArrayElement(t *testing.T) {
+	body := &endless{prefix: "[" + okLine + `,{"type":"catalog.changed","at":1,"pad":"`, fill: 'A'}
+	clk := clock.NewFake(time.UnixMilli(t0))
+	f := NewFollower(bus.New(), "http://host/events", FollowerOptions{
+		Options: Options{Clock: clk, Logf: t.Logf}, Client: endlessHost(body)})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { f.Run(ctx); close(done) }()
+	defer func() { cancel(); <-done }()
+
+	wctx, wcancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer wcancel()
+	if err := clk.WaitForSleepers(wctx, 1); err != nil {
+		t.Fatal("the connection was never dropped")
+	}
+	st := f.Status()
+	const reason = "JSON array element 1 is over the 65536-byte limit for one event: the rest of the array is not read"
+	if st.LastError != reason || st.Connects != 1 || st.Events.Accepted != 1 {
+		t.Fatalf("status %+v, want the error %q after 1 event", st, reason)
+	}
+	if bound := maxElementRead + 64<<10; body.read > bound {
+		t.Fatalf("read %d bytes of the body, over %d", body.read, bound)
+	}
+}
+
+// A stop is noticed inside a body that never ends (here an NDJSON line
+// the decoder skips without holding), even from a transport that does not
+// end the body when the request is cancelled.
+func TestFollowerStopsInsideEndlessBody(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	body := &cancelAfter{r: &endless{prefix: okLine + "\n", fill: 'A'}, n: 1 << 20, cancel: cancel}
+	clk := clock.NewFake(time.UnixMilli(t0))
+	f := NewFollower(bus.New(), "http://host/events", FollowerOptions{
+		Options: Options{Clock: clk, Logf: t.Logf}, Client: endlessHost(body)})
+	done := make(chan struct{})
+	go func() { f.Run(ctx); close(done) }()
+	wctx, wcancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer wcancel()
+	select {
+	case <-done:
+	case <-wctx.Done():
+		t.Fatal("the follower did not stop")
+	}
+	if st := f.Status(); st.Events.Accepted != 1 || st.Events.Rejected != 0 {
+		t.Fatalf("status %+v", st)
+	}
+}
+
+// cancelAfter calls cancel once n bytes have been read through it.
+type cancelAfter struct {
+	r      io.Reader
+	n      int
+	cancel context.CancelFunc
+}
+
+func (c *cancelAfter) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	if c.n -= n; c.n <= 0 {
+		c.cancel()
+	}
+	return n, err
 }

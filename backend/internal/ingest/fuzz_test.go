@@ -2,6 +2,7 @@ package ingest
 
 import (
 	"bytes"
+	"strings"
 	"testing"
 
 	"github.com/mlx-bun/mlx-metrics/shared/events"
@@ -14,6 +15,12 @@ var fuzzSeeds = []string{
 	"id: 7\ndata: " + okLine + "\n\nretry: 100\ndata: [" + okOther + "]\n\n",
 	"data: " + okLine + "\ndata: more\n\n: comment\nid: \x00\n\n",
 	"\n\n  \r\n", "[]", "[[[[", "",
+	// Array elements over an event's limit: rejected within the read
+	// bound, the body's end past it; blanks and a string after the array.
+	"[" + okLine + "," + padded(events.MaxLineBytes+1) + "," + okOther + "]",
+	"[" + okLine + "," + padded(maxElementRead+1) + "," + okOther + "]",
+	"[" + okLine + strings.Repeat(" ", maxElementRead) + "]",
+	"[" + okLine + "]\n \r\t" + `"x"`,
 }
 
 // FuzzDecode: whatever the body, Decode does not panic, reports each

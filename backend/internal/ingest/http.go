@@ -68,7 +68,12 @@ func (h *HTTP) handle(c *fiber.Ctx) error {
 		}
 	}
 	err = Decode(bytes.NewReader(body), func(ev events.Event, pos Rejection) {
-		ev.At += shift
+		if r := retime(&ev, shift); r != "" {
+			pos.Field, pos.Reason = "at", r
+			h.reject(pos)
+			reject(pos)
+			return
+		}
 		switch out, r := h.offer(ev, pos); out {
 		case accepted:
 			reply.Accepted++
@@ -103,10 +108,12 @@ func (h *HTTP) handle(c *fiber.Ctx) error {
 }
 
 // retimeShift is what ?retime=now adds to every event's at: the batch's
-// newest event moves to now and the others keep their gaps to it, so
+// newest core event moves to now and the others keep their gaps to it, so
 // events written by hand, or recorded days ago, are accepted as live
-// (`mlx-metrics events replay` does the same by default). It costs a
-// second decoding of the body, only when asked.
+// (`mlx-metrics events replay` does the same by default). Only core events
+// set it: another type's at is never checked, so a far one would move every
+// core event out of bounds. It costs a second decoding of the body, only
+// when asked.
 func retimeShift(retime string, body []byte, now time.Time) (int64, error) {
 	switch retime {
 	case "":
@@ -117,10 +124,24 @@ func retimeShift(retime string, body []byte, now time.Time) (int64, error) {
 	}
 	newest := int64(0)
 	_ = Decode(bytes.NewReader(body), func(ev events.Event, _ Rejection) {
-		newest = max(newest, ev.At)
+		if ev.Payload != nil {
+			newest = max(newest, ev.At)
+		}
 	}, func(Rejection) {})
 	if newest == 0 {
 		return 0, nil
 	}
 	return now.UnixMilli() - newest, nil
+}
+
+// retime adds shift to ev's at, or says why the shifted at is no time.
+// Parse bounded at to 1..events.MaxAt, so the sum cannot overflow.
+func retime(ev *events.Event, shift int64) string {
+	at := ev.At + shift
+	if at < 1 || at > events.MaxAt {
+		return fmt.Sprintf("%d moved by ?retime=now (%+d ms, the batch's newest core event to now) is %d, outside 1 to %d",
+			ev.At, shift, at, int64(events.MaxAt))
+	}
+	ev.At = at
+	return ""
 }

@@ -2,6 +2,7 @@ package ingest
 
 import (
 	"encoding/json"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -91,6 +92,7 @@ func TestPostEvents(t *testing.T) {
 		listed    int
 		truncated bool
 		published []events.Type
+		reasons   []string // the listed rejections' reasons, when given
 	}{
 		{
 			name: "NDJSON", body: okLine + "\n" + okOther + "\n",
@@ -148,6 +150,29 @@ func TestPostEvents(t *testing.T) {
 			name: "more than a day old, from a live source", body: schedAt(t0 - 25*3600_000),
 			status: 400, errType: "invalid_request_error", rejected: 1, listed: 1,
 		},
+		{
+			// A core event's gap to now is counted in milliseconds: as a
+			// time.Duration it would be clamped at 292 years.
+			name: "stamped at the last millisecond of year 9999", body: schedAt(events.MaxAt),
+			status: 400, errType: "invalid_request_error", rejected: 1, listed: 1,
+			reasons: []string{"253402300799999 is 69899336 h 20 min ahead of this server's clock (at most 5 min 00 s allowed)"},
+		},
+		{
+			name:   "an array element over an event's limit is rejected, the array goes on",
+			body:   "[" + okLine + "," + padded(events.MaxLineBytes+1) + "," + okOther + "]",
+			status: 200, accepted: 1, ignored: 1, rejected: 1, listed: 1,
+			published: []events.Type{events.TypeSchedulerSample, "catalog.changed"},
+		},
+		{
+			// The body limit bounds what a POST holds already; an element
+			// past the array's read bound ends the array as it ends a
+			// followed stream's, the events before it standing.
+			name:   "an array element past the read bound ends the array",
+			body:   "[" + okLine + "," + padded(1<<20) + "," + okOther + "]",
+			status: 200, accepted: 1, rejected: 1, listed: 1,
+			published: []events.Type{events.TypeSchedulerSample},
+			reasons:   []string{"JSON array element 1 is over the 65536-byte limit for one event: the rest of the array is not read"},
+		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			b := bus.New()
@@ -170,6 +195,11 @@ func TestPostEvents(t *testing.T) {
 			}
 			if got := s.types(); !slices.Equal(got, tc.published) {
 				t.Fatalf("published %v, want %v", got, tc.published)
+			}
+			for i, want := range tc.reasons {
+				if r.Errors[i].Reason != want {
+					t.Errorf("rejection %d: %q, want %q", i, r.Errors[i].Reason, want)
+				}
 			}
 			if st := h.Stats(); st.Accepted != uint64(tc.accepted) || st.Ignored != uint64(tc.ignored) || st.Rejected != uint64(tc.rejected) {
 				t.Fatalf("counter %+v", st)
@@ -274,6 +304,100 @@ func TestPostRetime(t *testing.T) {
 			}
 			if !slices.Equal(at, tt.at) {
 				t.Fatalf("at = %v, want %v", at, tt.at)
+			}
+		})
+	}
+}
+
+func loadAt(at int64) string {
+	return fmt.Sprintf(`{"type":"model.load","at":%d,"model":"m","phase":"finished","ms":2400}`, at)
+}
+
+func otherAt(at int64) string { return fmt.Sprintf(`{"type":"catalog.changed","at":%d}`, at) }
+
+// ?retime=now takes its shift from core events only, since another type's
+// at is never checked; and an event the shift moves outside 1..MaxAt is a
+// rejection that says so, never a negative at on the bus.
+func TestPostRetimeBounds(t *testing.T) {
+	tests := []struct {
+		name     string
+		body     []string
+		accepted int
+		ignored  int
+		at       []int64 // the events' at on the bus
+		reasons  []string
+	}{
+		{
+			name:     "a far ignored event does not move the core events",
+			body:     []string{loadAt(t0), loadAt(t0), otherAt(events.MaxAt)},
+			accepted: 2, ignored: 1,
+			at: []int64{t0, t0, events.MaxAt},
+		},
+		{
+			name:     "an ignored event moved past year 9999",
+			body:     []string{loadAt(t0 - 1000), otherAt(events.MaxAt), loadAt(t0 - 2000)},
+			accepted: 2,
+			at:       []int64{t0, t0 - 1000},
+			reasons: []string{"253402300799999 moved by ?retime=now (+1000 ms, the batch's newest core event to now) " +
+				"is 253402300800999, outside 1 to 253402300799999"},
+		},
+		{
+			name:     "an ignored event moved before 1970",
+			body:     []string{otherAt(1), loadAt(t0 + 60_000)},
+			accepted: 1,
+			at:       []int64{t0},
+			reasons: []string{"1 moved by ?retime=now (-60000 ms, the batch's newest core event to now) " +
+				"is -59999, outside 1 to 253402300799999"},
+		},
+		{
+			name:     "a core event moved before 1970",
+			body:     []string{loadAt(1), loadAt(t0 + 60_000)},
+			accepted: 1,
+			at:       []int64{t0},
+			reasons: []string{"1 moved by ?retime=now (-60000 ms, the batch's newest core event to now) " +
+				"is -59999, outside 1 to 253402300799999"},
+		},
+		{
+			name:    "only ignored events: nothing to move",
+			body:    []string{otherAt(1), otherAt(events.MaxAt)},
+			ignored: 2,
+			at:      []int64{1, events.MaxAt},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			b := bus.New()
+			var s sink
+			defer b.Subscribe("test", 64, s.handle)()
+			app := server.New(server.Options{}, NewHTTP(b, testOptions(t)))
+			req := httptest.NewRequest("POST", "/api/metrics/events?retime=now", strings.NewReader(strings.Join(tt.body, "\n")))
+			req.Header.Set("Content-Type", "application/x-ndjson")
+			resp, err := app.Test(req, -1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			raw, _ := io.ReadAll(resp.Body)
+			b.Flush()
+			var r Reply
+			if err := json.Unmarshal(raw, &r); err != nil {
+				t.Fatalf("reply %s", raw)
+			}
+			if resp.StatusCode != 200 || r.Accepted != tt.accepted || r.Ignored != tt.ignored || r.Rejected != len(tt.reasons) {
+				t.Fatalf("%d %s", resp.StatusCode, raw)
+			}
+			for i, want := range tt.reasons {
+				if got := r.Errors[i]; got.Field != "at" || got.Reason != want {
+					t.Errorf("rejection %d: %+v, want at: %q", i, got, want)
+				}
+			}
+			s.mu.Lock()
+			defer s.mu.Unlock()
+			var at []int64
+			for _, ev := range s.got {
+				at = append(at, ev.At)
+			}
+			if !slices.Equal(at, tt.at) {
+				t.Errorf("at = %v, want %v", at, tt.at)
 			}
 		})
 	}

@@ -165,17 +165,23 @@ func (s *Source) offer(ev events.Event, pos Rejection) (outcome, Rejection) {
 	return accepted, pos
 }
 
+// checkTime says why at is too far from now, or "". It counts in
+// milliseconds: at may be thousands of years away, past what a
+// time.Duration holds (292 years), which would print a clamped gap.
 func (s *Source) checkTime(at int64) string {
-	now := s.opts.Clock.Now()
-	if t := time.UnixMilli(at); t.After(now.Add(s.opts.MaxSkew)) {
+	now := s.opts.Clock.Now().UnixMilli()
+	if at > now+s.opts.MaxSkew.Milliseconds() {
 		return fmt.Sprintf("%d is %s ahead of this server's clock (at most %s allowed)",
-			at, duration.Of(t.Sub(now).Round(time.Second)), duration.Of(s.opts.MaxSkew))
-	} else if s.age == Live && t.Before(now.Add(-s.opts.MaxAge)) {
+			at, wholeSeconds(at-now), duration.Of(s.opts.MaxSkew))
+	} else if s.age == Live && at < now-s.opts.MaxAge.Milliseconds() {
 		return fmt.Sprintf("%d is %s behind this server's clock (a live source may lag at most %s)",
-			at, duration.Of(now.Sub(t).Round(time.Second)), duration.Of(s.opts.MaxAge))
+			at, wholeSeconds(now-at), duration.Of(s.opts.MaxAge))
 	}
 	return ""
 }
+
+// wholeSeconds writes a positive gap of ms milliseconds to the second.
+func wholeSeconds(ms int64) string { return duration.Ms(float64((ms + 500) / 1000 * 1000)) }
 
 // reject counts r and logs it, or counts it towards the next log line.
 func (s *Source) reject(r Rejection) {

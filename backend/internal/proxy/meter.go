@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/mlx-bun/mlx-metrics/shared/events"
 )
@@ -234,12 +235,8 @@ func (m *meter) event(o outcome, fallbackID string) events.Event {
 	case p.Model == "":
 		p.Model = "unknown"
 	}
-	if len(p.Model) > events.MaxModelName {
-		// Cut at a rune boundary: a split rune would not survive encoding.
-		p.Model = strings.ToValidUTF8(p.Model[:events.MaxModelName], "")
-	}
-	p.Model = strings.ToValidUTF8(p.Model, "\uFFFD")
-	if p.RequestID == "" {
+	p.Model = cut(p.Model, events.MaxModelName)
+	if p.RequestID = cut(p.RequestID, events.MaxRequestID); p.RequestID == "" {
 		p.RequestID = fallbackID
 	}
 	switch {
@@ -251,10 +248,10 @@ func (m *meter) event(o outcome, fallbackID string) events.Event {
 		p.Finish = events.FinishLength
 	}
 	if u := m.usage; u != nil {
-		p.PromptTokens = max(u.PromptTokens, 0)
-		p.CompletionTokens = max(u.CompletionTokens, 0)
+		p.PromptTokens = tokens(u.PromptTokens)
+		p.CompletionTokens = tokens(u.CompletionTokens)
 		if d := u.PromptTokensDetails; d != nil {
-			p.CachedPromptTokens = min(max(d.CachedTokens, 0), p.PromptTokens)
+			p.CachedPromptTokens = min(tokens(d.CachedTokens), p.PromptTokens)
 		}
 	}
 	if !m.firstToken.IsZero() {
@@ -268,6 +265,30 @@ func (m *meter) event(o outcome, fallbackID string) events.Event {
 		}
 	}
 	return events.Event{Type: events.TypeRequestFinished, At: o.end.UnixMilli(), Payload: p}
+}
+
+// cut is s as valid UTF-8 of at most n bytes, cut before a rune the cut
+// would split: the wire refuses anything longer or invalid, and with it
+// the whole event.
+func cut(s string, n int) string {
+	s = strings.ToValidUTF8(s, "\uFFFD")
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
+}
+
+// tokens is a count from usage, or 0, as if usage had none, where no
+// request could have it (below 0 or above events.MaxTokens): the wire
+// would refuse the whole event, losing a request the upstream served.
+func tokens(n int64) int64 {
+	if n < 0 || n > events.MaxTokens {
+		return 0
+	}
+	return n
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }

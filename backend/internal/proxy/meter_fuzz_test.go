@@ -3,6 +3,7 @@ package proxy
 import (
 	"encoding/json"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 	"unicode/utf8"
@@ -13,8 +14,9 @@ import (
 // FuzzMeter: whatever a client sends and an upstream answers (an event
 // stream or one JSON body, cut anywhere), the meter's usage and chunk
 // parsing never panics, reads the same however the bytes are split, and
-// builds a request.finished whose model is valid UTF-8 within the bound
-// and whose token counts are not negative, cached within prompt.
+// builds a request.finished whose model and id are valid UTF-8 within
+// their bounds and whose token counts are within theirs, cached within
+// prompt.
 func FuzzMeter(f *testing.F) {
 	sse := "data: {\"id\":\"c1\",\"model\":\"m\",\"choices\":[{\"delta\":{\"content\":\"hi\"}}]}\n\n" +
 		"data: {\"choices\":[{\"delta\":{},\"finish_reason\":\"length\"}],\"usage\":{\"prompt_tokens\":10,\"completion_tokens\":4,\"prompt_tokens_details\":{\"cached_tokens\":3}}}\n\n" +
@@ -32,6 +34,7 @@ func FuzzMeter(f *testing.F) {
 		{`{"model":"\xff\xfe"}`, "data: {\"usage\":{\"prompt_tokens\":1e30}}\r\ndata: {\"error\":null}\n", true, 200},
 		{`{"model":5}`, "data:" + `{"choices":[{"delta":{"tool_calls":[{}]}}]}` + "\n", true, 0},
 		{``, `{"usage":{"completion_tokens":9223372036854775807}}`, false, 200},
+		{`{"model":"m"}`, `{"id":"` + strings.Repeat("é", events.MaxRequestID) + `","usage":{"prompt_tokens":1099511627776}}`, false, 200},
 	} {
 		f.Add([]byte(seed.request), []byte(seed.answer), seed.sse, seed.status, uint16(len(seed.answer)/2))
 	}
@@ -54,7 +57,11 @@ func FuzzMeter(f *testing.F) {
 		if !utf8.ValidString(p.Model) || len(p.Model) > events.MaxModelName {
 			t.Fatalf("model %q", p.Model)
 		}
-		if p.PromptTokens < 0 || p.CompletionTokens < 0 || p.CachedPromptTokens < 0 || p.CachedPromptTokens > p.PromptTokens {
+		if !utf8.ValidString(p.RequestID) || p.RequestID == "" || len(p.RequestID) > events.MaxRequestID {
+			t.Fatalf("request id %q", p.RequestID)
+		}
+		if p.PromptTokens < 0 || p.CompletionTokens < 0 || p.CachedPromptTokens < 0 || p.CachedPromptTokens > p.PromptTokens ||
+			p.PromptTokens > events.MaxTokens || p.CompletionTokens > events.MaxTokens {
 			t.Fatalf("token counts %+v", p)
 		}
 		if _, err := json.Marshal(ev); err != nil {

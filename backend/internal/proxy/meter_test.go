@@ -37,3 +37,51 @@ func TestMeterModelName(t *testing.T) {
 		})
 	}
 }
+
+// What an upstream says is bounded as the wire bounds it, so that a request
+// it served is never lost to validation: an id is cut as a model name is,
+// and a token count no request could have counts as not reported.
+func TestMeterBoundsTheAnswer(t *testing.T) {
+	longID := strings.Repeat("c", events.MaxRequestID)
+	big := int64(events.MaxTokens) + 1
+	tests := []struct {
+		name                                   string
+		id                                     string
+		prompt, cached, completion             int64
+		wantID                                 string
+		wantPrompt, wantCached, wantCompletion int64
+	}{
+		{"as sent", "chatcmpl-1", 12, 4, 3, "chatcmpl-1", 12, 4, 3},
+		{"id cut to the bound", longID + "-extra", 12, 4, 3, longID, 12, 4, 3},
+		{"id cut before a split rune", longID[:events.MaxRequestID-1] + "é", 12, 4, 3, longID[:events.MaxRequestID-1], 12, 4, 3},
+		{"no id: the fallback", "", 12, 4, 3, "proxy-1", 12, 4, 3},
+		{"counts at the bound kept", "c", events.MaxTokens, events.MaxTokens, events.MaxTokens, "c", events.MaxTokens, events.MaxTokens, events.MaxTokens},
+		{"prompt over the bound: none, nor cached", "c", 1 << 40, 4, 3, "c", 0, 0, 3},
+		{"completion over the bound: none", "c", 12, 4, big, "c", 12, 4, 0},
+		{"cached over the bound: none", "c", 12, big, 3, "c", 12, 0, 3},
+		{"cached over prompt: prompt", "c", 12, 40, 3, "c", 12, 12, 3},
+		{"negative: none", "c", -1, -1, -1, "c", 0, 0, 0},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			answer, _ := json.Marshal(map[string]any{
+				"id": tc.id, "model": "m",
+				"usage": map[string]any{"prompt_tokens": tc.prompt, "completion_tokens": tc.completion,
+					"prompt_tokens_details": map[string]int64{"cached_tokens": tc.cached}},
+			})
+			m := newMeter(t0, []byte(`{"model":"m"}`))
+			m.write(answer, t0)
+			ev := m.event(outcome{end: t0, status: 200}, "proxy-1")
+			p := ev.Payload.(*events.RequestFinished)
+			if p.RequestID != tc.wantID || p.PromptTokens != tc.wantPrompt || p.CachedPromptTokens != tc.wantCached ||
+				p.CompletionTokens != tc.wantCompletion {
+				t.Errorf("id %q, tokens %d/%d/%d; want %q, %d/%d/%d", p.RequestID, p.PromptTokens,
+					p.CachedPromptTokens, p.CompletionTokens, tc.wantID, tc.wantPrompt, tc.wantCached, tc.wantCompletion)
+			}
+			b, _ := json.Marshal(ev)
+			if _, err := events.Parse(b); err != nil {
+				t.Errorf("event does not validate: %v", err)
+			}
+		})
+	}
+}

@@ -163,48 +163,45 @@ func (p *Proxy) handle(c *fiber.Ctx) error {
 	copyResponseHeaders(&c.Response().Header, resp.Header)
 	c.Status(resp.StatusCode)
 
-	// An answer of known length is sent with its length: a measured one
-	// (a completion, bounded JSON) read whole first, any other copied by
-	// fasthttp as it arrives, so a large download is never held whole. An
-	// event stream, or any answer of unknown length (chunked), is relayed
-	// as it arrives, an event stream event by event (see relay).
+	// An answer of known length is sent with its length, any other
+	// chunked. Each is relayed as it arrives, never held whole: an
+	// unmeasured one copied by fasthttp, a measured one through the relay
+	// (an event stream event by event), which gives the meter a bounded
+	// copy.
 	mediaType, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
 	sse := mediaType == "text/event-stream"
-	if !sse && resp.ContentLength >= 0 && m == nil {
-		c.Context().SetBodyStream(upstreamBody{resp.Body, cancel}, int(resp.ContentLength))
+	length := -1
+	if !sse && resp.ContentLength >= 0 {
+		length = int(resp.ContentLength)
+	}
+	if m == nil && length >= 0 {
+		c.Context().SetBodyStream(upstreamBody{resp.Body, cancel}, length)
 		return nil
 	}
-	if !sse && resp.ContentLength >= 0 {
-		defer cancel()
-		defer resp.Body.Close()
-		b, err := io.ReadAll(resp.Body)
-		end := p.clock.Now()
-		m.write(b, end)
-		if err != nil {
-			p.finish(m, outcome{end: end, status: resp.StatusCode, broken: true})
-			c.Response().Header.Reset()
-			return server.Error(c, fiber.StatusBadGateway, "upstream "+p.base+": "+unquoted(err))
-		}
-		p.finish(m, outcome{end: end, status: resp.StatusCode})
-		return c.Send(b)
-	}
-
 	if m != nil {
 		m.sse = sse
 	}
 	c.Context().SetBodyStream(&relay{p: p, ctx: ctx, cancel: cancel, body: resp.Body,
-		status: resp.StatusCode, m: m, sse: sse}, -1)
+		status: resp.StatusCode, m: m, sse: sse, empty: resp.ContentLength == 0}, length)
 	return nil
 }
 
-// unquoted is err's text without the URL a *url.Error quotes: the client's
-// path and query are not the server's to echo back.
+// maxEcho bounds what an error message quotes of an error.
+const maxEcho = 200
+
+// unquoted is err's text without the URL a *url.Error quotes (the client's
+// path and query are not the server's to echo back), cut to maxEcho bytes:
+// net/http quotes a malformed upstream header line whole.
 func unquoted(err error) string {
 	var ue *url.Error
 	if errors.As(err, &ue) {
 		err = ue.Err
 	}
-	return err.Error()
+	msg := err.Error()
+	if len(msg) > maxEcho {
+		return cut(msg, maxEcho) + "…"
+	}
+	return msg
 }
 
 // upstreamBody is an answer fasthttp copies to the client; fasthttp closes

@@ -240,6 +240,12 @@ func TestNonStreamedAnswers(t *testing.T) {
 			want: &events.RequestFinished{Model: "", RequestID: "proxy-1", Finish: "error", TotalMs: 40},
 		},
 		{
+			// fasthttp reads no body for a 204: the answer is still complete.
+			name: "no content, 204", method: "POST", path: "/v1/chat/completions",
+			reqBody: `{"model":"qwen","messages":[]}`, status: 204,
+			want: &events.RequestFinished{Model: "qwen", RequestID: "proxy-1", Finish: "stop", TotalMs: 40},
+		},
+		{
 			name: "model list is not measured", method: "GET", path: "/v1/models", status: 200,
 			contentType: "application/json", body: `{"object":"list","data":[{"id":"qwen","object":"model"}]}`,
 		},
@@ -588,5 +594,137 @@ func TestUnmeasuredAnswerOfKnownLengthStreams(t *testing.T) {
 	case ev := <-evs:
 		t.Errorf("unexpected event %+v", ev.Payload)
 	default:
+	}
+}
+
+// A measured answer of known length reaches the client as it arrives, with
+// its length, rather than being held whole first: an upstream's answer of
+// any size costs the proxy no more than the meter's bounded copy. One too
+// large to meter is still relayed whole and counted, without its usage;
+// one the upstream breaks off ends the client's answer short.
+func TestMeasuredAnswerOfKnownLengthStreams(t *testing.T) {
+	usage := `"usage":{"prompt_tokens":5,"completion_tokens":9}}`
+	// More than fasthttp buffers before it writes an answer of known length.
+	text := strings.Repeat("x", 64<<10)
+	tests := []struct {
+		name         string
+		part1, part2 string
+		broken       bool // the upstream cuts the connection instead of sending part2
+		want         *events.RequestFinished
+	}{
+		{
+			name:  "metered",
+			part1: `{"id":"cmpl-4","model":"m","choices":[{"index":0,"text":"` + text,
+			part2: `","finish_reason":"stop"}],` + usage,
+			want: &events.RequestFinished{Model: "m", RequestID: "cmpl-4", Finish: events.FinishStop,
+				PromptTokens: 5, CompletionTokens: 9, TotalMs: 40},
+		},
+		{
+			name:  "too large to meter",
+			part1: `{"id":"cmpl-5","model":"m","choices":[{"index":0,"text":"` + strings.Repeat("x", maxJSONBody),
+			part2: `","finish_reason":"stop"}],` + usage,
+			want:  &events.RequestFinished{Model: "m", RequestID: "proxy-1", Finish: events.FinishStop, TotalMs: 40},
+		},
+		{
+			name:   "broken off",
+			part1:  `{"id":"cmpl-6","model":"m","choices":[{"index":0,"text":"` + text,
+			part2:  `"}]}`,
+			broken: true,
+			want:   &events.RequestFinished{Model: "m", RequestID: "proxy-1", Finish: events.FinishError, TotalMs: 40},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			clk := newClock()
+			release := make(chan struct{})
+			upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Type", "application/json")
+				w.Header().Set("Content-Length", strconv.Itoa(len(tc.part1)+len(tc.part2)))
+				io.WriteString(w, tc.part1)
+				w.(http.Flusher).Flush()
+				<-release
+				clk.Set(40)
+				if tc.broken {
+					panic(http.ErrAbortHandler) // the connection is cut
+				}
+				io.WriteString(w, tc.part2)
+			}))
+			defer upstream.Close()
+			base, evs := start(t, upstream.URL, clk)
+
+			// The headers and the first part must arrive while the
+			// upstream still holds back the rest.
+			type first struct {
+				resp *http.Response
+				err  error
+			}
+			firstc := make(chan first, 1)
+			go func() {
+				resp, err := http.Post(base+"/v1/completions", "application/json", strings.NewReader(`{"model":"m","prompt":"p"}`))
+				if err == nil {
+					b := make([]byte, len(tc.part1))
+					if _, err = io.ReadFull(resp.Body, b); err == nil && string(b) != tc.part1 {
+						err = errors.New("first part differs")
+					}
+				}
+				firstc <- first{resp, err}
+			}()
+			var f first
+			select {
+			case f = <-firstc:
+			case <-time.After(5 * time.Second):
+				close(release)
+				t.Fatal("the first part did not arrive before the upstream finished")
+			}
+			close(release) // the rest exists only now
+			if f.err != nil {
+				t.Fatal(f.err)
+			}
+			defer f.resp.Body.Close()
+			if f.resp.ContentLength != int64(len(tc.part1)+len(tc.part2)) {
+				t.Errorf("Content-Length %d", f.resp.ContentLength)
+			}
+			rest, err := io.ReadAll(f.resp.Body)
+			switch {
+			case tc.broken && err == nil:
+				t.Errorf("the answer broken off ended cleanly, after %q", rest)
+			case !tc.broken && (err != nil || string(rest) != tc.part2):
+				t.Errorf("second part: %d bytes, %v", len(rest), err)
+			}
+			checkEvent(t, next(t, evs), tc.want)
+		})
+	}
+}
+
+// An error never echoes more than a bounded part of what the upstream
+// sent: net/http quotes a malformed header line whole.
+func TestUpstreamErrorIsCut(t *testing.T) {
+	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		conn, buf, err := http.NewResponseController(w).Hijack()
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		defer conn.Close()
+		buf.WriteString("HTTP/1.1 200 OK\r\n" + strings.Repeat("x", 1<<20) + "\r\n\r\n")
+		buf.Flush()
+	}))
+	defer upstream.Close()
+	base, evs := start(t, upstream.URL, nil)
+	resp, err := http.Post(base+"/v1/completions", "application/json", strings.NewReader(`{"model":"m","prompt":"x"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var body struct {
+		Error struct{ Message string }
+	}
+	json.NewDecoder(resp.Body).Decode(&body)
+	m := body.Error.Message
+	if resp.StatusCode != http.StatusBadGateway || !strings.Contains(m, "malformed") || len(m) > 512 {
+		t.Errorf("got %d with a %d-byte message %.100q…, want 502 saying why in at most 512", resp.StatusCode, len(m), m)
+	}
+	if ev := next(t, evs); ev.Finish != events.FinishError {
+		t.Errorf("event %+v, want an error", ev)
 	}
 }

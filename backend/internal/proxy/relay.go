@@ -6,18 +6,19 @@ import (
 	"time"
 )
 
-// relay is a streamed answer (an event stream, or any answer of unknown
-// length) as fasthttp reads it. fasthttp's connection goroutine reads the
-// upstream through it straight into its own buffer and writes and flushes
-// what each Read returns as one chunk: no pipe between two goroutines and
-// no copy into one.
+// relay is a measured answer, or an unmeasured one of unknown length, as
+// fasthttp reads it. fasthttp's connection goroutine reads the upstream
+// through it straight into its own buffer: no pipe between two goroutines
+// and no copy into one. An answer of unknown length it writes and flushes
+// read by read, each Read one chunk; one of known length it writes with
+// its length as it reads, flushing as its buffer fills.
 //
 // For an event stream a Read returns whole events where it can: up to the
 // last blank line in what the upstream has sent. Bytes after it, the start
 // of an event, wait in carry for the rest of their event, and a Read that
 // has no complete event yet reads on instead of returning. So a flush
 // carries every complete event that has arrived, never holds one back, and
-// never goes out for half an event. Any other answer is flushed read by
+// never goes out for half an event. Any other answer is returned read by
 // read, as it has no boundaries to wait for.
 //
 // The client gets the bytes first: the meter reads a copy of what a Read
@@ -33,6 +34,7 @@ type relay struct {
 	status int
 	m      *meter // nil: not measured
 	sse    bool
+	empty  bool // the upstream said its answer has no body (Content-Length: 0)
 
 	carry  []byte    // SSE: the incomplete event after the last boundary sent
 	prev   [2]byte   // SSE: the last two bytes sent, which a boundary may continue
@@ -121,7 +123,11 @@ func (r *relay) Close() error {
 	}
 	r.closed = true
 	r.measure()
-	if !r.ended {
+	switch {
+	case !r.ended && r.empty:
+		// Complete unread: fasthttp reads no body for a 204 or a 304.
+		r.end(io.EOF)
+	case !r.ended:
 		r.ended, r.o = true, outcome{end: r.p.clock.Now(), cancelled: true}
 	}
 	r.cancel()
