@@ -3,7 +3,6 @@
 package server
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -108,11 +107,8 @@ func New(opts Options, features ...Feature) *fiber.App {
 	}
 	app.Use(func(c *fiber.Ctx) error {
 		c.Set(fiber.HeaderXContentTypeOptions, "nosniff")
-		// fasthttp reads the last of several Content-Length headers; a
-		// proxy in front may read the first, and see another request in
-		// the body (RFC 9112 section 6.3: such a message is invalid).
-		if contentLengths(c.Request().Header.RawHeaders()) > 1 {
-			return fiber.NewError(fiber.StatusBadRequest, "more than one Content-Length header")
+		if err := checkFraming(c); err != nil {
+			return err
 		}
 		if opts.OnError != nil {
 			c.Locals(onErrorKey{}, opts.OnError) // for Error
@@ -123,17 +119,22 @@ func New(opts Options, features ...Feature) *fiber.App {
 	for _, f := range features {
 		f.Mount(app, api)
 	}
-	// Anything unmatched under the API answers in the API's error format:
-	// 405 with Allow when the path has routes for other methods, else 404.
-	api.Use(func(c *fiber.Ctx) error {
-		err := c.Next()
-		if statusOf(err) == fiber.StatusMethodNotAllowed {
-			return fiber.NewError(fiber.StatusMethodNotAllowed,
-				fmt.Sprintf("%s is not allowed here; allowed: %s", c.Method(), c.GetRespHeader(fiber.HeaderAllow)))
-		}
-		return fiber.NewError(fiber.StatusNotFound, "no route "+c.Method()+" "+clip(c.Path()))
-	})
+	// Anything unmatched answers in the API's error format, its path cut
+	// (Fiber's own 404 quotes it whole).
+	api.Use(unmatched)
+	app.Use(unmatched)
 	return app
+}
+
+// unmatched is the answer for a request no route took: 405 with Allow
+// when the path has routes for other methods, else 404.
+func unmatched(c *fiber.Ctx) error {
+	err := c.Next()
+	if statusOf(err) == fiber.StatusMethodNotAllowed {
+		return fiber.NewError(fiber.StatusMethodNotAllowed,
+			fmt.Sprintf("%s is not allowed here; allowed: %s", c.Method(), c.GetRespHeader(fiber.HeaderAllow)))
+	}
+	return fiber.NewError(fiber.StatusNotFound, "no route "+c.Method()+" "+clip(c.Path()))
 }
 
 // Shutdown stops app within ShutdownTimeout whatever its clients do: it
@@ -208,23 +209,6 @@ func knownMethod(m []byte) bool {
 		}
 	}
 	return false
-}
-
-// contentLengths counts the Content-Length lines of a raw header block.
-func contentLengths(raw []byte) int {
-	n := 0
-	for len(raw) > 0 {
-		line := raw
-		if i := bytes.IndexByte(raw, '\n'); i >= 0 {
-			line, raw = raw[:i], raw[i+1:]
-		} else {
-			raw = nil
-		}
-		if len(line) >= 15 && bytes.EqualFold(line[:15], []byte("content-length:")) {
-			n++
-		}
-	}
-	return n
 }
 
 // withoutContents is err with what fasthttp quotes of the request after

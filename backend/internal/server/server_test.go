@@ -47,7 +47,10 @@ func TestErrorConvention(t *testing.T) {
 			message: "POST is not allowed here; allowed: GET, HEAD, DELETE", allow: "GET, HEAD, DELETE"},
 		{method: "PUT", path: "/api/metrics/conflict", status: 405, errType: apierror.TypeInvalidRequest,
 			message: "PUT is not allowed here; allowed: GET, HEAD", allow: "GET, HEAD"},
-		{method: "POST", path: "/page", status: 405, errType: apierror.TypeInvalidRequest, message: "Method Not Allowed", allow: "GET, HEAD"},
+		{method: "POST", path: "/page", status: 405, errType: apierror.TypeInvalidRequest,
+			message: "POST is not allowed here; allowed: GET, HEAD", allow: "GET, HEAD"},
+		{path: "/" + strings.Repeat("b", 3000), status: 404, errType: apierror.TypeInvalidRequest,
+			message: "no route GET /" + strings.Repeat("b", 199) + "…"},
 		{method: "POST", path: "/api/metrics/missing", status: 404, errType: apierror.TypeInvalidRequest, message: "no route POST /api/metrics/missing"},
 	}
 	for _, tt := range tests {
