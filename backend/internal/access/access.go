@@ -21,6 +21,7 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 	"github.com/gofiber/fiber/v2/middleware/cors"
+	"github.com/valyala/fasthttp"
 
 	"github.com/mlx-bun/mlx-metrics/backend/internal/server"
 	"github.com/mlx-bun/mlx-metrics/shared/routes"
@@ -192,19 +193,36 @@ func (g *Guard) originAllowed(c *fiber.Ctx, origin string) bool {
 }
 
 func (g *Guard) authorized(c *fiber.Ctx) bool {
+	return g.admits(c.Method(), c.Path(), c.Get(fiber.HeaderAuthorization))
+}
+
+// admits reports whether a change of method to path carrying the
+// Authorization header authorization has a token that lets it through.
+func (g *Guard) admits(method, path, authorization string) bool {
 	if g.opts.Token == "" {
 		return true
 	}
-	got, ok := bearer(c.Get(fiber.HeaderAuthorization))
+	got, ok := bearer(authorization)
 	if !ok {
 		return false
 	}
 	if equal(got, g.opts.Token) {
 		return true
 	}
-	return g.opts.ProducerToken != "" && c.Method() == fiber.MethodPost &&
-		strings.EqualFold(strings.TrimRight(c.Path(), "/"), server.APIPrefix+EventsPath) &&
+	return g.opts.ProducerToken != "" && method == fiber.MethodPost &&
+		strings.EqualFold(strings.TrimRight(path, "/"), server.APIPrefix+EventsPath) &&
 		equal(got, g.opts.ProducerToken)
+}
+
+// AdmitsBody reports whether a request may send a large body, from its
+// header alone (server.BodyGate): not a change to the API without the
+// token it needs, which would be refused once its body was read.
+func (g *Guard) AdmitsBody(h *fasthttp.RequestHeader, path string) bool {
+	p := strings.ToLower(path)
+	if p != server.APIPrefix && !strings.HasPrefix(p, server.APIPrefix+"/") {
+		return true // the proxy asks for no token; elsewhere the route decides
+	}
+	return g.admits(string(h.Method()), path, string(h.Peek(fiber.HeaderAuthorization)))
 }
 
 // bearer is the credentials of an "Authorization: Bearer <token>" header;

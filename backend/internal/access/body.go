@@ -13,6 +13,8 @@ import (
 
 	"github.com/andybalholm/brotli"
 	"github.com/gofiber/fiber/v2"
+
+	"github.com/mlx-bun/mlx-metrics/backend/internal/server"
 )
 
 // bodyTypes are the media types a change may carry: the API takes JSON,
@@ -67,7 +69,7 @@ func (g *Guard) decodeBody(c *fiber.Ctx) error {
 	}
 	out, err := readAtMost(r, max)
 	if errors.Is(err, errOverLimit) {
-		return fiber.NewError(fiber.StatusRequestEntityTooLarge, "the body inflates past the limit of "+byteSize(max))
+		return fiber.NewError(fiber.StatusRequestEntityTooLarge, "the body inflates past the limit of "+server.Size(max))
 	}
 	if err != nil {
 		return fiber.NewError(fiber.StatusBadRequest, "the body is not valid "+enc)
@@ -126,12 +128,4 @@ func readAtMost(r io.Reader, max int) ([]byte, error) {
 			return nil, err
 		}
 	}
-}
-
-// byteSize says n as MiB when it is whole MiB, else as bytes.
-func byteSize(n int) string {
-	if n >= 1<<20 && n%(1<<20) == 0 {
-		return fmt.Sprintf("%d MiB", n>>20)
-	}
-	return fmt.Sprintf("%d bytes", n)
 }

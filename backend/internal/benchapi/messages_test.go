@@ -17,7 +17,7 @@ func TestMessagesBounded(t *testing.T) {
 	serverPath := ta.api.profiles.Path()
 	os.WriteFile(ta.api.profiles.FileFor("invalid"), []byte(`{"scope":"sideways","cells":[]}`), 0o644)
 	long := strings.Repeat("a", 251)
-	huge := strings.Repeat("b", 60000) // under the 64 KiB a bench start's body may be
+	huge := strings.Repeat("b", 60000)     // under the 64 KiB a bench start's body may be
 	longQuery := strings.Repeat("q", 3000) // a URL within the server's header buffer
 	tests := []struct {
 		name, method, path, body string

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"fmt"
 	"strings"
 	"time"
 
@@ -28,6 +29,14 @@ type BodyTaker interface {
 	BodyPaths() []string
 }
 
+// A BodyGate refuses, from a request's header, a large body to a request
+// it will refuse once the body is read (one without the token it needs):
+// such a request is bounded by SmallBodyLimit. path is the request's,
+// decoded.
+type BodyGate interface {
+	AdmitsBody(h *fasthttp.RequestHeader, path string) bool
+}
+
 // A Streamer has routes, at StreamPaths, that write for as long as their
 // client reads and bound a slow client themselves (they take the
 // connection over); every other answer must be written within
@@ -40,6 +49,7 @@ type Streamer interface {
 // timeout of the request.
 type bounds struct {
 	bodies, streams []string
+	gates           []BodyGate
 	small           int // SmallBodyLimit, or the server's limit when lower
 	writeTimeout    time.Duration
 }
@@ -49,6 +59,9 @@ func boundsOf(features []Feature, bodyLimit int, writeTimeout time.Duration) *bo
 	for _, f := range features {
 		if t, ok := f.(BodyTaker); ok {
 			b.bodies = append(b.bodies, t.BodyPaths()...)
+		}
+		if g, ok := f.(BodyGate); ok {
+			b.gates = append(b.gates, g)
 		}
 		if s, ok := f.(Streamer); ok {
 			b.streams = append(b.streams, s.StreamPaths()...)
@@ -65,13 +78,39 @@ func (b *bounds) config(h *fasthttp.RequestHeader) fasthttp.RequestConfig {
 	_ = u.Parse(nil, h.RequestURI()) // the path as routing will see it: decoded, dot segments resolved
 	path := string(u.Path())
 	var rc fasthttp.RequestConfig
-	if !takesBody(h.Method()) || !matches(b.bodies, path) {
+	if !takesBody(h.Method()) || !matches(b.bodies, path) || !b.admitted(h, path) {
 		rc.MaxRequestBodySize = b.small
 	}
 	if !matches(b.streams, path) {
 		rc.WriteTimeout = b.writeTimeout
 	}
 	return rc
+}
+
+// tooLarge says why a body was refused before it was read.
+func (b *bounds) tooLarge(limit int) string {
+	return fmt.Sprintf("the body is over this request's limit: %s, or %s for a POST, PUT or PATCH to %s (with the token, when one is set)",
+		Size(b.small), Size(limit), strings.Join(b.bodies, ", "))
+}
+
+// Size says n bytes as KiB or MiB when it is whole ones.
+func Size(n int) string {
+	switch {
+	case n >= 1<<20 && n%(1<<20) == 0:
+		return fmt.Sprintf("%d MiB", n>>20)
+	case n >= 1<<10 && n%(1<<10) == 0:
+		return fmt.Sprintf("%d KiB", n>>10)
+	}
+	return fmt.Sprintf("%d bytes", n)
+}
+
+func (b *bounds) admitted(h *fasthttp.RequestHeader, path string) bool {
+	for _, g := range b.gates {
+		if !g.AdmitsBody(h, path) {
+			return false
+		}
+	}
+	return true
 }
 
 // takesBody reports whether a request of method may carry a large body.

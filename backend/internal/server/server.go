@@ -88,9 +88,18 @@ func New(opts Options, features ...Feature) *fiber.App {
 	// start (a bearer token among its headers) and Fiber answers with it:
 	// the client is told what failed, not shown what it sent.
 	srv := app.Server()
-	srv.HeaderReceived = boundsOf(features, opts.BodyLimit, opts.WriteTimeout).config
+	b := boundsOf(features, opts.BodyLimit, opts.WriteTimeout)
+	srv.HeaderReceived = b.config
 	parseFailed := srv.ErrorHandler
-	srv.ErrorHandler = func(ctx *fasthttp.RequestCtx, err error) { parseFailed(ctx, withoutContents(err)) }
+	srv.ErrorHandler = func(ctx *fasthttp.RequestCtx, err error) {
+		if errors.Is(err, fasthttp.ErrBodyTooLarge) { // say which limit, not Fiber's bare "Request Entity Too Large"
+			c := app.AcquireCtx(ctx)
+			defer app.ReleaseCtx(c)
+			_ = errorHandler(c, fiber.NewError(fiber.StatusRequestEntityTooLarge, b.tooLarge(opts.BodyLimit)))
+			return
+		}
+		parseFailed(ctx, withoutContents(err))
+	}
 	// A method Fiber does not route (lowercase, made up) would get its
 	// plain-text 400; it gets the API's error, a 501 as HTTP has it for a
 	// method the server does not know.
