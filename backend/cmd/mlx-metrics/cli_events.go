@@ -79,9 +79,27 @@ func replayCmd(ctx context.Context, args []string, env cliEnv) error {
 	if len(evs) == 0 {
 		return fmt.Errorf("%s holds no events", pos[0])
 	}
+	// The timeline is the core events': another type's at is never
+	// checked by the backend, and one far away would stretch the replay or
+	// shift every core event out of bounds. Such an event keeps the time of
+	// the core event before it (the first core event's, before any).
 	ats := make([]int64, len(evs))
+	first := int64(0)
+	for _, ev := range evs {
+		if ev.Payload != nil {
+			first = ev.At
+			break
+		}
+	}
 	for i, ev := range evs {
-		ats[i] = ev.At
+		switch {
+		case ev.Payload != nil:
+			ats[i] = ev.At
+		case i > 0:
+			ats[i] = ats[i-1]
+		default:
+			ats[i] = first
+		}
 	}
 
 	prog := newProgress(env, "replay", len(evs))
@@ -100,7 +118,7 @@ func replayCmd(ctx context.Context, args []string, env cliEnv) error {
 	for i, ev := range evs {
 		if !*asRecorded {
 			if *speed == 0 {
-				ev.At += start.UnixMilli() - ats[len(ats)-1]
+				ev.At = ats[i] + start.UnixMilli() - ats[len(ats)-1]
 			} else {
 				ev.At = due(i).UnixMilli()
 			}

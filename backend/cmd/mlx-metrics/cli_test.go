@@ -299,6 +299,10 @@ func TestReplay(t *testing.T) {
 	const now = 1_764_690_000_000
 	good := writeEvents(t, sample(1000), "", sample(1000), sample(3000), `{"type":"job.state","at":3000,"data":{}}`, sample(5000))
 	bad := writeEvents(t, sample(1000), `{"type":"scheduler.sample","at":2000,"data":{"model":"m"}}`)
+	// Another type's at is never checked: one far away neither shifts nor
+	// stretches the replay; it goes with the core event before it.
+	far := `{"type":"catalog.changed","at":253402300799999}`
+	farOff := writeEvents(t, far, sample(1000), sample(3000), far)
 	tests := []struct {
 		name        string
 		args        []string
@@ -315,6 +319,10 @@ func TestReplay(t *testing.T) {
 			wantAts: []int64{now - 4000, now - 4000, now - 2000, now - 2000, now}},
 		{name: "paced: each stamped when due", args: []string{good, "--speed=2"}, wantBatches: []int{2, 2, 1},
 			wantSleeps: []time.Duration{time.Second, time.Second}, wantAts: []int64{now, now, now + 1000, now + 1000, now + 2000}},
+		{name: "far ignored events, moved", args: []string{farOff}, wantBatches: []int{4},
+			wantAts: []int64{now - 2000, now - 2000, now, now}},
+		{name: "far ignored events, paced", args: []string{farOff, "--speed=2"}, wantBatches: []int{2, 2},
+			wantSleeps: []time.Duration{time.Second}, wantAts: []int64{now, now, now + 1000, now + 1000}},
 		{name: "as recorded", args: []string{"--as-recorded", good}, wantBatches: []int{5},
 			wantAts: []int64{1000, 1000, 3000, 3000, 5000}},
 		{name: "all at once", args: []string{good}, wantBatches: []int{5}, contains: "replayed 5 events: 5 accepted, 0 ignored, 0 rejected"},
