@@ -2,6 +2,8 @@ package events
 
 import (
 	"math"
+	"strings"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -88,6 +90,10 @@ func name(field, v string, max int) *Error {
 		return reject(field, "longer than %d bytes", max)
 	case !utf8.ValidString(v):
 		return reject(field, "not valid UTF-8")
+	case strings.IndexFunc(v, unicode.IsControl) >= 0:
+		// No id has one; a terminal or an exposition would show it raw,
+		// and two names told apart only by one would share a label.
+		return reject(field, "holds a control character")
 	}
 	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"strings"
 	"time"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/mlx-bun/mlx-metrics/shared/events"
@@ -267,11 +268,17 @@ func (m *meter) event(o outcome, fallbackID string) events.Event {
 	return events.Event{Type: events.TypeRequestFinished, At: o.end.UnixMilli(), Payload: p}
 }
 
-// cut is s as valid UTF-8 of at most n bytes, cut before a rune the cut
-// would split: the wire refuses anything longer or invalid, and with it
-// the whole event.
+// cut is s as valid UTF-8 without control characters (each becomes
+// U+FFFD) of at most n bytes, cut before a rune the cut would split: the
+// wire refuses anything longer, invalid or with a control character, and
+// with it the whole event.
 func cut(s string, n int) string {
-	s = strings.ToValidUTF8(s, "\uFFFD")
+	s = strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) {
+			return utf8.RuneError
+		}
+		return r
+	}, strings.ToValidUTF8(s, "\uFFFD"))
 	if len(s) <= n {
 		return s
 	}

@@ -61,6 +61,7 @@ func TestMeterBoundsTheAnswer(t *testing.T) {
 		{"cached over the bound: none", "c", 12, big, 3, "c", 12, 0, 3},
 		{"cached over prompt: prompt", "c", 12, 40, 3, "c", 12, 12, 3},
 		{"negative: none", "c", -1, -1, -1, "c", 0, 0, 0},
+		{"control characters in the id", "chat\ncmpl\x1b1", 12, 4, 3, "chat\uFFFDcmpl\uFFFD1", 12, 4, 3},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
