@@ -20,11 +20,11 @@ const SmallBodyLimit = 64 << 10
 const DefaultWriteTimeout = 60 * time.Second
 
 // A BodyTaker has routes that take bodies up to Options.BodyLimit: a
-// POST, PUT or PATCH at BodyPaths (a path, or a prefix ending in "/*"). fasthttp allocates a
-// body's declared length before it reads a byte of it, so every other
-// route's bound is SmallBodyLimit, decided from the request's header: a
-// 100-byte request declaring 32 MiB to a path that takes no body costs
-// nothing.
+// POST, PUT or PATCH at BodyPaths (a path, or a prefix ending in "/*").
+// fasthttp allocates a body's declared length before it reads a byte of
+// it, so every other request's bound is SmallBodyLimit, decided from its
+// header: a 100-byte request declaring 32 MiB to a path that takes no
+// body costs nothing.
 type BodyTaker interface {
 	BodyPaths() []string
 }
