@@ -556,39 +556,14 @@ func TestUnmeasuredAnswerOfKnownLengthStreams(t *testing.T) {
 
 	// The headers and the first part must arrive while the upstream still
 	// holds back the second.
-	type first struct {
-		resp *http.Response
-		err  error
-	}
-	firstc := make(chan first, 1)
-	go func() {
-		resp, err := http.Get(base + "/v1/files/file-1/content")
-		if err == nil {
-			b := make([]byte, len(part1))
-			if _, err = io.ReadFull(resp.Body, b); err == nil && string(b) != part1 {
-				err = errors.New("first part differs")
-			}
-		}
-		firstc <- first{resp, err}
-	}()
-	var f first
-	select {
-	case f = <-firstc:
-	case <-time.After(5 * time.Second):
-		close(release)
-		t.Fatal("the first part did not arrive before the upstream finished")
-	}
-	close(release) // the second part exists only now
-	if f.err != nil {
-		t.Fatal(f.err)
-	}
-	defer f.resp.Body.Close()
-	rest, err := io.ReadAll(f.resp.Body)
+	resp := firstPart(t, release, part1, func() (*http.Response, error) { return http.Get(base + "/v1/files/file-1/content") })
+	defer resp.Body.Close()
+	rest, err := io.ReadAll(resp.Body)
 	if err != nil || string(rest) != part2 {
 		t.Errorf("second part: %d bytes, %v", len(rest), err)
 	}
-	if f.resp.ContentLength != int64(len(part1)+len(part2)) {
-		t.Errorf("Content-Length %d", f.resp.ContentLength)
+	if resp.ContentLength != int64(len(part1)+len(part2)) {
+		t.Errorf("Content-Length %d", resp.ContentLength)
 	}
 	select {
 	case ev := <-evs:
@@ -654,37 +629,14 @@ func TestMeasuredAnswerOfKnownLengthStreams(t *testing.T) {
 
 			// The headers and the first part must arrive while the
 			// upstream still holds back the rest.
-			type first struct {
-				resp *http.Response
-				err  error
+			resp := firstPart(t, release, tc.part1, func() (*http.Response, error) {
+				return http.Post(base+"/v1/completions", "application/json", strings.NewReader(`{"model":"m","prompt":"p"}`))
+			})
+			defer resp.Body.Close()
+			if resp.ContentLength != int64(len(tc.part1)+len(tc.part2)) {
+				t.Errorf("Content-Length %d", resp.ContentLength)
 			}
-			firstc := make(chan first, 1)
-			go func() {
-				resp, err := http.Post(base+"/v1/completions", "application/json", strings.NewReader(`{"model":"m","prompt":"p"}`))
-				if err == nil {
-					b := make([]byte, len(tc.part1))
-					if _, err = io.ReadFull(resp.Body, b); err == nil && string(b) != tc.part1 {
-						err = errors.New("first part differs")
-					}
-				}
-				firstc <- first{resp, err}
-			}()
-			var f first
-			select {
-			case f = <-firstc:
-			case <-time.After(5 * time.Second):
-				close(release)
-				t.Fatal("the first part did not arrive before the upstream finished")
-			}
-			close(release) // the rest exists only now
-			if f.err != nil {
-				t.Fatal(f.err)
-			}
-			defer f.resp.Body.Close()
-			if f.resp.ContentLength != int64(len(tc.part1)+len(tc.part2)) {
-				t.Errorf("Content-Length %d", f.resp.ContentLength)
-			}
-			rest, err := io.ReadAll(f.resp.Body)
+			rest, err := io.ReadAll(resp.Body)
 			switch {
 			case tc.broken && err == nil:
 				t.Errorf("the answer broken off ended cleanly, after %q", rest)
@@ -727,4 +679,39 @@ func TestUpstreamErrorIsCut(t *testing.T) {
 	if ev := next(t, evs); ev.Finish != events.FinishError {
 		t.Errorf("event %+v, want an error", ev)
 	}
+}
+
+// firstPart sends a request with do and returns its answer once its first
+// part (want) has arrived, failing if that takes 5 s; then it closes
+// release, which the upstream waits on before it sends the rest, so the
+// rest exists only after the first part was read.
+func firstPart(t *testing.T, release chan struct{}, want string, do func() (*http.Response, error)) *http.Response {
+	t.Helper()
+	type first struct {
+		resp *http.Response
+		err  error
+	}
+	firstc := make(chan first, 1)
+	go func() {
+		resp, err := do()
+		if err == nil {
+			b := make([]byte, len(want))
+			if _, err = io.ReadFull(resp.Body, b); err == nil && string(b) != want {
+				err = errors.New("first part differs")
+			}
+		}
+		firstc <- first{resp, err}
+	}()
+	var f first
+	select {
+	case f = <-firstc:
+	case <-time.After(5 * time.Second):
+		close(release)
+		t.Fatal("the first part did not arrive before the upstream finished")
+	}
+	close(release)
+	if f.err != nil {
+		t.Fatal(f.err)
+	}
+	return f.resp
 }
