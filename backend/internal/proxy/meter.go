@@ -3,6 +3,7 @@ package proxy
 import (
 	"bytes"
 	"encoding/json"
+	"math"
 	"strings"
 	"time"
 	"unicode"
@@ -44,11 +45,15 @@ type request struct {
 	Model string `json:"model"`
 }
 
+// usage is an answer's token counts, read as numbers, not integers: one
+// written 12.0 or 1e30 would otherwise fail the whole chunk, losing its id
+// and finish reason with it (tokens takes what no request could have as
+// unreported).
 type usage struct {
-	PromptTokens        int64 `json:"prompt_tokens"`
-	CompletionTokens    int64 `json:"completion_tokens"`
+	PromptTokens        float64 `json:"prompt_tokens"`
+	CompletionTokens    float64 `json:"completion_tokens"`
 	PromptTokensDetails *struct {
-		CachedTokens int64 `json:"cached_tokens"`
+		CachedTokens float64 `json:"cached_tokens"`
 	} `json:"prompt_tokens_details"`
 }
 
@@ -289,13 +294,13 @@ func cut(s string, n int) string {
 }
 
 // tokens is a count from usage, or 0, as if usage had none, where no
-// request could have it (below 0 or above events.MaxTokens): the wire
+// request could have it (below 0, above events.MaxTokens, a fraction): the wire
 // would refuse the whole event, losing a request the upstream served.
-func tokens(n int64) int64 {
-	if n < 0 || n > events.MaxTokens {
+func tokens(n float64) int64 {
+	if !(n >= 0 && n <= events.MaxTokens) || n != math.Trunc(n) {
 		return 0
 	}
-	return n
+	return int64(n)
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }

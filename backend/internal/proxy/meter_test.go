@@ -86,3 +86,16 @@ func TestMeterBoundsTheAnswer(t *testing.T) {
 		})
 	}
 }
+
+// Counts written as floats, or as no count could be, leave the rest of
+// the answer read: its id and the counts that are whole.
+func TestMeterReadsCountsAsNumbers(t *testing.T) {
+	m := newMeter(t0, []byte(`{"model":"m"}`))
+	m.write([]byte(`{"id":"cmpl-7","model":"m","choices":[{"finish_reason":"length"}],`+
+		`"usage":{"prompt_tokens":12.0,"completion_tokens":1e30,"prompt_tokens_details":{"cached_tokens":2.5}}}`), t0)
+	p := m.event(outcome{end: t0, status: 200}, "proxy-1").Payload.(*events.RequestFinished)
+	if p.RequestID != "cmpl-7" || p.Finish != events.FinishLength || p.PromptTokens != 12 || p.CompletionTokens != 0 || p.CachedPromptTokens != 0 {
+		t.Errorf("id %q finish %q tokens %d/%d/%d; want cmpl-7, length, 12/0/0",
+			p.RequestID, p.Finish, p.PromptTokens, p.CachedPromptTokens, p.CompletionTokens)
+	}
+}
