@@ -218,21 +218,23 @@ func (l HistoryList) MarshalJSON() ([]byte, error) {
 		problems = []HistoryProblem{}
 	}
 	return json.Marshal(struct {
-		Runs     []RunView        `json:"runs"`
-		Problems []HistoryProblem `json:"problems"`
-	}{runs, problems})
+		Runs      []RunView        `json:"runs"`
+		Problems  []HistoryProblem `json:"problems"`
+		Truncated bool             `json:"truncated,omitempty"`
+	}{runs, problems, l.Truncated})
 }
 
 // UnmarshalJSON reads what MarshalJSON writes.
 func (l *HistoryList) UnmarshalJSON(b []byte) error {
 	var w struct {
-		Runs     []RunView        `json:"runs"`
-		Problems []HistoryProblem `json:"problems"`
+		Runs      []RunView        `json:"runs"`
+		Problems  []HistoryProblem `json:"problems"`
+		Truncated bool             `json:"truncated"`
 	}
 	if err := json.Unmarshal(b, &w); err != nil {
 		return err
 	}
-	l.Entries, l.Problems = make([]HistoryEntry, len(w.Runs)), w.Problems
+	l.Entries, l.Problems, l.Truncated = make([]HistoryEntry, len(w.Runs)), w.Problems, w.Truncated
 	for i, v := range w.Runs {
 		l.Entries[i] = v.Entry()
 	}

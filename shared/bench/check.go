@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"encoding/json"
 	"fmt"
 	"math"
 	"regexp"
@@ -23,6 +24,9 @@ const (
 	MaxProblems = 200
 	// MaxText bounds a name, a key, a note or a problem, in bytes.
 	MaxText = 4096
+	// MaxEntryBytes bounds a whole entry, encoded: a real one of dozens
+	// of cells is tens of KB; the bounds above alone allow 24 MB.
+	MaxEntryBytes = 1 << 20
 	// earliestRun is 2020-01-01: no record is older than the project.
 	earliestRun = 1577836800000
 	// clockSkew is how far in the future a run may say it finished.
@@ -58,6 +62,9 @@ func (e HistoryEntry) Check(now time.Time) error {
 		if len(s) > MaxText {
 			return fmt.Errorf("a text of %d bytes: at most %d", len(s), MaxText)
 		}
+	}
+	if b, err := json.Marshal(e); err == nil && len(b) > MaxEntryBytes {
+		return fmt.Errorf("the entry is %d bytes encoded: at most %d", len(b), MaxEntryBytes)
 	}
 	for i, c := range e.Cells {
 		for _, f := range Figures {

@@ -37,6 +37,13 @@ func TestHistoryEntryCheck(t *testing.T) {
 		{"too many problems", func(e *HistoryEntry) { e.Problems = make([]string, MaxProblems+1) }, "problems"},
 		{"a huge note", func(e *HistoryEntry) { e.Cells[0].Note = strings.Repeat("x", MaxText+1) }, "text"},
 		{"negative memory", func(e *HistoryEntry) { e.Machine.MemoryBytes = -1 }, "memoryBytes"},
+		{"over a megabyte, each text in bounds", func(e *HistoryEntry) {
+			note := strings.Repeat("x", MaxText)
+			e.Cells = make([]CompactCell, 300)
+			for i := range e.Cells {
+				e.Cells[i] = CompactCell{Key: "k", Note: note}
+			}
+		}, "encoded"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

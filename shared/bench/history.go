@@ -50,7 +50,15 @@ type HistoryList struct {
 	// Problems are the entries in the listed range that could not be read:
 	// they are skipped, not fatal, and each can be removed by its id.
 	Problems []HistoryProblem `json:"problems"`
+	// Truncated says the list stopped short of its limit at MaxListBytes:
+	// ask again with a lower limit, or for one run by its id.
+	Truncated bool `json:"truncated,omitempty"`
 }
+
+// MaxListBytes bounds the runs one history list answers, encoded: a few
+// runs of many cells and long texts would otherwise make one request cost
+// gigabytes.
+const MaxListBytes = 16 << 20
 
 // HistoryProblem is one unreadable history entry.
 type HistoryProblem struct {

@@ -1,6 +1,7 @@
 package benchapi
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
@@ -16,6 +17,21 @@ import (
 // HeaderUnreadable tells a CSV client how many unreadable entries the
 // export skipped (a CSV body has no place for them).
 const HeaderUnreadable = "X-History-Unreadable"
+
+// HeaderTruncated says a CSV export stopped at maxCSVBytes: ask for fewer
+// runs (?limit, ?host).
+const HeaderTruncated = "X-History-Truncated"
+
+// maxListBytes and maxCSVBytes bound a list and a CSV export, which
+// repeats a run's columns on each of its cells' rows (variables for the
+// tests).
+var (
+	maxListBytes = bench.MaxListBytes
+	maxCSVBytes  = 64 << 20
+)
+
+// errListFull stops a history list at its size bound.
+var errListFull = errors.New("the list is full")
 
 // listHistory answers newest first: JSON (?limit read as the original
 // reads it, historyLimit) or, with ?format=csv, one row
@@ -33,11 +49,25 @@ func (a *API) listHistory(c *fiber.Ctx) error {
 	case "json":
 		args := c.Context().QueryArgs()
 		limit := historyLimit(string(args.Peek("limit")), args.Has("limit"))
-		entries, problems, err := a.history.ListWhere(limit, keep)
-		if err != nil {
+		list := bench.HistoryList{Entries: []bench.HistoryEntry{}}
+		size := 0
+		problems, err := a.history.Each(limit, keep, func(e bench.HistoryEntry) error {
+			b, err := json.Marshal(e.View())
+			if err != nil {
+				return err
+			}
+			if size += len(b); size > maxListBytes && len(list.Entries) > 0 {
+				list.Truncated = true
+				return errListFull
+			}
+			list.Entries = append(list.Entries, e)
+			return nil
+		})
+		if err != nil && !errors.Is(err, errListFull) {
 			return storageError(c, "read the history", err)
 		}
-		return c.JSON(bench.HistoryList{Entries: entries, Problems: problems})
+		list.Problems = problems
+		return c.JSON(list)
 	case "csv":
 		limit, err := parseLimit(c.Query("limit"), 0, 0)
 		if err != nil {
@@ -49,13 +79,23 @@ func (a *API) listHistory(c *fiber.Ctx) error {
 		if err != nil {
 			return err
 		}
-		problems, err := a.history.Each(limit, keep, cw.Write)
-		if err == nil {
+		truncated := false
+		problems, err := a.history.Each(limit, keep, func(e bench.HistoryEntry) error {
+			if len(c.Response().Body()) > maxCSVBytes {
+				truncated = true
+				return errListFull
+			}
+			return cw.Write(e)
+		})
+		if err == nil || errors.Is(err, errListFull) {
 			err = cw.Flush()
 		}
 		if err != nil {
 			c.Response().ResetBody()
 			return storageError(c, "read the history", err)
+		}
+		if truncated {
+			c.Set(HeaderTruncated, "true")
 		}
 		c.Set(fiber.HeaderContentType, "text/csv; charset=utf-8")
 		c.Set(fiber.HeaderContentDisposition, `attachment; filename="mlx-metrics-history.csv"`)

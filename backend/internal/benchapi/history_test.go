@@ -219,3 +219,46 @@ func TestHistoryByHost(t *testing.T) {
 		}
 	}
 }
+
+// One list answers at most bench.MaxListBytes of runs, newest first, and
+// says it stopped short; a CSV export at most maxCSVBytes, saying so in a
+// header. A few runs of many cells and long texts cost gigabytes before.
+func TestHistoryListBounded(t *testing.T) {
+	ta := newTestAPI(t, 0)
+	defer func(list, csv int) { maxListBytes, maxCSVBytes = list, csv }(maxListBytes, maxCSVBytes)
+	maxListBytes, maxCSVBytes = 2<<20, 2<<20
+	const runs = 6
+	note := strings.Repeat("n", 4000)
+	base := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	for i := range runs {
+		start := base.Add(time.Duration(i) * time.Second)
+		cells := make([]bench.CompactCell, 250) // ~1 MB encoded
+		for j := range cells {
+			cells[j] = bench.CompactCell{Key: fmt.Sprint(j), Status: bench.CellMeasured, Note: note}
+		}
+		if err := ta.api.history.Put(bench.HistoryEntry{ID: bench.NewRunID(start, "x"), Profile: "p", StartedAt: start.UnixMilli(), Cells: cells}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r := ta.do("GET", "/history?limit=1000", "")
+	var hl bench.HistoryList
+	r.decode(t, &hl)
+	if !hl.Truncated || len(hl.Entries) == 0 || len(hl.Entries) >= runs || len(r.body) > maxListBytes+(1<<20) {
+		t.Fatalf("%d runs in %d bytes, truncated %v; want fewer than %d within %d bytes, truncated",
+			len(hl.Entries), len(r.body), hl.Truncated, runs, maxListBytes)
+	}
+	if want := bench.NewRunID(base.Add((runs-1)*time.Second), "x"); hl.Entries[0].ID != want {
+		t.Errorf("first run %s, want the newest %s", hl.Entries[0].ID, want)
+	}
+	if r := ta.do("GET", "/history?limit=1", ""); strings.Contains(string(r.body), `"truncated"`) {
+		t.Errorf("a list within the bound says truncated")
+	}
+
+	csv := ta.do("GET", "/history?format=csv", "")
+	if csv.status != 200 || csv.header.Get(HeaderTruncated) != "true" || len(csv.body) > maxCSVBytes+(1<<20) {
+		t.Fatalf("CSV: %d, %d bytes, %s %q", csv.status, len(csv.body), HeaderTruncated, csv.header.Get(HeaderTruncated))
+	}
+	if all := ta.do("GET", "/history?format=csv&limit=1", ""); all.header.Get(HeaderTruncated) != "" {
+		t.Errorf("a CSV within the bound says truncated")
+	}
+}
