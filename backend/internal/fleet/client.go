@@ -6,6 +6,7 @@
 package fleet
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -17,6 +18,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/mlx-bun/mlx-metrics/backend/internal/prom"
 )
 
 // Options configure a Client. The zero value is the defaults.
@@ -177,46 +180,89 @@ func (c *Client) Query(ctx context.Context, expr string) (samples []Sample, warn
 		}
 		warnings = append(warnings, clip(w))
 	}
-	samples, err = decodeVector(r.Data.ResultType, r.Data.Result)
+	samples, more, err := decodeVector(r.Data.ResultType, r.Data.Result)
 	if err != nil {
 		return nil, warnings, &QueryError{Kind: KindGarbage, Message: clip(err.Error())}
+	}
+	if more > 0 {
+		warnings = append(warnings, fmt.Sprintf("the store answered %d series more than the %d kept", more, MaxSeries))
 	}
 	return samples, warnings, nil
 }
 
-// decodeVector reads an instant query's result: a vector, or a scalar as
-// one sample.
-func decodeVector(typ string, raw json.RawMessage) ([]Sample, error) {
+// Bounds of one answer's vector, beside MaxAnswer's bytes: a store of many
+// series, or a target inventing label values, must not make a view hold
+// them all (100,000 small series fit in 8 MiB and cost a gigabyte).
+const (
+	// MaxSeries is how many series of one answer a view keeps; the rest
+	// are left out, with a warning.
+	MaxSeries = 1000
+	// maxSeriesBytes bounds one series, encoded: its labels.
+	maxSeriesBytes = 16 << 10
+)
+
+// decodeVector reads an instant query's result: a vector (its first
+// MaxSeries series; more says how many were left out), or a scalar as one
+// sample. Its labels are cleaned (cleanLabels).
+func decodeVector(typ string, raw json.RawMessage) (out []Sample, more int, err error) {
 	switch typ {
 	case "vector":
-		var vs []struct {
-			Metric map[string]string  `json:"metric"`
-			Value  [2]json.RawMessage `json:"value"`
+		dec := json.NewDecoder(bytes.NewReader(raw))
+		if t, err := dec.Token(); err != nil || t != json.Delim('[') {
+			return nil, 0, fmt.Errorf("an unreadable vector: not an array")
 		}
-		if err := json.Unmarshal(raw, &vs); err != nil {
-			return nil, fmt.Errorf("an unreadable vector: %v", err)
-		}
-		out := make([]Sample, 0, len(vs))
-		for _, v := range vs {
+		for dec.More() {
+			var elem json.RawMessage
+			if err := dec.Decode(&elem); err != nil {
+				return nil, 0, fmt.Errorf("an unreadable vector: %v", err)
+			}
+			if len(out) == MaxSeries {
+				more++
+				continue
+			}
+			if len(elem) > maxSeriesBytes {
+				return nil, 0, fmt.Errorf("a series of %d bytes, over %d", len(elem), maxSeriesBytes)
+			}
+			var v struct {
+				Metric map[string]string  `json:"metric"`
+				Value  [2]json.RawMessage `json:"value"`
+			}
+			if err := json.Unmarshal(elem, &v); err != nil {
+				return nil, 0, fmt.Errorf("an unreadable vector: %v", err)
+			}
 			f, err := value(v.Value[1])
 			if err != nil {
-				return nil, err
+				return nil, 0, err
 			}
-			out = append(out, Sample{Labels: v.Metric, Value: f})
+			out = append(out, Sample{Labels: cleanLabels(v.Metric), Value: f})
 		}
-		return out, nil
+		if out == nil {
+			out = []Sample{}
+		}
+		return out, more, nil
 	case "scalar":
 		var v [2]json.RawMessage
 		if err := json.Unmarshal(raw, &v); err != nil {
-			return nil, fmt.Errorf("an unreadable scalar: %v", err)
+			return nil, 0, fmt.Errorf("an unreadable scalar: %v", err)
 		}
 		f, err := value(v[1])
 		if err != nil {
-			return nil, err
+			return nil, 0, err
 		}
-		return []Sample{{Value: f}}, nil
+		return []Sample{{Value: f}}, 0, nil
 	}
-	return nil, fmt.Errorf("a %q result, want a vector", clip(typ))
+	return nil, 0, fmt.Errorf("a %q result, want a vector", clip(typ))
+}
+
+// cleanLabels is m with each name and value made safe to show, as the
+// exporter makes a model name a label value: cut to 256 bytes, control
+// characters made U+FFFD.
+func cleanLabels(m map[string]string) map[string]string {
+	out := make(map[string]string, len(m))
+	for k, v := range m {
+		out[prom.LabelValue(k)] = prom.LabelValue(v)
+	}
+	return out
 }
 
 // value reads a sample's value, a string holding a float ("NaN" and
