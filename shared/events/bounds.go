@@ -94,9 +94,14 @@ func name(field, v string, max int) *Error {
 		// No id has one; a terminal or an exposition would show it raw,
 		// and two names told apart only by one would share a label.
 		return reject(field, "holds a control character")
+	case strings.IndexFunc(v, isBidiControl) >= 0:
+		// It would show the name reversed ("exe.live" for "evil.exe").
+		return reject(field, "holds a bidirectional control character")
 	}
 	return nil
 }
+
+func isBidiControl(r rune) bool { return unicode.Is(unicode.Bidi_Control, r) }
 
 func oneOf(field, v string, allowed ...string) *Error {
 	for _, a := range allowed {

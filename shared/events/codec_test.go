@@ -245,6 +245,7 @@ func TestParseRejects(t *testing.T) {
 		{"model with a newline", with(`"model":"m"`, `"model":"a\nb"`), "model", "control character"},
 		{"request id with an escape", with(`"requestId":"r"`, `"requestId":"r\u001b[31m"`), "requestId", "control character"},
 		{"model with a C1 control", with(`"model":"m"`, `"model":"a\u0085b"`), "model", "control character"},
+		{"model with a right-to-left override", with(`"model":"m"`, `"model":"\u202eexe.live"`), "model", "bidirectional"},
 		{"model not UTF-8", with(`"model":"m"`, `"model":"\xff"`), "", "not a JSON event object"},
 		{"model of invalid UTF-8 bytes", with(`"model":"m"`, "\"model\":\"a\xff\xfeb\""), "", "not valid UTF-8"},
 		{"a number of 60,000 digits", with(`"promptTokens":10`, `"promptTokens":`+strings.Repeat("9", 60000)), "promptTokens", "wrong type"},

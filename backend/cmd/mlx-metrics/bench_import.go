@@ -79,12 +79,12 @@ func benchImportCmd(ctx context.Context, args []string, env cliEnv) error {
 		if err == nil {
 			var note string
 			if note, err = keep(body, dir); err == nil {
-				fmt.Fprintf(env.stdout, "%s: %s\n", arg, note)
+				fmt.Fprintf(env.stdout, "%s: %s\n", arg, termLine(note))
 				continue
 			}
 		}
 		failed++
-		fmt.Fprintf(env.stderr, "mlx-metrics: %s: %v\n", arg, err)
+		fmt.Fprintf(env.stderr, "mlx-metrics: %s: %s\n", arg, termLine(err.Error()))
 	}
 	if failed > 0 {
 		return &exitError{code: 1, err: fmt.Errorf("%s of %d not imported", plural.Count(failed, "run", "runs"), len(pos))}

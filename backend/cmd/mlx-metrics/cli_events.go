@@ -210,7 +210,7 @@ func reportRejections(env cliEnv, first int, reply ingest.Reply) {
 		if r.Field != "" {
 			where += ": " + r.Field
 		}
-		fmt.Fprintf(env.stderr, "rejected %s: %s\n", where, r.Reason)
+		fmt.Fprintf(env.stderr, "rejected %s: %s\n", termLine(where), termLine(r.Reason))
 	}
 	if reply.Truncated {
 		fmt.Fprintln(env.stderr, "rejected: more reasons than the backend lists")

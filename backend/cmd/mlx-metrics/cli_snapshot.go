@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"strings"
 	"text/tabwriter"
 	"time"
 	"unicode"
@@ -155,13 +156,27 @@ func capacityOrDash(c int) string {
 	return fmt.Sprint(c)
 }
 
+// termLine is termSafe(s) cut to maxTermLine bytes: a message from a
+// backend may be any size.
+func termLine(s string) string {
+	s = termSafe(s)
+	if len(s) > maxTermLine {
+		s = strings.ToValidUTF8(s[:maxTermLine], "") + "…"
+	}
+	return s
+}
+
+// maxTermLine bounds a message printed from elsewhere.
+const maxTermLine = 2000
+
 // termSafe escapes what a terminal would act on (control characters, ESC
-// sequences, C1 controls, tabs that would break the table), so a model
-// name a producer chose cannot rewrite the operator's screen.
+// sequences, C1 controls, tabs that would break the table) and the bidi
+// controls that would show text reversed, so a model name a producer chose
+// cannot rewrite the operator's screen.
 func termSafe(s string) string {
 	clean := true
 	for _, r := range s {
-		if unicode.IsControl(r) || r == utf8.RuneError {
+		if unicode.IsControl(r) || r == utf8.RuneError || unicode.Is(unicode.Bidi_Control, r) {
 			clean = false
 			break
 		}

@@ -76,7 +76,8 @@ func run(ctx context.Context, args []string) int {
 			if errors.Is(err, flag.ErrHelp) {
 				return 0 // -h printed the usage, as the go tool does
 			}
-			fmt.Fprintf(os.Stderr, "mlx-metrics %s: %v\n", helpName(name, args), err)
+			// The message may quote a backend's answer: shown safe and cut.
+			fmt.Fprintf(os.Stderr, "mlx-metrics %s: %s\n", helpName(name, args), termLine(err.Error()))
 			var ee *exitError
 			if errors.As(err, &ee) {
 				if ee.usage {

@@ -19,7 +19,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/mlx-bun/mlx-metrics/backend/internal/prom"
+	"github.com/mlx-bun/mlx-metrics/backend/internal/printable"
 )
 
 // Options configure a Client. The zero value is the defaults.
@@ -199,6 +199,8 @@ const (
 	MaxSeries = 1000
 	// maxSeriesBytes bounds one series, encoded: its labels.
 	maxSeriesBytes = 16 << 10
+	// maxLabel bounds a label's name or value shown.
+	maxLabel = 256
 )
 
 // decodeVector reads an instant query's result: a vector (its first
@@ -254,13 +256,12 @@ func decodeVector(typ string, raw json.RawMessage) (out []Sample, more int, err 
 	return nil, 0, fmt.Errorf("a %q result, want a vector", clip(typ))
 }
 
-// cleanLabels is m with each name and value made safe to show, as the
-// exporter makes a model name a label value: cut to 256 bytes, control
-// characters made U+FFFD.
+// cleanLabels is m with each name and value made safe to show
+// (printable.Cut to maxLabel bytes).
 func cleanLabels(m map[string]string) map[string]string {
 	out := make(map[string]string, len(m))
 	for k, v := range m {
-		out[prom.LabelValue(k)] = prom.LabelValue(v)
+		out[printable.Cut(k, maxLabel)] = printable.Cut(v, maxLabel)
 	}
 	return out
 }

@@ -13,7 +13,6 @@ import (
 	"context"
 	"fmt"
 	"net/url"
-	"strings"
 	"sync"
 	"time"
 
@@ -26,6 +25,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	"go.opentelemetry.io/otel/sdk/resource"
 
+	"github.com/mlx-bun/mlx-metrics/backend/internal/printable"
 	"github.com/mlx-bun/mlx-metrics/shared/clock"
 )
 
@@ -206,10 +206,9 @@ func (e *countingExporter) Export(ctx context.Context, rm *metricdata.ResourceMe
 	defer e.mu.Unlock()
 	if err != nil {
 		e.stat.Failures++
-		msg := strings.ToValidUTF8(err.Error(), "")
-		if len(msg) > maxErrorText {
-			msg = strings.ToValidUTF8(msg[:maxErrorText], "")
-		}
+		// It may quote the collector's answer: no escape sequence of it
+		// reaches the log or the terminal showing it.
+		msg := printable.Cut(err.Error(), maxErrorText)
 		if msg != e.stat.LastError {
 			e.logf("otlp push to %s: %s (logged again when it changes)", e.endpoint, msg)
 		}

@@ -1,16 +1,14 @@
 package prom
 
 import (
-	"strings"
 	"sync"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/gofiber/fiber/v2"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/valyala/fasthttp/fasthttpadaptor"
 
+	"github.com/mlx-bun/mlx-metrics/backend/internal/printable"
 	"github.com/mlx-bun/mlx-metrics/backend/internal/store"
 	"github.com/mlx-bun/mlx-metrics/shared/events"
 )
@@ -219,27 +217,9 @@ func (e *Exporter) evictIdle() bool {
 
 // LabelValue makes s safe as a label value: client_golang refuses invalid
 // UTF-8 (with a panic), and the exposition format passes control characters
-// such as NUL through raw, so both become U+FFFD. s is first cut to at most
-// events.MaxModelName bytes, before a rune the cut would split.
-func LabelValue(s string) string {
-	if len(s) > events.MaxModelName {
-		cut := events.MaxModelName
-		for cut > events.MaxModelName-utf8.UTFMax+1 && !utf8.RuneStart(s[cut]) {
-			cut--
-		}
-		s = s[:cut]
-	}
-	s = strings.ToValidUTF8(s, "\uFFFD")
-	if strings.IndexFunc(s, unicode.IsControl) < 0 {
-		return s
-	}
-	return strings.Map(func(r rune) rune {
-		if unicode.IsControl(r) {
-			return utf8.RuneError
-		}
-		return r
-	}, s)
-}
+// such as NUL through raw, so both become U+FFFD; s is cut to at most
+// events.MaxModelName bytes (printable.Cut).
+func LabelValue(s string) string { return printable.Cut(s, events.MaxModelName) }
 
 func (e *Exporter) observeCache(model string, p *events.CacheSample) {
 	cache := LabelValue(p.Cache)

@@ -4,11 +4,9 @@ import (
 	"bytes"
 	"encoding/json"
 	"math"
-	"strings"
 	"time"
-	"unicode"
-	"unicode/utf8"
 
+	"github.com/mlx-bun/mlx-metrics/backend/internal/printable"
 	"github.com/mlx-bun/mlx-metrics/shared/events"
 )
 
@@ -273,25 +271,9 @@ func (m *meter) event(o outcome, fallbackID string) events.Event {
 	return events.Event{Type: events.TypeRequestFinished, At: o.end.UnixMilli(), Payload: p}
 }
 
-// cut is s as valid UTF-8 without control characters (each becomes
-// U+FFFD) of at most n bytes, cut before a rune the cut would split: the
-// wire refuses anything longer, invalid or with a control character, and
-// with it the whole event.
-func cut(s string, n int) string {
-	s = strings.Map(func(r rune) rune {
-		if unicode.IsControl(r) {
-			return utf8.RuneError
-		}
-		return r
-	}, strings.ToValidUTF8(s, "\uFFFD"))
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n]
-}
+// cut is printable.Cut: the wire refuses a text longer than its bound,
+// invalid, or with a control character, and with it the whole event.
+func cut(s string, n int) string { return printable.Cut(s, n) }
 
 // tokens is a count from usage, or 0, as if usage had none, where no
 // request could have it (below 0, above events.MaxTokens, a fraction): the wire
