@@ -239,8 +239,10 @@ func (m *meter) event(o outcome, fallbackID string) events.Event {
 	case p.Model == "":
 		p.Model = "unknown"
 	}
-	p.Model = cut(p.Model, events.MaxModelName)
-	if p.RequestID = cut(p.RequestID, events.MaxRequestID); p.RequestID == "" {
+	// The wire refuses a text longer than its bound, invalid, or with a
+	// control character, and with it the whole event.
+	p.Model = printable.Cut(p.Model, events.MaxModelName)
+	if p.RequestID = printable.Cut(p.RequestID, events.MaxRequestID); p.RequestID == "" {
 		p.RequestID = fallbackID
 	}
 	switch {
@@ -271,13 +273,9 @@ func (m *meter) event(o outcome, fallbackID string) events.Event {
 	return events.Event{Type: events.TypeRequestFinished, At: o.end.UnixMilli(), Payload: p}
 }
 
-// cut is printable.Cut: the wire refuses a text longer than its bound,
-// invalid, or with a control character, and with it the whole event.
-func cut(s string, n int) string { return printable.Cut(s, n) }
-
 // tokens is a count from usage, or 0, as if usage had none, where no
-// request could have it (below 0, above events.MaxTokens, a fraction): the wire
-// would refuse the whole event, losing a request the upstream served.
+// request could have it (below 0, above events.MaxTokens, a fraction): the
+// wire would refuse the whole event, losing a request the upstream served.
 func tokens(n float64) int64 {
 	if !(n >= 0 && n <= events.MaxTokens) || n != math.Trunc(n) {
 		return 0

@@ -28,6 +28,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 	"github.com/valyala/fasthttp"
 
+	"github.com/mlx-bun/mlx-metrics/backend/internal/printable"
 	"github.com/mlx-bun/mlx-metrics/backend/internal/server"
 	"github.com/mlx-bun/mlx-metrics/shared/clock"
 	"github.com/mlx-bun/mlx-metrics/shared/events"
@@ -199,7 +200,7 @@ func unquoted(err error) string {
 	}
 	msg := err.Error()
 	if len(msg) > maxEcho {
-		return cut(msg, maxEcho) + "…"
+		return printable.Cut(msg, maxEcho) + "…"
 	}
 	return msg
 }
