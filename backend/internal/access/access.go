@@ -142,9 +142,14 @@ func change(c *fiber.Ctx) (api, proxied bool) {
 	case fiber.MethodGet, fiber.MethodHead, fiber.MethodOptions:
 		return false, false
 	}
-	p := strings.ToLower(c.Path())
-	under := func(prefix string) bool { return p == prefix || strings.HasPrefix(p, prefix+"/") }
-	return under(server.APIPrefix), under(routes.Proxy)
+	return under(c.Path(), server.APIPrefix), under(c.Path(), routes.Proxy)
+}
+
+// under reports whether path is prefix or below it; routes match
+// case-insensitively, so this does too.
+func under(path, prefix string) bool {
+	p := strings.ToLower(path)
+	return p == prefix || strings.HasPrefix(p, prefix+"/")
 }
 
 func (g *Guard) checkChange(c *fiber.Ctx) error {
@@ -218,8 +223,7 @@ func (g *Guard) admits(method, path, authorization string) bool {
 // header alone (server.BodyGate): not a change to the API without the
 // token it needs, which would be refused once its body was read.
 func (g *Guard) AdmitsBody(h *fasthttp.RequestHeader, path string) bool {
-	p := strings.ToLower(path)
-	if p != server.APIPrefix && !strings.HasPrefix(p, server.APIPrefix+"/") {
+	if !under(path, server.APIPrefix) {
 		return true // the proxy asks for no token; elsewhere the route decides
 	}
 	return g.admits(string(h.Method()), path, string(h.Peek(fiber.HeaderAuthorization)))
