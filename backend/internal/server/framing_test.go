@@ -1,13 +1,10 @@
 package server
 
 import (
-	"bufio"
 	"errors"
 	"io"
-	"net"
 	"net/http"
 	"testing"
-	"time"
 )
 
 // A request framed two ways is refused, and where its body was read one
@@ -32,20 +29,7 @@ func TestFraming(t *testing.T) {
 	addr := serve(t, New(Options{}))
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			conn, err := net.Dial("tcp", addr)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer conn.Close()
-			_ = conn.SetDeadline(time.Now().Add(10 * time.Second))
-			if _, err := io.WriteString(conn, tt.request+next); err != nil {
-				t.Fatal(err)
-			}
-			br := bufio.NewReader(conn)
-			res, err := http.ReadResponse(br, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
+			res, br := send(t, addr, tt.request+next)
 			_, _ = io.Copy(io.Discard, res.Body)
 			if res.StatusCode != tt.status {
 				t.Fatalf("status %d, want %d", res.StatusCode, tt.status)

@@ -33,6 +33,29 @@ func serve(t *testing.T, app *fiber.App) string {
 	return ln.Addr().String()
 }
 
+// send writes request, raw, on a new connection to addr and reads the
+// first answer alone (a connection kept alive would hold a ReadAll); r
+// reads what follows on the connection, closed when the test ends. The
+// connection gives up after 10 s, well under the read timeout a request
+// whose body the server waits for would hold it.
+func send(t *testing.T, addr, request string) (res *http.Response, r *bufio.Reader) {
+	t.Helper()
+	conn, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	_ = conn.SetDeadline(time.Now().Add(10 * time.Second))
+	if _, err := io.WriteString(conn, request); err != nil {
+		t.Fatal(err)
+	}
+	r = bufio.NewReader(conn)
+	if res, err = http.ReadResponse(r, nil); err != nil {
+		t.Fatal(err)
+	}
+	return res, r
+}
+
 // streamRoutes has one route streaming for as long as it is asked to, as
 // the SSE routes do.
 type streamRoutes struct{ lines int }
@@ -201,21 +224,7 @@ func TestUnparsableRequest(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			addr := serve(t, New(Options{}))
-			conn, err := net.Dial("tcp", addr)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer conn.Close()
-			_ = conn.SetDeadline(time.Now().Add(10 * time.Second))
-			if _, err := io.WriteString(conn, tt.request); err != nil {
-				t.Fatal(err)
-			}
-			// The answer alone: a connection kept alive would hold ReadAll.
-			res, err := http.ReadResponse(bufio.NewReader(conn), nil)
-			if err != nil {
-				t.Fatal(err)
-			}
+			res, _ := send(t, serve(t, New(Options{})), tt.request)
 			body, _ := io.ReadAll(res.Body)
 			answer := fmt.Sprint(res.Header) + string(body)
 			if fmt.Sprint(res.StatusCode) != tt.status || !strings.HasPrefix(string(body), `{"error":{"message":`) {
