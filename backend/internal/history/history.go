@@ -329,14 +329,8 @@ func (s *Store) Delete(id string) error {
 // List returns up to limit readable entries, newest first (limit <= 0:
 // all), and the unreadable ones it skipped.
 func (s *Store) List(limit int) ([]bench.HistoryEntry, []bench.HistoryProblem, error) {
-	return s.ListWhere(limit, nil)
-}
-
-// ListWhere is List of the entries keep keeps (all when nil): the limit
-// counts those.
-func (s *Store) ListWhere(limit int, keep func(bench.HistoryEntry) bool) ([]bench.HistoryEntry, []bench.HistoryProblem, error) {
 	out := []bench.HistoryEntry{}
-	problems, err := s.Each(limit, keep, func(e bench.HistoryEntry) error {
+	problems, err := s.Each(limit, nil, func(e bench.HistoryEntry) error {
 		out = append(out, e)
 		return nil
 	})
