@@ -88,14 +88,18 @@ func New(opts Options, features ...Feature) *fiber.App {
 	// start (a bearer token among its headers) and Fiber answers with it:
 	// the client is told what failed, not shown what it sent.
 	srv := app.Server()
+	// answer writes err as the API's error where no route runs.
+	answer := func(ctx *fasthttp.RequestCtx, err error) {
+		c := app.AcquireCtx(ctx)
+		defer app.ReleaseCtx(c)
+		_ = errorHandler(c, err)
+	}
 	b := boundsOf(features, opts.BodyLimit, opts.WriteTimeout)
 	srv.HeaderReceived = b.config
 	parseFailed := srv.ErrorHandler
 	srv.ErrorHandler = func(ctx *fasthttp.RequestCtx, err error) {
 		if errors.Is(err, fasthttp.ErrBodyTooLarge) { // say which limit, not Fiber's bare "Request Entity Too Large"
-			c := app.AcquireCtx(ctx)
-			defer app.ReleaseCtx(c)
-			_ = errorHandler(c, fiber.NewError(fiber.StatusRequestEntityTooLarge, b.tooLarge(opts.BodyLimit)))
+			answer(ctx, fiber.NewError(fiber.StatusRequestEntityTooLarge, b.tooLarge(opts.BodyLimit)))
 			return
 		}
 		parseFailed(ctx, withoutContents(err))
@@ -106,9 +110,7 @@ func New(opts Options, features ...Feature) *fiber.App {
 	route := srv.Handler
 	srv.Handler = func(ctx *fasthttp.RequestCtx) {
 		if !knownMethod(ctx.Method()) {
-			c := app.AcquireCtx(ctx)
-			defer app.ReleaseCtx(c)
-			_ = errorHandler(c, fiber.NewError(fiber.StatusNotImplemented,
+			answer(ctx, fiber.NewError(fiber.StatusNotImplemented,
 				"unknown method; this server knows "+strings.Join(fiber.DefaultMethods, ", ")))
 			return
 		}
