@@ -12,9 +12,11 @@
 // on each side and the proxy's addition (proxied minus direct), tokens/s
 // received on each side and their ratio (per round, and pooled), the CPU
 // the proxy (the serve process) used while proxying, and the machine.
-// The clients run in this process, on the same cores as the engine and
-// the proxy: on a small machine all three compete, which the figures
-// include.
+// With -peer nginx, nginx is one more side; with -floor, two minimal Go
+// relays are (floor.go): what the Go runtime alone costs for the same
+// streams. The clients run in this process, on the same cores as the
+// engine and the proxy: on a small machine all three compete, which the
+// figures include.
 //
 // Loopback only, bounded by -timeout. Usage: scripts/bench-proxy [flags]
 // (it builds the binary), or go run . -bin /path/to/mlx-metrics [flags]
@@ -56,9 +58,13 @@ type config struct {
 	prefillRate float64
 	timeout     time.Duration
 	peer        string
+	floor       bool
 }
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == floorCmd {
+		floorMain(os.Args[2:])
+	}
 	var cfg config
 	flag.StringVar(&cfg.bin, "bin", "", "the mlx-metrics binary (required)")
 	flag.StringVar(&cfg.compareBin, "compare-bin", "", "another mlx-metrics binary whose proxy runs as a third side, interleaved with the others (an older build, to compare)")
@@ -72,6 +78,7 @@ func main() {
 	flag.Float64Var(&cfg.prefillRate, "prefill-rate", 100000, "the engine's prefill rate, prompt tokens/s")
 	flag.DurationVar(&cfg.timeout, "timeout", 5*time.Minute, "bound on the whole run")
 	flag.StringVar(&cfg.peer, "peer", "", "nginx: run nginx as a plain streaming reverse proxy as one more side, interleaved with the others")
+	flag.BoolVar(&cfg.floor, "floor", false, "run minimal Go relays (a goroutine pair per connection, and one epoll loop) as more sides: the Go runtime's floor for the same streams")
 	flag.Parse()
 	cfg.serveEnv = strings.Fields(*serveEnv)
 	for f := range strings.SplitSeq(*streams, ",") {
@@ -162,6 +169,16 @@ func run(ctx context.Context, cfg config) error {
 		sides = append(sides, &side{name: "nginx", url: "http://" + ngx.addr + "/v1/completions", client: newClient(), proxy: ngx})
 	default:
 		return fmt.Errorf("-peer %q: want nginx", cfg.peer)
+	}
+	if cfg.floor {
+		for _, mode := range floorModes {
+			p, err := startFloor(ctx, home, mode, engineAddr)
+			if err != nil {
+				return err
+			}
+			defer p.stop()
+			sides = append(sides, &side{name: mode, url: "http://" + p.addr + "/v1/completions", client: newClient(), proxy: p})
+		}
 	}
 	body := requestBody(cfg)
 
@@ -431,8 +448,12 @@ func printMachine(cfg config, engineAddr string, sides []*side) {
 	fmt.Printf("engine %s: decode %g tok/s per stream (batch slowdown 0), prefill %g tok/s, %d prompt words, max_tokens %d\n",
 		engineAddr, cfg.decodeRate, cfg.prefillRate, cfg.promptWords, cfg.tokens)
 	for _, s := range sides[1:] {
-		if s.name == "nginx" {
+		switch s.name {
+		case "nginx":
 			fmt.Printf("%-7s %s: %s, one process, proxy_buffering off, HTTP/1.1 keep-alive upstream to %s\n", s.name, s.proxy.addr, s.proxy.bin, engineAddr)
+			continue
+		case "relay", "epoll":
+			fmt.Printf("%-7s %s: floor, %s (this program) relaying TCP to %s, no HTTP, no metering\n", s.name, s.proxy.addr, floorHow[s.name], engineAddr)
 			continue
 		}
 		fmt.Printf("%-7s %s: %s %s serve --proxy-to http://%s/v1\n", s.name, s.proxy.addr, strings.Join(cfg.serveEnv, " "), s.proxy.bin, engineAddr)
