@@ -179,7 +179,7 @@ func (v *ServingView) tiles(s *snapshot.Snapshot) []app.UI {
 		tile("prefix", "Prefix hit rate", pct(hitRate), "of prompt tokens looked up, since load"),
 		// Two columns wide: seven single and three double tiles would leave
 		// a hole in a grid of seven columns (1440 px) or two (a phone).
-		wideTile("models", "Models resident", itoa(resident), fmt.Sprintf("of %d known", len(s.Models))),
+		wideTile("models", "Models resident", format.Count(int64(resident)), "of "+format.Count(int64(len(s.Models)))+" known"),
 	}
 }
 

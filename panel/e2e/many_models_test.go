@@ -1,0 +1,62 @@
+package e2e
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestManyModels: a host with 1,024 models, one of them named with 256
+// characters and no separator. The Caches view draws a bounded number of
+// gauges and lists every cache in a table, and no view grows wider than
+// the window (the long name wraps; the model picker is cut).
+func TestManyModels(t *testing.T) {
+	needBrowser(t)
+	b := startBackend(t)
+	long := strings.Repeat("w", 256)
+	var evs []string
+	for i := range 1024 {
+		m := fmt.Sprintf("%q", fmt.Sprintf("org/model-%04d", i))
+		if i == 1023 {
+			m = fmt.Sprintf("%q", long)
+		}
+		evs = append(evs,
+			event("model.load", `{"model":`+m+`,"phase":"finished","ms":800,"weightsBytes":2254857830}`),
+			event("cache.sample", fmt.Sprintf(`{"model":%s,"cache":"kv","bytes":%d,"capacityBytes":1048576,"hits":null,"misses":null}`, m, i*1024)),
+			event("cache.sample", `{"model":`+m+`,"cache":"prefix","bytes":1024,"capacityBytes":1048576,"hits":3,"misses":1}`),
+		)
+		if i >= 1022 {
+			evs = append(evs,
+				event("scheduler.sample", `{"model":`+m+`,"active":1,"capacity":8,"queued":0,"tokensPerSecond":40}`),
+				event("request.finished", `{"model":`+m+`,"requestId":"r","finish":"stop","promptTokens":10,"cachedPromptTokens":0,"completionTokens":8,"queueMs":1,"ttftMs":50,"prefillTokensPerSecond":900,"decodeTokensPerSecond":40,"totalMs":400}`))
+		}
+	}
+	b.post(evs...)
+
+	ctx := browser(t)
+	openPanel(t, ctx, b, false, 1440)
+	click(t, ctx, `[data-tab="caches"]`)
+	waitFrame(t, ctx, "every cache in the table", `document.querySelectorAll('#view-caches tr[data-model]').length === 2048`, time.Minute)
+	var gauges int
+	if err := inFrame(ctx, `document.querySelectorAll('#view-caches .chart-gauge').length`, &gauges); err != nil {
+		t.Fatal(err)
+	}
+	if gauges != 16 {
+		t.Errorf("%d gauges drawn, want 16", gauges)
+	}
+	// The fullest KV caches are the last models'.
+	waitFrame(t, ctx, "the fullest cache's gauge drawn", paintedPixels("gauge-kv-2046")+" > 200", 10*time.Second)
+
+	for _, tab := range []string{"caches", "serving", "models", "requests"} {
+		click(t, ctx, fmt.Sprintf(`[data-tab=%q]`, tab))
+		waitFrame(t, ctx, tab+" view", fmt.Sprintf(`!!document.querySelector("#view-%s")`, tab), 5*time.Second)
+		var over []string
+		if err := inFrame(ctx, `[...document.querySelectorAll("#panel, #panel table")].filter(e => e.scrollWidth > (e.tagName === "TABLE" ? e.parentElement : e).clientWidth + 1).map(e => (e.className || e.id) + " " + e.scrollWidth + ">" + e.clientWidth)`, &over); err != nil {
+			t.Fatal(err)
+		}
+		if len(over) > 0 {
+			t.Errorf("%s: wider than their box: %v", tab, over)
+		}
+	}
+}
