@@ -24,6 +24,10 @@ func TestFraming(t *testing.T) {
 		{"an unknown coding", "POST /api/metrics/x HTTP/1.1\r\nHost: 127.0.0.1\r\nTransfer-Encoding: xchunked\r\n\r\n0\r\n\r\n", 501, true},
 		{"gzip, chunked", "POST /api/metrics/x HTTP/1.1\r\nHost: 127.0.0.1\r\nTransfer-Encoding: gzip, chunked\r\n\r\n0\r\n\r\n", 501, true},
 		{"two codings", "POST /api/metrics/x HTTP/1.1\r\nHost: 127.0.0.1\r\nTransfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n", 501, true},
+		// Refused from the header, the body not waited for: the second
+		// length is more than is sent.
+		{"two lengths, the first's body sent", "POST /api/metrics/x HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 2\r\nContent-Length: 100\r\n\r\n{}", 400, true},
+		{"two lengths, no body", "POST /api/metrics/x HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 0\r\nContent-Length: 0\r\n\r\n", 400, false},
 		{"two hosts", "GET /api/metrics/x HTTP/1.1\r\nHost: evil.example\r\nHost: 127.0.0.1\r\n\r\n", 400, false},
 	}
 	addr := serve(t, New(Options{}))

@@ -98,7 +98,12 @@ func New(opts Options, features ...Feature) *fiber.App {
 	srv.HeaderReceived = b.config
 	parseFailed := srv.ErrorHandler
 	srv.ErrorHandler = func(ctx *fasthttp.RequestCtx, err error) {
-		if errors.Is(err, fasthttp.ErrBodyTooLarge) { // say which limit, not Fiber's bare "Request Entity Too Large"
+		if errors.Is(err, fasthttp.ErrBodyTooLarge) {
+			if ferr, _ := framingError(ctx.Request.Header.RawHeaders()); ferr != nil {
+				answer(ctx, ferr) // refused before its body (bounds.config); fasthttp closes the connection
+				return
+			}
+			// Say which limit, not Fiber's bare "Request Entity Too Large".
 			answer(ctx, fiber.NewError(fiber.StatusRequestEntityTooLarge, b.tooLarge(opts.BodyLimit)))
 			return
 		}
