@@ -89,10 +89,10 @@ func (c *Client) Cancel(ctx context.Context, id string) (bench.Job, error) {
 }
 
 // History lists up to limit finished runs, newest first.
-func (c *Client) History(ctx context.Context, limit int) ([]bench.HistoryEntry, error) {
+func (c *Client) History(ctx context.Context, limit int) (bench.HistoryList, error) {
 	var l bench.HistoryList
 	err := c.do(ctx, methodGet, "/history?limit="+strconv.Itoa(limit), nil, &l)
-	return l.Entries, err
+	return l, err
 }
 
 // Entry fetches one finished run.

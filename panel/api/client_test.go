@@ -66,7 +66,7 @@ func TestClient(t *testing.T) {
 		{"start", func() (any, error) { j, err := c.Start(ctx, "smoke"); return j.ID + "/" + j.Profile, err }, "j2/smoke", nil},
 		{"start refused", func() (any, error) { _, err := c.Start(ctx, "busy"); return nil, err }, nil, &Error{409, "the GPU is held by job j1"}},
 		{"cancel", func() (any, error) { j, err := c.Cancel(ctx, "j 1"); return j.ID, err }, "j 1", nil},
-		{"history", func() (any, error) { h, err := c.History(ctx, 20); return len(h), err }, 1, nil},
+		{"history", func() (any, error) { h, err := c.History(ctx, 20); return len(h.Entries), err }, 1, nil},
 		{"plain error", func() (any, error) { _, err := c.Jobs(ctx); return nil, err }, nil, &Error{500, "boom"}},
 		{"no route", func() (any, error) { _, err := c.Entry(ctx, "nope"); return nil, err }, nil, &Error{404, "404 page not found"}},
 		{"long error cut on a character", func() (any, error) { _, err := c.Entry(ctx, "long"); return nil, err }, nil, &Error{502, strings.Repeat("a", 299) + "…"}},

@@ -46,6 +46,10 @@ type BenchView struct {
 	jobsErr     string
 	history     []bench.HistoryEntry
 	historyErr  string
+	// historyProblems are the stored runs the list could not read;
+	// historyTruncated says it stopped at the server's bound on one answer.
+	historyProblems  []bench.HistoryProblem
+	historyTruncated bool
 	// When each was last answered (zero: never), so a failure after it
 	// keeps the answer on screen.
 	profilesAt, jobsAt, historyAt time.Time
@@ -237,7 +241,7 @@ type benchData struct {
 	finished                int
 	fetched                 bool // profiles and history were fetched
 	profiles                []bench.Profile
-	history                 []bench.HistoryEntry
+	history                 bench.HistoryList
 	profilesErr, historyErr error
 }
 
@@ -273,10 +277,11 @@ func (v *BenchView) apply(d benchData) {
 			v.profiles, v.profilesAt = d.profiles, time.Now()
 		}
 		if d.historyErr == nil {
-			v.history, v.historyAt = d.history, time.Now()
+			v.history, v.historyAt = d.history.Entries, time.Now()
+			v.historyProblems, v.historyTruncated = d.history.Problems, d.history.Truncated
 		}
-		if v.trendProfile == "" && len(d.history) > 0 {
-			v.trendProfile = d.history[0].Profile
+		if v.trendProfile == "" && len(d.history.Entries) > 0 {
+			v.trendProfile = d.history.Entries[0].Profile
 		}
 	}
 }
@@ -634,6 +639,32 @@ func problemSummary(ps []string) string {
 	return fmt.Sprintf("%s (+%d more)", ps[0], len(ps)-1)
 }
 
+// historyLeftOut says what the list left out: runs past the server's
+// bound on one answer, and stored runs it could not read (each removable
+// by its id), nil when nothing.
+func (v *BenchView) historyLeftOut() app.UI {
+	if !v.historyTruncated && len(v.historyProblems) == 0 {
+		return nil
+	}
+	ps := v.historyProblems
+	return app.Div().Class("left-out").Body(
+		app.If(v.historyTruncated, func() app.UI {
+			return app.P().Class("note").DataSet("history", "truncated").Text(fmt.Sprintf(
+				"Listed: the newest %s; the list reached the server's bound on one answer (%s) and older runs are left out.",
+				plural.Count(len(v.history), "run", "runs"), format.Bytes(bench.MaxListBytes)))
+		}),
+		app.If(len(ps) > 0, func() app.UI {
+			return app.Div().DataSet("history", "unreadable").Body(
+				app.P().Class("bad").Text(plural.Count(len(ps), "stored run", "stored runs")+
+					" could not be read (DELETE /api/metrics/history/ID removes one):"),
+				app.Ul().Class("problems").Body(app.Range(ps).Slice(func(i int) app.UI {
+					return app.Li().Text(ps[i].ID + ": " + ps[i].Message)
+				})),
+			)
+		}),
+	)
+}
+
 func (v *BenchView) renderHistory() app.UI {
 	if v.historyErr != "" && v.historyAt.IsZero() {
 		return section("History", staleAlert("History", "history", v.historyErr, v.historyAt))
@@ -641,15 +672,16 @@ func (v *BenchView) renderHistory() app.UI {
 	if v.historyAt.IsZero() {
 		return section("History", loading("history"))
 	}
-	if len(v.history) == 0 {
-		return section("History", empty("No finished runs yet."))
-	}
-	hs := v.history
 	var alert app.UI
 	if v.historyErr != "" {
 		alert = staleAlert("History", "history", v.historyErr, v.historyAt)
 	}
-	return section("History", alert, app.Div().Class("table-wrap").Body(app.Table().Class("table history").Body(
+	left := v.historyLeftOut()
+	if len(v.history) == 0 {
+		return section("History", alert, left, empty("No finished runs yet."))
+	}
+	hs := v.history
+	return section("History", alert, left, app.Div().Class("table-wrap").Body(app.Table().Class("table history").Body(
 		app.THead().Body(app.Tr().Body(th("Profile"), th("When"), thNum("Duration"), th("Complete"), thNum("Cells measured"), thNum("Best decode"), th("Problems"), th(""))),
 		app.TBody().Body(app.Range(hs).Slice(func(i int) app.UI {
 			e := hs[i]

@@ -302,7 +302,7 @@ func TestBenchViewKeepsWhatItHadWhenTheBackendGoes(t *testing.T) {
 	history := []bench.HistoryEntry{{ID: "20261202T150000Z-aa", Profile: "smoke", Complete: true, StartedAt: 1764687600000}}
 	gone := errors.New("backend unreachable")
 	v := &BenchView{}
-	v.apply(benchData{fetched: true, profiles: profiles, history: history})
+	v.apply(benchData{fetched: true, profiles: profiles, history: bench.HistoryList{Entries: history}})
 	v.apply(benchData{fetched: true, jobsErr: gone, profilesErr: gone, historyErr: gone})
 	html := render(t, v)
 	for _, w := range []string{`class="view bench stale"`, `data-profile="smoke"`, `data-run="20261202T150000Z-aa"`,
@@ -316,6 +316,44 @@ func TestBenchViewKeepsWhatItHadWhenTheBackendGoes(t *testing.T) {
 	fresh.apply(benchData{fetched: true, jobsErr: gone, profilesErr: gone, historyErr: gone})
 	if html := render(t, fresh); strings.Contains(html, "bench stale") || !strings.Contains(html, "History unavailable: backend unreachable<") {
 		t.Errorf("a view that never had data:\n%s", html)
+	}
+}
+
+// What a history list left out is said: runs past the server's bound on
+// one answer, stored runs it could not read (with their ids), also when
+// no run could be listed.
+func TestBenchViewHistoryLeftOut(t *testing.T) {
+	run := bench.HistoryEntry{ID: "20261202T150000Z-aa", Profile: "smoke", Complete: true, StartedAt: 1764687600000}
+	bad := []bench.HistoryProblem{{ID: "20261201T100000Z-bb", Message: "undecodable entry: unexpected end of JSON input"}}
+	tests := []struct {
+		name      string
+		list      bench.HistoryList
+		want, not []string
+	}{
+		{"whole", bench.HistoryList{Entries: []bench.HistoryEntry{run}}, []string{`data-run="20261202T150000Z-aa"`}, []string{"left-out", "bound on one answer", "could not be read"}},
+		{"truncated", bench.HistoryList{Entries: []bench.HistoryEntry{run}, Truncated: true},
+			[]string{`data-history="truncated"`, "Listed: the newest 1 run; the list reached the server&#39;s bound on one answer (16.0 MiB)"}, []string{"could not be read"}},
+		{"unreadable", bench.HistoryList{Entries: []bench.HistoryEntry{run}, Problems: bad},
+			[]string{`data-history="unreadable"`, "1 stored run could not be read", "20261201T100000Z-bb: undecodable entry"}, []string{"bound on one answer"}},
+		{"nothing readable", bench.HistoryList{Problems: append(bad, bench.HistoryProblem{ID: "x", Message: "y"})},
+			[]string{"2 stored runs could not be read", "No finished runs yet."}, nil},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			v := &BenchView{}
+			v.apply(benchData{fetched: true, history: tc.list})
+			html := render(t, v)
+			for _, w := range tc.want {
+				if !strings.Contains(html, w) {
+					t.Errorf("missing %q in\n%s", w, html)
+				}
+			}
+			for _, w := range tc.not {
+				if strings.Contains(html, w) {
+					t.Errorf("unexpected %q", w)
+				}
+			}
+		})
 	}
 }
 
