@@ -154,10 +154,16 @@ func (p *Proxy) handle(c *fiber.Ctx) error {
 		cancel()
 		return server.Error(c, fiber.StatusBadRequest, "the request cannot be forwarded: "+unquoted(err))
 	}
+	watch := watchLeave(p.clock, c.Context().Conn(), cancel)
 	resp, err := p.client.Do(req)
+	left := watch.end()
 	if err != nil {
 		cancel()
-		p.finish(m, outcome{end: p.clock.Now()})
+		p.finish(m, outcome{end: p.clock.Now(), cancelled: left})
+		if left {
+			c.Context().SetConnectionClose() // no one to answer
+			return nil
+		}
 		return server.Error(c, fiber.StatusBadGateway, "upstream "+p.base+": "+unquoted(err))
 	}
 
