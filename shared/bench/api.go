@@ -206,6 +206,21 @@ func (v RunView) Entry() HistoryEntry {
 	}
 }
 
+// historyListWire is GET /history's body: {runs, problems, truncated},
+// each run a RunView or, from EncodedHistoryList, one already encoded.
+type historyListWire[R any] struct {
+	Runs      []R              `json:"runs"`
+	Problems  []HistoryProblem `json:"problems"`
+	Truncated bool             `json:"truncated,omitempty"`
+}
+
+func newHistoryListWire[R any](runs []R, problems []HistoryProblem, truncated bool) historyListWire[R] {
+	if problems == nil {
+		problems = []HistoryProblem{}
+	}
+	return historyListWire[R]{runs, problems, truncated}
+}
+
 // MarshalJSON writes the list as the API shows it: {runs: [RunView…],
 // problems}.
 func (l HistoryList) MarshalJSON() ([]byte, error) {
@@ -213,24 +228,22 @@ func (l HistoryList) MarshalJSON() ([]byte, error) {
 	for i, e := range l.Entries {
 		runs[i] = e.View()
 	}
-	problems := l.Problems
-	if problems == nil {
-		problems = []HistoryProblem{}
+	return json.Marshal(newHistoryListWire(runs, l.Problems, l.Truncated))
+}
+
+// EncodedHistoryList is a HistoryList of runs each already encoded as a
+// RunView (a server measuring its answer's size encodes each run once),
+// for json.Marshal: the same body as HistoryList's.
+func EncodedHistoryList(runs []json.RawMessage, problems []HistoryProblem, truncated bool) any {
+	if runs == nil {
+		runs = []json.RawMessage{}
 	}
-	return json.Marshal(struct {
-		Runs      []RunView        `json:"runs"`
-		Problems  []HistoryProblem `json:"problems"`
-		Truncated bool             `json:"truncated,omitempty"`
-	}{runs, problems, l.Truncated})
+	return newHistoryListWire(runs, problems, truncated)
 }
 
 // UnmarshalJSON reads what MarshalJSON writes.
 func (l *HistoryList) UnmarshalJSON(b []byte) error {
-	var w struct {
-		Runs      []RunView        `json:"runs"`
-		Problems  []HistoryProblem `json:"problems"`
-		Truncated bool             `json:"truncated"`
-	}
+	var w historyListWire[RunView]
 	if err := json.Unmarshal(b, &w); err != nil {
 		return err
 	}

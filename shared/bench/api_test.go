@@ -56,3 +56,36 @@ func TestHistoryListRoundTrip(t *testing.T) {
 		t.Errorf("scope null read as %q, %v", p.Scope, err)
 	}
 }
+
+// A list of runs encoded one by one is the same body as the list.
+func TestEncodedHistoryList(t *testing.T) {
+	entries := []HistoryEntry{{ID: "a", Profile: "smoke", Cells: []CompactCell{{Key: "k"}}}, {ID: "b", Machine: Machine{Host: "h"}}}
+	tests := []struct {
+		name string
+		list HistoryList
+	}{
+		{"empty", HistoryList{}},
+		{"runs", HistoryList{Entries: entries}},
+		{"runs, problems, truncated", HistoryList{Entries: entries, Problems: []HistoryProblem{{ID: "c", Message: "m"}}, Truncated: true}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var runs []json.RawMessage
+			for _, e := range tt.list.Entries {
+				b, err := json.Marshal(e.View())
+				if err != nil {
+					t.Fatal(err)
+				}
+				runs = append(runs, b)
+			}
+			want, err := json.Marshal(tt.list)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := json.Marshal(EncodedHistoryList(runs, tt.list.Problems, tt.list.Truncated))
+			if err != nil || string(got) != string(want) {
+				t.Errorf("%s (%v), want %s", got, err, want)
+			}
+		})
+	}
+}

@@ -49,25 +49,25 @@ func (a *API) listHistory(c *fiber.Ctx) error {
 	case "json":
 		args := c.Context().QueryArgs()
 		limit := historyLimit(string(args.Peek("limit")), args.Has("limit"))
-		list := bench.HistoryList{Entries: []bench.HistoryEntry{}}
-		size := 0
+		// Each run is encoded once: to measure the list, and as its part.
+		var runs []json.RawMessage
+		size, truncated := 0, false
 		problems, err := a.history.Each(limit, keep, func(e bench.HistoryEntry) error {
 			b, err := json.Marshal(e.View())
 			if err != nil {
 				return err
 			}
-			if size += len(b); size > maxListBytes && len(list.Entries) > 0 {
-				list.Truncated = true
+			if size += len(b); size > maxListBytes && len(runs) > 0 {
+				truncated = true
 				return errListFull
 			}
-			list.Entries = append(list.Entries, e)
+			runs = append(runs, b)
 			return nil
 		})
 		if err != nil && !errors.Is(err, errListFull) {
 			return storageError(c, "read the history", err)
 		}
-		list.Problems = problems
-		return c.JSON(list)
+		return c.JSON(bench.EncodedHistoryList(runs, problems, truncated))
 	case "csv":
 		limit, err := parseLimit(c.Query("limit"), 0, 0)
 		if err != nil {
