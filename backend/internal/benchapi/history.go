@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"strings"
 
 	"github.com/gofiber/fiber/v2"
 
@@ -40,11 +39,7 @@ var errListFull = errors.New("the list is full")
 // the CSV's X-History-Unreadable header.
 func (a *API) listHistory(c *fiber.Ctx) error {
 	format := c.Query("format", "json")
-	var keep func(bench.HistoryEntry) bool // ?host: one host's runs, in either format
-	if host := c.Query("host"); host != "" {
-		host = strings.Clone(host) // Fiber reuses the request's memory
-		keep = func(e bench.HistoryEntry) bool { return e.Machine.Host == host }
-	}
+	host := c.Query("host") // one host's runs, in either format
 	switch format {
 	case "json":
 		args := c.Context().QueryArgs()
@@ -52,7 +47,7 @@ func (a *API) listHistory(c *fiber.Ctx) error {
 		// Each run is encoded once: to measure the list, and as its part.
 		var runs []json.RawMessage
 		size, truncated := 0, false
-		problems, err := a.history.Each(limit, keep, func(e bench.HistoryEntry) error {
+		problems, err := a.history.Each(limit, host, func(e bench.HistoryEntry) error {
 			b, err := json.Marshal(e.View())
 			if err != nil {
 				return err
@@ -80,7 +75,7 @@ func (a *API) listHistory(c *fiber.Ctx) error {
 			return err
 		}
 		truncated := false
-		problems, err := a.history.Each(limit, keep, func(e bench.HistoryEntry) error {
+		problems, err := a.history.Each(limit, host, func(e bench.HistoryEntry) error {
 			if len(c.Response().Body()) > maxCSVBytes {
 				truncated = true
 				return errListFull

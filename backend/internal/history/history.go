@@ -285,6 +285,19 @@ func decodeItem(item *badger.Item, e *bench.HistoryEntry) error {
 	return item.Value(func(v []byte) error { return decodeEntry(item.Key(), v, e) })
 }
 
+// onHost says whether item's entry is host's, reading only its machine's
+// host (another host's entry of many cells is not decoded whole); an entry
+// that cannot be read so is left for the full decode to report.
+func onHost(item *badger.Item, host string) bool {
+	var m struct {
+		Machine struct {
+			Host string `json:"host"`
+		} `json:"machine"`
+	}
+	err := item.Value(func(v []byte) error { return json.Unmarshal(v, &m) })
+	return err != nil || m.Machine.Host == host
+}
+
 // decodeEntry decodes the value stored under key: an entry of the run the
 // key names, or an error saying why not.
 func decodeEntry(key, v []byte, e *bench.HistoryEntry) error {
@@ -330,26 +343,26 @@ func (s *Store) Delete(id string) error {
 // all), and the unreadable ones it skipped.
 func (s *Store) List(limit int) ([]bench.HistoryEntry, []bench.HistoryProblem, error) {
 	out := []bench.HistoryEntry{}
-	problems, err := s.Each(limit, nil, func(e bench.HistoryEntry) error {
+	problems, err := s.Each(limit, "", func(e bench.HistoryEntry) error {
 		out = append(out, e)
 		return nil
 	})
 	return out, problems, err
 }
 
-// Each calls f on up to limit readable entries that keep keeps (every one
-// when keep is nil), newest first (limit <= 0: all), stopping at f's first
-// error. An entry whose value does not decode is skipped and reported among
+// Each calls f on up to limit readable entries of host's runs (every
+// run's when host is ""), newest first (limit <= 0: all), stopping at f's
+// first error. An entry whose value does not decode is skipped and reported among
 // the problems (at most maxProblems of them, their messages without server
 // paths), so one bad entry never hides the others.
-func (s *Store) Each(limit int, keep func(bench.HistoryEntry) bool, f func(bench.HistoryEntry) error) (problems []bench.HistoryProblem, err error) {
+func (s *Store) Each(limit int, host string, f func(bench.HistoryEntry) error) (problems []bench.HistoryProblem, err error) {
 	defer recoverDamage(&err)
 	problems = []bench.HistoryProblem{}
 	err = s.db.View(func(txn *badger.Txn) error {
 		opts := badger.DefaultIteratorOptions
 		opts.Reverse = true
 		opts.Prefix = []byte(entryPrefix)
-		if limit > 0 && limit < opts.PrefetchSize && keep == nil {
+		if limit > 0 && limit < opts.PrefetchSize && host == "" {
 			opts.PrefetchSize = limit
 		}
 		it := txn.NewIterator(opts)
@@ -361,6 +374,9 @@ func (s *Store) Each(limit int, keep func(bench.HistoryEntry) bool, f func(bench
 			if limit > 0 && n == limit {
 				return nil
 			}
+			if host != "" && !onHost(it.Item(), host) {
+				continue
+			}
 			var e bench.HistoryEntry
 			if err := decodeItem(it.Item(), &e); err != nil {
 				id := idOfKey(it.Item().Key())
@@ -370,7 +386,7 @@ func (s *Store) Each(limit int, keep func(bench.HistoryEntry) bool, f func(bench
 				}
 				continue
 			}
-			if keep != nil && !keep(e) {
+			if host != "" && e.Machine.Host != host {
 				continue
 			}
 			if err := f(e); err != nil {

@@ -5,6 +5,7 @@ import (
 	"encoding/csv"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -382,5 +383,44 @@ func TestFullDisk(t *testing.T) {
 	}
 	if err := s.Delete(entry(0).ID); err != nil {
 		t.Fatalf("Delete with room again: %v", err)
+	}
+}
+
+// TestEachHost: Each(host) lists one host's readable runs; another host's
+// are skipped without being decoded whole, and an entry whose host cannot
+// be read is reported as before.
+func TestEachHost(t *testing.T) {
+	s := open(t)
+	for i := range 4 {
+		e := entry(i)
+		e.Machine.Host = []string{"a", "b"}[i%2]
+		if err := s.Put(e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Host b's, but its cells are not a list: only a full decode fails.
+	putRaw(t, s, 1, `{"id":"`+entry(1).ID+`","machine":{"host":"b"},"cells":5}`)
+	putRaw(t, s, 2, `{"id":`) // torn: its host cannot be read either
+	tests := []struct {
+		host     string
+		ids      []string
+		problems []string
+	}{
+		{"", []string{entry(3).ID, entry(0).ID}, []string{entry(2).ID, entry(1).ID}},
+		{"a", []string{entry(0).ID}, []string{entry(2).ID}},
+		{"b", []string{entry(3).ID}, []string{entry(2).ID, entry(1).ID}},
+		{"c", nil, []string{entry(2).ID}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.host, func(t *testing.T) {
+			var ids, problems []string
+			ps, err := s.Each(0, tt.host, func(e bench.HistoryEntry) error { ids = append(ids, e.ID); return nil })
+			for _, p := range ps {
+				problems = append(problems, p.ID)
+			}
+			if err != nil || !slices.Equal(ids, tt.ids) || !slices.Equal(problems, tt.problems) {
+				t.Errorf("Each(%q) = %v, problems %v, %v; want %v, problems %v", tt.host, ids, problems, err, tt.ids, tt.problems)
+			}
+		})
 	}
 }
