@@ -47,6 +47,27 @@ func TestManyModels(t *testing.T) {
 	}
 	// The fullest KV caches are the last models'.
 	waitFrame(t, ctx, "the fullest cache's gauge drawn", paintedPixels("gauge-kv-2046")+" > 200", 10*time.Second)
+	// Then the first 16 models' caches fill up, and the set shifts by one
+	// (model 0 empties, model 16 fills): each element is reused under the
+	// ID its neighbour had, and every gauge is still drawn (an element
+	// disposes only its own chart, not the one drawn under its old ID).
+	kv := func(i, bytes int) string {
+		return event("cache.sample", fmt.Sprintf(`{"model":"org/model-%04d","cache":"kv","bytes":%d,"capacityBytes":1048576,"hits":null,"misses":null}`, i, bytes))
+	}
+	var full []string
+	for i := range 16 {
+		full = append(full, kv(i, 1048576))
+	}
+	for _, step := range []struct {
+		events []string
+		from   int // the first model gauged
+	}{{full, 0}, {[]string{kv(0, 0), kv(16, 1048576)}, 1}} {
+		b.post(step.events...)
+		for i := step.from; i < step.from+16; i++ {
+			id := fmt.Sprintf("gauge-kv-%d", 2*i)
+			waitFrame(t, ctx, id+" drawn after the gauges changed", paintedPixels(id)+" > 200", 10*time.Second)
+		}
+	}
 
 	for _, tab := range []string{"caches", "serving", "models", "requests"} {
 		click(t, ctx, fmt.Sprintf(`[data-tab=%q]`, tab))

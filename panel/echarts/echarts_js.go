@@ -4,19 +4,17 @@ package echarts
 
 import "syscall/js"
 
-// drawn holds the chart drawn under each id. Dispose needs it: by the time a
-// component is dismounted its element has left the document, so it cannot
-// be found by id any more.
-var drawn = map[string]js.Value{}
+// Chart is a chart Set drew; the zero Chart is none.
+type Chart struct{ v js.Value }
 
 // Set draws option (ECharts option JSON) into the element with id,
 // creating the chart on first use and resizing it with its element. It
-// reports whether ECharts was there to draw.
-func Set(id string, option []byte) bool {
+// returns the chart and reports whether ECharts was there to draw.
+func Set(id string, option []byte) (Chart, bool) {
 	lib := js.Global().Get("echarts")
 	el := js.Global().Get("document").Call("getElementById", id)
 	if lib.IsUndefined() || el.IsNull() || el.IsUndefined() {
-		return false
+		return Chart{}, false
 	}
 	chart := lib.Call("getInstanceByDom", el)
 	if chart.IsUndefined() || chart.IsNull() {
@@ -24,23 +22,23 @@ func Set(id string, option []byte) bool {
 		// ECharts sizes its canvas once; follow the element from then on.
 		observe(lib, el, chart)
 	}
-	drawn[id] = chart
 	opt := js.Global().Get("JSON").Call("parse", string(option))
 	// replaceMerge drops series that left (a model unloaded) instead of
 	// keeping their last values on screen.
 	chart.Call("setOption", opt, map[string]any{"replaceMerge": []any{"series", "xAxis", "yAxis"}})
-	return true
+	return Chart{chart}, true
 }
 
-// Dispose releases the chart last drawn under id, if any, whether or not
-// its element is still in the document.
-func Dispose(id string) {
-	chart, ok := drawn[id]
-	if !ok {
+// Dispose releases c, whether or not its element is still in the
+// document; a chart disposed already, or none, is left as it is.
+func (c Chart) Dispose() {
+	if c.v.IsUndefined() || c.v.IsNull() {
 		return
 	}
-	delete(drawn, id)
-	chart.Call("dispose")
+	if f := c.v.Get("isDisposed"); f.Type() == js.TypeFunction && c.v.Call("isDisposed").Truthy() {
+		return
+	}
+	c.v.Call("dispose")
 }
 
 // disposed reports whether chart was disposed (the element left the page).

@@ -2,8 +2,11 @@
 
 package echarts
 
+// Chart is a chart Set drew; outside a browser there is none.
+type Chart struct{}
+
 // Set does nothing outside a browser and reports false.
-func Set(id string, option []byte) bool { return false }
+func Set(id string, option []byte) (Chart, bool) { return Chart{}, false }
 
 // Dispose does nothing outside a browser.
-func Dispose(id string) {}
+func (Chart) Dispose() {}

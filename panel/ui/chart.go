@@ -20,7 +20,8 @@ type Chart struct {
 	// Label names the chart for assistive technology.
 	Label string
 
-	drawnID string // the ID the chart was last drawn under, to dispose it
+	drawn   echarts.Chart // the chart this element holds, disposed by this component only
+	drawnID string        // the ID it was drawn under
 }
 
 func (c *Chart) Render() app.UI {
@@ -35,7 +36,7 @@ func (c *Chart) OnMount(ctx app.Context) { ctx.Defer(c.draw) }
 
 func (c *Chart) OnUpdate(ctx app.Context) { ctx.Defer(c.draw) }
 
-func (c *Chart) OnDismount() { echarts.Dispose(c.drawnID) }
+func (c *Chart) OnDismount() { c.drawn.Dispose() }
 
 // draw hands the option to ECharts; when the library is not there yet (the
 // frame still loading it) it tries again shortly, in the browser only.
@@ -44,13 +45,14 @@ func (c *Chart) draw(ctx app.Context) {
 		return
 	}
 	if c.drawnID != c.ID {
-		// A reused element took another ID (a gauge list changed): start
-		// over, so no chart stays registered under the old one.
-		echarts.Dispose(c.drawnID)
-		c.drawnID = ""
+		// A reused element took another ID (the gauges shown changed):
+		// start over. Only this element's own chart is disposed: another
+		// element may hold the old ID's chart by now.
+		c.drawn.Dispose()
+		c.drawn, c.drawnID = echarts.Chart{}, ""
 	}
-	if echarts.Set(c.ID, c.Option) {
-		c.drawnID = c.ID
+	if ch, ok := echarts.Set(c.ID, c.Option); ok {
+		c.drawn, c.drawnID = ch, c.ID
 	} else if app.IsClient {
 		ctx.After(200*time.Millisecond, c.draw)
 	}
