@@ -79,9 +79,7 @@ func (b *bounds) config(h *fasthttp.RequestHeader) fasthttp.RequestConfig {
 	path := string(u.Path())
 	var rc fasthttp.RequestConfig
 	switch {
-	case misframed(h):
-		// Refused whatever its body, so not waited for: too large at once,
-		// and the server's error handler answers checkFraming's refusal.
+	case refuseBody(h):
 		rc.MaxRequestBodySize = 1
 	case !takesBody(h.Method()) || !matches(b.bodies, path) || !b.admitted(h, path):
 		rc.MaxRequestBodySize = b.small
@@ -90,16 +88,6 @@ func (b *bounds) config(h *fasthttp.RequestHeader) fasthttp.RequestConfig {
 		rc.WriteTimeout = b.writeTimeout
 	}
 	return rc
-}
-
-// misframed says whether h has several Content-Length lines and no
-// Transfer-Encoding: fasthttp would wait for as many bytes as the last one
-// says, perhaps more than were sent, before checkFraming refuses it. (A
-// chunked body is read as chunked; fasthttp forgets the header of one it
-// fails to read, so its refusal could not be told from a 413.)
-func misframed(h *fasthttp.RequestHeader) bool {
-	raw := h.RawHeaders()
-	return len(headerValues(raw, "content-length")) > 1 && len(headerValues(raw, "transfer-encoding")) == 0
 }
 
 // tooLarge says why a body was refused before it was read.

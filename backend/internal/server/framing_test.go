@@ -7,9 +7,9 @@ import (
 	"testing"
 )
 
-// A request framed two ways is refused, and where its body was read one
-// way and could be read another, the connection closes after the answer:
-// the request pipelined behind it is never read.
+// A request framed two ways is refused from its header, its body not
+// waited for, and the connection closes after the answer: the request
+// pipelined behind it, or hidden in its body, is never read.
 func TestFraming(t *testing.T) {
 	const next = "GET /api/metrics/next HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
 	tests := []struct {
@@ -24,11 +24,20 @@ func TestFraming(t *testing.T) {
 		{"an unknown coding", "POST /api/metrics/x HTTP/1.1\r\nHost: 127.0.0.1\r\nTransfer-Encoding: xchunked\r\n\r\n0\r\n\r\n", 501, true},
 		{"gzip, chunked", "POST /api/metrics/x HTTP/1.1\r\nHost: 127.0.0.1\r\nTransfer-Encoding: gzip, chunked\r\n\r\n0\r\n\r\n", 501, true},
 		{"two codings", "POST /api/metrics/x HTTP/1.1\r\nHost: 127.0.0.1\r\nTransfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n", 501, true},
-		// Refused from the header, the body not waited for: the second
-		// length is more than is sent.
+		// Refused from the header, no body waited for: what the header
+		// says is more than is sent.
 		{"two lengths, the first's body sent", "POST /api/metrics/x HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 2\r\nContent-Length: 100\r\n\r\n{}", 400, true},
-		{"two lengths, no body", "POST /api/metrics/x HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 0\r\nContent-Length: 0\r\n\r\n", 400, false},
-		{"two hosts", "GET /api/metrics/x HTTP/1.1\r\nHost: evil.example\r\nHost: 127.0.0.1\r\n\r\n", 400, false},
+		{"two lengths, the last 1, no body", "POST /api/metrics/x HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 5\r\nContent-Length: 1\r\n\r\n", 400, true},
+		{"two equal lengths, no body", "POST /api/metrics/x HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 0\r\nContent-Length: 0\r\n\r\n", 400, true},
+		{"a length and identity, no body", "POST /api/metrics/x HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 5\r\nTransfer-Encoding: identity\r\n\r\n", 400, true},
+		{"identity alone, no body", "POST /api/metrics/x HTTP/1.1\r\nHost: 127.0.0.1\r\nTransfer-Encoding: identity\r\n\r\n", 501, true},
+		{"chunked and length, the chunk unfinished", "POST /api/metrics/x HTTP/1.1\r\nHost: 127.0.0.1\r\nTransfer-Encoding: chunked\r\nContent-Length: 2\r\n\r\n64\r\n{}", 400, true},
+		{"two hosts", "GET /api/metrics/x HTTP/1.1\r\nHost: evil.example\r\nHost: 127.0.0.1\r\n\r\n", 400, true},
+		// A last length of 0: the bytes a proxy reading the first takes
+		// for the body must not run as the next request.
+		{"a length, then 0, then a request as its body", "POST /api/metrics/x HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 52\r\nContent-Length: 0\r\n\r\nGET /api/metrics/smuggled HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n", 400, true},
+		{"two lengths on a GET", "GET /api/metrics/x HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 52\r\nContent-Length: 0\r\n\r\n", 400, true},
+		{"two lengths and chunked", "POST /api/metrics/x HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 5\r\nContent-Length: 6\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n", 400, true},
 	}
 	addr := serve(t, New(Options{}))
 	for _, tt := range tests {

@@ -99,8 +99,8 @@ func New(opts Options, features ...Feature) *fiber.App {
 	parseFailed := srv.ErrorHandler
 	srv.ErrorHandler = func(ctx *fasthttp.RequestCtx, err error) {
 		if errors.Is(err, fasthttp.ErrBodyTooLarge) {
-			if ferr, _ := framingError(ctx.Request.Header.RawHeaders()); ferr != nil {
-				answer(ctx, ferr) // refused before its body (bounds.config); fasthttp closes the connection
+			if ferr := framingError(ctx.Request.Header.RawHeaders()); ferr != nil {
+				answer(ctx, ferr) // refused before its body (refuseBody); fasthttp closes the connection
 				return
 			}
 			// Say which limit, not Fiber's bare "Request Entity Too Large".
