@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"bufio"
+	"context"
 	"io"
 	"net"
 	"net/http"
@@ -22,7 +23,7 @@ import (
 func TestClientLeavingNonStreamed(t *testing.T) {
 	const answer = `{"id":"c1","model":"m","choices":[{"index":0,"message":{"content":"hi"},"finish_reason":"stop"}],"usage":{"prompt_tokens":3,"completion_tokens":1,"total_tokens":4}}`
 	const models = "GET /v1/models HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
-	for _, client := range []string{"leaves", "stays", "pipelines"} {
+	for _, client := range []string{"leaves", "half-closes", "stays", "pipelines"} {
 		t.Run(client, func(t *testing.T) {
 			arrived, release, cancelled := make(chan struct{}, 1), make(chan struct{}), make(chan struct{}, 1)
 			upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -60,11 +61,23 @@ func TestClientLeavingNonStreamed(t *testing.T) {
 			}
 			clk.Advance(watchAfter) // the wait is watched from here on
 
-			if client == "leaves" {
+			switch client {
+			case "leaves":
 				conn.Close()
+			case "half-closes":
+				// Counted as gone, as nginx counts it, and sent nothing: an
+				// empty answer would read as a success.
+				conn.(*net.TCPConn).CloseWrite()
+			}
+			if client == "leaves" || client == "half-closes" {
 				wait(t, cancelled, "the upstream request cancelled")
 				if ev := next(t, evs); ev.Finish != events.FinishCancelled {
 					t.Errorf("event %+v, want cancelled", ev)
+				}
+				if client == "half-closes" {
+					if b, err := io.ReadAll(conn); len(b) > 0 || err != nil {
+						t.Errorf("the client read %q (%v), want nothing and the end", b, err)
+					}
 				}
 				return
 			}
@@ -97,5 +110,47 @@ func wait(t *testing.T, ch <-chan struct{}, what string) {
 	case <-ch:
 	case <-time.After(10 * time.Second):
 		t.Fatal("no " + what)
+	}
+}
+
+// serve stopping while the proxy waits for an answer's head counts the
+// request as cancelled, as it does for a stream in flight, not as an error.
+func TestShutdownWhileWaitingForTheHead(t *testing.T) {
+	arrived, release := make(chan struct{}, 1), make(chan struct{})
+	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.ReadAll(r.Body)
+		arrived <- struct{}{}
+		select {
+		case <-r.Context().Done():
+		case <-release: // the test failed; let Close return
+		}
+	}))
+	defer upstream.Close()
+	defer close(release)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	evs := make(chan events.Event, 1)
+	p, err := New(upstream.URL, func(ev events.Event) { evs <- ev }, Options{BaseContext: ctx})
+	if err != nil {
+		t.Fatal(err)
+	}
+	base, _ := serve(t, p)
+	answered := make(chan int, 1)
+	go func() {
+		res, err := http.Post(base+"/v1/completions", "application/json", strings.NewReader(`{"model":"m","prompt":"x"}`))
+		if err != nil {
+			answered <- 0
+			return
+		}
+		res.Body.Close()
+		answered <- res.StatusCode
+	}()
+	wait(t, arrived, "the request upstream")
+	cancel() // serve's context ends
+	if ev := next(t, evs); ev.Finish != events.FinishCancelled {
+		t.Errorf("finish %q, want cancelled", ev.Finish)
+	}
+	if code := <-answered; code != http.StatusBadGateway {
+		t.Errorf("the client got %d, want 502", code)
 	}
 }

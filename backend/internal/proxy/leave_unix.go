@@ -3,6 +3,7 @@
 package proxy
 
 import (
+	"crypto/tls"
 	"errors"
 	"net"
 	"syscall"
@@ -11,13 +12,16 @@ import (
 
 // watchConn calls gone once conn's peer has closed it (or reset it),
 // until stop is called. It peeks, so a request the client pipelined stays
-// for the server to read, and a connection with bytes waiting is not
-// judged. During the watch conn has no read deadline: the request was
+// for the server to read; once a byte is waiting (a pipelined request) the
+// watch ends, as it cannot see past it. A TLS connection is not watched. During the watch conn has no read deadline: the request was
 // read whole before the handler ran, and fasthttp sets the next one's
 // before reading it.
 func watchConn(conn net.Conn, gone func()) (stop func()) {
 	for {
-		w, ok := conn.(interface{ NetConn() net.Conn }) // the server's wrapper, as tls.Conn's
+		if _, ok := conn.(*tls.Conn); ok {
+			return func() {} // a peek sees records, not the end of the stream
+		}
+		w, ok := conn.(interface{ NetConn() net.Conn }) // the server's wrapper
 		if !ok {
 			break
 		}

@@ -159,9 +159,13 @@ func (p *Proxy) handle(c *fiber.Ctx) error {
 	left := watch.end()
 	if err != nil {
 		cancel()
-		p.finish(m, outcome{end: p.clock.Now(), cancelled: left})
+		// Cancelled for the client leaving, or serve stopping.
+		p.finish(m, outcome{end: p.clock.Now(), cancelled: left || p.ctx.Err() != nil})
 		if left {
-			c.Context().SetConnectionClose() // no one to answer
+			// Nothing is sent, as nginx sends nothing (its 499): a client
+			// that only half-closed must not read an answer as a success.
+			c.Context().HijackSetNoResponse(true)
+			c.Context().Hijack(func(net.Conn) {}) // the server closes the connection
 			return nil
 		}
 		return server.Error(c, fiber.StatusBadGateway, "upstream "+p.base+": "+unquoted(err))
