@@ -655,7 +655,7 @@ func (v *BenchView) historyLeftOut() app.UI {
 		}),
 		app.If(len(ps) > 0, func() app.UI {
 			return app.Div().DataSet("history", "unreadable").Body(
-				app.P().Class("bad").Text(plural.Count(len(ps), "stored run", "stored runs")+
+				app.P().Class("bad").Text(unreadableCount(len(ps))+
 					" could not be read (DELETE /api/metrics/history/ID removes one):"),
 				app.Ul().Class("problems").Body(app.Range(ps).Slice(func(i int) app.UI {
 					return app.Li().Text(ps[i].ID + ": " + ps[i].Message)
@@ -663,6 +663,15 @@ func (v *BenchView) historyLeftOut() app.UI {
 			)
 		}),
 	)
+}
+
+// unreadableCount says how many stored runs a list could not read: at its
+// bound, at least that many.
+func unreadableCount(n int) string {
+	if n >= bench.MaxListProblems {
+		return fmt.Sprintf("%d or more stored runs", n)
+	}
+	return plural.Count(n, "stored run", "stored runs")
 }
 
 func (v *BenchView) renderHistory() app.UI {

@@ -337,6 +337,8 @@ func TestBenchViewHistoryLeftOut(t *testing.T) {
 			[]string{`data-history="unreadable"`, "1 stored run could not be read", "20261201T100000Z-bb: undecodable entry"}, []string{"bound on one answer"}},
 		{"nothing readable", bench.HistoryList{Problems: append(bad, bench.HistoryProblem{ID: "x", Message: "y"})},
 			[]string{"2 stored runs could not be read", "No finished runs yet."}, nil},
+		{"unreadable past the list's bound", bench.HistoryList{Problems: make([]bench.HistoryProblem, bench.MaxListProblems)},
+			[]string{"100 or more stored runs could not be read"}, nil},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

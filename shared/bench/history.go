@@ -55,6 +55,10 @@ type HistoryList struct {
 	Truncated bool `json:"truncated,omitempty"`
 }
 
+// MaxListProblems bounds the unreadable entries one history list reports; the
+// rest are counted in /healthz and found by asking for fewer runs.
+const MaxListProblems = 100
+
 // MaxListBytes bounds the runs one history list answers, encoded: a few
 // runs of many cells and long texts would otherwise make one request cost
 // gigabytes.

@@ -219,10 +219,6 @@ func (s *Store) put(e bench.HistoryEntry, replace bool) error {
 // only be removed, with Delete.
 var ErrUnreadable = errors.New("the run's history entry is unreadable")
 
-// maxProblems bounds the unreadable entries one listing reports; the
-// listing itself skips every one of them.
-const maxProblems = 100
-
 // Get returns one entry; ErrNotFound when id is unknown or malformed,
 // ErrUnreadable when its value does not decode.
 func (s *Store) Get(id string) (e bench.HistoryEntry, err error) {
@@ -353,7 +349,7 @@ func (s *Store) List(limit int) ([]bench.HistoryEntry, []bench.HistoryProblem, e
 // Each calls f on up to limit readable entries of host's runs (every
 // run's when host is ""), newest first (limit <= 0: all), stopping at f's
 // first error. An entry whose value does not decode is skipped and reported among
-// the problems (at most maxProblems of them, their messages without server
+// the problems (at most bench.MaxListProblems of them, their messages without server
 // paths), so one bad entry never hides the others.
 func (s *Store) Each(limit int, host string, f func(bench.HistoryEntry) error) (problems []bench.HistoryProblem, err error) {
 	defer recoverDamage(&err)
@@ -381,7 +377,7 @@ func (s *Store) Each(limit int, host string, f func(bench.HistoryEntry) error) (
 			if err := decodeItem(it.Item(), &e); err != nil {
 				id := idOfKey(it.Item().Key())
 				s.noteUnreadable(id, true)
-				if len(problems) < maxProblems {
+				if len(problems) < bench.MaxListProblems {
 					problems = append(problems, bench.HistoryProblem{ID: id, Message: "unreadable entry: " + redact.Message(err)})
 				}
 				continue
