@@ -125,6 +125,12 @@ func (l *epollLoop) run() {
 			if len(e.pending) > 0 && !l.write(e) {
 				continue
 			}
+			if len(e.peer.pending) > 0 && ev.Events&(syscall.EPOLLERR|syscall.EPOLLHUP) != 0 {
+				// Unread while its peer drains, and reported again at once,
+				// level-triggered: the pair is over.
+				l.close(e)
+				continue
+			}
 			if len(e.peer.pending) == 0 && ev.Events&^syscall.EPOLLOUT != 0 && !l.read(e, buf) {
 				continue
 			}
