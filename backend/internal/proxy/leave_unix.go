@@ -13,9 +13,10 @@ import (
 // watchConn calls gone once conn's peer has closed it (or reset it),
 // until stop is called. It peeks, so a request the client pipelined stays
 // for the server to read; once a byte is waiting (a pipelined request) the
-// watch ends, as it cannot see past it. A TLS connection is not watched. During the watch conn has no read deadline: the request was
-// read whole before the handler ran, and fasthttp sets the next one's
-// before reading it.
+// watch ends, as it cannot see past it. A TLS connection is not watched.
+// During the watch conn has no read deadline: the request was read whole
+// before the handler ran, and fasthttp sets the next one's before reading
+// it.
 func watchConn(conn net.Conn, gone func()) (stop func()) {
 	for {
 		if _, ok := conn.(*tls.Conn); ok {
