@@ -39,22 +39,15 @@ func startFloor(ctx context.Context, home, mode, engineAddr string) (*proc, erro
 	if err != nil {
 		return nil, err
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	addr, err := freeAddr()
 	if err != nil {
 		return nil, err
 	}
-	addr := ln.Addr().String()
-	ln.Close()
 	p, err := start(ctx, mode, self, home, nil, floorCmd, mode, addr, engineAddr)
 	if err != nil {
 		return nil, err
 	}
-	p.addr = addr
-	if !waitHTTP(ctx, "http://"+addr+"/health") {
-		p.stop()
-		return nil, fmt.Errorf("the %s floor relay did not come up:\n%s", mode, p.tail())
-	}
-	return p, nil
+	return p.up(ctx, addr, "/health") // the engine's, through the relay
 }
 
 // floorMain is this program run as a floor relay; it serves until killed.

@@ -508,12 +508,10 @@ func startEngine(ctx context.Context, cfg config, home string) (*proc, string, e
 }
 
 func startServe(ctx context.Context, bin, name, home, engineAddr string, env []string) (*proc, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	addr, err := freeAddr()
 	if err != nil {
 		return nil, err
 	}
-	addr := ln.Addr().String()
-	ln.Close()
 	// Each serve has a home of its own: the history's database is locked.
 	dir := home + "/" + name
 	if err := os.Mkdir(dir, 0o700); err != nil {
@@ -523,10 +521,26 @@ func startServe(ctx context.Context, bin, name, home, engineAddr string, env []s
 	if err != nil {
 		return nil, err
 	}
+	return p.up(ctx, addr, "/healthz")
+}
+
+// freeAddr is a loopback address no one listens on, for a child to take.
+func freeAddr() (string, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer ln.Close()
+	return ln.Addr().String(), nil
+}
+
+// up waits until p answers GET path on addr with 200; p is stopped if it
+// does not.
+func (p *proc) up(ctx context.Context, addr, path string) (*proc, error) {
 	p.addr = addr
-	if !waitHTTP(ctx, "http://"+addr+"/healthz") {
+	if !waitHTTP(ctx, "http://"+addr+path) {
 		p.stop()
-		return nil, fmt.Errorf("%s did not come up:\n%s", name, p.tail())
+		return nil, fmt.Errorf("%s did not come up:\n%s", p.name, p.tail())
 	}
 	return p, nil
 }

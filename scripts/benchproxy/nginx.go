@@ -9,7 +9,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -55,12 +54,10 @@ func startNginx(ctx context.Context, home, engineAddr string) (*proc, error) {
 			return nil, fmt.Errorf("nginx not installed: scripts/bench-proxy --peer nginx installs it (scripts/setup --nginx)")
 		}
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	addr, err := freeAddr()
 	if err != nil {
 		return nil, err
 	}
-	addr := ln.Addr().String()
-	ln.Close()
 	prefix := filepath.Join(home, "nginx")
 	if err := os.MkdirAll(prefix, 0o700); err != nil {
 		return nil, err
@@ -73,10 +70,5 @@ func startNginx(ctx context.Context, home, engineAddr string) (*proc, error) {
 	if err != nil {
 		return nil, err
 	}
-	p.addr = addr
-	if !waitHTTP(ctx, "http://"+addr+"/health") {
-		p.stop()
-		return nil, fmt.Errorf("nginx did not come up:\n%s", p.tail())
-	}
-	return p, nil
+	return p.up(ctx, addr, "/health")
 }
