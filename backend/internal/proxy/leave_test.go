@@ -2,7 +2,6 @@ package proxy
 
 import (
 	"bufio"
-	"context"
 	"io"
 	"net"
 	"net/http"
@@ -127,14 +126,7 @@ func TestShutdownWhileWaitingForTheHead(t *testing.T) {
 	}))
 	defer upstream.Close()
 	defer close(release)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	evs := make(chan events.Event, 1)
-	p, err := New(upstream.URL, func(ev events.Event) { evs <- ev }, Options{BaseContext: ctx})
-	if err != nil {
-		t.Fatal(err)
-	}
-	base, _ := serve(t, p)
+	base, _, evs, cancel := startStopping(t, upstream.URL)
 	answered := make(chan int, 1)
 	go func() {
 		res, err := http.Post(base+"/v1/completions", "application/json", strings.NewReader(`{"model":"m","prompt":"x"}`))

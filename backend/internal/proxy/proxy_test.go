@@ -59,6 +59,21 @@ func start(t *testing.T, upstream string, clk *setClock) (string, chan events.Ev
 	return url, evs
 }
 
+// startStopping is start with a base context the test ends (serve
+// stopping) with cancel.
+func startStopping(t *testing.T, upstream string) (string, *fiber.App, chan events.Event, context.CancelFunc) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	evs := make(chan events.Event, 1)
+	p, err := New(upstream, func(ev events.Event) { evs <- ev }, Options{BaseContext: ctx})
+	if err != nil {
+		t.Fatal(err)
+	}
+	base, app := serve(t, p)
+	return base, app, evs, cancel
+}
+
 // serve serves p on 127.0.0.1 until the test ends, and returns its URL and
 // the app.
 func serve(tb testing.TB, p *Proxy) (string, *fiber.App) {
@@ -497,14 +512,7 @@ func TestBaseContextEndsStreamsForShutdown(t *testing.T) {
 	defer upstream.Close()
 	defer close(release)
 
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	evs := make(chan events.Event, 1)
-	p, err := New(upstream.URL, func(ev events.Event) { evs <- ev }, Options{BaseContext: ctx})
-	if err != nil {
-		t.Fatal(err)
-	}
-	base, app := serve(t, p)
+	base, app, evs, cancel := startStopping(t, upstream.URL)
 
 	resp, err := http.Post(base+"/v1/chat/completions", "application/json",
 		strings.NewReader(`{"model":"m","stream":true}`))
