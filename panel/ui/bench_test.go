@@ -139,16 +139,7 @@ func TestBenchView(t *testing.T) {
 			v := &BenchView{API: srv.URL + "/api/metrics", Palette: charts.Light}
 			v.apply(fetchBench(v.client(), true, 0, time.Minute))
 			html := render(t, v)
-			for _, w := range tt.want {
-				if !strings.Contains(html, w) {
-					t.Errorf("missing %q in\n%s", w, html)
-				}
-			}
-			for _, w := range tt.notWant {
-				if strings.Contains(html, w) {
-					t.Errorf("unexpected %q", w)
-				}
-			}
+			checkHTML(t, html, tt.want, tt.notWant)
 			if got := disabledRunButtons(html); got != tt.disabledRuns {
 				t.Errorf("%d disabled Run buttons, want %d", got, tt.disabledRuns)
 			}
@@ -345,16 +336,7 @@ func TestBenchViewHistoryLeftOut(t *testing.T) {
 			v := &BenchView{}
 			v.apply(benchData{fetched: true, history: tc.list})
 			html := render(t, v)
-			for _, w := range tc.want {
-				if !strings.Contains(html, w) {
-					t.Errorf("missing %q in\n%s", w, html)
-				}
-			}
-			for _, w := range tc.not {
-				if strings.Contains(html, w) {
-					t.Errorf("unexpected %q", w)
-				}
-			}
+			checkHTML(t, html, tc.want, tc.not)
 		})
 	}
 }

@@ -48,16 +48,7 @@ func TestCachesGaugeBound(t *testing.T) {
 			if got := strings.Count(html, `data-model="model-`); got != tt.tableCount {
 				t.Errorf("%d table rows, want %d", got, tt.tableCount)
 			}
-			for _, w := range tt.want {
-				if !strings.Contains(html, w) {
-					t.Errorf("missing %q", w)
-				}
-			}
-			for _, w := range tt.not {
-				if strings.Contains(html, w) {
-					t.Errorf("unexpected %q", w)
-				}
-			}
+			checkHTML(t, html, tt.want, tt.not)
 		})
 	}
 }

@@ -58,16 +58,7 @@ func TestFleetView(t *testing.T) {
 					t.Errorf("host element %s", tag)
 				}
 			}
-			for _, w := range tt.want {
-				if !strings.Contains(html, w) {
-					t.Errorf("missing %q in\n%s", w, html)
-				}
-			}
-			for _, w := range tt.notWant {
-				if strings.Contains(html, w) {
-					t.Errorf("unexpected %q", w)
-				}
-			}
+			checkHTML(t, html, tt.want, tt.notWant)
 		})
 	}
 }

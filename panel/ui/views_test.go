@@ -53,6 +53,22 @@ func unbroken(html string) string { return breakOpportunity.ReplaceAllString(htm
 
 const xss = "<img src=x onerror=alert(1)>"
 
+// checkHTML fails the test for each of want html lacks and each of notWant
+// it has.
+func checkHTML(t *testing.T, html string, want, notWant []string) {
+	t.Helper()
+	for _, w := range want {
+		if !strings.Contains(html, w) {
+			t.Errorf("missing %q in\n%s", w, html)
+		}
+	}
+	for _, w := range notWant {
+		if strings.Contains(html, w) {
+			t.Errorf("unexpected %q in\n%s", w, html)
+		}
+	}
+}
+
 func TestViews(t *testing.T) {
 	busy := recorded(t, "busy")
 	empty := recorded(t, "empty")
@@ -162,16 +178,7 @@ func TestViews(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			html := unbroken(render(t, tt.compo))
-			for _, w := range tt.want {
-				if !strings.Contains(html, w) {
-					t.Errorf("missing %q in\n%s", w, html)
-				}
-			}
-			for _, w := range tt.notWant {
-				if strings.Contains(html, w) {
-					t.Errorf("unexpected %q in\n%s", w, html)
-				}
-			}
+			checkHTML(t, html, tt.want, tt.notWant)
 		})
 	}
 }
@@ -372,16 +379,7 @@ func TestServingPerModelAndLease(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			html := render(t, &ServingView{Snap: tc.snap, Lease: tc.lease})
-			for _, w := range tc.want {
-				if !strings.Contains(html, w) {
-					t.Errorf("missing %q", w)
-				}
-			}
-			for _, w := range tc.notWant {
-				if strings.Contains(html, w) {
-					t.Errorf("has %q", w)
-				}
-			}
+			checkHTML(t, html, tc.want, tc.notWant)
 		})
 	}
 }
