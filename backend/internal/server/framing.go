@@ -14,23 +14,34 @@ import (
 // 3.2, 6.1 and 6.3): several Content-Length lines (fasthttp reads the
 // last), Content-Length beside Transfer-Encoding, a transfer coding other
 // than chunked (fasthttp reads any as chunked), several Host lines
-// (fasthttp reads the last). The connection closes after the refusal:
-// what follows on it may be read one way or another. Such a request's body
-// is not waited for either (refuseBody).
+// (fasthttp reads the last), Transfer-Encoding in HTTP/1.0, and lines
+// other readers may split or join otherwise (unclearLines). The
+// connection closes after the refusal: what follows on it may be read one
+// way or another. Such a request's body is not waited for either
+// (refuseBody).
 func checkFraming(c *fiber.Ctx) error {
-	if err := framingError(c.Request().Header.RawHeaders()); err != nil {
+	if err := framingError(&c.Request().Header); err != nil {
 		c.Response().SetConnectionClose()
 		return err
 	}
 	return nil
 }
 
-// framingError is why checkFraming refuses a raw header block, nil when it
-// does not.
-func framingError(raw []byte) *fiber.Error {
+// framingError is why checkFraming refuses h, nil when it does not.
+func framingError(h *fasthttp.RequestHeader) *fiber.Error {
+	raw := h.RawHeaders()
 	lengths := headerValues(raw, "content-length")
 	codings := headerValues(raw, "transfer-encoding")
 	switch {
+	case unclearLines(raw):
+		// A reader that splits lines at a bare CR, or stops at a NUL, or
+		// does not unfold, sees other fields than fasthttp (RFC 9112
+		// sections 2.2 and 5.2 allow refusing each).
+		return fiber.NewError(fiber.StatusBadRequest, "a header line folded onto the next, or holding a bare CR or a NUL")
+	case len(codings) > 0 && !h.IsHTTP11():
+		// RFC 9112 section 6.1: faulty framing in HTTP/1.0, whose readers
+		// may not know Transfer-Encoding.
+		return fiber.NewError(fiber.StatusBadRequest, "Transfer-Encoding in an HTTP/1.0 request: send a Content-Length")
 	case len(codings) > 0 && len(lengths) > 0:
 		return fiber.NewError(fiber.StatusBadRequest, "both Content-Length and Transfer-Encoding: send one")
 	case len(lengths) > 1:
@@ -51,11 +62,25 @@ func framingError(raw []byte) *fiber.Error {
 // error instead of a 413, closing the connection. A request fasthttp
 // reads no body for (GET, HEAD) reaches checkFraming.
 func refuseBody(h *fasthttp.RequestHeader) bool {
-	if framingError(h.RawHeaders()) == nil {
+	if framingError(h) == nil {
 		return false
 	}
 	h.SetContentLength(math.MaxInt32) // also drops Transfer-Encoding: read by length, refused at once
 	return true
+}
+
+// unclearLines says whether a raw header block has a line folded onto the
+// one before it (obs-fold), a CR not before an LF, or a NUL.
+func unclearLines(raw []byte) bool {
+	for i, b := range raw {
+		switch {
+		case b == 0, b == '\r' && (i+1 == len(raw) || raw[i+1] != '\n'):
+			return true
+		case (b == ' ' || b == '\t') && i > 0 && raw[i-1] == '\n':
+			return true
+		}
+	}
+	return false
 }
 
 // headerValues are the trimmed values of the lines of a raw header block

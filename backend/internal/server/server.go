@@ -99,7 +99,7 @@ func New(opts Options, features ...Feature) *fiber.App {
 	parseFailed := srv.ErrorHandler
 	srv.ErrorHandler = func(ctx *fasthttp.RequestCtx, err error) {
 		if errors.Is(err, fasthttp.ErrBodyTooLarge) {
-			if ferr := framingError(ctx.Request.Header.RawHeaders()); ferr != nil {
+			if ferr := framingError(&ctx.Request.Header); ferr != nil {
 				answer(ctx, ferr) // refused before its body (refuseBody); fasthttp closes the connection
 				return
 			}
