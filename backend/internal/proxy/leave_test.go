@@ -22,7 +22,7 @@ import (
 func TestClientLeavingNonStreamed(t *testing.T) {
 	const answer = `{"id":"c1","model":"m","choices":[{"index":0,"message":{"content":"hi"},"finish_reason":"stop"}],"usage":{"prompt_tokens":3,"completion_tokens":1,"total_tokens":4}}`
 	const models = "GET /v1/models HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
-	for _, client := range []string{"leaves", "half-closes", "stays", "pipelines"} {
+	for _, client := range []string{"leaves", "leaves after an empty line", "half-closes", "stays", "pipelines", "pipelines after an empty line"} {
 		t.Run(client, func(t *testing.T) {
 			arrived, release, cancelled := make(chan struct{}, 1), make(chan struct{}), make(chan struct{}, 1)
 			upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -55,20 +55,25 @@ func TestClientLeavingNonStreamed(t *testing.T) {
 			body := `{"model":"m","prompt":"x"}`
 			io.WriteString(conn, "POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: "+strconv.Itoa(len(body))+"\r\n\r\n"+body)
 			wait(t, arrived, "the request upstream")
-			if client == "pipelines" {
+			switch client {
+			case "pipelines":
 				io.WriteString(conn, models)
+			case "leaves after an empty line":
+				io.WriteString(conn, "\r\n")
+			case "pipelines after an empty line":
+				io.WriteString(conn, "\r\n"+models)
 			}
 			clk.Advance(watchAfter) // the wait is watched from here on
 
 			switch client {
-			case "leaves":
+			case "leaves", "leaves after an empty line":
 				conn.Close()
 			case "half-closes":
 				// Counted as gone, as nginx counts it, and sent nothing: an
 				// empty answer would read as a success.
 				conn.(*net.TCPConn).CloseWrite()
 			}
-			if client == "leaves" || client == "half-closes" {
+			if strings.HasPrefix(client, "leaves") || client == "half-closes" {
 				wait(t, cancelled, "the upstream request cancelled")
 				if ev := next(t, evs); ev.Finish != events.FinishCancelled {
 					t.Errorf("event %+v, want cancelled", ev)

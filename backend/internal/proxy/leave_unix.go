@@ -12,8 +12,9 @@ import (
 
 // watchConn calls gone once conn's peer has closed it (or reset it),
 // until stop is called. It peeks, so a request the client pipelined stays
-// for the server to read; once a byte is waiting (a pipelined request) the
-// watch ends, as it cannot see past it. A TLS connection is not watched.
+// for the server to read; once a byte of one is waiting the watch ends,
+// as it cannot see past it (empty lines it takes and goes on). A TLS
+// connection is not watched.
 // During the watch conn has no read deadline: the request was read whole
 // before the handler ran, and fasthttp sets the next one's before reading
 // it.
@@ -39,17 +40,33 @@ func watchConn(conn net.Conn, gone func()) (stop func()) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		var b [1]byte
-		// Ends with the deadline stop sets, or with gone called.
+		var b [64]byte
+		// Ends with the deadline stop sets, with gone called, or at a byte
+		// of a request.
 		_ = rc.Read(func(fd uintptr) bool {
-			n, _, err := syscall.Recvfrom(int(fd), b[:], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
-			switch {
-			case errors.Is(err, syscall.EAGAIN) || errors.Is(err, syscall.EINTR):
-				return false // nothing yet: wait until readable
-			case err != nil || n == 0:
-				gone() // reset, or closed: the end of the stream
+			for {
+				n, _, err := syscall.Recvfrom(int(fd), b[:], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
+				switch {
+				case errors.Is(err, syscall.EAGAIN) || errors.Is(err, syscall.EINTR):
+					return false // nothing yet: wait until readable
+				case err != nil || n == 0:
+					gone() // reset, or closed: the end of the stream
+					return true
+				}
+				// Empty lines a client sent after its body (RFC 9112
+				// section 2.2 has a server ignore them before a request)
+				// are taken, so that the watch sees past them.
+				k := 0
+				for k < n && (b[k] == '\r' || b[k] == '\n') {
+					k++
+				}
+				if k == 0 {
+					return true // a pipelined request: not ours to read
+				}
+				if _, _, err := syscall.Recvfrom(int(fd), b[:k], syscall.MSG_DONTWAIT); err != nil {
+					return true
+				}
 			}
-			return true
 		})
 	}()
 	return func() {
