@@ -24,6 +24,10 @@ const (
 	MaxProblems = 200
 	// MaxText bounds a name, a key, a note or a problem, in bytes.
 	MaxText = 4096
+	// MaxHost bounds machine.host, a host name (at most 253 bytes in the
+	// DNS): GET /history?host= must be able to ask for it, percent-encoded
+	// in a request line of a few KiB.
+	MaxHost = 255
 	// MaxEntryBytes bounds a whole entry, encoded: a real one of dozens
 	// of cells is tens of KB; the bounds above alone allow 24 MB.
 	MaxEntryBytes = 1 << 20
@@ -52,6 +56,8 @@ func (e HistoryEntry) Check(now time.Time) error {
 		return fmt.Errorf("%d problems: at most %d", len(e.Problems), MaxProblems)
 	case e.Machine.MemoryBytes < 0:
 		return fmt.Errorf("machine.memoryBytes %d: negative", e.Machine.MemoryBytes)
+	case len(e.Machine.Host) > MaxHost:
+		return fmt.Errorf("machine.host of %d bytes: at most %d", len(e.Machine.Host), MaxHost)
 	}
 	texts := []string{e.Profile, e.Scope, e.RunDirectory, e.Machine.Chip, e.Machine.Host, e.Machine.OS, e.Machine.GPU}
 	texts = append(texts, e.Problems...)

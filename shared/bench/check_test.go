@@ -37,6 +37,8 @@ func TestHistoryEntryCheck(t *testing.T) {
 		{"too many problems", func(e *HistoryEntry) { e.Problems = make([]string, MaxProblems+1) }, "problems"},
 		{"a huge note", func(e *HistoryEntry) { e.Cells[0].Note = strings.Repeat("x", MaxText+1) }, "text"},
 		{"negative memory", func(e *HistoryEntry) { e.Machine.MemoryBytes = -1 }, "memoryBytes"},
+		{"a host name at its bound", func(e *HistoryEntry) { e.Machine.Host = strings.Repeat("h", MaxHost) }, ""},
+		{"a host name past its bound", func(e *HistoryEntry) { e.Machine.Host = strings.Repeat("h", MaxHost+1) }, "machine.host"},
 		{"over a megabyte, each text in bounds", func(e *HistoryEntry) {
 			note := strings.Repeat("x", MaxText)
 			e.Cells = make([]CompactCell, 300)
