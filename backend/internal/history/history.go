@@ -348,9 +348,10 @@ func (s *Store) List(limit int) ([]bench.HistoryEntry, []bench.HistoryProblem, e
 
 // Each calls f on up to limit readable entries of host's runs (every
 // run's when host is ""), newest first (limit <= 0: all), stopping at f's
-// first error. An entry whose value does not decode is skipped and reported among
-// the problems (at most bench.MaxListProblems of them, their messages without server
-// paths), so one bad entry never hides the others.
+// first error. An entry whose value does not decode is skipped and
+// reported among the problems (at most bench.MaxListProblems of them,
+// their messages without server paths), so one bad entry never hides the
+// others.
 func (s *Store) Each(limit int, host string, f func(bench.HistoryEntry) error) (problems []bench.HistoryProblem, err error) {
 	defer recoverDamage(&err)
 	problems = []bench.HistoryProblem{}
