@@ -369,3 +369,36 @@ func (c countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	c.n.Add(1)
 	return http.DefaultTransport.RoundTrip(r)
 }
+
+// At most maxFresh views are computed anew in a CacheFor: a client asking
+// for a new filter each time gets ErrBusy past them, views already
+// computed are still answered, and the next CacheFor computes again.
+func TestFreshViewsBounded(t *testing.T) {
+	srv, seen := fakeAPI(t, func(w http.ResponseWriter, _ string) { io.WriteString(w, vector()) })
+	c, err := NewClient(srv.URL, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Unix(1_800_000_000, 0)
+	s := NewService(c, Config{Now: func() time.Time { return now }})
+	model := func(i int) Request { return Request{Model: fmt.Sprint("m", i)} }
+	for i := range maxFresh {
+		if _, err := s.View(context.Background(), model(i)); err != nil {
+			t.Fatalf("view %d: %v", i, err)
+		}
+	}
+	queries := len(*seen)
+	if _, err := s.View(context.Background(), model(maxFresh)); !errors.Is(err, ErrBusy) {
+		t.Fatalf("one view past maxFresh: err %v, want ErrBusy", err)
+	}
+	if _, err := s.View(context.Background(), model(0)); err != nil {
+		t.Fatalf("a view computed already: %v", err)
+	}
+	if len(*seen) != queries {
+		t.Fatalf("%d queries asked past the bound", len(*seen)-queries)
+	}
+	now = now.Add(DefaultCacheFor)
+	if _, err := s.View(context.Background(), model(maxFresh)); err != nil {
+		t.Fatalf("in the next CacheFor: %v", err)
+	}
+}

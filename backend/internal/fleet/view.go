@@ -55,6 +55,10 @@ const (
 	// maxCached the views kept.
 	maxFlights = 8
 	maxCached  = 64
+	// maxFresh bounds the views computed anew in one CacheFor: a client
+	// asking for a new filter each time would otherwise have every request
+	// cost a query set (a panel changes its filter a few times a minute).
+	maxFresh = 16
 )
 
 // Service answers views from one query API.
@@ -63,9 +67,13 @@ type Service struct {
 	cfg Config
 
 	turn    chan struct{} // holds the one view being computed
-	mu      sync.Mutex    // guards cache and flights
+	mu      sync.Mutex    // guards cache, flights and the fresh count
 	cache   map[Request]cached
 	flights map[Request]*flight
+	// fresh counts the views computed anew since freshSince, at most
+	// maxFresh in a CacheFor.
+	fresh      int
+	freshSince time.Time
 }
 
 // cached is a computed view (its flight, done) and when it was computed.
@@ -227,7 +235,8 @@ func selector(hostLabel, host, model string) string {
 // `parallel` queries from this backend; requests for a view being
 // computed wait for it (ctx ends the wait, not the computation), and
 // answers, failures too, are reused for CacheFor: panels refreshing at
-// once, or a query API that is down, cost one query set per CacheFor.
+// once, or a query API that is down, cost one query set per CacheFor. At
+// most maxFresh views are computed anew in a CacheFor.
 func (s *Service) View(ctx context.Context, r Request) (shared.View, error) {
 	r, err := r.check(s.cfg.Ranges)
 	if err != nil {
@@ -240,10 +249,14 @@ func (s *Service) View(ctx context.Context, r Request) (shared.View, error) {
 	}
 	f, ok := s.flights[r]
 	if !ok {
-		if len(s.flights) >= maxFlights {
+		if now := s.cfg.Now(); now.Sub(s.freshSince) >= s.cfg.CacheFor {
+			s.fresh, s.freshSince = 0, now
+		}
+		if len(s.flights) >= maxFlights || s.fresh >= maxFresh {
 			s.mu.Unlock()
 			return shared.View{}, ErrBusy
 		}
+		s.fresh++
 		f = &flight{done: make(chan struct{})}
 		s.flights[r] = f
 		go s.fly(r, f)
@@ -258,7 +271,8 @@ func (s *Service) View(ctx context.Context, r Request) (shared.View, error) {
 }
 
 // ErrBusy is the answer while maxFlights distinct views wait to be
-// computed: what waits is bounded whatever clients ask.
+// computed, or once maxFresh were computed in a CacheFor: what waits, and
+// what the query API is asked, is bounded whatever clients ask.
 var ErrBusy = errors.New("the fleet view is busy with other requests; try again in a few seconds")
 
 // flight is one view being computed, for every request that wants it.
