@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bufio"
 	"fmt"
 	"io"
 	"strings"
@@ -53,8 +54,10 @@ func TestBoundsConfig(t *testing.T) {
 		if !ok {
 			method, uri = fiber.MethodPost, tt.uri
 		}
-		h.SetMethod(method)
-		h.SetRequestURI(uri)
+		// Parsed, as the server has it: raw header lines, a Host among them.
+		if err := h.Read(bufio.NewReader(strings.NewReader(method + " " + uri + " HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"))); err != nil {
+			t.Fatal(err)
+		}
 		rc := b.config(&h)
 		if large := rc.MaxRequestBodySize == 0; large != tt.large || (!large && rc.MaxRequestBodySize != SmallBodyLimit) {
 			t.Errorf("%s: body limit %d, want large %v", tt.uri, rc.MaxRequestBodySize, tt.large)

@@ -14,11 +14,11 @@ import (
 // 3.2, 6.1 and 6.3): several Content-Length lines (fasthttp reads the
 // last), Content-Length beside Transfer-Encoding, a transfer coding other
 // than chunked (fasthttp reads any as chunked), several Host lines
-// (fasthttp reads the last), Transfer-Encoding in HTTP/1.0, and lines
-// other readers may split or join otherwise (unclearLines). The
-// connection closes after the refusal: what follows on it may be read one
-// way or another. Such a request's body is not waited for either
-// (refuseBody).
+// (fasthttp reads the last), none in HTTP/1.1, Transfer-Encoding in
+// HTTP/1.0, and lines other readers may split or join otherwise
+// (unclearLines). The connection closes after the refusal: what follows
+// on it may be read one way or another. Such a request's body is not
+// waited for either (refuseBody).
 func checkFraming(c *fiber.Ctx) error {
 	if err := framingError(&c.Request().Header); err != nil {
 		c.Response().SetConnectionClose()
@@ -50,6 +50,9 @@ func framingError(h *fasthttp.RequestHeader) *fiber.Error {
 		return fiber.NewError(fiber.StatusNotImplemented, "a Transfer-Encoding other than chunked: send the body with a Content-Length, or chunked")
 	case len(headerValues(raw, "host")) > 1:
 		return fiber.NewError(fiber.StatusBadRequest, "more than one Host header")
+	case h.IsHTTP11() && len(headerValues(raw, "host")) == 0:
+		// RFC 9112 section 3.2: a 400, not the access guard's 403.
+		return fiber.NewError(fiber.StatusBadRequest, "an HTTP/1.1 request without a Host header")
 	}
 	return nil
 }

@@ -37,6 +37,8 @@ func TestFraming(t *testing.T) {
 		// for the body must not run as the next request.
 		{"a length, then 0, then a request as its body", "POST /api/metrics/x HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 52\r\nContent-Length: 0\r\n\r\nGET /api/metrics/smuggled HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n", 400, true},
 		{"two lengths on a GET", "GET /api/metrics/x HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 52\r\nContent-Length: 0\r\n\r\n", 400, true},
+		{"HTTP/1.1 without a host", "GET /api/metrics/x HTTP/1.1\r\n\r\n", 400, true},
+		{"HTTP/1.0 without a host", "GET /api/metrics/x HTTP/1.0\r\nConnection: keep-alive\r\n\r\n", 404, false},
 		{"HTTP/1.0, chunked", "POST /api/metrics/x HTTP/1.0\r\nHost: 127.0.0.1\r\nConnection: keep-alive\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n", 400, true},
 		{"a coding folded onto the next line", "POST /api/metrics/x HTTP/1.1\r\nHost: 127.0.0.1\r\nTransfer-Encoding: chunked\r\n , identity\r\n\r\n0\r\n\r\n", 400, true},
 		{"a bare CR before a length", "POST /api/metrics/x HTTP/1.1\r\nHost: 127.0.0.1\r\nX-A: a\rContent-Length: 52\r\nContent-Length: 0\r\n\r\n", 400, true},
