@@ -98,10 +98,7 @@ func (e *Exporter) Mount(root *fiber.App, api fiber.Router) {
 		ErrorHandling:     promhttp.ContinueOnError,
 		EnableOpenMetrics: true, // negotiated: plain text unless the scraper asks
 	}))
-	serve := func(c *fiber.Ctx) error {
-		h(c.Context())
-		return nil
-	}
+	serve := bounded(h, make(chan struct{}, maxExpositions), slotWait)
 	api.Get("/prometheus", serve)
 	root.Get("/metrics", serve)
 }
