@@ -57,11 +57,11 @@ func gauged(cs []snapshot.Reading) []int {
 	if len(cs) <= maxGauges {
 		return idx
 	}
-	slices.SortStableFunc(idx, func(a, b int) int {
-		sa, _ := fill(cs[a])
-		sb, _ := fill(cs[b])
-		return cmp.Compare(sb, sa)
-	})
+	shares := make([]float64, len(cs)) // once each, not at every comparison
+	for i, c := range cs {
+		shares[i], _ = fill(c)
+	}
+	slices.SortStableFunc(idx, func(a, b int) int { return cmp.Compare(shares[b], shares[a]) })
 	idx = idx[:maxGauges]
 	slices.Sort(idx)
 	return idx
