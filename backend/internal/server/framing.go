@@ -32,6 +32,7 @@ func framingError(h *fasthttp.RequestHeader) *fiber.Error {
 	raw := h.RawHeaders()
 	lengths := headerValues(raw, "content-length")
 	codings := headerValues(raw, "transfer-encoding")
+	hosts := len(headerValues(raw, "host"))
 	switch {
 	case unclearLines(raw):
 		// A reader that splits lines at a bare CR, or stops at a NUL, or
@@ -48,9 +49,9 @@ func framingError(h *fasthttp.RequestHeader) *fiber.Error {
 		return fiber.NewError(fiber.StatusBadRequest, "more than one Content-Length header")
 	case len(codings) > 1 || len(codings) == 1 && !bytes.EqualFold(codings[0], []byte("chunked")):
 		return fiber.NewError(fiber.StatusNotImplemented, "a Transfer-Encoding other than chunked: send the body with a Content-Length, or chunked")
-	case len(headerValues(raw, "host")) > 1:
+	case hosts > 1:
 		return fiber.NewError(fiber.StatusBadRequest, "more than one Host header")
-	case h.IsHTTP11() && len(headerValues(raw, "host")) == 0:
+	case h.IsHTTP11() && hosts == 0:
 		// RFC 9112 section 3.2: a 400, not the access guard's 403.
 		return fiber.NewError(fiber.StatusBadRequest, "an HTTP/1.1 request without a Host header")
 	}
