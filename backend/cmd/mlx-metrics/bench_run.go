@@ -1,11 +1,9 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -20,6 +18,7 @@ import (
 	"github.com/mlx-bun/mlx-metrics/gpu/runner"
 	"github.com/mlx-bun/mlx-metrics/shared/bench"
 	"github.com/mlx-bun/mlx-metrics/shared/plural"
+	"github.com/mlx-bun/mlx-metrics/shared/strictjson"
 )
 
 func runBenchRun(ctx context.Context, args []string) error {
@@ -194,15 +193,13 @@ func readPlan(path string) (bench.Plan, error) {
 		return bench.Plan{}, fmt.Errorf("plan: %w", err)
 	}
 	var p bench.Plan
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&p); errors.Is(err, io.EOF) {
+	switch err := strictjson.Decode(b, &p, true); {
+	case errors.Is(err, strictjson.ErrEmpty):
 		return bench.Plan{}, fmt.Errorf("plan %s: the file is empty; want a JSON plan (mlx-metrics bench plan writes one)", path)
-	} else if err != nil {
-		return bench.Plan{}, fmt.Errorf("plan %s: %w", path, err)
-	}
-	if dec.More() {
+	case errors.Is(err, strictjson.ErrTrailing):
 		return bench.Plan{}, fmt.Errorf("plan %s: more follows the plan's JSON object; want one plan per file", path)
+	case err != nil:
+		return bench.Plan{}, fmt.Errorf("plan %s: %w", path, err)
 	}
 	if err := p.Validate(); err != nil {
 		return bench.Plan{}, fmt.Errorf("plan %s: %w", path, err)

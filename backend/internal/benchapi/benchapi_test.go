@@ -239,6 +239,8 @@ func TestStartRejects(t *testing.T) {
 		{"an array", `[{"profile":"ok"}]`, 400, []string{"JSON object"}},
 		{"bad json", `{"profile":`, 400, []string{"JSON"}},
 		{"two objects", `{"profile":"ok"}{"profile":"ok"}`, 400, []string{"one JSON object"}},
+		{"a stray brace after", `{"profile":"ok"}}`, 400, []string{"one JSON object", "nothing after it"}},
+		{"stray brackets after", `{"profile":"ok"}]}}`, 400, []string{"one JSON object", "nothing after it"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -1,8 +1,6 @@
 package benchapi
 
 import (
-	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -14,6 +12,7 @@ import (
 	"github.com/mlx-bun/mlx-metrics/backend/internal/server"
 	"github.com/mlx-bun/mlx-metrics/shared/bench"
 	"github.com/mlx-bun/mlx-metrics/shared/clock"
+	"github.com/mlx-bun/mlx-metrics/shared/strictjson"
 )
 
 // MaxImportBytes bounds POST /history's body, a run.json: a large plan's
@@ -62,12 +61,10 @@ func DecodeImport(body []byte, runDirectory string, now clock.Clock) (bench.Hist
 		return bench.HistoryEntry{}, fmt.Errorf("runDirectory: at most %d bytes, no control characters", maxRunDirectory)
 	}
 	var rec bench.RunRecord
-	dec := json.NewDecoder(bytes.NewReader(body))
-	if err := dec.Decode(&rec); err != nil {
+	if err := strictjson.Decode(body, &rec, false); errors.Is(err, strictjson.ErrTrailing) {
+		return bench.HistoryEntry{}, fmt.Errorf("%s: one JSON object, and nothing after it", what)
+	} else if err != nil {
 		return bench.HistoryEntry{}, fmt.Errorf("%s (a JSON object): %s", what, capEcho(err.Error()))
-	}
-	if dec.More() {
-		return bench.HistoryEntry{}, fmt.Errorf("%s: one JSON object, not several", what)
 	}
 	if rec.ID == "" {
 		return bench.HistoryEntry{}, fmt.Errorf("%s: this one has no id (is it a run.json?)", what)

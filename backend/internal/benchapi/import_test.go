@@ -48,6 +48,7 @@ func TestImportRun(t *testing.T) {
 		{"the same run again", "/history", importRecord(nil), http.StatusConflict, "in history already"},
 		{"not JSON", "/history", "run.json", http.StatusBadRequest, "run.json"},
 		{"two objects", "/history", importRecord(nil) + importRecord(nil), http.StatusBadRequest, "one JSON object"},
+		{"stray brackets after", "/history", importRecord(nil) + "]}}}", http.StatusBadRequest, "nothing after it"},
 		{"no id", "/history", `{"profile":"smoke"}`, http.StatusBadRequest, "no id"},
 		{"an id that is a path", "/history", importRecord(func(r *bench.RunRecord) { r.ID = "../../etc" }), http.StatusBadRequest, "id:"},
 		{"a decode rate past the bounds", "/history", importRecord(func(r *bench.RunRecord) {
@@ -115,6 +116,9 @@ func FuzzDecodeImport(f *testing.F) {
 				t.Fatalf("unbounded message: %d bytes", len(err.Error()))
 			}
 			return
+		}
+		if err := json.Unmarshal(body, new(any)); err != nil {
+			t.Fatalf("decoded an entry from a body that is not one JSON value: %v", err)
 		}
 		if err := e.Check(importNow); err != nil {
 			t.Fatalf("decoded an entry that fails Check: %v", err)

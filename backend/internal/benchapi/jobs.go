@@ -1,7 +1,6 @@
 package benchapi
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -19,6 +18,7 @@ import (
 	"github.com/mlx-bun/mlx-metrics/backend/internal/server"
 	"github.com/mlx-bun/mlx-metrics/backend/internal/stream"
 	"github.com/mlx-bun/mlx-metrics/shared/bench"
+	"github.com/mlx-bun/mlx-metrics/shared/strictjson"
 )
 
 func (a *API) listProfiles(c *fiber.Ctx) error {
@@ -41,12 +41,10 @@ var errNoProfile = errors.New("missing profile")
 // checked by profiles.
 func decodeStart(body []byte) (string, error) {
 	var fields map[string]json.RawMessage
-	dec := json.NewDecoder(bytes.NewReader(body))
-	if err := dec.Decode(&fields); err != nil {
+	if err := strictjson.Decode(body, &fields, false); errors.Is(err, strictjson.ErrTrailing) {
+		return "", errors.New(`POST /bench takes one JSON object {"profile": "<name>"}, and nothing after it`)
+	} else if err != nil {
 		return "", fmt.Errorf(`POST /bench takes a JSON object {"profile": "<name>"}: %s`, capEcho(err.Error()))
-	}
-	if dec.More() {
-		return "", errors.New(`POST /bench takes one JSON object {"profile": "<name>"}`)
 	}
 	if fields == nil {
 		return "", errors.New(`POST /bench takes a JSON object {"profile": "<name>"}, not null`)

@@ -4,7 +4,6 @@
 package profiles
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -18,6 +17,7 @@ import (
 	"github.com/mlx-bun/mlx-metrics/backend/internal/redact"
 	"github.com/mlx-bun/mlx-metrics/shared/atomicfile"
 	"github.com/mlx-bun/mlx-metrics/shared/bench"
+	"github.com/mlx-bun/mlx-metrics/shared/strictjson"
 )
 
 // Errors of Load, for the API to answer 400 with.
@@ -107,9 +107,7 @@ func (d *Dir) Load(name string) (bench.Plan, error) {
 
 func decode(name string, data []byte) (bench.Plan, error) {
 	var p bench.Plan
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&p); err != nil {
+	if err := strictjson.Decode(data, &p, true); err != nil {
 		return p, fmt.Errorf("%w %q: %v", ErrInvalid, name, err)
 	}
 	if err := p.Validate(); err != nil {

@@ -41,6 +41,8 @@ func TestLoad(t *testing.T) {
 	write("broken", "{not json")
 	write("unknown-field", `{"scope":"all","cells":[],"bogus":1}`)
 	write("invalid", `{"scope":"sideways","cells":[]}`)
+	good, _ := os.ReadFile(d.FileFor("good"))
+	write("trailing", string(good)+"]}")
 	// A plan outside the directory that a traversal would reach.
 	if err := os.WriteFile(filepath.Join(dir, "outside.json"), []byte("{}"), 0o644); err != nil {
 		t.Fatal(err)
@@ -65,6 +67,7 @@ func TestLoad(t *testing.T) {
 		{"broken", ErrInvalid},
 		{"unknown-field", ErrInvalid},
 		{"invalid", ErrInvalid},
+		{"trailing", ErrInvalid},
 		{strings.Repeat("a", MaxNameLen), ErrNotFound},
 		{strings.Repeat("a", MaxNameLen+1), ErrBadName},
 		{strings.Repeat("a", 300), ErrBadName}, // ENAMETOOLONG on disk: must not get that far
