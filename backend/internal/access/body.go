@@ -45,8 +45,9 @@ func checkContentType(c *fiber.Ctx) error {
 }
 
 // decodeBody undoes a Content-Encoding (gzip, deflate, br) within MaxBody
-// bytes, streaming the inflate so that a small bomb cannot grow past the
-// bound, and leaves the plain body in the request for the handler. Fiber's
+// bytes and the server's budget for bodies, streaming the inflate so that
+// a small bomb cannot grow past the bound, and leaves the plain body in
+// the request for the handler. Fiber's
 // own Ctx.Body would inflate it whole. At most MaxDecodes run at once, so
 // that many small bombs sent together cannot add up past a bound either.
 func (g *Guard) decodeBody(c *fiber.Ctx) error {
@@ -67,11 +68,15 @@ func (g *Guard) decodeBody(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	out, err := readAtMost(r, max)
-	if errors.Is(err, errOverLimit) {
+	// Read within the server's budget for bodies, as the body itself was.
+	out, err := server.ReadBody(c, r, max)
+	var fe *fiber.Error
+	switch {
+	case errors.Is(err, server.ErrOverLimit):
 		return fiber.NewError(fiber.StatusRequestEntityTooLarge, "the body inflates past the limit of "+server.Size(max))
-	}
-	if err != nil {
+	case errors.As(err, &fe):
+		return fe // 503: the budget is spent
+	case err != nil:
 		return fiber.NewError(fiber.StatusBadRequest, "the body is not valid "+enc)
 	}
 	c.Request().SetBodyRaw(out)
@@ -100,32 +105,4 @@ func decoder(enc string, raw []byte) (io.Reader, error) {
 		return brotli.NewReader(bytes.NewReader(raw)), nil
 	}
 	return nil, fiber.NewError(fiber.StatusUnsupportedMediaType, "unsupported Content-Encoding: send the body plain, or as one of gzip, deflate, br")
-}
-
-// errOverLimit is readAtMost's answer for a stream longer than its bound.
-var errOverLimit = errors.New("over the limit")
-
-// readAtMost reads r to its end if that is at most max bytes; else it
-// stops after max+1 (asking r for no more) with errOverLimit. Its buffer
-// doubles as it fills but never past max+1 (bytes.Buffer would take 2×max
-// for a stream a byte over max).
-func readAtMost(r io.Reader, max int) ([]byte, error) {
-	buf := make([]byte, 0, min(max+1, 32<<10))
-	for {
-		if len(buf) == cap(buf) {
-			grown := make([]byte, len(buf), min(2*cap(buf), max+1))
-			copy(grown, buf)
-			buf = grown
-		}
-		n, err := r.Read(buf[len(buf):cap(buf)])
-		buf = buf[:len(buf)+n]
-		switch {
-		case len(buf) > max:
-			return nil, errOverLimit
-		case errors.Is(err, io.EOF):
-			return buf, nil
-		case err != nil:
-			return nil, err
-		}
-	}
 }

@@ -15,6 +15,7 @@ import (
 	"testing"
 
 	"github.com/andybalholm/brotli"
+	"github.com/valyala/fasthttp"
 
 	"github.com/mlx-bun/mlx-metrics/backend/internal/server"
 )
@@ -140,8 +141,11 @@ func TestBombsStopAtTheLimit(t *testing.T) {
 				t.Fatal(err)
 			}
 			cr := &countingReader{r: r}
-			if _, err := readAtMost(cr, limit); !errors.Is(err, errOverLimit) {
-				t.Fatalf("readAtMost: %v, want errOverLimit", err)
+			ctx := app.AcquireCtx(&fasthttp.RequestCtx{})
+			_, err = server.ReadBody(ctx, cr, limit)
+			app.ReleaseCtx(ctx)
+			if !errors.Is(err, server.ErrOverLimit) {
+				t.Fatalf("ReadBody: %v, want ErrOverLimit", err)
 			}
 			if cr.n != limit+1 {
 				t.Fatalf("the decoder was read for %d bytes, want the limit and one (%d)", cr.n, limit+1)

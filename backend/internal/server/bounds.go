@@ -51,11 +51,12 @@ type bounds struct {
 	bodies, streams []string
 	gates           []BodyGate
 	small           int // SmallBodyLimit, or the server's limit when lower
+	large           int // the server's limit (Options.BodyLimit)
 	writeTimeout    time.Duration
 }
 
 func boundsOf(features []Feature, bodyLimit int, writeTimeout time.Duration) *bounds {
-	b := &bounds{small: min(SmallBodyLimit, bodyLimit), writeTimeout: writeTimeout}
+	b := &bounds{small: min(SmallBodyLimit, bodyLimit), large: bodyLimit, writeTimeout: writeTimeout}
 	for _, f := range features {
 		if t, ok := f.(BodyTaker); ok {
 			b.bodies = append(b.bodies, t.BodyPaths()...)
@@ -70,30 +71,46 @@ func boundsOf(features []Feature, bodyLimit int, writeTimeout time.Duration) *bo
 	return b
 }
 
-// config is fasthttp's Server.HeaderReceived: zero fields keep the
-// server's own settings (BodyLimit, no write timeout).
+// config is fasthttp's Server.HeaderReceived, which runs before fasthttp
+// reads any of the body: a request refused from its header (its framing,
+// or a declared length over its limit) is told it has no body, so that
+// none is read or waited for; readBody answers it. The write timeout is
+// every route's but a Streamer's.
 func (b *bounds) config(h *fasthttp.RequestHeader) fasthttp.RequestConfig {
-	u := fasthttp.AcquireURI()
-	defer fasthttp.ReleaseURI(u)
-	_ = u.Parse(nil, h.RequestURI()) // the path as routing will see it: decoded, dot segments resolved
-	path := string(u.Path())
-	var rc fasthttp.RequestConfig
-	switch {
-	case refuseBody(h):
-		rc.MaxRequestBodySize = 1
-	case !takesBody(h.Method()) || !matches(b.bodies, path) || !b.admitted(h, path):
-		rc.MaxRequestBodySize = b.small
+	path := routedPath(h)
+	if refuseBody(h) || declared(h) > int64(b.limitAt(h, path)) {
+		h.SetContentLength(0) // also drops Transfer-Encoding
 	}
+	var rc fasthttp.RequestConfig
 	if !matches(b.streams, path) {
 		rc.WriteTimeout = b.writeTimeout
 	}
 	return rc
 }
 
-// tooLarge says why a body was refused before it was read.
-func (b *bounds) tooLarge(limit int) string {
+// limit is the most a request's body may hold, from its header.
+func (b *bounds) limit(h *fasthttp.RequestHeader) int { return b.limitAt(h, routedPath(h)) }
+
+func (b *bounds) limitAt(h *fasthttp.RequestHeader, path string) int {
+	if !takesBody(h.Method()) || !matches(b.bodies, path) || !b.admitted(h, path) {
+		return b.small
+	}
+	return b.large
+}
+
+// routedPath is a request's path as routing will see it: decoded, dot
+// segments resolved.
+func routedPath(h *fasthttp.RequestHeader) string {
+	u := fasthttp.AcquireURI()
+	defer fasthttp.ReleaseURI(u)
+	_ = u.Parse(nil, h.RequestURI())
+	return string(u.Path())
+}
+
+// tooLarge says why a body was refused.
+func (b *bounds) tooLarge() string {
 	return fmt.Sprintf("the body is over this request's limit: %s, or %s for a POST, PUT or PATCH to %s (with the token, when one is set)",
-		Size(b.small), Size(limit), strings.Join(b.bodies, ", "))
+		Size(b.small), Size(b.large), strings.Join(b.bodies, ", "))
 }
 
 // Size says n bytes as KiB or MiB when it is whole ones.

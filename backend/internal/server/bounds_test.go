@@ -59,8 +59,8 @@ func TestBoundsConfig(t *testing.T) {
 			t.Fatal(err)
 		}
 		rc := b.config(&h)
-		if large := rc.MaxRequestBodySize == 0; large != tt.large || (!large && rc.MaxRequestBodySize != SmallBodyLimit) {
-			t.Errorf("%s: body limit %d, want large %v", tt.uri, rc.MaxRequestBodySize, tt.large)
+		if limit := b.limit(&h); (limit == 32<<20) != tt.large || (!tt.large && limit != SmallBodyLimit) {
+			t.Errorf("%s: body limit %d, want large %v", tt.uri, limit, tt.large)
 		}
 		if stream := rc.WriteTimeout == 0; stream != tt.stream || (!stream && rc.WriteTimeout != wt) {
 			t.Errorf("%s: write timeout %v, want stream %v", tt.uri, rc.WriteTimeout, tt.stream)

@@ -2,7 +2,6 @@ package server
 
 import (
 	"bytes"
-	"math"
 
 	"github.com/gofiber/fiber/v2"
 	"github.com/valyala/fasthttp"
@@ -58,20 +57,12 @@ func framingError(h *fasthttp.RequestHeader) *fiber.Error {
 	return nil
 }
 
-// refuseBody has fasthttp refuse the body of a request checkFraming
-// refuses before reading any of it, whatever its header says (a last
-// length of 0 would have the bytes after the header read as the next
-// request; a chunked body would be waited for): its length is set past
-// the limit it gets, and the server's error handler answers the framing
-// error instead of a 413, closing the connection. A request fasthttp
-// reads no body for (GET, HEAD) reaches checkFraming.
-func refuseBody(h *fasthttp.RequestHeader) bool {
-	if framingError(h) == nil {
-		return false
-	}
-	h.SetContentLength(math.MaxInt32) // also drops Transfer-Encoding: read by length, refused at once
-	return true
-}
+// refuseBody reports whether checkFraming will refuse h, so that none of
+// its body is read or waited for (a last length of 0 would have the bytes
+// after the header read as the next request; a chunked body would be
+// waited for): bounds.config then tells fasthttp it has none, and
+// checkFraming answers before any route, closing the connection.
+func refuseBody(h *fasthttp.RequestHeader) bool { return framingError(h) != nil }
 
 // unclearLines says whether a raw header block has a line folded onto the
 // one before it (obs-fold), a CR not before an LF, or a NUL.

@@ -49,6 +49,9 @@ type Options struct {
 	// but for a Streamer's routes: the event streams write for as long as
 	// the client reads, and bound what a client that stops reading holds.
 	WriteTimeout time.Duration
+	// Budget bounds the request bodies held at once, across requests
+	// (NewBudget's defaults when nil).
+	Budget *Budget
 	// OnError, when set, sees the status of every error answer, including
 	// those made before any route ran (a body over BodyLimit, a request
 	// not read within ReadTimeout): /healthz counts refusals with it.
@@ -69,6 +72,9 @@ func New(opts Options, features ...Feature) *fiber.App {
 	if opts.WriteTimeout == 0 {
 		opts.WriteTimeout = DefaultWriteTimeout
 	}
+	if opts.Budget == nil {
+		opts.Budget = NewBudget(0, 0, nil)
+	}
 	errorHandler := ErrorHandler
 	if opts.OnError != nil {
 		errorHandler = func(c *fiber.Ctx, err error) error {
@@ -83,6 +89,8 @@ func New(opts Options, features ...Feature) *fiber.App {
 		IdleTimeout:           opts.IdleTimeout,
 		DisableStartupMessage: true,
 		ErrorHandler:          errorHandler,
+		// Bodies are read by readBody, as they arrive: see body.go.
+		StreamRequestBody: true,
 	})
 	// fasthttp's error for a request it cannot parse quotes the request's
 	// start (a bearer token among its headers) and Fiber answers with it:
@@ -98,15 +106,6 @@ func New(opts Options, features ...Feature) *fiber.App {
 	srv.HeaderReceived = b.config
 	parseFailed := srv.ErrorHandler
 	srv.ErrorHandler = func(ctx *fasthttp.RequestCtx, err error) {
-		if errors.Is(err, fasthttp.ErrBodyTooLarge) {
-			if ferr := framingError(&ctx.Request.Header); ferr != nil {
-				answer(ctx, ferr) // refused before its body (refuseBody); fasthttp closes the connection
-				return
-			}
-			// Say which limit, not Fiber's bare "Request Entity Too Large".
-			answer(ctx, fiber.NewError(fiber.StatusRequestEntityTooLarge, b.tooLarge(opts.BodyLimit)))
-			return
-		}
 		parseFailed(ctx, withoutContents(err))
 	}
 	// A method Fiber does not route (lowercase, made up) would get its
@@ -130,7 +129,7 @@ func New(opts Options, features ...Feature) *fiber.App {
 			c.Locals(onErrorKey{}, opts.OnError) // for Error
 		}
 		return c.Next()
-	})
+	}, b.readBody(opts.Budget))
 	api := app.Group(APIPrefix)
 	for _, f := range features {
 		f.Mount(app, api)
