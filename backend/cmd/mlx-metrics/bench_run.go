@@ -22,6 +22,7 @@ import (
 )
 
 func runBenchRun(ctx context.Context, args []string) error {
+	surviveSupervisorLoss()
 	return benchRunCmd(ctx, args, osEnv())
 }
 
@@ -32,7 +33,7 @@ func runBenchRun(ctx context.Context, args []string) error {
 // cell, an unstable one under --strict, or a record that could not be
 // saved), 2 usage or plan error, 143 stopped by SIGTERM (the record is
 // written in every case but 2 and a failed save).
-func benchRunCmd(ctx context.Context, args []string, env cliEnv) error {
+func benchRunCmd(ctx context.Context, args []string, env cliEnv) (err error) {
 	fs := flag.NewFlagSet("bench run", flag.ContinueOnError)
 	fs.SetOutput(env.stderr)
 	planPath := fs.String("plan", "", "plan `FILE` (JSON, as mlx-metrics bench plan writes it) (required)")
@@ -99,21 +100,23 @@ flags:
 			return fmt.Errorf("run directory: %w", err)
 		}
 	}
-	rec, err := runner.Run(ctx, runner.Options{Plan: plan, Profile: *profile, ID: *id, OutDir: dir, Self: self, Out: env.stdout, Strict: *strict})
+	runOut := openRunLog(dir, env)
+	defer func() { runOut.close(err) }()
+	rec, err := runner.Run(ctx, runner.Options{Plan: plan, Profile: *profile, ID: *id, OutDir: dir, Self: self, Out: runOut, Strict: *strict})
 	if err != nil {
 		// The backend's job keeps the runner's last stderr line as the
 		// reason: this one ("... save run.json: no space left on device").
 		return err
 	}
 	entry := bench.Compact(rec, dir)
-	fmt.Fprintln(env.stdout)
-	if err := printBenchEntry(env.stdout, oneLineProblems(entry)); err != nil {
+	fmt.Fprintln(runOut)
+	if err := printBenchEntry(runOut, oneLineProblems(entry)); err != nil {
 		return err
 	}
-	fmt.Fprintf(env.stdout, "\nreport: %s\n", filepath.Join(dir, "report.md"))
+	fmt.Fprintf(runOut, "\nreport: %s\n", filepath.Join(dir, "report.md"))
 	var histErr error
 	if *home != "" {
-		histErr = keepInHistory(*home, entry, env.stdout)
+		histErr = keepInHistory(*home, entry, runOut)
 	}
 	switch {
 	case rec.ExitCode == runner.ExitCancelled:

@@ -35,6 +35,9 @@ func TestMain(m *testing.M) {
 	if os.Getenv(stuckStopEnv) == "1" {
 		stuckStop()
 	}
+	if os.Getenv(killParentEnv) != "" {
+		os.Exit(killParent())
+	}
 	os.Exit(m.Run())
 }
 
