@@ -87,7 +87,7 @@ func openBenchStorage(home string, l *lease.Lease, cfg BenchConfig) (*Bench, err
 	if err := dir.Seed(plans.Ready()); err != nil {
 		return nil, fmt.Errorf("seed the ready bench profiles: %w", err)
 	}
-	hist, err := history.Open(filepath.Join(root, "history"), history.Options{})
+	hist, err := history.Open(filepath.Join(root, "history"), history.Options{RunsDir: filepath.Join(root, "bench", "runs")})
 	if err != nil {
 		return nil, err
 	}

@@ -15,7 +15,6 @@ import (
 	"errors"
 	"fmt"
 	"log"
-	"runtime/debug"
 	"strings"
 	"sync"
 	"time"
@@ -49,14 +48,6 @@ type Store struct {
 	unreadable map[string]bool // ids of entries met unreadable
 }
 
-// verifyChecksum is db.VerifyChecksum, whose failure may come as a panic
-// (Badger v4.9 dereferences the block it could not read).
-func verifyChecksum(db *badger.DB) (err error) {
-	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true)) // a fault too is damage here
-	defer recoverDamage(&err)
-	return db.VerifyChecksum()
-}
-
 // ErrDamaged is a read that Badger gave up on with a panic: damaged files.
 var ErrDamaged = errors.New("the history's files are damaged")
 
@@ -77,6 +68,10 @@ type Options struct {
 	// filesystem holding dir (tests fake a full disk); statfs when nil.
 	// Where it cannot tell, writes and Close go ahead.
 	FreeSpace func(dir string) (uint64, error)
+	// RunsDir holds the run directories (<id>/run.json) whose finished
+	// runs the history must have: a history that opens without some of
+	// them is salvaged, they put back. Empty: not checked.
+	RunsDir string
 }
 
 // Open opens (creating) the history at dir.
@@ -91,6 +86,22 @@ func Open(dir string, opts Options) (*Store, error) {
 		WithMemTableSize(8 << 20).
 		WithValueLogFileSize(64 << 20).
 		WithNumVersionsToKeep(1)
+	// Damaged files are found before Badger opens them (checkFiles), and
+	// the history rebuilt from what the tables and the run directories
+	// still hold; a history that opens lacking runs whose run.json is on
+	// disk (a lost MANIFEST entry, write-ahead log or value log) is
+	// salvaged the same way from the open database.
+	now := time.Now()
+	var sv *Salvage
+	if cause := checkFiles(dir, dbOpts); errors.Is(cause, ErrDamaged) {
+		log.Printf("history: %s is damaged, rebuilding it from what it still reads: %v", dir, cause)
+		got, err := rebuild(dir, dbOpts, cause, opts.RunsDir, now)
+		log.Printf("history: salvage: %+v", got)
+		if err != nil {
+			return nil, fmt.Errorf("open history: %w", err)
+		}
+		sv = &got
+	}
 	var db *badger.DB
 	err := guardFault(func() (err error) {
 		db, err = badger.Open(dbOpts)
@@ -99,17 +110,21 @@ func Open(dir string, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open history: %w", err)
 	}
-	// Badger checks no checksum as it reads, and a damaged block reads as
-	// the end of its table; so the tables are checked once here (they are a
-	// few MB), and a damaged history is salvaged.
-	var sv *Salvage
-	if cause := verifyChecksum(db); cause != nil {
+	missing, err := runsOnDisk(db, opts.RunsDir)
+	if err != nil {
+		log.Printf("history: reading the run directories: %v", err)
+	}
+	if len(missing) > 0 {
+		cause := fmt.Errorf("%w: it lacks %d finished runs whose run.json is on disk", ErrDamaged, len(missing))
 		log.Printf("history: %s is damaged, salvaging what it still reads: %v", dir, cause)
 		var got Salvage
-		if db, got = salvage(db, dir, dbOpts, cause, time.Now()); db == nil {
+		if db, got = salvage(db, dir, dbOpts, cause, now, missing); db == nil {
 			return nil, fmt.Errorf("open history after salvaging it: %w", cause)
 		}
 		log.Printf("history: salvage: %+v", got)
+		if sv != nil {
+			got.Cause = sv.Cause + "; then " + got.Cause
+		}
 		sv = &got
 	}
 	return &Store{db: db, dir: dir, freeSpace: opts.FreeSpace, unreadable: map[string]bool{}, salvage: sv}, nil
@@ -208,6 +223,9 @@ func (s *Store) put(e bench.HistoryEntry, replace bool) error {
 			return err
 		}
 		if err := txn.Set(key, val); err != nil {
+			return err
+		}
+		if err := txn.Delete([]byte(forgottenPrefix + e.ID)); err != nil {
 			return err
 		}
 		return txn.Set(idx, key)
@@ -322,6 +340,11 @@ func (s *Store) Delete(id string) error {
 			return err
 		}
 		if err := txn.Delete(key); err != nil {
+			return err
+		}
+		// Its run directory stays: the mark tells a start that the run
+		// is gone on purpose, not lost (runsOnDisk).
+		if err := txn.Set([]byte(forgottenPrefix+id), nil); err != nil {
 			return err
 		}
 		return txn.Delete([]byte(indexPrefix + id))
