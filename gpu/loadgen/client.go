@@ -90,7 +90,8 @@ type Result struct {
 	Endpoint string
 	ID       string
 	Finish   string
-	// From usage; HasUsage is false when the server sent none.
+	// From the last usage with a count in it (Result.add); HasUsage is
+	// false when the server sent none, or only all-zero ones.
 	HasUsage         bool
 	PromptTokens     int64
 	CompletionTokens int64
@@ -102,6 +103,9 @@ type Result struct {
 	End        time.Time // stream ended
 	// ContentChunks counts chunks with generated text.
 	ContentChunks int
+	// Done says the stream ended with [DONE]. One that ended without it
+	// and without a finish reason was cut short by the server (Cut).
+	Done bool
 	// Stamped says FirstToken and LastToken are the kernel's receive
 	// times of their chunks (Linux, the default transport), not the times
 	// the client read them.
@@ -131,16 +135,27 @@ func (r Result) TTFT() time.Duration { return r.FirstToken.Sub(r.Start) }
 // Total is the request's whole duration.
 func (r Result) Total() time.Duration { return r.End.Sub(r.Start) }
 
-// DecodeTokensPerSecond is completion tokens after the first over the time
-// from the first to the last token; 0 when it cannot be told (one token, or
-// everything in one chunk).
+// DecodeTokensPerSecond is the completion tokens after the first chunk's
+// over the time from the first chunk with text to the last; 0 when it
+// cannot be told (one token, or everything in one chunk). A server that
+// sends several tokens a chunk (llama.cpp's, ollama's) does not say how
+// many the first held: the mean per chunk stands in for it, so the rate
+// counts neither the first chunk's tokens nor one token only.
 func (r Result) DecodeTokensPerSecond() float64 {
 	d := r.LastToken.Sub(r.FirstToken)
 	if r.CompletionTokens < 2 || d <= 0 {
 		return 0
 	}
-	return float64(r.CompletionTokens-1) / d.Seconds()
+	first := 1.0
+	if r.ContentChunks > 0 {
+		first = max(1, float64(r.CompletionTokens)/float64(r.ContentChunks))
+	}
+	return (float64(r.CompletionTokens) - first) / d.Seconds()
 }
+
+// Cut says the stream ended with neither a finish reason nor [DONE]: the
+// server stopped it (ollama ends a generation that repeats itself so).
+func (r Result) Cut() bool { return !r.Done && r.Finish == "" }
 
 // PrefillTokensPerSecond is prompt tokens over TTFT: the prefill rate as a
 // client sees it (queueing and the first decode step included).
@@ -306,6 +321,7 @@ func (c *Client) read(body io.Reader, res *Result, conn arrival.Stamped) error {
 		if ok {
 			data = bytes.TrimSpace(data)
 			if bytes.Equal(data, []byte("[DONE]")) {
+				res.Done = true
 				return nil
 			}
 			first := res.ContentChunks == 0
@@ -361,9 +377,14 @@ func (r *Result) add(data []byte, at time.Time) error {
 	if st := ch.ServerTiming; st != nil && st.ReceivedUnixNs > 0 && st.FirstTokenUnixNs >= st.ReceivedUnixNs {
 		r.ServerReceived, r.ServerFirstToken = time.Unix(0, st.ReceivedUnixNs), time.Unix(0, st.FirstTokenUnixNs)
 	}
-	if u := ch.Usage; u != nil {
+	// The last usage with a count wins: OpenAI sends one, last; vLLM's
+	// continuous stats grow chunk by chunk; ollama's completions send an
+	// all-zero one on every chunk and the counts in the last, which a
+	// stream it cuts short never sends. An all-zero usage is a
+	// placeholder, never counts that replace real ones.
+	if u := ch.Usage; u != nil && (u.PromptTokens != 0 || u.CompletionTokens != 0) {
 		r.HasUsage = true
-		r.PromptTokens, r.CompletionTokens = u.PromptTokens, u.CompletionTokens
+		r.PromptTokens, r.CompletionTokens, r.CachedTokens = u.PromptTokens, u.CompletionTokens, 0
 		if u.PromptTokensDetails != nil {
 			r.CachedTokens = u.PromptTokensDetails.CachedTokens
 		}

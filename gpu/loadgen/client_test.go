@@ -167,6 +167,10 @@ func TestResultRates(t *testing.T) {
 		{"1k prompt, 8 tokens", Result{PromptTokens: 1024, CompletionTokens: 8, Start: t0, FirstToken: at(256), LastToken: at(326)}, 100, 4000},
 		{"one token: no decode rate", Result{PromptTokens: 10, CompletionTokens: 1, Start: t0, FirstToken: at(5), LastToken: at(5)}, 0, 2000},
 		{"all in one chunk: no decode rate", Result{PromptTokens: 10, CompletionTokens: 50, Start: t0, FirstToken: at(5), LastToken: at(5)}, 0, 2000},
+		// Several tokens a chunk: the first chunk is taken to hold the mean.
+		{"192 tokens in 96 chunks", Result{PromptTokens: 32, CompletionTokens: 192, ContentChunks: 96, Start: t0, FirstToken: at(20), LastToken: at(1020)}, 190, 1600},
+		{"16 tokens in 2 chunks", Result{PromptTokens: 32, CompletionTokens: 16, ContentChunks: 2, Start: t0, FirstToken: at(20), LastToken: at(1020)}, 8, 1600},
+		{"more chunks than tokens", Result{PromptTokens: 32, CompletionTokens: 5, ContentChunks: 9, Start: t0, FirstToken: at(20), LastToken: at(1020)}, 4, 1600},
 		{"no usage: no rates", Result{Start: t0, FirstToken: at(5), LastToken: at(50)}, 0, 0},
 	}
 	for _, tt := range tests {
