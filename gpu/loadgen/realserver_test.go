@@ -3,63 +3,18 @@ package loadgen
 import (
 	"context"
 	"encoding/json"
-	"fmt"
-	"strings"
 	"testing"
+
+	"github.com/mlx-bun/mlx-metrics/gpu/loadgen/ssetest"
 )
 
 // Streams as real servers write them, canned (fixedStream): the client's
 // reading of usage and of a stream's end must hold for what they send, not
 // only for the reference engine's shape.
 
-// ollamaChunk is one chunk of ollama v0.6.5's OpenAI layer (its
-// openai/openai.go), fields in its order: a completions chunk carries the
-// usage it is given, a chat chunk none until the last.
-func ollamaChunk(chat bool, text string, finish *string, usage *[3]int, noChoices bool) string {
-	u := ""
-	if usage != nil {
-		u = fmt.Sprintf(`,"usage":{"prompt_tokens":%d,"completion_tokens":%d,"total_tokens":%d}`, usage[0], usage[1], usage[2])
-	}
-	f := "null"
-	if finish != nil {
-		f = fmt.Sprintf("%q", *finish)
-	}
-	if chat {
-		choices := fmt.Sprintf(`[{"index":0,"delta":{"role":"assistant","content":%q},"finish_reason":%s}]`, text, f)
-		if noChoices {
-			choices = "[]"
-		}
-		return `data: {"id":"chatcmpl-42","object":"chat.completion.chunk","created":1744000000,"model":"tiny","system_fingerprint":"fp_ollama","choices":` + choices + u + "}\n\n"
-	}
-	choices := fmt.Sprintf(`[{"text":%q,"index":0,"finish_reason":%s}]`, text, f)
-	if noChoices {
-		choices = "[]"
-	}
-	return `data: {"id":"cmpl-42","object":"text_completion","created":1744000000,"choices":` + choices + `,"model":"tiny","system_fingerprint":"fp_ollama"` + u + "}\n\n"
-}
-
-// ollamaStream is a whole ollama stream of texts (one chunk each, often
-// several tokens): completions put an all-zero usage on every chunk; the
-// finish reason comes in a chunk of empty text, the counts after it in a
-// chunk of no choices, then [DONE]. finish "" is a stream ollama cut short
-// (its runner ends a generation that repeats a token 30 times without a
-// word: no finish reason, no counts, no [DONE]).
+// ollamaStream is ssetest.Ollama's whole stream.
 func ollamaStream(chat bool, texts []string, finish string, prompt, completion int) string {
-	var zero *[3]int
-	if !chat {
-		zero = &[3]int{}
-	}
-	var b strings.Builder
-	for _, t := range texts {
-		b.WriteString(ollamaChunk(chat, t, nil, zero, false))
-	}
-	if finish == "" {
-		return b.String()
-	}
-	b.WriteString(ollamaChunk(chat, "", &finish, zero, false))
-	b.WriteString(ollamaChunk(chat, "", nil, &[3]int{prompt, completion, prompt + completion}, true))
-	b.WriteString("data: [DONE]\n\n")
-	return b.String()
+	return ssetest.Ollama{Chat: chat, Texts: texts, Finish: finish, Prompt: prompt, Completion: completion}.String()
 }
 
 // openAIChunk is a completions chunk with the usage given (raw JSON, or
