@@ -244,7 +244,7 @@ type measurer struct {
 	model  string
 	nonce  string
 	seq    int
-	warned map[string]bool
+	tally  *tally // the phase attempt's
 }
 
 // phase is one measurement: a name and the function producing its samples.
@@ -274,8 +274,10 @@ const aliveTimeout = 10 * time.Second
 func (m *measurer) phase(ctx context.Context, ph phase) bool {
 	for attempt := 1; attempt <= 2; attempt++ {
 		fmt.Fprintf(m.run.o.Out, "phase %s (attempt %d)\n", ph.name, attempt)
+		m.tally = &tally{}
 		samples, err := ph.do(ctx, attempt)
 		m.res.Samples = append(m.res.Samples, samples...)
+		m.tell(ph.name)
 		if err == nil {
 			return true
 		}
@@ -327,34 +329,20 @@ func (m *measurer) uniqueNonce() string {
 	return fmt.Sprintf("%s-%d", m.nonce, m.seq)
 }
 
-var errNoUsage = errors.New("the stream carried no usage; token counts come from usage only (the server must honour stream_options.include_usage)")
-
-// request runs one stream and turns it into a sample.
+// request runs one stream and turns it into a sample (observe).
 func (m *measurer) request(ctx context.Context, phaseName string, run, attempt int, endpoint, prompt string, promptTokens, maxTokens int) (bench.Sample, loadgen.Result, error) {
 	s := bench.Sample{Phase: phaseName, Run: run, Attempt: attempt, Endpoint: "/v1/" + endpoint}
 	res, err := m.client.Do(ctx, loadgen.Request{
 		Endpoint: endpoint, Model: m.model, Prompt: prompt, MaxTokens: maxTokens,
 		Timeout: m.timeout(promptTokens, maxTokens),
 	})
-	if err == nil && !res.HasUsage {
-		err = errNoUsage
-	}
-	if err != nil {
-		s.Error = err.Error()
-		return s, res, err
-	}
-	s.PromptTokens, s.CompletionTokens = res.PromptTokens, res.CompletionTokens
-	s.TTFTMs, s.TotalMs = ms(res.TTFT()), ms(res.Total())
-	s.Stamped = res.Stamped
-	if res.CompletionTokens < int64(maxTokens) && !m.warned[phaseName] {
-		if m.warned == nil {
-			m.warned = map[string]bool{}
-		}
-		m.warned[phaseName] = true
-		m.res.Problems = append(m.res.Problems, fmt.Sprintf("phase %s: the server generated %d of %s (it stopped early; rates use the tokens it reported)", phaseName, res.CompletionTokens, plural.Count(maxTokens, "token", "tokens")))
-	}
-	return s, res, nil
+	err = m.observe(&s, res, err, promptTokens, maxTokens)
+	return s, res, err
 }
+
+// Each phase's runs go on past one that failed (its sample keeps the
+// error): the phase fails when none was measured, or at once when goOn
+// says the next run is not worth sending.
 
 func (m *measurer) decode(ctx context.Context, attempt int) ([]bench.Sample, error) {
 	p := m.run.phases
@@ -365,15 +353,19 @@ func (m *measurer) decode(ctx context.Context, attempt int) ([]bench.Sample, err
 			if s.DecodeTokensPerSecond = res.DecodeTokensPerSecond(); s.DecodeTokensPerSecond == 0 {
 				err = fmt.Errorf("decode rate unmeasurable: %s in %s", plural.Count(res.CompletionTokens, "token", "tokens"), plural.Count(res.ContentChunks, "chunk", "chunks"))
 				s.Error = err.Error()
+				m.tally.fail(err)
 			}
 		}
 		out = append(out, s)
 		if err != nil {
-			return out, fmt.Errorf("decode run %d: %w", i+1, err)
+			if !m.goOn(ctx, err) {
+				return out, fmt.Errorf("decode run %d: %w", i+1, err)
+			}
+			continue
 		}
 		fmt.Fprintf(m.run.o.Out, "decode %d/%d: %.1f tok/s (%s)\n", i+1, p.DecodeRuns, s.DecodeTokensPerSecond, plural.Count(s.CompletionTokens, "token", "tokens"))
 	}
-	return out, nil
+	return out, measured(out, "decode")
 }
 
 func (m *measurer) coldTTFT(ctx context.Context, attempt int) ([]bench.Sample, error) {
@@ -381,16 +373,17 @@ func (m *measurer) coldTTFT(ctx context.Context, attempt int) ([]bench.Sample, e
 	var out []bench.Sample
 	for i := range p.ColdRuns {
 		s, res, err := m.request(ctx, bench.PhaseColdTTFT, i+1, attempt, loadgen.Completions, loadgen.Prompt(p.ColdPromptTokens, m.uniqueNonce()), p.ColdPromptTokens, 8)
-		if err == nil {
-			s.PrefillTokensPerSecond = res.PrefillTokensPerSecond()
-		}
 		out = append(out, s)
 		if err != nil {
-			return out, fmt.Errorf("cold TTFT run %d: %w", i+1, err)
+			if !m.goOn(ctx, err) {
+				return out, fmt.Errorf("cold TTFT run %d: %w", i+1, err)
+			}
+			continue
 		}
-		fmt.Fprintf(m.run.o.Out, "cold TTFT %d/%d: %s, prefill %.0f tok/s (%s)\n", i+1, p.ColdRuns, duration.Ms(s.TTFTMs), s.PrefillTokensPerSecond, plural.Count(s.PromptTokens, "prompt token", "prompt tokens"))
+		out[len(out)-1].PrefillTokensPerSecond = res.PrefillTokensPerSecond()
+		fmt.Fprintf(m.run.o.Out, "cold TTFT %d/%d: %s, prefill %.0f tok/s (%s)\n", i+1, p.ColdRuns, duration.Ms(s.TTFTMs), res.PrefillTokensPerSecond(), plural.Count(s.PromptTokens, "prompt token", "prompt tokens"))
 	}
-	return out, nil
+	return out, measured(out, "cold TTFT")
 }
 
 // warmTTFT sends one prompt once unrecorded (it fills the server's prompt
@@ -398,34 +391,35 @@ func (m *measurer) coldTTFT(ctx context.Context, attempt int) ([]bench.Sample, e
 func (m *measurer) warmTTFT(ctx context.Context, attempt int) ([]bench.Sample, error) {
 	p := m.run.phases
 	prompt := loadgen.Prompt(p.ColdPromptTokens, m.uniqueNonce())
-	if _, _, err := m.request(ctx, bench.PhaseWarmTTFT, 0, attempt, loadgen.Completions, prompt, p.ColdPromptTokens, 8); err != nil {
+	// The priming fills the cache whether or not its stream had usage.
+	if _, res, err := m.request(ctx, bench.PhaseWarmTTFT, 0, attempt, loadgen.Completions, prompt, p.ColdPromptTokens, 8); err != nil && res.ContentChunks == 0 {
 		return nil, fmt.Errorf("warm TTFT priming: %w", err)
 	}
+	m.tally = &tally{} // the priming is not one of the phase's runs
 	var out []bench.Sample
 	for i := range p.WarmRuns {
 		s, res, err := m.request(ctx, bench.PhaseWarmTTFT, i+1, attempt, loadgen.Completions, prompt, p.ColdPromptTokens, 8)
-		if err == nil {
-			s.PrefillTokensPerSecond = res.PrefillTokensPerSecond()
-		}
 		out = append(out, s)
 		if err != nil {
-			return out, fmt.Errorf("warm TTFT run %d: %w", i+1, err)
+			if !m.goOn(ctx, err) {
+				return out, fmt.Errorf("warm TTFT run %d: %w", i+1, err)
+			}
+			continue
 		}
+		out[len(out)-1].PrefillTokensPerSecond = res.PrefillTokensPerSecond()
 		fmt.Fprintf(m.run.o.Out, "warm TTFT %d/%d: %s (%d of %s cached)\n", i+1, p.WarmRuns, duration.Ms(s.TTFTMs), res.CachedTokens, plural.Count(s.PromptTokens, "prompt token", "prompt tokens"))
 	}
-	return out, nil
+	return out, measured(out, "warm TTFT")
 }
 
 func (m *measurer) longContext(ctx context.Context, attempt int) ([]bench.Sample, error) {
 	p := m.run.phases
 	s, res, err := m.request(ctx, bench.PhaseLongContext, 1, attempt, loadgen.ChatCompletions, loadgen.Prompt(p.LongContextTokens, m.uniqueNonce()), p.LongContextTokens, p.LongDecodeTokens)
-	if err == nil {
-		s.PrefillTokensPerSecond = res.PrefillTokensPerSecond()
-		s.DecodeTokensPerSecond = res.DecodeTokensPerSecond()
-	}
 	if err != nil {
 		return []bench.Sample{s}, fmt.Errorf("long context: %w", err)
 	}
+	s.PrefillTokensPerSecond = res.PrefillTokensPerSecond()
+	s.DecodeTokensPerSecond = res.DecodeTokensPerSecond()
 	fmt.Fprintf(m.run.o.Out, "long context: %s, TTFT %s, prefill %.0f tok/s, then decode %.1f tok/s\n", plural.Count(s.PromptTokens, "prompt token", "prompt tokens"), duration.Ms(s.TTFTMs), s.PrefillTokensPerSecond, s.DecodeTokensPerSecond)
 	return []bench.Sample{s}, nil
 }
@@ -457,25 +451,32 @@ func (m *measurer) concurrent(ctx context.Context, attempt int) ([]bench.Sample,
 	wg.Wait()
 	wall := time.Since(start)
 	s := bench.Sample{Phase: bench.PhaseConcurrent, Run: 1, Attempt: attempt, Endpoint: "/v1/" + loadgen.ChatCompletions, TotalMs: ms(wall)}
-	var problems []string
+	// The aggregate is over the streams with usage; one without counts
+	// nothing (its tokens are not known), said in the sample's note.
+	var failed, notes []string
 	s.Stamped = true
 	for i, res := range results {
-		s.Stamped = s.Stamped && res.Stamped
-		if errs[i] == nil && !res.HasUsage {
-			errs[i] = errNoUsage
-		}
-		if errs[i] != nil {
-			problems = append(problems, fmt.Sprintf("stream %d: %v", i+1, errs[i]))
+		var one bench.Sample
+		if err := m.observe(&one, res, errs[i], 32, p.ConcurrentTokens); err != nil {
+			failed = append(failed, fmt.Sprintf("stream %d: %v", i+1, err))
 			continue
 		}
+		if one.Note != "" {
+			notes = append(notes, fmt.Sprintf("stream %d: %s", i+1, one.Note))
+		}
+		s.Stamped = s.Stamped && res.Stamped
 		s.PromptTokens += res.PromptTokens
 		s.CompletionTokens += res.CompletionTokens
 		s.TTFTMs = max(s.TTFTMs, ms(res.TTFT()))
 	}
-	if len(problems) > 0 {
-		s.Error = strings.Join(problems, "; ")
+	if len(failed) == n {
+		s.Error, s.Stamped = strings.Join(failed, "; "), false
 		return []bench.Sample{s}, fmt.Errorf("concurrent: %s", s.Error)
 	}
+	if len(failed) > 0 {
+		notes = append([]string{fmt.Sprintf("the aggregate counts %d of %d streams (a lower bound): %s", n-len(failed), n, strings.Join(failed, "; "))}, notes...)
+	}
+	s.Note = strings.Join(notes, "; ")
 	s.AggregateTokensPerSecond = float64(s.CompletionTokens) / wall.Seconds()
 	fmt.Fprintf(m.run.o.Out, "concurrent x%d: %.1f tok/s aggregate (%s in %s)\n", n, s.AggregateTokensPerSecond, plural.Count(s.CompletionTokens, "token", "tokens"), duration.Ms(s.TotalMs))
 	return []bench.Sample{s}, nil

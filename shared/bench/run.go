@@ -49,6 +49,10 @@ type Sample struct {
 	// core is out of TTFT and the rates. Every stream's, for concurrent.
 	Stamped bool   `json:"stamped,omitempty"`
 	Error   string `json:"error,omitempty"`
+	// Note says what a measured sample met of a real server's ways: an
+	// early stop (its rates over the tokens generated), a prompt the
+	// server truncated, several tokens a chunk.
+	Note string `json:"note,omitempty"`
 }
 
 // CellResult is everything measured for one cell.
