@@ -32,8 +32,8 @@ type share struct {
 	n int64
 }
 
-func (s *share) take(n int64) error {
-	if !s.b.take(n) {
+func (s *share) take(n int64, wait bool) error {
+	if !s.b.take(n, wait) {
 		return fiber.NewError(fiber.StatusServiceUnavailable, fmt.Sprintf(
 			"the server holds %s of request bodies already (its --body-memory): send it again in a second",
 			Size(int(s.b.size))))
@@ -66,14 +66,31 @@ func (b *bounds) readBody(budget *Budget) fiber.Handler {
 		if !req.IsBodyStream() {
 			return c.Next()
 		}
-		body, err := ReadBody(c, req.BodyStream(), limit)
+		body, err := ReadBody(c, req.BodyStream(), limit, req.Header.ContentLength())
 		if err != nil {
-			c.Response().SetConnectionClose()
+			if !refusedForBudget(err) || !drain(req.BodyStream(), limit) {
+				c.Response().SetConnectionClose()
+			}
 			return bodyError(err, b.tooLarge())
 		}
 		req.SetBodyRaw(body)
 		return c.Next()
 	}
+}
+
+// refusedForBudget reports whether ReadBody's err is the budget's 503.
+func refusedForBudget(err error) bool {
+	var fe *fiber.Error
+	return errors.As(err, &fe) && fe.Code == fiber.StatusServiceUnavailable
+}
+
+// drain reads the rest of a body refused for want of budget into nothing,
+// within the body's limit and the read timeout, and reports whether it
+// reached the end. A client still sending when the connection closed
+// would have it reset, and lose the 503 that says to send again.
+func drain(r io.Reader, limit int) bool {
+	n, err := io.Copy(io.Discard, io.LimitReader(r, int64(limit)+1))
+	return err == nil && n <= int64(limit)
 }
 
 // bodyError is the answer to a body that could not be read: 413 past the
@@ -109,22 +126,29 @@ func declared(h *fasthttp.RequestHeader) int64 {
 	return n
 }
 
+// firstShare is the most of a body read before its whole declared length
+// is taken from the budget: a client must send this much to have the rest
+// set aside. A body of unknown length (chunked, or inflating) grows by
+// doubling instead, and may wait for the budget only while it holds at
+// most this much: bodies that each hold part of the budget and wait for
+// more would starve one another (with every body waiting at each growth,
+// 128 bodies of 32 MiB at once were all refused).
+const firstShare = 1 << 20
+
 // ReadBody reads r to its end if that is at most limit bytes, taking its
-// buffer from the server's budget as it grows (the request gives it back
-// when its handlers have returned); else it stops after limit+1 bytes with
-// ErrOverLimit. Its buffer doubles as it fills but never past limit+1. When
-// the budget cannot cover the next growth within its wait, the answer is
-// a 503 with Retry-After (a *fiber.Error). A request that did not come
+// buffer from the server's budget (the request gives it back when its
+// handlers have returned); else it stops after limit+1 bytes with
+// ErrOverLimit. size is the length the body declares, -1 when unknown: a
+// declared body is read into one buffer of its length once firstShare of
+// it has arrived, any other into a buffer that doubles as it fills, never
+// past limit+1. When the budget cannot cover the next buffer, the answer
+// is a 503 with Retry-After (a *fiber.Error). A request that did not come
 // through the server's middleware reads within limit alone.
-func ReadBody(c *fiber.Ctx, r io.Reader, limit int) ([]byte, error) {
+func ReadBody(c *fiber.Ctx, r io.Reader, limit, size int) ([]byte, error) {
 	sh, _ := c.Locals(shareKey{}).(*share)
 	if sh == nil {
 		sh = &share{b: unbounded}
 		defer func() { sh.give(sh.n) }() // no request to give it back at its end
-	}
-	hint := limit + 1
-	if n := c.Request().Header.ContentLength(); n >= 0 && n < limit {
-		hint = n + 1 // room to see the end
 	}
 	var buf []byte
 	for {
@@ -132,15 +156,18 @@ func ReadBody(c *fiber.Ctx, r io.Reader, limit int) ([]byte, error) {
 			if len(buf) > limit {
 				return nil, ErrOverLimit
 			}
-			size := min(max(2*cap(buf), 32<<10), hint, limit+1)
-			if size <= cap(buf) {
-				size = min(2*cap(buf), limit+1) // the hint was short: the body is longer than declared
+			grow := min(max(2*cap(buf), 32<<10), limit+1)
+			switch {
+			case size >= 0 && size <= limit && len(buf) < firstShare:
+				grow = min(size+1, firstShare) // +1: room to see the end
+			case size >= 0 && size <= limit && len(buf) <= size:
+				grow = size + 1
 			}
-			if err := sh.take(int64(size)); err != nil {
+			if err := sh.take(int64(grow), sh.n <= firstShare); err != nil {
 				c.Set(fiber.HeaderRetryAfter, "1")
 				return nil, err
 			}
-			grown := make([]byte, len(buf), size)
+			grown := make([]byte, len(buf), grow)
 			copy(grown, buf)
 			sh.give(int64(cap(buf)))
 			buf = grown

@@ -45,9 +45,9 @@ func TestBudgetBoundsBodiesTogether(t *testing.T) {
 	const size = 1 << 20
 	budget := NewBudget(size, -1, nil)
 	addr := serve(t, New(Options{Budget: budget}, boundedRoutes{}))
-	// 400 KiB: with the 256 KiB it held before its last growth, the first
-	// body holds 656 KiB at most; a second cannot grow beside it.
-	body := 400 << 10
+	// A declared body under the first share is read into one buffer of
+	// its length: two of 600 KiB do not fit in 1 MiB.
+	body := 600 << 10
 
 	// The first body arrives in part and holds its share.
 	first, err := net.Dial("tcp", addr)
@@ -116,27 +116,35 @@ func TestChunkedBodyBounded(t *testing.T) {
 	}
 }
 
-// ReadBody's reads: within the limit, its buffer never past limit+1.
+// ReadBody's reads: within the limit, a declared body in one buffer of
+// its length (after the first share), any other never past limit+1.
 func TestReadBodyBound(t *testing.T) {
 	tests := []struct {
-		n, limit int
-		over     bool
+		n, limit, size int // size: declared, -1 unknown
+		over           bool
+		cap            int // the buffer's, 0: at most limit+1
 	}{
-		{0, 10, false},
-		{10, 10, false},
-		{11, 10, true},
-		{100 << 10, 100 << 10, false},
-		{100<<10 + 1, 100 << 10, true},
-		{1 << 20, 100 << 10, true},
+		{0, 10, -1, false, 0},
+		{10, 10, -1, false, 0},
+		{11, 10, -1, true, 0},
+		{100 << 10, 100 << 10, -1, false, 0},
+		{100<<10 + 1, 100 << 10, -1, true, 0},
+		{1 << 20, 100 << 10, -1, true, 0},
+		{10, 10, 10, false, 11},
+		{3 << 20, 32 << 20, 3 << 20, false, 3<<20 + 1},
+		{32 << 20, 32 << 20, 32 << 20, false, 32<<20 + 1},
 	}
 	for _, tt := range tests {
-		t.Run(fmt.Sprintf("%d of %d", tt.n, tt.limit), func(t *testing.T) {
+		t.Run(fmt.Sprintf("%d of %d declared %d", tt.n, tt.limit, tt.size), func(t *testing.T) {
 			app := New(Options{})
 			ctx := app.AcquireCtx(&fasthttp.RequestCtx{})
 			defer app.ReleaseCtx(ctx)
-			b, err := ReadBody(ctx, io.LimitReader(zeros{}, int64(tt.n)), tt.limit)
+			b, err := ReadBody(ctx, io.LimitReader(zeros{}, int64(tt.n)), tt.limit, tt.size)
 			if tt.over != (err == ErrOverLimit) || (!tt.over && (err != nil || len(b) != tt.n || cap(b) > tt.limit+1)) {
 				t.Fatalf("ReadBody = %d bytes (cap %d), %v", len(b), cap(b), err)
+			}
+			if tt.cap != 0 && cap(b) != tt.cap {
+				t.Errorf("buffer cap %d, want %d", cap(b), tt.cap)
 			}
 		})
 	}

@@ -24,9 +24,10 @@ const (
 
 // Budget bounds the bytes of request bodies held in memory by every
 // request together. A body takes its share as its bytes arrive, never for
-// what its header declares, so a connection that declares 32 MiB and
-// sends nothing holds nothing; a request that cannot have its next share
-// within the wait is refused (503), and what it held is given back.
+// what its header declares before they do, so a connection that declares
+// 32 MiB and sends nothing holds nothing (ReadBody's firstShare says when
+// the rest is set aside); a request that cannot have its share is refused
+// (503), and what it held is given back.
 type Budget struct {
 	sem   *semaphore.Weighted
 	size  int64
@@ -58,11 +59,11 @@ func NewBudget(size int64, wait time.Duration, clk clock.Clock) *Budget {
 // Size is the budget's bound in bytes.
 func (b *Budget) Size() int64 { return b.size }
 
-// take takes n bytes of the budget, waiting up to the budget's wait; false
-// when they were not had in time (counted as a refusal).
-func (b *Budget) take(n int64) bool {
+// take takes n bytes of the budget, waiting up to the budget's wait when
+// wait is set; false when they were not had (counted as a refusal).
+func (b *Budget) take(n int64, wait bool) bool {
 	ok := b.sem.TryAcquire(n)
-	if !ok && b.wait > 0 && n <= b.size {
+	if !ok && wait && b.wait > 0 && n <= b.size {
 		ctx, cancel := context.WithCancel(context.Background())
 		t := b.clock.AfterFunc(b.wait, cancel)
 		ok = b.sem.Acquire(ctx, n) == nil
