@@ -202,6 +202,7 @@ func (t *fakeTimer) Stop() bool {
 	for i, o := range t.f.timers {
 		if o == t {
 			t.f.timers = append(t.f.timers[:i], t.f.timers[i+1:]...)
+			t.f.notify()
 			return true
 		}
 	}
@@ -216,6 +217,7 @@ func (f *Fake) AfterFunc(d time.Duration, fn func()) Timer {
 	defer f.mu.Unlock()
 	t := &fakeTimer{f: f, until: f.now.Add(d), fn: fn}
 	f.timers = append(f.timers, t)
+	f.notify()
 	return t
 }
 
@@ -234,9 +236,21 @@ func (f *Fake) Sleepers() int {
 // WaitForSleepers blocks until at least n Sleep calls are waiting or ctx
 // ends, so a test can Advance knowing the sleeper is in place.
 func (f *Fake) WaitForSleepers(ctx context.Context, n int) error {
+	return f.waitFor(ctx, n, func() int { return len(f.sleeps) })
+}
+
+// WaitForTimers blocks until at least n AfterFunc timers are pending or
+// ctx ends, as WaitForSleepers does for Sleep calls.
+func (f *Fake) WaitForTimers(ctx context.Context, n int) error {
+	return f.waitFor(ctx, n, func() int { return len(f.timers) })
+}
+
+// waitFor blocks until count (read under the lock) is at least n or ctx
+// ends.
+func (f *Fake) waitFor(ctx context.Context, n int, count func() int) error {
 	for {
 		f.mu.Lock()
-		k, ch := len(f.sleeps), f.changed
+		k, ch := count(), f.changed
 		f.mu.Unlock()
 		if k >= n {
 			return nil

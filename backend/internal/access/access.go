@@ -8,9 +8,9 @@
 // every other method under the API prefix is a change and is guarded, so a
 // route added later is covered without naming it here. A change through
 // the measuring proxy (routes.Proxy: a generation is a POST that takes the
-// GPU) gets the Origin and body-type checks too, but no token (its
-// Authorization is the upstream engine's) and no decompression (its body
-// goes on as it came).
+// GPU) gets the Origin and body-type checks too, and no decompression (its
+// body goes on as it came); every request through it, reads too, needs the
+// proxy's own token when one is set (Options.ProxyToken).
 package access
 
 import (
@@ -59,6 +59,11 @@ type Options struct {
 	// MaxDecodes bounds how many bodies are inflated at once
 	// (DefaultMaxDecodes when 0): each may take MaxBody and more.
 	MaxDecodes int
+	// ProxyToken, when set, is required as "Authorization: Bearer <token>"
+	// of every request through the measuring proxy (routes.Proxy), reads
+	// too: it stands in front of the engine's GPU as an API key does. The
+	// header is removed once checked, so the upstream never sees it.
+	ProxyToken string
 }
 
 // DefaultMaxDecodes is how many compressed bodies are inflated at once; a
@@ -113,6 +118,9 @@ func New(opts Options) *Guard {
 // Protected reports whether changes need a token.
 func (g *Guard) Protected() bool { return g.opts.Token != "" }
 
+// ProxyProtected reports whether the proxy needs a token.
+func (g *Guard) ProxyProtected() bool { return g.opts.ProxyToken != "" }
+
 // AnyOrigin reports whether --cors-origins lets every page in ("*"):
 // without a token, any page the user opens may then change state.
 func (g *Guard) AnyOrigin() bool { return g.anyOrig }
@@ -153,6 +161,13 @@ func under(path, prefix string) bool {
 }
 
 func (g *Guard) checkChange(c *fiber.Ctx) error {
+	if g.opts.ProxyToken != "" && c.Method() != fiber.MethodOptions && under(c.Path(), routes.Proxy) {
+		if !g.admitsProxy(c.Get(fiber.HeaderAuthorization)) {
+			c.Set(fiber.HeaderWWWAuthenticate, `Bearer realm="mlx-metrics proxy"`)
+			return fiber.NewError(fiber.StatusUnauthorized, "missing or wrong bearer token: the proxy at /v1 takes Authorization: Bearer <token> (the backend's --proxy-token, else its --token)")
+		}
+		c.Request().Header.Del(fiber.HeaderAuthorization) // the proxy's, not the upstream's
+	}
 	api, proxied := change(c)
 	if !api && !proxied {
 		return c.Next()
@@ -219,12 +234,26 @@ func (g *Guard) admits(method, path, authorization string) bool {
 		equal(got, g.opts.ProducerToken)
 }
 
+// admitsProxy reports whether the Authorization header authorization
+// opens the proxy.
+func (g *Guard) admitsProxy(authorization string) bool {
+	if g.opts.ProxyToken == "" {
+		return true
+	}
+	got, ok := bearer(authorization)
+	return ok && equal(got, g.opts.ProxyToken)
+}
+
 // AdmitsBody reports whether a request may send a large body, from its
-// header alone (server.BodyGate): not a change to the API without the
-// token it needs, which would be refused once its body was read.
+// header alone (server.BodyGate): not a change to the API, nor a request
+// through the proxy, without the token it needs, which would be refused
+// once its body was read.
 func (g *Guard) AdmitsBody(h *fasthttp.RequestHeader, path string) bool {
+	if under(path, routes.Proxy) {
+		return g.admitsProxy(string(h.Peek(fiber.HeaderAuthorization)))
+	}
 	if !under(path, server.APIPrefix) {
-		return true // the proxy asks for no token; elsewhere the route decides
+		return true // the route decides
 	}
 	return g.admits(string(h.Method()), path, string(h.Peek(fiber.HeaderAuthorization)))
 }
@@ -278,7 +307,9 @@ func (g *Guard) Refused(c *fiber.Ctx, status int) {
 	case fiber.StatusMethodNotAllowed:
 		r.methodNotAllowed.Add(1)
 	case fiber.StatusBadRequest:
-		if c.Method() == fiber.MethodPost && len(bytes.TrimSpace(c.Request().Body())) == 0 {
+		// A body still a stream was refused before it was read: reading it
+		// here would take it whole, unbounded.
+		if c.Method() == fiber.MethodPost && !c.Request().IsBodyStream() && len(bytes.TrimSpace(c.Request().Body())) == 0 {
 			r.emptyBody.Add(1)
 		}
 	}

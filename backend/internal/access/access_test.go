@@ -54,6 +54,7 @@ func (fakeRoutes) Mount(root *fiber.App, api fiber.Router) {
 	root.Post("/v1/chat/completions", raw)
 	root.Post("/v1/completions", raw)
 	root.Get("/v1/models", func(c *fiber.Ctx) error { return c.SendString("models") })
+	root.Get("/v1/authorization", func(c *fiber.Ctx) error { return c.SendString("[" + c.Get("Authorization") + "]") })
 }
 
 const (
@@ -109,6 +110,7 @@ func TestGuard(t *testing.T) {
 	cors := Options{Token: token, Origins: []string{hostPage}, Loopback: true}
 	exposed := Options{Token: token} // bound to every interface
 	anyOrigin := Options{Origins: []string{hostPage, "*"}, Loopback: true}
+	proxyGuarded := Options{Token: token, ProxyToken: "px", Loopback: true}
 	jsonType := map[string]string{"Content-Type": "application/json"}
 	ndjson := map[string]string{"Content-Type": "application/x-ndjson"}
 	auth := func(v string, more ...string) map[string]string {
@@ -195,6 +197,16 @@ func TestGuard(t *testing.T) {
 		{name: "proxy: this server's own page may", opts: open, req: request{method: "POST", path: "/v1/chat/completions", body: `{}`, header: map[string]string{"Content-Type": "application/json", "Origin": "http://" + self}}, status: 200, want: `{}`},
 		{name: "proxy: a configured page may", opts: cors, req: request{method: "POST", path: "/v1/chat/completions", body: `{}`, header: map[string]string{"Content-Type": "application/json", "Origin": hostPage}}, status: 200, want: `{}`},
 		{name: "proxy: a foreign page may read", opts: open, req: request{method: "GET", path: "/v1/models", header: map[string]string{"Origin": "http://evil.test"}}, status: 200, want: "models"},
+		// With a proxy token, every request through the proxy needs it,
+		// and it is not passed on.
+		{name: "proxy token: none refused", opts: proxyGuarded, req: request{method: "POST", path: "/v1/chat/completions", body: `{}`, header: jsonType}, status: 401},
+		{name: "proxy token: a read refused too", opts: proxyGuarded, req: request{method: "GET", path: "/v1/models"}, status: 401},
+		{name: "proxy token: another refused", opts: proxyGuarded, req: request{method: "POST", path: "/v1/chat/completions", body: `{}`, header: auth("Bearer upstream-key")}, status: 401},
+		{name: "proxy token: the API's does not open it", opts: proxyGuarded, req: request{method: "POST", path: "/v1/chat/completions", body: `{}`, header: auth("Bearer " + token)}, status: 401},
+		{name: "proxy token: case of the path does not matter", opts: proxyGuarded, req: request{method: "POST", path: "/V1/chat/completions", body: `{}`, header: jsonType}, status: 401},
+		{name: "proxy token: it opens the proxy", opts: proxyGuarded, req: request{method: "POST", path: "/v1/chat/completions", body: `{}`, header: auth("Bearer px")}, status: 200, want: `{}`},
+		{name: "proxy token: not passed on", opts: proxyGuarded, req: request{method: "GET", path: "/v1/authorization", header: auth("bearer px")}, status: 200, want: "[]"},
+		{name: "proxy token: it does not open the API", opts: proxyGuarded, req: request{method: "POST", path: "/api/metrics/bench", body: `{}`, header: auth("Bearer px")}, status: 401},
 		{name: "proxy: an encoded body goes on as it came", opts: open, req: request{method: "POST", path: "/v1/chat/completions", body: string(compress(t, "gzip", []byte(`{}`))), header: map[string]string{"Content-Type": "application/json", "Content-Encoding": "gzip"}}, status: 200, want: string(compress(t, "gzip", []byte(`{}`)))},
 
 		// Host, against DNS rebinding.

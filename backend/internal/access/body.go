@@ -69,7 +69,7 @@ func (g *Guard) decodeBody(c *fiber.Ctx) error {
 		return err
 	}
 	// Read within the server's budget for bodies, as the body itself was.
-	out, err := server.ReadBody(c, r, max)
+	out, err := server.ReadBody(c, r, max, -1) // its inflated length is unknown
 	var fe *fiber.Error
 	switch {
 	case errors.Is(err, server.ErrOverLimit):

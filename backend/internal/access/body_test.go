@@ -142,7 +142,7 @@ func TestBombsStopAtTheLimit(t *testing.T) {
 			}
 			cr := &countingReader{r: r}
 			ctx := app.AcquireCtx(&fasthttp.RequestCtx{})
-			_, err = server.ReadBody(ctx, cr, limit)
+			_, err = server.ReadBody(ctx, cr, limit, -1)
 			app.ReleaseCtx(ctx)
 			if !errors.Is(err, server.ErrOverLimit) {
 				t.Fatalf("ReadBody: %v, want ErrOverLimit", err)

@@ -18,6 +18,7 @@ import (
 func TestAdmitsBody(t *testing.T) {
 	both := New(Options{Token: token, ProducerToken: producer, Loopback: true})
 	open := New(Options{Loopback: true})
+	proxyGuarded := New(Options{Token: token, ProxyToken: "px", Loopback: true})
 	tests := []struct {
 		name         string
 		g            *Guard
@@ -33,6 +34,9 @@ func TestAdmitsBody(t *testing.T) {
 		{"the producer token, elsewhere", both, "POST", "/api/metrics/history", "Bearer " + producer, false},
 		{"the proxy asks for none", both, "POST", "/v1/chat/completions", "", true},
 		{"another path", both, "POST", "/nothing", "", true},
+		{"the proxy's token not sent", proxyGuarded, "POST", "/v1/chat/completions", "", false},
+		{"the API's token to the proxy", proxyGuarded, "POST", "/V1/chat/completions", "Bearer " + token, false},
+		{"the proxy's token", proxyGuarded, "POST", "/v1/chat/completions", "Bearer px", true},
 	}
 	for _, tt := range tests {
 		var h fasthttp.RequestHeader

@@ -13,10 +13,10 @@ package proxy
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"mime"
 	"net"
 	"net/http"
@@ -60,6 +60,9 @@ type Proxy struct {
 	// shutting down) stops streams that would otherwise hold the shutdown
 	// open until the upstream finished generating.
 	ctx context.Context
+
+	idle, stall   time.Duration
+	upstreamToken string
 }
 
 // Options configure a Proxy. The zero value is the defaults.
@@ -70,6 +73,22 @@ type Options struct {
 	// request in flight is cancelled, its client's answer ends there, and
 	// it counts as cancelled (context.Background() when nil: never).
 	BaseContext context.Context
+	// HeadTimeout bounds the wait for an answer's head (504 past it);
+	// DefaultHeadTimeout when 0.
+	HeadTimeout time.Duration
+	// IdleTimeout bounds each wait for the next bytes of an answer's body;
+	// past it the upstream request is cancelled and the client's answer
+	// ends there. DefaultIdleTimeout when 0.
+	IdleTimeout time.Duration
+	// StallTimeout bounds how long a client may leave the bytes handed to
+	// it unread (its connection's buffers full); past it the upstream
+	// request is cancelled, as when the client leaves. DefaultStallTimeout
+	// when 0.
+	StallTimeout time.Duration
+	// UpstreamToken, when set, is sent to the upstream as "Authorization:
+	// Bearer <token>" (the client's own Authorization is the proxy's,
+	// checked and removed by the access guard when a token guards /v1).
+	UpstreamToken string
 }
 
 // New returns a proxy to upstream, the server's root or its /v1 root
@@ -86,6 +105,9 @@ func New(upstream string, publish func(events.Event), opts Options) (*Proxy, err
 	if opts.BaseContext == nil {
 		opts.BaseContext = context.Background()
 	}
+	opts.HeadTimeout = cmp.Or(opts.HeadTimeout, DefaultHeadTimeout)
+	opts.IdleTimeout = cmp.Or(opts.IdleTimeout, DefaultIdleTimeout)
+	opts.StallTimeout = cmp.Or(opts.StallTimeout, DefaultStallTimeout)
 	return &Proxy{
 		base: u.Scheme + "://" + u.Host + path,
 		client: &http.Client{
@@ -97,13 +119,18 @@ func New(upstream string, publish func(events.Event), opts Options) (*Proxy, err
 				MaxIdleConns:        512,
 				MaxIdleConnsPerHost: 512,
 				IdleConnTimeout:     90 * time.Second,
+				// A non-streamed completion's head comes when it is done.
+				ResponseHeaderTimeout: opts.HeadTimeout,
 			},
 			// Redirects are the client's to follow.
 			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 		},
-		publish: publish,
-		clock:   opts.Clock,
-		ctx:     opts.BaseContext,
+		publish:       publish,
+		clock:         opts.Clock,
+		ctx:           opts.BaseContext,
+		idle:          opts.IdleTimeout,
+		stall:         opts.StallTimeout,
+		upstreamToken: opts.UpstreamToken,
 	}, nil
 }
 
@@ -139,17 +166,19 @@ func (p *Proxy) handle(c *fiber.Ctx) error {
 	if q := uri.QueryString(); len(q) > 0 {
 		target += "?" + string(q)
 	}
-	// The request's buffers are reused once the handler returns, and a
-	// streamed answer outlives it. The body is taken as it came: c.Body()
-	// would decode a Content-Encoding the upstream is told it still has.
-	body := bytes.Clone(c.Request().Body())
+	// The body is the request's own buffer (the server's readBody reads
+	// it into one fasthttp never reuses), so the upstream request may
+	// outlive the handler. It is taken as it came: c.Body() would decode
+	// a Content-Encoding the upstream is told it still has.
+	body := c.Request().Body()
 	var m *meter
 	if c.Method() == fiber.MethodPost && measuredPaths[decoded] {
 		m = newMeter(start, body)
 	}
 
-	ctx, cancel := context.WithCancel(p.ctx)
-	req, err := upstreamRequest(ctx, c, target, body, m != nil)
+	ctx, cancelCause := context.WithCancelCause(p.ctx)
+	cancel := func() { cancelCause(nil) }
+	req, err := upstreamRequest(ctx, c, target, body, m != nil, p.upstreamToken)
 	if err != nil {
 		cancel()
 		return server.Error(c, fiber.StatusBadRequest, "the request cannot be forwarded: "+unquoted(err))
@@ -168,8 +197,16 @@ func (p *Proxy) handle(c *fiber.Ctx) error {
 			c.Context().Hijack(func(net.Conn) {}) // the server closes the connection
 			return nil
 		}
+		var ne net.Error
+		if errors.As(err, &ne) && ne.Timeout() {
+			return server.Error(c, fiber.StatusGatewayTimeout, fmt.Sprintf("upstream %s: no answer within %v (--proxy-head-timeout)", p.base, p.client.Transport.(*http.Transport).ResponseHeaderTimeout))
+		}
 		return server.Error(c, fiber.StatusBadGateway, "upstream "+p.base+": "+unquoted(err))
 	}
+	// The answer's body is read within the idle timeout, and handed to a
+	// client that must take it within the stall timeout.
+	resp.Body = &upstreamReader{body: resp.Body, clock: p.clock, idle: p.idle, stall: p.stall,
+		cancel: cancelCause, conn: c.Context().Conn()}
 
 	copyResponseHeaders(&c.Response().Header, resp.Header)
 	c.Status(resp.StatusCode)
@@ -186,7 +223,7 @@ func (p *Proxy) handle(c *fiber.Ctx) error {
 		length = int(resp.ContentLength)
 	}
 	if m == nil && length >= 0 {
-		c.Context().SetBodyStream(upstreamBody{resp.Body, cancel}, length)
+		c.Context().SetBodyStream(upstreamBody{resp.Body.(*upstreamReader), cancel}, length)
 		return nil
 	}
 	if m != nil {
@@ -219,12 +256,12 @@ func unquoted(err error) string {
 // it once the response is written (or the client is gone), which ends the
 // upstream request.
 type upstreamBody struct {
-	io.ReadCloser
-	cancel context.CancelFunc
+	*upstreamReader
+	cancel func()
 }
 
 func (b upstreamBody) Close() error {
-	err := b.ReadCloser.Close()
+	err := b.upstreamReader.Close()
 	b.cancel()
 	return err
 }
@@ -251,10 +288,11 @@ func connectionTokens(v string) map[string]bool {
 }
 
 // upstreamRequest is the client's request addressed to target, with its
-// headers less the hop-by-hop ones. A measured request drops
+// headers less the hop-by-hop ones, and the upstream's token when there is
+// one (token). A measured request drops
 // Accept-Encoding so that the answer arrives readable: identity is always
 // acceptable.
-func upstreamRequest(ctx context.Context, c *fiber.Ctx, target string, body []byte, measured bool) (*http.Request, error) {
+func upstreamRequest(ctx context.Context, c *fiber.Ctx, target string, body []byte, measured bool, token string) (*http.Request, error) {
 	req, err := http.NewRequestWithContext(ctx, c.Method(), target, bytes.NewReader(body))
 	if err != nil {
 		return nil, err
@@ -268,6 +306,9 @@ func upstreamRequest(ctx context.Context, c *fiber.Ctx, target string, body []by
 		}
 		req.Header.Add(key, string(v))
 	})
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
 	if prior := req.Header.Get("X-Forwarded-For"); prior != "" {
 		req.Header.Set("X-Forwarded-For", prior+", "+c.IP())
 	} else {

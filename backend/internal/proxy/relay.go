@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"context"
+	"errors"
 	"io"
 	"time"
 )
@@ -29,7 +30,7 @@ import (
 type relay struct {
 	p      *Proxy
 	ctx    context.Context
-	cancel context.CancelFunc
+	cancel func()
 	body   io.ReadCloser
 	status int
 	m      *meter // nil: not measured
@@ -109,8 +110,9 @@ func (r *relay) end(err error) {
 		r.o = outcome{end: r.p.clock.Now()}
 		return
 	}
-	// The server shutting down, or the upstream failing mid-answer.
-	shutdown := r.ctx.Err() != nil
+	// The server shutting down, or the upstream failing mid-answer (or
+	// going quiet past the idle timeout).
+	shutdown := r.ctx.Err() != nil && !errors.Is(context.Cause(r.ctx), errIdle)
 	r.o = outcome{end: r.p.clock.Now(), cancelled: shutdown, broken: !shutdown}
 }
 

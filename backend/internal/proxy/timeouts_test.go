@@ -1,0 +1,160 @@
+package proxy
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mlx-bun/mlx-metrics/shared/clock"
+	"github.com/mlx-bun/mlx-metrics/shared/events"
+)
+
+// startWith serves a proxy to upstream with opts, as start does.
+func startWith(t *testing.T, upstream string, opts Options) (string, chan events.Event) {
+	t.Helper()
+	evs := make(chan events.Event, 16)
+	p, err := New(upstream, func(ev events.Event) { evs <- ev }, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	url, _ := serve(t, p)
+	return url, evs
+}
+
+// gone is an upstream's signal that its request was cancelled.
+func waitGone(t *testing.T, gone chan struct{}, why string) {
+	t.Helper()
+	select {
+	case <-gone:
+	case <-time.After(10 * time.Second):
+		t.Fatal(why)
+	}
+}
+
+// An upstream that never sends its answer's head is let go after the head
+// timeout: the client gets a 504 that says so, in the API's format.
+func TestHeadTimeout(t *testing.T) {
+	gone := make(chan struct{})
+	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body) // net/http notices a client leaving once the body is read
+		<-r.Context().Done()
+		close(gone)
+	}))
+	defer upstream.Close()
+	base, evs := startWith(t, upstream.URL, Options{HeadTimeout: 100 * time.Millisecond})
+	resp, err := http.Post(base+"/v1/chat/completions", "application/json", strings.NewReader(`{"model":"m"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	msg, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusGatewayTimeout || !strings.Contains(string(msg), `"message":"upstream http://127.0.0.1`) ||
+		!strings.Contains(string(msg), "--proxy-head-timeout") {
+		t.Fatalf("%d %s, want 504 naming the head timeout", resp.StatusCode, msg)
+	}
+	waitGone(t, gone, "the upstream request was not cancelled")
+	if ev := next(t, evs); ev.Finish != events.FinishError {
+		t.Errorf("event finish %q, want error", ev.Finish)
+	}
+}
+
+// An answer whose body goes quiet past the idle timeout is cut there: the
+// upstream request is cancelled, the client's answer ends with what came,
+// and the request counts as broken, not as cancelled by its client.
+func TestIdleTimeout(t *testing.T) {
+	gone := make(chan struct{})
+	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body) // net/http notices a client leaving once the body is read
+		w.Header().Set("Content-Type", "text/event-stream")
+		io.WriteString(w, "data: "+sseChunks[1].data+"\n\n")
+		w.(http.Flusher).Flush()
+		<-r.Context().Done()
+		close(gone)
+	}))
+	defer upstream.Close()
+	clk := clock.NewFake(t0)
+	base, evs := startWith(t, upstream.URL, Options{Clock: clk, IdleTimeout: time.Minute})
+	resp, err := http.Post(base+"/v1/chat/completions", "application/json", strings.NewReader(`{"model":"m","stream":true}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	r := bufio.NewReader(resp.Body)
+	if line, err := r.ReadString('\n'); err != nil || !strings.Contains(line, "Hello") {
+		t.Fatalf("first event %q, %v", line, err)
+	}
+	// The relay waits for more under the idle timer; then a minute passes.
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := clk.WaitForTimers(ctx, 1); err != nil {
+		t.Fatal("no idle timer armed")
+	}
+	clk.Advance(time.Minute)
+	waitGone(t, gone, "the quiet upstream request was not cancelled")
+	if rest, _ := io.ReadAll(r); strings.TrimSpace(string(rest)) != "" {
+		t.Errorf("after the cut: %q", rest)
+	}
+	if ev := next(t, evs); ev.Finish != events.FinishError {
+		t.Errorf("event finish %q, want error (broken off)", ev.Finish)
+	}
+}
+
+// A client that stops reading its streamed answer holds the generation no
+// longer than the stall timeout once its connection's buffers are full:
+// the upstream request is cancelled, as when the client leaves.
+func TestStalledClientCancelsUpstream(t *testing.T) {
+	gone := make(chan struct{})
+	event := "data: " + `{"id":"c1","model":"m","choices":[{"index":0,"delta":{"content":"` + strings.Repeat("t", 16<<10) + `"}}]}` + "\n\n"
+	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		// At most 64 MiB: far past any loopback buffer.
+		for range 4096 {
+			if _, err := io.WriteString(w, event); err != nil {
+				break
+			}
+			w.(http.Flusher).Flush()
+		}
+		<-r.Context().Done()
+		close(gone)
+	}))
+	defer upstream.Close()
+	base, evs := startWith(t, upstream.URL, Options{StallTimeout: 200 * time.Millisecond})
+	conn, err := net.Dial("tcp", strings.TrimPrefix(base, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	body := `{"model":"m","stream":true}`
+	fmt.Fprintf(conn, "POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
+	// The client reads nothing more.
+	waitGone(t, gone, "the upstream of a client that stopped reading was not cancelled")
+	if ev := next(t, evs); ev.Finish != events.FinishCancelled {
+		t.Errorf("event finish %q, want cancelled", ev.Finish)
+	}
+}
+
+// The upstream's own token, when set, is what the upstream is sent.
+func TestUpstreamToken(t *testing.T) {
+	got := make(chan string, 1)
+	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got <- r.Header.Get("Authorization")
+		io.WriteString(w, "{}")
+	}))
+	defer upstream.Close()
+	base, _ := startWith(t, upstream.URL, Options{UpstreamToken: "engine-key"})
+	resp, err := http.Get(base + "/v1/models")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if a := <-got; a != "Bearer engine-key" {
+		t.Fatalf("upstream saw Authorization %q", a)
+	}
+}
