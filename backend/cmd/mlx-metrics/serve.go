@@ -16,6 +16,8 @@ import (
 	"github.com/mlx-bun/mlx-metrics/backend/internal/jobs"
 	"github.com/mlx-bun/mlx-metrics/backend/internal/otlp"
 	"github.com/mlx-bun/mlx-metrics/backend/internal/prom"
+	"github.com/mlx-bun/mlx-metrics/backend/internal/proxy"
+	"github.com/mlx-bun/mlx-metrics/backend/internal/server"
 	"github.com/mlx-bun/mlx-metrics/backend/internal/store"
 )
 
@@ -80,6 +82,8 @@ func addServeFlags(fs *flag.FlagSet, env *envDefaults) *app.Config {
 	fs.StringVar(&cfg.Home, "home", env.text("MLX_METRICS_HOME", defaultHome()), "data home `DIR`; storage lives under DIR/metrics (env MLX_METRICS_HOME)")
 	fs.StringVar(&cfg.CORSOrigins, "cors-origins", env.text("MLX_METRICS_CORS_ORIGINS", ""), "comma-separated host `ORIGINS` (scheme://host[:port]) allowed to embed the panel and call the API; none by default (env MLX_METRICS_CORS_ORIGINS)")
 	fs.StringVar(&cfg.Token, "token", env.text("MLX_METRICS_TOKEN", ""), "bearer `TOKEN` every change under /api/metrics requires (POST /events, POST and DELETE /bench, POST and DELETE /history); none when empty, which is safe only on loopback (env MLX_METRICS_TOKEN)")
+	fs.IntVar(&cfg.BodyMemoryMiB, "body-memory", env.int("MLX_METRICS_BODY_MEMORY", server.DefaultBodyMemory>>20),
+		"hold at most `MiB` of request bodies in memory at once, all requests together; a body past it waits a second, then is answered 503 to send again (env MLX_METRICS_BODY_MEMORY)")
 	addBenchFlags(fs, env, &cfg.Bench)
 	addLiveFlags(fs, env, &cfg.Live)
 	addExportFlags(fs, env, &cfg.Export)
@@ -108,6 +112,14 @@ func addBenchFlags(fs *flag.FlagSet, env *envDefaults, c *app.BenchConfig) {
 func addExportFlags(fs *flag.FlagSet, env *envDefaults, c *app.ExportConfig) {
 	fs.StringVar(&c.ProxyTo, "proxy-to", env.text("MLX_METRICS_PROXY_TO", ""),
 		"front the OpenAI-compatible server at `URL` on /v1/* and measure each request (e.g. http://127.0.0.1:8000) (env MLX_METRICS_PROXY_TO)")
+	fs.StringVar(&c.ProxyToken, "proxy-token", env.text("MLX_METRICS_PROXY_TOKEN", ""),
+		"bearer `TOKEN` every request through the proxy at /v1/* requires, removed before it goes on; --token when empty, none when both are (env MLX_METRICS_PROXY_TOKEN)")
+	fs.StringVar(&c.ProxyUpstreamToken, "proxy-upstream-token", env.text("MLX_METRICS_PROXY_UPSTREAM_TOKEN", ""),
+		"bearer `TOKEN` the proxy sends to the --proxy-to server (env MLX_METRICS_PROXY_UPSTREAM_TOKEN)")
+	fs.DurationVar(&c.ProxyHeadTimeout, "proxy-head-timeout", env.duration("MLX_METRICS_PROXY_HEAD_TIMEOUT", proxy.DefaultHeadTimeout),
+		"wait at most `DURATION` for the --proxy-to server's answer to begin, then answer 504 (env MLX_METRICS_PROXY_HEAD_TIMEOUT)")
+	fs.DurationVar(&c.ProxyIdleTimeout, "proxy-idle-timeout", env.duration("MLX_METRICS_PROXY_IDLE_TIMEOUT", proxy.DefaultIdleTimeout),
+		"end an answer from the --proxy-to server that sends nothing for `DURATION`, and its request there (env MLX_METRICS_PROXY_IDLE_TIMEOUT)")
 	fs.Var(&c.Scrapes, "scrape",
 		"poll an engine's Prometheus endpoint, `URL[,KIND[,MODEL]]` with kind vllm, sglang, llamacpp, mlx or auto; repeatable (env MLX_METRICS_SCRAPE, space-separated)")
 	fs.DurationVar(&c.ScrapeInterval, "scrape-interval", env.duration("MLX_METRICS_SCRAPE_INTERVAL", 2*time.Second),

@@ -33,8 +33,12 @@ type Config struct {
 	// allowed to embed the panel and call the API from their pages.
 	CORSOrigins string
 	// Token (--token) is required of every change under the API
-	// (docs/security.md); none when empty.
+	// (docs/security.md), and of every request through the proxy without
+	// its own ExportConfig.ProxyToken; none when empty.
 	Token string
+	// BodyMemoryMiB (--body-memory) bounds the request bodies held at
+	// once, in MiB (server.DefaultBodyMemory when 0).
+	BodyMemoryMiB int
 	// Device is the GPU lease's word for the GPUs (probe.DescribeGPUs,
 	// read once, when empty).
 	Device string
@@ -58,6 +62,10 @@ func configErrorf(format string, args ...any) error {
 
 // check refuses the parts' bad values, each part's own check in turn.
 func (c Config) check() error {
+	// A body of 32 MiB needs 48 MiB at its buffer's last growth.
+	if c.BodyMemoryMiB != 0 && (c.BodyMemoryMiB < 48 || c.BodyMemoryMiB > 1<<20) {
+		return configErrorf("--body-memory %d: want from 48 (MiB: a 32 MiB body's share as it grows) to 1048576", c.BodyMemoryMiB)
+	}
 	for _, check := range []func() error{c.ReferenceEngine.check, c.Live.check, c.Bench.check, c.Export.check} {
 		if err := check(); err != nil {
 			return err
@@ -117,8 +125,9 @@ func Start(ctx context.Context, cfg Config) (_ *Backend, err error) {
 		ProducerToken: cfg.Live.EventsToken,
 		Origins:       origins,
 		Loopback:      access.IsLoopbackAddr(cfg.Addr),
+		ProxyToken:    cmp.Or(cfg.Export.ProxyToken, cfg.Token),
 	})
-	warnExposed(os.Stderr, cfg.Addr, guard)
+	warnExposed(os.Stderr, cfg.Addr, guard, cfg.Export.ProxyTo != "")
 	// Bind before any part starts: a taken port is said before storage is
 	// opened or recovery runs, and "serving on" is said only of a bound
 	// address. Connections wait in the listen queue until the server
@@ -152,6 +161,8 @@ func Start(ctx context.Context, cfg Config) (_ *Backend, err error) {
 	healthz := health.New(time.Now(), health.Options{})
 	healthz.Add("bus", func() any { return eventBus.Stats() })
 	healthz.Add("refused", func() any { return guard.Stats() })
+	bodies := server.NewBudget(int64(cfg.BodyMemoryMiB)<<20, 0, nil)
+	healthz.Add("bodies", func() any { return bodies.Stats() })
 	// The live half: the store on the bus, GET /snapshot and /stream,
 	// POST /events, and the --events-url and --replay sources.
 	liveSide, err := StartLive(ctx, eventBus, healthz, cfg.Live)
@@ -186,7 +197,7 @@ func Start(ctx context.Context, cfg Config) (_ *Backend, err error) {
 	// Features mount in order: the guard, the panel, /healthz, then the
 	// parts' in the order they started; add a part above to add yours.
 	features := append([]server.Feature{guard, panelUI, healthz}, b.parts.Features()...)
-	fiberApp := server.New(server.Options{OnError: guard.Refused}, features...)
+	fiberApp := server.New(server.Options{OnError: guard.Refused, Budget: bodies}, features...)
 	b.addr = ln.Addr()
 	// The server starts after the live half and bench-serve, so it would
 	// close before them; but its Shutdown waits for the requests in flight,
@@ -262,7 +273,11 @@ func logf(format string, args ...any) {
 // warnExposed warns, loudly, when any client that reaches the server, or
 // any web page the user opens, may start GPU jobs: listening beyond
 // loopback, or letting every origin in (--cors-origins '*'), with no token.
-func warnExposed(w io.Writer, addr string, guard *access.Guard) {
+func warnExposed(w io.Writer, addr string, guard *access.Guard, proxied bool) {
+	if proxied && !guard.ProxyProtected() && !access.IsLoopbackAddr(addr) {
+		fmt.Fprintf(w, "mlx-metrics: WARNING: the proxy at /v1 is open on %s, beyond loopback: anyone who can reach this port\n"+
+			"mlx-metrics: WARNING: may generate on the engine behind it. Set --proxy-token or --token. See docs/security.md.\n", addr)
+	}
 	if guard.Protected() {
 		return
 	}

@@ -2,6 +2,7 @@ package app
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -26,6 +27,8 @@ func TestWarnExposed(t *testing.T) {
 	tests := []struct {
 		addr, token string
 		origins     []string
+		proxied     bool   // --proxy-to is set
+		proxyToken  string // --proxy-token
 		warn        string // in the warning; empty: none
 	}{
 		{addr: "127.0.0.1:7878"},
@@ -39,10 +42,16 @@ func TestWarnExposed(t *testing.T) {
 		{addr: "127.0.0.1:7878", origins: []string{"https://host.example", "*"}, warn: "any web page"},
 		{addr: "127.0.0.1:7878", origins: []string{"*"}, token: "s3cret"},
 		{addr: "127.0.0.1:7878", origins: []string{"https://host.example"}},
+		{addr: "127.0.0.1:7878", proxied: true},
+		{addr: "0.0.0.0:7878", token: "s3cret", proxied: true},
+		{addr: "0.0.0.0:7878", proxyToken: "px", token: "s3cret", proxied: true},
+		{addr: "0.0.0.0:7878", proxyToken: "px", proxied: true, warn: "may post events"},
+		{addr: "0.0.0.0:7878", proxied: true, warn: "the proxy at /v1 is open on 0.0.0.0:7878"},
 	}
 	for _, tt := range tests {
 		var out bytes.Buffer
-		warnExposed(&out, tt.addr, access.New(access.Options{Token: tt.token, Origins: tt.origins}))
+		warnExposed(&out, tt.addr, access.New(access.Options{Token: tt.token, Origins: tt.origins,
+			ProxyToken: cmp.Or(tt.proxyToken, tt.token)}), tt.proxied)
 		got := out.String()
 		if tt.warn == "" && got != "" || tt.warn != "" && !(strings.Contains(got, "WARNING") && strings.Contains(got, tt.warn)) {
 			t.Errorf("%s token %q origins %q: warned %q, want %q", tt.addr, tt.token, tt.origins, got, tt.warn)

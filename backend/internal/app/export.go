@@ -29,9 +29,19 @@ const MinScrapeInterval = 100 * time.Millisecond
 // exporter (always on), the OTLP push, the proxy and the scrapers (serve's
 // flags named in each field).
 type ExportConfig struct {
-	ProxyTo        string         // --proxy-to: the OpenAI-compatible server fronted at /v1/*
-	Scrapes        scrape.Targets // --scrape: the engines' Prometheus endpoints to poll
-	ScrapeInterval time.Duration  // --scrape-interval: at least MinScrapeInterval
+	ProxyTo string // --proxy-to: the OpenAI-compatible server fronted at /v1/*
+	// ProxyToken (--proxy-token) opens /v1/*; Config.Token does when it is
+	// empty, and /v1 is open when both are.
+	ProxyToken string
+	// ProxyUpstreamToken (--proxy-upstream-token) is sent to the upstream
+	// as its bearer token; none when empty.
+	ProxyUpstreamToken string
+	// ProxyHeadTimeout and ProxyIdleTimeout (--proxy-head-timeout,
+	// --proxy-idle-timeout) bound the waits for an upstream answer's head
+	// and for more of its body (proxy's defaults when 0).
+	ProxyHeadTimeout, ProxyIdleTimeout time.Duration
+	Scrapes                            scrape.Targets // --scrape: the engines' Prometheus endpoints to poll
+	ScrapeInterval                     time.Duration  // --scrape-interval: at least MinScrapeInterval
 	// PromNames (--prom-names) are the families /metrics serves: both
 	// (the default when empty), mlx or vllm.
 	PromNames string
@@ -70,6 +80,14 @@ func (c ExportConfig) check() error {
 	if c.ProxyTo != "" {
 		if err := proxy.CheckUpstream(c.ProxyTo); err != nil {
 			return configErrorf("--proxy-to %w", err)
+		}
+	}
+	for _, t := range []struct {
+		flag string
+		d    time.Duration
+	}{{"--proxy-head-timeout", c.ProxyHeadTimeout}, {"--proxy-idle-timeout", c.ProxyIdleTimeout}} {
+		if t.d < 0 || t.d > 24*time.Hour {
+			return configErrorf("%s %v: want from 1s to 24h (0: the default)", t.flag, t.d)
 		}
 	}
 	if c.Fleet.URL != "" {
@@ -113,7 +131,8 @@ func StartExport(ctx context.Context, b *bus.Bus, healthz *health.Health, cfg Ex
 		// hold serve's shutdown open until their generation finished.
 		proxied = ingest.NewSource(ingest.ProxySource, b, ingest.Live, ingest.Options{Requests: cfg.requests})
 		var err error
-		if p, err = proxy.New(cfg.ProxyTo, proxied.Publish, proxy.Options{BaseContext: ctx}); err != nil {
+		if p, err = proxy.New(cfg.ProxyTo, proxied.Publish, proxy.Options{BaseContext: ctx,
+			HeadTimeout: cfg.ProxyHeadTimeout, IdleTimeout: cfg.ProxyIdleTimeout, UpstreamToken: cfg.ProxyUpstreamToken}); err != nil {
 			return nil, &ConfigError{err}
 		}
 		healthz.Add("proxy", func() any {
