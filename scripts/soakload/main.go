@@ -58,6 +58,7 @@ type config struct {
 	maxRSSMB   int
 	headerWait time.Duration // the longest a dribbler may be kept
 	skipKill   bool
+	bodies     string // the bodies probe's counts (bodies.go); empty: the bad day
 }
 
 func main() {
@@ -72,10 +73,31 @@ func main() {
 	flag.IntVar(&c.maxRSSMB, "max-rss-mb", 768, "the server's peak RSS bound")
 	flag.DurationVar(&c.headerWait, "header-wait", 30*time.Second, "the longest the server may keep a dribbler")
 	flag.BoolVar(&c.skipKill, "skip-kill", false, "leave out the kill -9 of a bench run")
+	flag.StringVar(&c.bodies, "bodies", "", "instead of the bad day, the bodies probe: for each `N` of a comma-separated list, N event bodies of 32 MiB at once, then N connections declaring 32 MiB (-max-rss-mb bounds both)")
 	flag.Parse()
 	if c.bin == "" {
 		fmt.Fprintln(os.Stderr, "soak: -bin is required")
 		os.Exit(2)
+	}
+	if c.bodies != "" {
+		counts, err := parseCounts(c.bodies)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "soak:", err)
+			os.Exit(2)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
+		defer cancel()
+		ok, err := runBodies(ctx, c.bin, counts, c.maxRSSMB)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "soak:", err)
+			os.Exit(2)
+		}
+		if !ok {
+			fmt.Println("BROKEN: a peak RSS over -max-rss-mb, or an accepted event not in the snapshot")
+			os.Exit(1)
+		}
+		fmt.Println("every bound held")
+		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), c.duration+5*time.Minute)
 	defer cancel()
