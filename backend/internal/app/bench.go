@@ -113,8 +113,8 @@ func openBenchStorage(home string, l *lease.Lease, cfg BenchConfig) (*Bench, err
 }
 
 // health is bench-serve's /healthz section: whether its storage is up, how
-// many unreadable history entries reads have met, and any salvage of a
-// damaged history at start.
+// many unreadable history entries reads have met, any salvage of a damaged
+// history at start, and any import of the original module's history files.
 func (b *Bench) health() any {
 	if b.degraded != "" {
 		return map[string]any{"status": "degraded", "reason": b.degraded}
@@ -122,6 +122,9 @@ func (b *Bench) health() any {
 	h := map[string]any{"status": "ok", "unreadableHistoryEntries": b.hist.Unreadable()}
 	if sv := b.hist.Salvaged(); sv != nil {
 		h["historySalvage"] = sv // damaged tables found at start, and what was kept
+	}
+	if up := b.hist.Upgraded(); up != nil {
+		h["historyUpgrade"] = up // the original module's history files imported at start
 	}
 	return h
 }

@@ -17,12 +17,12 @@ import (
 	"log"
 	"strings"
 	"sync"
-	"time"
 
 	badger "github.com/dgraph-io/badger/v4"
 
 	"github.com/mlx-bun/mlx-metrics/backend/internal/redact"
 	"github.com/mlx-bun/mlx-metrics/shared/bench"
+	"github.com/mlx-bun/mlx-metrics/shared/clock"
 )
 
 // ErrNotFound is Get's answer for an unknown or malformed id.
@@ -42,7 +42,8 @@ type Store struct {
 	dir       string
 	freeSpace func(dir string) (uint64, error)
 
-	salvage *Salvage // what Open did about damaged tables, if anything
+	salvage *Salvage  // what Open did about damaged tables, if anything
+	upgrade []Upgrade // what Open did with the original module's files
 
 	mu         sync.Mutex
 	unreadable map[string]bool // ids of entries met unreadable
@@ -62,8 +63,15 @@ func recoverDamage(err *error) {
 // Salvaged reports what Open did about a damaged history (nil: it was not).
 func (s *Store) Salvaged() *Salvage { return s.salvage }
 
+// Upgraded reports what Open imported of the original module's history
+// files (upgrade.go); nil when it found none to import.
+func (s *Store) Upgraded() []Upgrade { return s.upgrade }
+
 // Options configure a Store.
 type Options struct {
+	// Clock dates a salvage and an upgrade, and bounds imported times;
+	// the system clock when nil.
+	Clock clock.Clock
 	// FreeSpace says how many bytes may still be written on the
 	// filesystem holding dir (tests fake a full disk); statfs when nil.
 	// Where it cannot tell, writes and Close go ahead.
@@ -91,7 +99,15 @@ func Open(dir string, opts Options) (*Store, error) {
 	// still hold; a history that opens lacking runs whose run.json is on
 	// disk (a lost MANIFEST entry, write-ahead log or value log) is
 	// salvaged the same way from the open database.
-	now := time.Now()
+	if opts.Clock == nil {
+		opts.Clock = clock.Real{}
+	}
+	now := opts.Clock.Now()
+	// The original module's files, in this folder, go aside before Badger
+	// opens it; they are imported once it has.
+	if aside, err := moveOriginal(dir, now); err != nil {
+		log.Printf("history: moving the original module's history files aside (into %s): %v", aside, err)
+	}
 	var sv *Salvage
 	if cause := checkFiles(dir, dbOpts); errors.Is(cause, ErrDamaged) {
 		log.Printf("history: %s is damaged, rebuilding it from what it still reads: %v", dir, cause)
@@ -127,7 +143,9 @@ func Open(dir string, opts Options) (*Store, error) {
 		}
 		sv = &got
 	}
-	return &Store{db: db, dir: dir, freeSpace: opts.FreeSpace, unreadable: map[string]bool{}, salvage: sv}, nil
+	s := &Store{db: db, dir: dir, freeSpace: opts.FreeSpace, unreadable: map[string]bool{}, salvage: sv}
+	s.upgrade = s.importOriginal(now)
+	return s, nil
 }
 
 // MinFree is the free space the history keeps for closing Badger. Closing
