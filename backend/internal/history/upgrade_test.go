@@ -73,7 +73,7 @@ func badFiles() map[string][]byte {
 		"2026-07-08T01-00-00-000Z-x.json":          originalFile("2026-07-08T01-00-00-000Z-x", "yesterday", nil, nil),
 		"2026-07-08T02-00-00-000Z-x.json":          originalFile("2026-07-08T02-00-00-000Z-x", "2031-01-01T00:00:00.000Z", nil, nil),
 		"2026-07-08T03-00-00-000Z-x.json.4242.tmp": []byte(`{"id":`),
-		"notes.json":                               []byte(`[1,2,3]`),
+		"notes.json": []byte(`[1,2,3]`),
 	}
 }
 
