@@ -106,12 +106,33 @@ func (d *Dir) Load(name string) (bench.Plan, error) {
 }
 
 func decode(name string, data []byte) (bench.Plan, error) {
+	if bench.IsOriginalPlan(data) {
+		return decodeOriginal(name, data)
+	}
 	var p bench.Plan
 	if err := strictjson.Decode(data, &p, true); err != nil {
 		return p, fmt.Errorf("%w %q: %v", ErrInvalid, name, err)
 	}
 	if err := p.Validate(); err != nil {
 		return p, fmt.Errorf("%w %q: %s", ErrInvalid, name, strings.ReplaceAll(err.Error(), "\n", "; "))
+	}
+	return p, nil
+}
+
+// decodeOriginal reads a plan of the original module's runner, left in
+// the plans directory by an upgrade in place: run as it maps, or described
+// with why it cannot be run here.
+func decodeOriginal(name string, data []byte) (bench.Plan, error) {
+	var o bench.OriginalPlan
+	if err := strictjson.Decode(data, &o, false); err != nil {
+		return bench.Plan{}, fmt.Errorf("%w %q: the original runner's plan, unreadable: %v", ErrInvalid, name, err)
+	}
+	p, err := o.Plan()
+	if err != nil {
+		return p, fmt.Errorf("%w %q: the original runner's plan, which this runner cannot run as written: %v", ErrInvalid, name, err)
+	}
+	if err := p.Validate(); err != nil {
+		return p, fmt.Errorf("%w %q: the original runner's plan, as this runner reads it: %s", ErrInvalid, name, strings.ReplaceAll(err.Error(), "\n", "; "))
 	}
 	return p, nil
 }
