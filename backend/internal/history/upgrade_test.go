@@ -246,3 +246,26 @@ func TestOriginalEntryConverted(t *testing.T) {
 		t.Errorf("%+v", b)
 	}
 }
+
+// TestOriginalRunDirectoriesNoDamage: the original's run directories, whose
+// run.json is its runner's (ISO times), are no runs this history lacks: no
+// salvage at start.
+func TestOriginalRunDirectoriesNoDamage(t *testing.T) {
+	root := t.TempDir()
+	dir, runs := filepath.Join(root, "history"), filepath.Join(root, "runs")
+	writeFiles(t, dir, goodFiles())
+	writeFiles(t, filepath.Join(runs, goodA), map[string][]byte{
+		"run.json": []byte(`{"plan":{"profile":"scoped"},"startedAt":"2026-07-06T12:00:00.000Z","finishedAt":"2026-07-06T12:30:00.000Z","cells":[]}`),
+	})
+	s, err := Open(dir, Options{Clock: clock.NewFake(upgradeNow), RunsDir: runs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if sv := s.Salvaged(); sv != nil {
+		t.Errorf("salvaged %+v", sv)
+	}
+	if got := ids(t, s); !slices.Equal(got, []string{goodB, goodA}) {
+		t.Errorf("runs %v", got)
+	}
+}
