@@ -78,8 +78,11 @@ func unclearLines(raw []byte) bool {
 	return false
 }
 
-// headerValues are the trimmed values of the lines of a raw header block
-// whose name is name (lower case).
+// headerValues are the values of the lines of a raw header block whose
+// name is name (lower case), without the line's CR and the blanks around
+// them: SP and HTAB alone (RFC 9112 section 5.6.3's OWS). A value with
+// \v or \f around it stays unlike "chunked" and so is refused: another
+// reader may trim them, or not.
 func headerValues(raw []byte, name string) [][]byte {
 	var out [][]byte
 	for len(raw) > 0 {
@@ -91,7 +94,7 @@ func headerValues(raw []byte, name string) [][]byte {
 		}
 		k, v, ok := bytes.Cut(line, []byte(":"))
 		if ok && bytes.EqualFold(k, []byte(name)) {
-			out = append(out, bytes.TrimSpace(v))
+			out = append(out, bytes.Trim(bytes.TrimSuffix(v, []byte("\r")), " \t"))
 		}
 	}
 	return out

@@ -43,6 +43,14 @@ func TestFraming(t *testing.T) {
 		{"a coding folded onto the next line", "POST /api/metrics/x HTTP/1.1\r\nHost: 127.0.0.1\r\nTransfer-Encoding: chunked\r\n , identity\r\n\r\n0\r\n\r\n", 400, true},
 		{"a bare CR before a length", "POST /api/metrics/x HTTP/1.1\r\nHost: 127.0.0.1\r\nX-A: a\rContent-Length: 52\r\nContent-Length: 0\r\n\r\n", 400, true},
 		{"a NUL in a length's name", "POST /api/metrics/x HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length\x00: 52\r\nContent-Length: 0\r\n\r\n", 400, true},
+		// RFC 9112 section 5.6.3: only SP and HTAB are optional blanks
+		// around a value; a reader that trims \v or \f reads chunked
+		// where another reads an unknown coding.
+		{"chunked after a vertical tab", "POST /api/metrics/x HTTP/1.1\r\nHost: 127.0.0.1\r\nTransfer-Encoding: \vchunked\r\n\r\n0\r\n\r\n", 501, true},
+		{"chunked before a form feed", "POST /api/metrics/x HTTP/1.1\r\nHost: 127.0.0.1\r\nTransfer-Encoding: chunked\f\r\n\r\n0\r\n\r\n", 501, true},
+		{"chunked between a space and a tab", "POST /api/metrics/x HTTP/1.1\r\nHost: 127.0.0.1\r\nTransfer-Encoding:  chunked\t\r\n\r\n0\r\n\r\n", 404, false},
+		{"a length after a vertical tab beside chunked", "POST /api/metrics/x HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: \v5\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n", 400, true},
+		{"a length after a vertical tab", "POST /api/metrics/x HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: \v2\r\n\r\n{}", 400, true},
 		{"two lengths and chunked", "POST /api/metrics/x HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 5\r\nContent-Length: 6\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n", 400, true},
 	}
 	addr := serve(t, New(Options{}))
