@@ -3,10 +3,12 @@ package history
 import (
 	"encoding/csv"
 	"io"
+	"math"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/mlx-bun/mlx-metrics/backend/internal/printable"
 	"github.com/mlx-bun/mlx-metrics/shared/bench"
 )
 
@@ -68,13 +70,17 @@ func (cw *CSVWriter) Flush() error {
 	return cw.w.Error()
 }
 
-// text is a text cell made inert for spreadsheets: one that starts with
-// = + - @ (or a tab or carriage return) would be read as a formula, so it
-// gets a leading single quote, as OWASP's CSV injection guidance says.
-// Plan text and model names come from files anyone with the plans
-// directory can write. Figures are written by num and need none.
+// text is a text cell made inert for terminals and spreadsheets. Plan
+// text and model names come from files anyone with the plans directory
+// can write, or from an imported run.json: control characters (ESC, BEL:
+// a terminal showing the file acts on them), bidi controls and invalid
+// UTF-8 are U+FFFD, printable's rule for outside text (not cut: the
+// run.json it came from is bounded). One that starts with = + - @ would
+// be read as a formula, so it gets a leading single quote, as OWASP's CSV
+// injection guidance says. Figures are written by num and need none.
 func text(s string) string {
-	if s != "" && strings.ContainsRune("=+-@\t\r", rune(s[0])) {
+	s = printable.Cut(s, math.MaxInt)
+	if s != "" && strings.ContainsRune("=+-@", rune(s[0])) {
 		return "'" + s
 	}
 	return s

@@ -160,7 +160,13 @@ func TestCSV(t *testing.T) {
 	hostile.Machine.Chip = "@SUM(1)"
 	hostile.ExitCode = -1
 	hostile.Cells = []bench.CompactCell{{Key: "+cmd", Model: "-2+3", Configuration: "\t=1", Note: "fine = ok", Status: bench.CellFailed}}
-	for _, e := range []bench.HistoryEntry{entry(1), noCells, hostile} {
+	// Text from an imported run.json: raw controls a terminal (cat, less)
+	// or a spreadsheet would act on, a bidi override, invalid UTF-8.
+	raw := entry(4)
+	raw.Profile = "p\x1b]8;;http://x\x07link\x1b]8;;\x07"
+	raw.Machine.Chip = "M3\u202eXaM"
+	raw.Cells = []bench.CompactCell{{Key: "k\x00", Model: "m\xff", Note: "line\nbreak\r\tend", Status: bench.CellFailed}}
+	for _, e := range []bench.HistoryEntry{entry(1), noCells, hostile, raw} {
 		if err := cw.Write(e); err != nil {
 			t.Fatal(err)
 		}
@@ -199,12 +205,19 @@ func TestCSV(t *testing.T) {
 		{4, "chip", "'@SUM(1)"},
 		{4, "cellKey", "'+cmd"},
 		{4, "model", "'-2+3"},
-		{4, "configuration", "'\t=1"},
+		{4, "configuration", "\uFFFD=1"},
 		{4, "note", "fine = ok"},
 		{4, "exitCode", "-1"},
+		// Controls, bidi controls and invalid UTF-8 are U+FFFD
+		// (printable's rule for outside text), line breaks too.
+		{5, "profile", "p\uFFFD]8;;http://x\uFFFDlink\uFFFD]8;;\uFFFD"},
+		{5, "chip", "M3\uFFFDXaM"},
+		{5, "cellKey", "k\uFFFD"},
+		{5, "model", "m\uFFFD"},
+		{5, "note", "line\uFFFDbreak\uFFFD\uFFFDend"},
 	}
-	if len(rows) != 5 {
-		t.Fatalf("rows = %d, want 5:\n%v", len(rows), rows)
+	if len(rows) != 6 {
+		t.Fatalf("rows = %d, want 6:\n%v", len(rows), rows)
 	}
 	for _, tt := range tests {
 		if got := rows[tt.row][col[tt.column]]; got != tt.want {
