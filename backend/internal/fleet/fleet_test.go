@@ -1,6 +1,7 @@
 package fleet
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -9,6 +10,8 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
+	"regexp"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -400,5 +403,115 @@ func TestFreshViewsBounded(t *testing.T) {
 	now = now.Add(DefaultCacheFor)
 	if _, err := s.View(context.Background(), model(maxFresh)); err != nil {
 		t.Fatalf("in the next CacheFor: %v", err)
+	}
+}
+
+// A view is bounded by one Timeout from when it was first asked for, its
+// wait for the computation's turn included: the views ahead of it, each
+// taking up to a Timeout, do not add theirs (8 × --fleet-timeout before).
+// Each query's context deadline says so, with no time let pass.
+func TestViewBoundedAsAWhole(t *testing.T) {
+	for _, ahead := range []int{1, maxFlights - 1} {
+		t.Run(fmt.Sprint(ahead, " ahead"), func(t *testing.T) {
+			release := make(chan struct{})
+			var asked sync.WaitGroup
+			asked.Add(1)
+			var first sync.Once
+			dl := &deadlines{byHost: map[string][]time.Time{}}
+			srv, _ := fakeAPI(t, func(w http.ResponseWriter, _ string) {
+				first.Do(asked.Done)
+				<-release
+				io.WriteString(w, vector())
+			})
+			const timeout = time.Hour // never reached: the deadlines are read
+			c, err := NewClient(srv.URL, Options{Timeout: timeout, HTTP: &http.Client{Transport: dl}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			s := NewService(c, Config{})
+			done := make(chan error, ahead)
+			go func() { _, err := s.View(context.Background(), Request{Host: "h0"}); done <- err }()
+			asked.Wait()
+			// The others are asked for while h0 holds the turn; their
+			// asks given up at once, each view still waits its turn.
+			gone, cancel := context.WithCancel(context.Background())
+			cancel()
+			for i := 1; i <= ahead; i++ {
+				if _, err := s.View(gone, Request{Host: fmt.Sprint("h", i)}); !errors.Is(err, context.Canceled) {
+					t.Fatalf("an ended wait: err %v", err)
+				}
+			}
+			released := time.Now()
+			close(release)
+			if err := <-done; err != nil {
+				t.Fatal(err)
+			}
+			for i := 1; i <= ahead; i++ {
+				host := fmt.Sprint("h", i)
+				if _, err := s.View(context.Background(), Request{Host: host}); err != nil {
+					t.Fatalf("%s: %v", host, err)
+				}
+				if len(dl.of(host)) == 0 {
+					t.Fatalf("%s asked nothing", host)
+				}
+				for _, d := range dl.of(host) {
+					if d.IsZero() || !d.Before(released.Add(timeout)) {
+						t.Fatalf("%s's queries have %s more than a timeout from when it was asked for",
+							host, d.Sub(released.Add(timeout)))
+					}
+				}
+			}
+		})
+	}
+}
+
+// deadlines records each query's context deadline by the host it filters.
+type deadlines struct {
+	mu     sync.Mutex
+	byHost map[string][]time.Time
+}
+
+var hostFilter = regexp.MustCompile(`instance="([^"]*)"`)
+
+func (d *deadlines) RoundTrip(r *http.Request) (*http.Response, error) {
+	body, err := io.ReadAll(r.Body)
+	r.Body.Close()
+	if err != nil {
+		return nil, err
+	}
+	form, _ := url.ParseQuery(string(body))
+	var host string
+	if m := hostFilter.FindStringSubmatch(form.Get("query")); m != nil {
+		host = m[1]
+	}
+	dl, _ := r.Context().Deadline() // zero without one: a failure too
+	d.mu.Lock()
+	d.byHost[host] = append(d.byHost[host], dl)
+	d.mu.Unlock()
+	r = r.Clone(r.Context())
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	return http.DefaultTransport.RoundTrip(r)
+}
+
+func (d *deadlines) of(host string) []time.Time {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.byHost[host]
+}
+
+// A view whose time is up before it runs asks the API nothing.
+func TestViewLateAsksNothing(t *testing.T) {
+	srv, seen := fakeAPI(t, func(w http.ResponseWriter, _ string) { io.WriteString(w, vector()) })
+	c, err := NewClient(srv.URL, Options{Timeout: time.Nanosecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = NewService(c, Config{}).View(context.Background(), Request{})
+	var qe *QueryError
+	if !errors.As(err, &qe) || qe.Kind != KindTimeout || !strings.Contains(qe.Message, "no whole view within") {
+		t.Fatalf("err %v, want the view's timeout", err)
+	}
+	if len(*seen) != 0 {
+		t.Fatalf("%d queries asked", len(*seen))
 	}
 }

@@ -233,7 +233,8 @@ func selector(hostLabel, host, model string) string {
 //
 // Views are computed one at a time, so the query API sees at most
 // `parallel` queries from this backend; requests for a view being
-// computed wait for it (ctx ends the wait, not the computation), and
+// computed wait for it (ctx ends the wait, not the computation), at most
+// one query timeout from when the view was first asked for, and
 // answers, failures too, are reused for CacheFor: panels refreshing at
 // once, or a query API that is down, cost one query set per CacheFor. At
 // most maxFresh views are computed anew in a CacheFor.
@@ -258,8 +259,10 @@ func (s *Service) View(ctx context.Context, r Request) (shared.View, error) {
 		}
 		s.fresh++
 		f = &flight{done: make(chan struct{})}
+		var within context.Context
+		within, f.cancel = context.WithTimeout(context.Background(), s.c.Timeout())
 		s.flights[r] = f
-		go s.fly(r, f)
+		go s.fly(within, r, f)
 	}
 	s.mu.Unlock()
 	select {
@@ -277,24 +280,31 @@ var ErrBusy = errors.New("the fleet view is busy with other requests; try again 
 
 // flight is one view being computed, for every request that wants it.
 type flight struct {
-	done chan struct{} // closed when view and err are set
-	view shared.View
-	err  error
+	done   chan struct{} // closed when view and err are set
+	view   shared.View
+	err    error
+	cancel context.CancelFunc // ends the view's time once fly is done
 }
 
 // fly computes r's view in its turn, caches it and hands it to f's
 // waiters. It runs apart from any request, so a client that goes does not
-// cancel what others wait for. The query timeout bounds the whole view,
-// not only each query: queries that each answer just in time, a few at a
-// time, would otherwise hold the view (and the views waiting for their
-// turn) several timeouts.
-func (s *Service) fly(r Request, f *flight) {
-	s.turn <- struct{}{}
-	now := s.cfg.Now()
-	ctx, cancel := context.WithTimeout(context.Background(), s.c.Timeout())
-	f.view, f.err = s.compute(ctx, r, now)
-	cancel()
-	<-s.turn
+// cancel what others wait for. ctx, one query timeout from when the view
+// was first asked for, bounds the whole view, its wait for the turn
+// included: queries that each answer just in time, a few at a time, or
+// the views ahead of it in turn, would otherwise hold it several timeouts
+// (maxFlights of them). A view whose time is up before its turn asks
+// nothing.
+func (s *Service) fly(ctx context.Context, r Request, f *flight) {
+	defer f.cancel()
+	var now time.Time
+	select {
+	case s.turn <- struct{}{}:
+		now = s.cfg.Now()
+		f.view, f.err = s.compute(ctx, r, now)
+		<-s.turn
+	case <-ctx.Done():
+		now, f.err = s.cfg.Now(), s.late()
+	}
 	close(f.done)
 	s.mu.Lock()
 	delete(s.flights, r)
@@ -418,9 +428,7 @@ func (s *Service) ask(ctx context.Context, exprs []string, v *shared.View) ([][]
 			defer func() { <-sem }()
 			if ctx.Err() != nil {
 				// A query failed (so has the view), or the view's time is up.
-				once.Do(func() {
-					first = &QueryError{Kind: KindTimeout, Message: fmt.Sprintf("no whole view within %s", s.c.Timeout())}
-				})
+				once.Do(func() { first = s.late() })
 				return
 			}
 			var err error
@@ -443,6 +451,11 @@ func (s *Service) ask(ctx context.Context, exprs []string, v *shared.View) ([][]
 	}
 	v.Partial = len(v.Warnings) > 0
 	return answers, nil
+}
+
+// late is the answer of a view whose time is up.
+func (s *Service) late() error {
+	return &QueryError{Kind: KindTimeout, Message: fmt.Sprintf("no whole view within %s", s.c.Timeout())}
 }
 
 func orZero(p *float64) float64 {
