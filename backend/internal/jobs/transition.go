@@ -124,8 +124,13 @@ func (orphanGone) isInput()   {}
 
 // runnerLine parses a line of the runner's output for transition: stdout's
 // cell markers, phases, steps and problems; everything else, and all of
-// stderr, is log.
+// stderr, is log. Absolute paths are taken out first (redact.Paths): the
+// job's log tail, events and messages are read by whoever may read the
+// job, and the server's paths (the run directory, the plan, the runner's
+// and the engine's binaries) are none of their business; the run
+// directory's logs/runner.log keeps the lines whole.
 func runnerLine(text string, stdout bool) outputLine {
+	text = redact.Paths(text)
 	kind, val := lineLog, text
 	if stdout {
 		kind, val = parseLine(text)

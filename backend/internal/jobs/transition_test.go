@@ -232,6 +232,25 @@ func TestTransition(t *testing.T) {
 					t.Errorf("last error %q tail %q", j.lastErr, j.LogTail)
 				}
 			}},
+		// The log tail, the events and the last error are read by anyone
+		// who may read the job: the server's paths are not in them (the
+		// run directory's logs/runner.log keeps the lines as they were).
+		{name: "paths in a line", from: runningState(), in: runnerLine("run x finished: complete=true exit=0 (/home/u/.mlx-metrics/metrics/bench/runs/x)", true),
+			status: bench.StatusRunning, events: []string{"log run x finished: complete=true exit=0 (<path>)"},
+			check: func(t *testing.T, j jobState) {
+				if !slices.Equal(j.LogTail, []string{"run x finished: complete=true exit=0 (<path>)"}) {
+					t.Errorf("tail %q", j.LogTail)
+				}
+			}},
+		{name: "paths in stderr", from: runningState(), in: runnerLine("plan: open /srv/mlx/bench/jobs/x/plan.json: no such file or directory; runner /usr/local/bin/mlx-metrics", false),
+			status: bench.StatusRunning, events: []string{"log plan: open <path>: no such file or directory; runner <path>"},
+			check: func(t *testing.T, j jobState) {
+				if j.lastErr != "plan: open <path>: no such file or directory; runner <path>" || len(j.LogTail) != 1 || j.LogTail[0] != j.lastErr {
+					t.Errorf("last error %q tail %q", j.lastErr, j.LogTail)
+				}
+			}},
+		{name: "a path in a problem", from: runningState(), in: runnerLine("  problem: m/tree/a: engine: exec /opt/mlx/bin/python: permission denied", true),
+			status: bench.StatusRunning, events: []string{"log problem: m/tree/a: engine: exec <path>: permission denied"}},
 		{name: "line when final", from: doneState(), in: runnerLine("late", true), status: bench.StatusDone},
 	}
 	for _, tt := range tests {
