@@ -291,18 +291,3 @@ func TestIsLoopbackHost(t *testing.T) {
 		}
 	}
 }
-
-func TestIsLoopbackAddr(t *testing.T) {
-	tests := []struct {
-		addr string
-		want bool
-	}{
-		{"127.0.0.1:7878", true}, {"localhost:7878", true}, {"[::1]:7878", true},
-		{":7878", false}, {"0.0.0.0:7878", false}, {"[::]:7878", false}, {"192.168.1.2:7878", false}, {"bad", false},
-	}
-	for _, tt := range tests {
-		if got := IsLoopbackAddr(tt.addr); got != tt.want {
-			t.Errorf("IsLoopbackAddr(%q) = %v, want %v", tt.addr, got, tt.want)
-		}
-	}
-}

@@ -1,9 +1,11 @@
 package access
 
 import (
+	"context"
 	"errors"
 	"net"
 	"strings"
+	"time"
 )
 
 // ParseOrigins checks and normalises CORS origins: each a scheme and host
@@ -64,9 +66,21 @@ func validPort(s string) bool {
 	return true
 }
 
+// Resolver looks a name's addresses up; net.DefaultResolver is one.
+type Resolver interface {
+	LookupHost(ctx context.Context, host string) ([]string, error)
+}
+
+// ResolveTimeout bounds IsLoopbackAddr's look-up of a name.
+const ResolveTimeout = 5 * time.Second
+
 // IsLoopbackAddr reports whether a listen address (host:port) binds only
-// loopback. An empty host binds every interface.
-func IsLoopbackAddr(addr string) bool {
+// loopback: a loopback IP, localhost, or a name all of whose addresses
+// (looked up once with r, within ResolveTimeout) are loopback, such as
+// one /etc/hosts gives 127.0.1.1. A name with any other address, or none
+// in time, is not: Listen binds one of its addresses, whichever. An
+// empty host binds every interface.
+func IsLoopbackAddr(ctx context.Context, r Resolver, addr string) bool {
 	host, _, err := net.SplitHostPort(addr)
 	if err != nil || host == "" {
 		return false
@@ -74,6 +88,19 @@ func IsLoopbackAddr(addr string) bool {
 	if strings.EqualFold(host, "localhost") {
 		return true
 	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
+	if ip := net.ParseIP(host); ip != nil {
+		return ip.IsLoopback()
+	}
+	ctx, cancel := context.WithTimeout(ctx, ResolveTimeout)
+	defer cancel()
+	addrs, err := r.LookupHost(ctx, host)
+	if err != nil || len(addrs) == 0 {
+		return false
+	}
+	for _, a := range addrs {
+		if ip := net.ParseIP(a); ip == nil || !ip.IsLoopback() {
+			return false
+		}
+	}
+	return true
 }

@@ -120,14 +120,17 @@ func Start(ctx context.Context, cfg Config) (_ *Backend, err error) {
 	}
 	// The guard mounts before every feature: Host, CORS, then the checks
 	// on changes. A producer's --events-token opens POST /events alone.
+	// A name in --addr is looked up once, here (bounded): one that
+	// resolves to loopback alone keeps the Host check.
+	loopback := access.IsLoopbackAddr(ctx, net.DefaultResolver, cfg.Addr)
 	guard := access.New(access.Options{
 		Token:         cfg.Token,
 		ProducerToken: cfg.Live.EventsToken,
 		Origins:       origins,
-		Loopback:      access.IsLoopbackAddr(cfg.Addr),
+		Loopback:      loopback,
 		ProxyToken:    cmp.Or(cfg.Export.ProxyToken, cfg.Token),
 	})
-	warnExposed(os.Stderr, cfg.Addr, guard, cfg.Export.ProxyTo != "")
+	warnExposed(os.Stderr, cfg.Addr, loopback, guard, cfg.Export.ProxyTo != "")
 	// Bind before any part starts: a taken port is said before storage is
 	// opened or recovery runs, and "serving on" is said only of a bound
 	// address. Connections wait in the listen queue until the server
@@ -272,16 +275,17 @@ func logf(format string, args ...any) {
 
 // warnExposed warns, loudly, when any client that reaches the server, or
 // any web page the user opens, may start GPU jobs: listening beyond
-// loopback, or letting every origin in (--cors-origins '*'), with no token.
-func warnExposed(w io.Writer, addr string, guard *access.Guard, proxied bool) {
-	if proxied && !guard.ProxyProtected() && !access.IsLoopbackAddr(addr) {
+// loopback (addr, not loopback), or letting every origin in
+// (--cors-origins '*'), with no token.
+func warnExposed(w io.Writer, addr string, loopback bool, guard *access.Guard, proxied bool) {
+	if proxied && !guard.ProxyProtected() && !loopback {
 		fmt.Fprintf(w, "mlx-metrics: WARNING: the proxy at /v1 is open on %s, beyond loopback: anyone who can reach this port\n"+
 			"mlx-metrics: WARNING: may generate on the engine behind it. Set --proxy-token or --token. See docs/security.md.\n", addr)
 	}
 	if guard.Protected() {
 		return
 	}
-	if !access.IsLoopbackAddr(addr) {
+	if !loopback {
 		fmt.Fprintf(w, "mlx-metrics: WARNING: listening on %s, beyond loopback, with no --token: anyone who can reach this port\n"+
 			"mlx-metrics: WARNING: may post events, start and cancel GPU bench runs, and delete history. Set --token\n"+
 			"mlx-metrics: WARNING: (env MLX_METRICS_TOKEN) or bind 127.0.0.1. See docs/security.md.\n", addr)

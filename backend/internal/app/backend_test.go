@@ -50,7 +50,8 @@ func TestWarnExposed(t *testing.T) {
 	}
 	for _, tt := range tests {
 		var out bytes.Buffer
-		warnExposed(&out, tt.addr, access.New(access.Options{Token: tt.token, Origins: tt.origins,
+		loopback := access.IsLoopbackAddr(context.Background(), net.DefaultResolver, tt.addr)
+		warnExposed(&out, tt.addr, loopback, access.New(access.Options{Token: tt.token, Origins: tt.origins,
 			ProxyToken: cmp.Or(tt.proxyToken, tt.token)}), tt.proxied)
 		got := out.String()
 		if tt.warn == "" && got != "" || tt.warn != "" && !(strings.Contains(got, "WARNING") && strings.Contains(got, tt.warn)) {
