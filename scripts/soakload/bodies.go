@@ -7,7 +7,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"os"
 	"sort"
 	"strconv"
 	"strings"
@@ -100,20 +99,11 @@ func runBodies(ctx context.Context, bin string, counts []int, maxRSSMB int) (boo
 }
 
 func bodiesOnce(ctx context.Context, bin string, n int) (*bodiesRow, error) {
-	home, err := os.MkdirTemp("", "mlx-metrics-soak-bodies-")
+	s, err := startFresh(ctx, bin)
 	if err != nil {
 		return nil, err
 	}
-	defer os.RemoveAll(home)
-	addr, err := freeAddr()
-	if err != nil {
-		return nil, err
-	}
-	s, err := start(ctx, bin, addr, home)
-	if err != nil {
-		return nil, err
-	}
-	defer s.kill()
+	defer s.remove()
 	row := &bodiesRow{n: n, answers: map[string]int{}}
 
 	sample := func(stop <-chan struct{}, peak *float64) *sync.WaitGroup {

@@ -196,6 +196,29 @@ func start(ctx context.Context, bin, addr, home string) (*server, error) {
 	}
 }
 
+// startFresh starts a server on a free loopback port and a new home.
+func startFresh(ctx context.Context, bin string) (*server, error) {
+	home, err := os.MkdirTemp("", "mlx-metrics-soak-")
+	if err != nil {
+		return nil, err
+	}
+	addr, err := freeAddr()
+	if err == nil {
+		var s *server
+		if s, err = start(ctx, bin, addr, home); err == nil {
+			return s, nil
+		}
+	}
+	os.RemoveAll(home)
+	return nil, err
+}
+
+// remove kills the server and removes its home.
+func (s *server) remove() {
+	s.kill()
+	os.RemoveAll(s.home)
+}
+
 func (s *server) url(path string) string { return "http://" + s.addr + "/api/metrics" + path }
 
 // kill is kill -9 of the server alone (its runner child lives on, as it
@@ -247,20 +270,11 @@ func getJSON(s *server, path string, out any) error {
 
 func run(ctx context.Context, c config) (*report, error) {
 	r := &report{bombsRefused: map[string]int{}}
-	home, err := os.MkdirTemp("", "mlx-metrics-soak-")
+	s, err := startFresh(ctx, c.bin)
 	if err != nil {
 		return nil, err
 	}
-	defer os.RemoveAll(home)
-	addr, err := freeAddr()
-	if err != nil {
-		return nil, err
-	}
-	s, err := start(ctx, c.bin, addr, home)
-	if err != nil {
-		return nil, err
-	}
-	defer func() { s.kill() }()
+	defer func() { s.remove() }() // s is replaced by the restart after the kill
 
 	// Many models make every stream frame large.
 	now := time.Now().UnixMilli()
