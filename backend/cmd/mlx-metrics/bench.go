@@ -41,8 +41,9 @@ func benchUsage() {
 		fmt.Fprintf(os.Stderr, "  %-8s %s\n", c.name, c.short)
 	}
 	fmt.Fprintln(os.Stderr, "\nexamples:\n"+
-		"  mlx-metrics bench plan --base-url http://127.0.0.1:8080/v1 > plan.json\n"+
-		"  mlx-metrics bench run --plan plan.json\n"+
-		"  mlx-metrics bench compare RUN_A RUN_B\n"+
+		"  mlx-metrics bench plan --decode-runs 2 --decode-tokens 64 --long-context-tokens -1 > plan.json\n"+
+		"  mlx-metrics bench run plan.json          # into ~/.mlx-metrics (serve's home; --home DIR for another)\n"+
+		"  mlx-metrics bench list\n"+
+		"  mlx-metrics bench compare 20261201T100000Z-aaaa 20261202T100000Z-bbbb\n"+
 		"\nrun 'mlx-metrics bench <subcommand> -h' for its flags")
 }

@@ -38,7 +38,7 @@ func runBenchPlan(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("bench plan", flag.ContinueOnError)
 	var o plans.Options
 	var models, env listFlag
-	out := fs.String("out", "", "`FILE` to write, e.g. <home>/metrics/bench/plans/<name>.json; - for stdout (required)")
+	out := fs.String("out", "-", "`FILE` to write, e.g. <home>/metrics/bench/plans/<name>.json (a profile serve lists); - for stdout")
 	force := fs.Bool("force", false, "overwrite an existing file")
 	fs.StringVar(&o.Scope, "scope", bench.ScopeScoped, "profile `SCOPE`: scoped (only --model) or all")
 	fs.StringVar(&o.Description, "description", "", "`TEXT` saying what the plan measures")
@@ -64,13 +64,18 @@ func runBenchPlan(ctx context.Context, args []string) error {
 	fs.IntVar(&ph.ConcurrentTokens, "concurrent-tokens", 128, "`TOKENS` per concurrent stream")
 	fs.Float64Var(&ph.RequestTimeoutScale, "timeout-scale", 1, "`FACTOR` multiplying every request's timeout (slow machines)")
 	fs.Usage = func() {
-		fmt.Fprintln(os.Stderr, `usage: mlx-metrics bench plan --out FILE [flags] [-- server command...]
+		fmt.Fprintln(os.Stderr, `usage: mlx-metrics bench plan [--out FILE] [flags] [-- server command...]
 
 Writes a bench-serve plan: one cell per --model, each starting the server
 command after -- ({model}, {port} and {self} are filled in). Without a
 command, the cells start the reference engine; with --base-url and no
 command, they attach to the server already running there (nothing is
-started or stopped; there is no cold start). Examples (MLX):
+started or stopped; there is no cold start). The plan goes to stdout unless
+--out names a file; in <home>/metrics/bench/plans/ it is a profile that serve
+on that home lists (<home> is ~/.mlx-metrics, or MLX_METRICS_HOME; scripts/run
+uses the checkout's .mlx-metrics/). Examples (MLX):
+
+  mlx-metrics bench plan --base-url http://127.0.0.1:8080/v1 > plan.json
 
   mlx-metrics bench plan --out ~/.mlx-metrics/metrics/bench/plans/qwen.json \
     --model mlx-community/Qwen3-0.6B-4bit -- \
@@ -116,7 +121,7 @@ flags:`)
 		}
 	}
 	if *out == "" {
-		return usageErr("--out is required: the FILE to write the plan to")
+		return usageErr("--out \"\": want a FILE, or - for stdout (the default)")
 	}
 	p, err := plans.FromOptions(o)
 	if err != nil {

@@ -36,25 +36,33 @@ func runBenchRun(ctx context.Context, args []string) error {
 func benchRunCmd(ctx context.Context, args []string, env cliEnv) (err error) {
 	fs := flag.NewFlagSet("bench run", flag.ContinueOnError)
 	fs.SetOutput(env.stderr)
-	planPath := fs.String("plan", "", "plan `FILE` (JSON, as mlx-metrics bench plan writes it) (required)")
-	out := fs.String("out", "", "run `DIR`: run.json, report.md, logs/ (required unless --home)")
-	home := fs.String("home", "", "record into the history of serve's home `DIR` (serve --home), so the run shows in bench list and the panel; the run directory is then DIR/metrics/bench/runs/<id> unless --out says otherwise")
+	planPath := fs.String("plan", "", "plan `FILE` (JSON, as mlx-metrics bench plan writes it); or give FILE as the one argument")
+	out := fs.String("out", "", "run `DIR`: run.json, report.md, logs/ (default <home>/metrics/bench/runs/<id>)")
+	home := fs.String("home", "", "record into the history of serve's home `DIR`, so the run shows in bench list and the panel (default MLX_METRICS_HOME or ~/.mlx-metrics, as serve's; not used with --out alone)")
 	id := fs.String("id", "", "run `ID` (default: from the start time)")
 	profile := fs.String("profile", "", "profile `NAME` the plan came from, for the record")
 	strict := fs.Bool("strict", false, "an unstable cell (decode runs spread over the plan's unstableSpread) fails, so the run exits 1")
 	fs.Usage = func() {
-		fmt.Fprint(env.stderr, `usage: mlx-metrics bench run --plan FILE (--out DIR | --home DIR) [--id ID] [--profile NAME] [--strict]
+		fmt.Fprint(env.stderr, `usage: mlx-metrics bench run [--out DIR] [--home DIR] [--id ID] [--profile NAME] [--strict] [--plan] FILE
 
 Runs a bench-serve plan: for each cell it starts the server (or attaches to
 a running one), measures it, and writes run.json, report.md and logs/. It
 ends with the cells' medians and the path of report.md.
+
+Where the run goes: with --out only, to DIR and nowhere else; otherwise into
+the history of serve's home (--home, else MLX_METRICS_HOME, else
+~/.mlx-metrics, as serve's default), under <home>/metrics/bench/runs/<id>
+unless --out says otherwise, so bench list and the panel show it. scripts/run
+keeps its home in the checkout: --home .mlx-metrics from the checkout's root.
 
 Exit status: 0 complete, 1 incomplete (a failed cell, an unstable one with
 --strict, or a record that could not be saved), 2 usage or plan error,
 143 stopped by SIGTERM.
 
 Examples:
-  mlx-metrics bench run --plan plans/qwen.json --out runs/qwen-1
+  mlx-metrics bench plan --decode-runs 2 --decode-tokens 64 --long-context-tokens -1 > plan.json
+  mlx-metrics bench run --plan plan.json
+  mlx-metrics bench run plan.json --out runs/quick-1
   mlx-metrics bench run --plan ~/.mlx-metrics/metrics/bench/plans/smoke.json --home ~/.mlx-metrics --strict
 
 flags:
@@ -66,12 +74,15 @@ flags:
 		return err
 	}
 	switch {
+	case len(pos) > 1 || len(pos) == 1 && *planPath != "":
+		return usageErr("unexpected argument %q (bench run takes one plan FILE, as --plan or alone)", pos[len(pos)-1])
+	case len(pos) == 1:
+		*planPath = pos[0]
 	case *planPath == "":
 		return usageErr("--plan is required: the plan FILE to run (mlx-metrics bench plan writes one)")
-	case *out == "" && *home == "":
-		return usageErr("--out DIR or --home DIR is required: where the run is recorded")
-	case len(pos) > 0:
-		return usageErr("unexpected argument %q (bench run takes only flags)", pos[0])
+	}
+	if *out == "" && *home == "" {
+		*home = envOr("MLX_METRICS_HOME", defaultHome()) // serve's, so the panel shows the run
 	}
 	if *id != "" && !history.IDPattern.MatchString(*id) {
 		return usageErr("--id %q: want letters, digits, '.', '_' or '-' (at most 128, not starting with a punctuation mark)", *id)

@@ -124,14 +124,20 @@ func TestBenchRunSummaryAndExit(t *testing.T) {
 			return []string{"--plan", goodPlan, "--home", home, "--id", "20261203T120000Z-hand"}
 		}, 0,
 			[]string{"report: HOME/metrics/bench/runs/20261203T120000Z-hand/report.md", "history: kept as 20261203T120000Z-hand"}, "", true},
-		{"no --out or --home", func(_, _ string) []string { return []string{"--plan", goodPlan} }, 2, nil, "--out DIR or --home DIR is required", false},
-		{"an argument", func(out, _ string) []string { return []string{"--plan", goodPlan, "--out", out, "extra"} }, 2, nil, `unexpected argument "extra"`, false},
+		{"no --out or --home: serve's home (MLX_METRICS_HOME)", func(_, _ string) []string { return []string{"--plan", goodPlan, "--id", "20261203T120000Z-hand"} }, 0,
+			[]string{"report: HOME/metrics/bench/runs/20261203T120000Z-hand/report.md", "history: kept as 20261203T120000Z-hand"}, "", true},
+		{"the plan as the argument", func(out, _ string) []string { return []string{goodPlan, "--out", out} }, 0,
+			[]string{"reference-sim/tree/attached  measured", "report: OUT/report.md"}, "", false},
+		{"an argument beside --plan", func(out, _ string) []string { return []string{"--plan", goodPlan, "--out", out, "extra"} }, 2, nil, `unexpected argument "extra"`, false},
+		{"two arguments", func(out, _ string) []string { return []string{goodPlan, "extra", "--out", out} }, 2, nil, `unexpected argument "extra"`, false},
+		{"no plan at all", func(out, _ string) []string { return []string{"--out", out} }, 2, nil, "--plan is required", false},
 		{"a path as --id", func(_, home string) []string { return []string{"--plan", goodPlan, "--home", home, "--id", "../x"} }, 2, nil, `--id "../x"`, false},
 		{"no plan", func(out, _ string) []string { return []string{"--plan", filepath.Join(out, "none.json"), "--out", out} }, 2, nil, "plan:", false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			out, home := t.TempDir(), t.TempDir()
+			t.Setenv("MLX_METRICS_HOME", home) // the default home, used only without --out and --home
 			var stdout, stderr bytes.Buffer
 			err := benchRunCmd(context.Background(), tt.args(out, home), cliEnv{stdout: &stdout, stderr: &stderr})
 			if got := exitCodeOf(err); got != tt.code {
