@@ -245,81 +245,18 @@ func fmtFigure(v *float64) string {
 	return fmt.Sprintf("%.1f", *v)
 }
 
-// Verdicts.
-const (
-	verdictFaster = "faster"
-	verdictSlower = "slower"
-	verdictSame   = "same"
-	verdictMixed  = "mixed"
-	verdictLess   = "less" // memory
-	verdictMore   = "more" // memory
-)
-
-// compareRule says when a difference counts; printed with every comparison.
-const compareRule = "a figure differs when each run's median is outside the other run's spread " +
-	"(the least to the greatest of its samples) and the change is over the threshold; " +
-	"where a run kept no spread (one sample, or an older entry), the threshold alone decides"
-
-// judge compares figure f of cell b against a: the change (b-a)/a and the
-// verdict, by compareRule. ra and rb are the runs' spreads, nil when not kept.
-func judge(f bench.Figure, a, b float64, ra, rb *bench.Range, threshold float64) (change float64, verdict string) {
-	if a == 0 {
-		return math.NaN(), verdictSame
-	}
-	change = (b - a) / a
-	if math.Abs(change) <= threshold {
-		return change, verdictSame
-	}
-	if ra != nil && rb != nil && (b >= ra.Min && b <= ra.Max || a >= rb.Min && a <= rb.Max) {
-		return change, verdictSame // inside the measured spread
-	}
-	better := change > 0 == f.HigherIsBetter
-	switch {
-	case f.Memory && better:
-		return change, verdictLess
-	case f.Memory:
-		return change, verdictMore
-	case better:
-		return change, verdictFaster
-	}
-	return change, verdictSlower
-}
-
-// combine is the verdict over several: memory verdicts do not count.
-func combine(vs []string) string {
-	faster, slower := false, false
-	for _, v := range vs {
-		switch v {
-		case verdictFaster:
-			faster = true
-		case verdictSlower:
-			slower = true
-		case verdictMixed:
-			faster, slower = true, true
-		}
-	}
-	switch {
-	case faster && slower:
-		return verdictMixed
-	case faster:
-		return verdictFaster
-	case slower:
-		return verdictSlower
-	}
-	return verdictSame
-}
-
 func benchCompareCmd(ctx context.Context, args []string, env cliEnv) error {
 	fs := flag.NewFlagSet("bench compare", flag.ContinueOnError)
 	fs.SetOutput(env.stderr)
 	server := fs.String("server", defaultServer(), "backend `URL` (env MLX_METRICS_SERVER)")
-	threshold := fs.Float64("threshold", 0.05, "a change within this `FRACTION` is the same (0.05 = 5%)")
+	threshold := fs.Float64("threshold", 5, "a change within `PCT` percent is the same (below 1: a fraction, deprecated)")
 	failOn := fs.Float64("fail-on-regression", 0, "exit 1 when a figure of B is worse than A's (slower, or more memory) by over `PCT` percent and the change counts (0: never)")
 	fs.Usage = func() {
-		fmt.Fprintln(env.stderr, "usage: mlx-metrics bench compare [--server URL] [--threshold FRACTION] [--fail-on-regression PCT] A B\n\n"+
+		fmt.Fprintln(env.stderr, "usage: mlx-metrics bench compare [--server URL] [--threshold PCT] [--fail-on-regression PCT] A B\n\n"+
 			"Compares run B against run A cell by cell: each figure's medians with their spread, the\n"+
 			"change and a verdict (faster, slower, same; mixed when figures disagree). For times and\n"+
-			"memory lower is better, for rates higher. The rule: "+compareRule+".\n"+
+			"memory lower is better, for rates higher. The rule: "+bench.CompareRule+".\n"+
+			"Noise floors (one sample a side; docs/bench-serve.md says how they were measured): "+noiseFloors()+".\n"+
 			"Exits 0 whatever the verdict, unless --fail-on-regression is given.\n\n"+
 			"examples:\n"+
 			"  mlx-metrics bench compare 20261201T100000Z-aaaa 20261202T100000Z-bbbb\n"+
@@ -333,8 +270,12 @@ func benchCompareCmd(ctx context.Context, args []string, env cliEnv) error {
 	if len(pos) != 2 {
 		return usageErr("want two run IDs, A and B, got %s", plural.Count(len(pos), "argument", "arguments"))
 	}
-	if !(*threshold >= 0 && *threshold < 1) {
-		return usageErr("--threshold must be from 0 to below 1, got %v", *threshold)
+	if !(*threshold >= 0 && *threshold < 100) {
+		return usageErr("--threshold must be a percentage from 0 to below 100, got %v", *threshold)
+	}
+	if *threshold > 0 && *threshold < 1 { // the old unit: kept working, said once
+		fmt.Fprintf(env.stderr, "note: --threshold %g read as a fraction (%g%%); it takes a percent now, as --fail-on-regression: write --threshold %g\n", *threshold, 100**threshold, 100**threshold)
+		*threshold *= 100
 	}
 	c, err := newClient(*server, "")
 	if err != nil {
@@ -351,7 +292,7 @@ func benchCompareCmd(ctx context.Context, args []string, env cliEnv) error {
 	if !(*failOn >= 0) {
 		return usageErr("--fail-on-regression must be a percentage >= 0, got %v", *failOn)
 	}
-	regressions := printComparison(env.stdout, a, b, *threshold, *failOn/100)
+	regressions := printComparison(env.stdout, a, b, *threshold/100, *failOn/100)
 	if *failOn > 0 && regressions > 0 {
 		return &exitError{code: 1, err: fmt.Errorf("%s over %g%%", plural.Count(regressions, "regression", "regressions"), *failOn)}
 	}
@@ -364,7 +305,7 @@ func benchCompareCmd(ctx context.Context, args []string, env cliEnv) error {
 func printComparison(w io.Writer, a, b bench.HistoryEntry, threshold, regression float64) (regressions int) {
 	fmt.Fprintf(w, "A %s (profile %s, on %s)\nB %s (profile %s, on %s)\nchanges are (B-A)/A; %s (threshold %.1f%%)\n\n",
 		termSafe(a.ID), orDash(termSafe(a.Profile)), ranOn(a.Machine), termSafe(b.ID), orDash(termSafe(b.Profile)), ranOn(b.Machine),
-		compareRule, 100*threshold)
+		bench.CompareRule, 100*threshold)
 	if a.Machine.Host != b.Machine.Host || a.Machine.Chip != b.Machine.Chip {
 		fmt.Fprintln(w, "the runs are of different machines: a change is theirs as much as the server's")
 	}
@@ -396,18 +337,22 @@ func printComparison(w io.Writer, a, b bench.HistoryEntry, threshold, regression
 			if okA && okB {
 				pa, pb = &ra, &rb
 			}
-			change, v := judge(f, *va, *vb, pa, pb, threshold)
-			verdicts = append(verdicts, v)
-			if (v == verdictSlower || v == verdictMore) && regression > 0 && math.Abs(change) > regression {
+			j := bench.Judge(f, *va, *vb, pa, pb, threshold)
+			verdicts = append(verdicts, j.Verdict)
+			if (j.Verdict == bench.VerdictSlower || j.Verdict == bench.VerdictMore) && regression > 0 && math.Abs(j.Change) > regression {
 				regressions++
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", key, figureTitle(f), withSpread(*va, ra, okA), withSpread(*vb, rb, okB), pct(change), v)
+			v := j.Verdict
+			if j.Why != "" {
+				v += " (" + j.Why + ")"
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", key, figureTitle(f), withSpread(*va, ra, okA), withSpread(*vb, rb, okB), pct(j.Change), v)
 		}
 		if len(verdicts) == 0 {
 			fmt.Fprintf(tw, "%s\t\t\t\t\tnothing measured in both\n", key)
 			continue
 		}
-		v := combine(verdicts)
+		v := bench.Combine(verdicts)
 		overall = append(overall, v)
 		fmt.Fprintf(tw, "%s\t(cell)\t\t\t\t%s\n", key, strings.ToUpper(v))
 	}
@@ -421,14 +366,23 @@ func printComparison(w io.Writer, a, b bench.HistoryEntry, threshold, regression
 		fmt.Fprintln(w, "\nverdict: no cell measured in both runs")
 		return regressions
 	}
-	v := combine(overall)
+	v := bench.Combine(overall)
 	fmt.Fprintf(w, "\nverdict: %s (%s)\n", v, map[string]string{
-		verdictFaster: "B is faster than A",
-		verdictSlower: "B is slower than A",
-		verdictSame:   "B and A are the same by the rule above",
-		verdictMixed:  "B is faster than A in some figures and slower in others",
+		bench.VerdictFaster: "B is faster than A",
+		bench.VerdictSlower: "B is slower than A",
+		bench.VerdictSame:   "B and A are the same by the rule above",
+		bench.VerdictMixed:  "B is faster than A in some figures and slower in others",
 	}[v])
 	return regressions
+}
+
+// noiseFloors lists each figure's floor for the usage: "decode x1.1, ...".
+func noiseFloors() string {
+	var fs []string
+	for _, f := range bench.Figures {
+		fs = append(fs, f.Name+" "+f.NoiseFloor())
+	}
+	return strings.Join(fs, ", ")
 }
 
 // withSpread is a median with its samples' spread when kept: "100.0

@@ -109,3 +109,33 @@ func TestBenchPrintsEscaped(t *testing.T) {
 		}
 	}
 }
+
+// --threshold takes a percent, as --fail-on-regression does; a value below
+// 1 is the old fraction, kept working with a note.
+func TestCompareThresholdUnit(t *testing.T) {
+	fb := newFakeBackend(t)
+	tests := []struct {
+		threshold string
+		header    string // on stdout
+		note      string // on stderr; "" for none
+	}{
+		{"5", "(threshold 5.0%)", ""},
+		{"12.5", "(threshold 12.5%)", ""},
+		{"0", "(threshold 0.0%)", ""},
+		{"0.05", "(threshold 5.0%)", "note: --threshold 0.05 read as a fraction (5%); it takes a percent now, as --fail-on-regression: write --threshold 5"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.threshold, func(t *testing.T) {
+			env, out, errOut := testEnv()
+			if err := benchCompareCmd(context.Background(), []string{"--server=" + fb.URL, "--threshold", tt.threshold, runA.ID, runB.ID}, env); err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(out.String(), tt.header) {
+				t.Errorf("stdout lacks %q:\n%s", tt.header, out)
+			}
+			if got := strings.TrimSpace(errOut.String()); got != tt.note {
+				t.Errorf("stderr %q, want %q", got, tt.note)
+			}
+		})
+	}
+}
