@@ -3,7 +3,8 @@ package main
 // TestReadmeCommands runs every command in the README's sh blocks as a user
 // would, from the repository root, and checks its other blocks (the events,
 // the Prometheus configuration). The README's html snippets run in
-// headless Chromium (panel/e2e TestReadmeSnippets).
+// headless Chromium (panel/e2e TestReadmeSnippets); examples_test.go holds
+// every command's -h and docs/ to theirs.
 //
 // What a command cannot do as written in a test is changed, and only that:
 // it builds into a temporary directory instead of bin/ and GOBIN, the
