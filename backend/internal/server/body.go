@@ -54,18 +54,22 @@ func (s *share) give(n int64) {
 // the connection, since what follows on it is the rest of that body.
 func (b *bounds) readBody(budget *Budget) fiber.Handler {
 	return func(c *fiber.Ctx) error {
-		sh := &share{b: budget}
-		c.Locals(shareKey{}, sh)
-		defer func() { sh.give(sh.n) }()
 		req := c.Request()
+		length := declared(&req.Header)
+		if length < 0 && !req.IsBodyStream() {
+			return c.Next() // no body (most GETs): nothing to bound or hold
+		}
 		limit := b.limit(&req.Header)
-		if declared(&req.Header) > int64(limit) {
+		if length > int64(limit) {
 			c.Response().SetConnectionClose()
 			return fiber.NewError(fiber.StatusRequestEntityTooLarge, b.tooLarge())
 		}
 		if !req.IsBodyStream() {
 			return c.Next()
 		}
+		sh := &share{b: budget}
+		c.Locals(shareKey{}, sh)
+		defer func() { sh.give(sh.n) }()
 		body, err := ReadBody(c, req.BodyStream(), limit, req.Header.ContentLength())
 		if err != nil {
 			if !refusedForBudget(err) || !drain(req.BodyStream(), limit) {
