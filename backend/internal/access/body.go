@@ -47,9 +47,9 @@ func checkContentType(c *fiber.Ctx) error {
 // decodeBody undoes a Content-Encoding (gzip, deflate, br) within MaxBody
 // bytes and the server's budget for bodies, streaming the inflate so that
 // a small bomb cannot grow past the bound, and leaves the plain body in
-// the request for the handler. Fiber's
-// own Ctx.Body would inflate it whole. At most MaxDecodes run at once, so
-// that many small bombs sent together cannot add up past a bound either.
+// the request for the handler. Fiber's own Ctx.Body would inflate it
+// whole. At most MaxDecodes run at once, so that many small bombs sent
+// together cannot add up past a bound either.
 func (g *Guard) decodeBody(c *fiber.Ctx) error {
 	enc := strings.ToLower(strings.TrimSpace(c.Get(fiber.HeaderContentEncoding)))
 	if enc == "" || enc == "identity" {

@@ -13,8 +13,8 @@ import (
 // Defaults of the body budget.
 const (
 	// DefaultBodyMemory bounds the request bodies held at once, across
-	// all requests: four 32 MiB batches at once, read in full, or many
-	// more smaller ones. With the rest of serve it keeps the process under
+	// all requests: three 32 MiB batches at once, read in full (each takes
+	// its length and a byte), or many more smaller ones. With the rest of serve it keeps the process under
 	// 512 MB whatever its clients send (docs/security.md).
 	DefaultBodyMemory = 128 << 20
 	// DefaultBodyWait is how long a request waits for its share of the
