@@ -86,7 +86,7 @@ func (c ExportConfig) check() error {
 		flag string
 		d    time.Duration
 	}{{"--proxy-head-timeout", c.ProxyHeadTimeout}, {"--proxy-idle-timeout", c.ProxyIdleTimeout}} {
-		if t.d < 0 || t.d > 24*time.Hour {
+		if t.d < 0 || t.d > 0 && t.d < time.Second || t.d > 24*time.Hour {
 			return configErrorf("%s %v: want from 1s to 24h (0: the default)", t.flag, t.d)
 		}
 	}

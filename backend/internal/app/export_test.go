@@ -136,6 +136,10 @@ func TestExportCheckNamesTheFlag(t *testing.T) {
 		{"scrape interval", func(c *ExportConfig) { c.ScrapeInterval = time.Millisecond }, "--scrape-interval "},
 		{"proxy scheme", func(c *ExportConfig) { c.ProxyTo = "ftp://host" }, `--proxy-to "ftp://host": want an http(s) URL`},
 		{"proxy query", func(c *ExportConfig) { c.ProxyTo = "http://host/?a=1" }, "--proxy-to "},
+		{"proxy timeouts", func(c *ExportConfig) { c.ProxyHeadTimeout, c.ProxyIdleTimeout = time.Second, 24*time.Hour }, ""},
+		{"proxy head timeout under 1s", func(c *ExportConfig) { c.ProxyHeadTimeout = time.Millisecond }, "--proxy-head-timeout 1ms: want from 1s to 24h"},
+		{"proxy idle timeout over 24h", func(c *ExportConfig) { c.ProxyIdleTimeout = 25 * time.Hour }, "--proxy-idle-timeout 25h0m0s: want"},
+		{"proxy timeout negative", func(c *ExportConfig) { c.ProxyIdleTimeout = -time.Second }, "--proxy-idle-timeout -1s: want"},
 		{"otlp endpoint", func(c *ExportConfig) { c.OTLP.Endpoint = "host:4318" }, "--otlp-endpoint: want"},
 		{"otlp interval", func(c *ExportConfig) {
 			c.OTLP = otlp.Options{Endpoint: "http://c:4318", Interval: time.Millisecond}
