@@ -168,8 +168,8 @@ func helpOnly(cmd string) string {
 	return strings.TrimSpace(cmd) + " -h"
 }
 
-// helpCommands are the commands with a -h, as TestEveryCommandHasHelp
-// lists them.
+// helpCommands are the commands with a -h: the command table itself, and
+// bench's and events' subcommand lists too.
 func helpCommands() [][]string {
 	cmds := [][]string{{}, {"bench"}, {"events", "replay"}}
 	for _, c := range commands {

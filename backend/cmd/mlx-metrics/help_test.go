@@ -25,17 +25,7 @@ var bareValueName = regexp.MustCompile(`(?m)^\s+-[\w-]+ (string|int|int64|uint|f
 // Every command's -h has a synopsis, a description, examples and flag
 // values named for what they are, and exits 0.
 func TestEveryCommandHasHelp(t *testing.T) {
-	// The command table itself, bench's and events' subcommand lists too.
-	cmds := [][]string{{}, {"bench"}, {"events", "replay"}}
-	for _, c := range commands {
-		if c.name == "bench" {
-			for _, b := range benchCommands {
-				cmds = append(cmds, []string{"bench", b.name})
-			}
-			continue
-		}
-		cmds = append(cmds, []string{c.name})
-	}
+	cmds := helpCommands()
 	if testing.Short() {
 		t.Skip("runs the binary once per command")
 	}
