@@ -12,21 +12,12 @@ import (
 // <home>/metrics/history/ (its bench.ts: <id>.json, a BenchHistoryEntry of
 // its protocol.ts): times as ISO text, machine null when unknown, and each
 // tree cell named by its tree (baseline or candidate) beside its
-// configuration. OriginalEntry is that shape; Entry makes this module's
-// history entry of it.
+// configuration. That is the shape the API shows a run in (RunView, less
+// its millisecond additions, which the original did not write) with other
+// cells; Entry makes this module's history entry of it.
 type OriginalEntry struct {
-	ID           string         `json:"id"`
-	Profile      string         `json:"profile"`
-	Scope        string         `json:"scope"`
-	StartedAt    string         `json:"startedAt"`
-	FinishedAt   *string        `json:"finishedAt"`
-	DurationMs   int64          `json:"durationMs"`
-	Complete     bool           `json:"complete"`
-	ExitCode     int            `json:"exitCode"`
-	Problems     []string       `json:"problems"`
-	Machine      *Machine       `json:"machine"`
-	RunDirectory string         `json:"runDirectory"`
-	Cells        []OriginalCell `json:"cells"`
+	RunView
+	Cells []OriginalCell `json:"cells"` // in place of RunView's
 }
 
 // OriginalCell is the original's BenchCell: CompactCell's figures, with
@@ -76,14 +67,9 @@ func (o OriginalEntry) Entry() (HistoryEntry, error) {
 			return HistoryEntry{}, fmt.Errorf("finishedAt: %w", err)
 		}
 	}
-	e := HistoryEntry{
-		ID: o.ID, Profile: o.Profile, Scope: o.Scope, StartedAt: started, FinishedAt: finished,
-		DurationMs: o.DurationMs, Complete: o.Complete, ExitCode: o.ExitCode, Problems: o.Problems,
-		RunDirectory: o.RunDirectory, Cells: make([]CompactCell, len(o.Cells)),
-	}
-	if o.Machine != nil {
-		e.Machine = *o.Machine
-	}
+	e := o.RunView.Entry()
+	e.StartedAt, e.FinishedAt = started, finished
+	e.Cells = make([]CompactCell, len(o.Cells))
 	for i, c := range o.Cells {
 		cell := c.CompactCell
 		switch {
