@@ -46,11 +46,18 @@ var t0 = time.UnixMilli(1764690000000)
 // the events it publishes.
 func start(t *testing.T, upstream string, clk *setClock) (string, chan events.Event) {
 	t.Helper()
-	evs := make(chan events.Event, 16)
 	var opts Options
 	if clk != nil {
 		opts.Clock = clk
 	}
+	return startWith(t, upstream, opts)
+}
+
+// startWith serves the proxy to upstream with opts on 127.0.0.1 and
+// returns its URL and the events it publishes.
+func startWith(t *testing.T, upstream string, opts Options) (string, chan events.Event) {
+	t.Helper()
+	evs := make(chan events.Event, 16)
 	p, err := New(upstream, func(ev events.Event) { evs <- ev }, opts)
 	if err != nil {
 		t.Fatal(err)

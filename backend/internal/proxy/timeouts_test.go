@@ -16,19 +16,7 @@ import (
 	"github.com/mlx-bun/mlx-metrics/shared/events"
 )
 
-// startWith serves a proxy to upstream with opts, as start does.
-func startWith(t *testing.T, upstream string, opts Options) (string, chan events.Event) {
-	t.Helper()
-	evs := make(chan events.Event, 16)
-	p, err := New(upstream, func(ev events.Event) { evs <- ev }, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	url, _ := serve(t, p)
-	return url, evs
-}
-
-// gone is an upstream's signal that its request was cancelled.
+// waitGone waits for an upstream's signal that its request was cancelled.
 func waitGone(t *testing.T, gone chan struct{}, why string) {
 	t.Helper()
 	select {
