@@ -3,7 +3,9 @@
 package server
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -91,6 +93,7 @@ func New(opts Options, features ...Feature) *fiber.App {
 		ErrorHandler:          errorHandler,
 		// Bodies are read by readBody, as they arrive: see body.go.
 		StreamRequestBody: true,
+		JSONEncoder:       marshalJSON,
 	})
 	// fasthttp's error for a request it cannot parse quotes the request's
 	// start (a bearer token among its headers) and Fiber answers with it:
@@ -163,6 +166,20 @@ func shutdown(app *fiber.App, d time.Duration) error {
 		return fmt.Errorf("connections still open after %v were cut", d)
 	}
 	return err
+}
+
+// marshalJSON is encoding/json without its HTML escaping: every JSON
+// answer is served as application/json with nosniff, read by programs and
+// people, never inlined into a page, so "<home>" reads as written rather
+// than as \u003chome\u003e.
+func marshalJSON(v any) ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
 }
 
 // clip bounds what an error message echoes of the request.

@@ -21,6 +21,7 @@ func (failing) Mount(root *fiber.App, api fiber.Router) {
 	api.Get("/conflict", func(c *fiber.Ctx) error { return fiber.NewError(fiber.StatusConflict, "queue full") })
 	api.Get("/broken", func(c *fiber.Ctx) error { return errors.New("disk on fire") })
 	api.Get("/explicit", func(c *fiber.Ctx) error { return Error(c, fiber.StatusBadRequest, "limit must be a number") })
+	api.Get("/angled", func(c *fiber.Ctx) error { return Error(c, fiber.StatusBadRequest, "send Bearer <token> & more") })
 	api.Delete("/ok", func(c *fiber.Ctx) error { return c.SendStatus(fiber.StatusNoContent) })
 	root.Get("/page", func(c *fiber.Ctx) error { return c.SendString("page") })
 }
@@ -39,6 +40,7 @@ func TestErrorConvention(t *testing.T) {
 		{path: "/page", status: 200},
 		{path: "/api/metrics/conflict", status: 409, errType: apierror.TypeInvalidRequest, message: "queue full"},
 		{path: "/api/metrics/explicit", status: 400, errType: apierror.TypeInvalidRequest, message: "limit must be a number"},
+		{path: "/api/metrics/angled", status: 400, errType: apierror.TypeInvalidRequest, message: "send Bearer <token> & more"},
 		{path: "/api/metrics/broken", status: 500, errType: apierror.TypeServer, message: "disk on fire"},
 		{path: "/api/metrics/missing", status: 404, errType: apierror.TypeInvalidRequest, message: "no route GET /api/metrics/missing"},
 		{path: "/api/metrics/" + strings.Repeat("a", 3000), status: 404, errType: apierror.TypeInvalidRequest,
@@ -82,6 +84,11 @@ func TestErrorConvention(t *testing.T) {
 			}
 			if got.Error.Type != tt.errType || got.Error.Message != tt.message {
 				t.Fatalf("error %+v, want type %q message %q", got.Error, tt.errType, tt.message)
+			}
+			// Read by people and programs, never inlined into HTML: "<" as
+			// written, not \u003c.
+			if !strings.Contains(string(body), tt.message) {
+				t.Errorf("body %s does not hold the message as written", body)
 			}
 		})
 	}
