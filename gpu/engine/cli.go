@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"strconv"
+	"syscall"
 	"time"
 
 	"github.com/mlx-bun/mlx-metrics/shared/cliflag"
@@ -88,7 +89,9 @@ flags:
 		return &UsageError{fmt.Errorf("port: %d is outside 0..65535", *port)}
 	}
 	ln, err := net.Listen("tcp", net.JoinHostPort(*host, strconv.Itoa(*port)))
-	if err != nil {
+	if errors.Is(err, syscall.EADDRINUSE) {
+		return fmt.Errorf("port %d is taken: another process listens on %s; pass another --port (0 picks a free one)", *port, *host)
+	} else if err != nil {
 		return err
 	}
 	fmt.Fprintf(stderr, "reference engine (a simulator, not a model) serving %q on http://%s/v1\n", cfg.Model, ln.Addr())

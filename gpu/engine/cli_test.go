@@ -4,9 +4,28 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"io"
+	"net"
+	"strconv"
 	"strings"
 	"testing"
 )
+
+// A port another process holds is said as such, with the way out, not as
+// a raw bind error.
+func TestCommandPortTaken(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	port := strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
+	err = Command(context.Background(), []string{"--host", "127.0.0.1", "--port", port}, io.Discard)
+	want := "port " + port + " is taken: another process listens on 127.0.0.1; pass another --port (0 picks a free one)"
+	if err == nil || err.Error() != want {
+		t.Fatalf("err = %v, want %q", err, want)
+	}
+}
 
 // Command's -h is a synopsis, a description, examples and named flag
 // values, and never prints the events token it may read from the
