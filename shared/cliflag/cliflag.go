@@ -7,6 +7,7 @@ import (
 	"errors"
 	"flag"
 	"io"
+	"strings"
 )
 
 // Parse parses args into fs. With -h or -help it prints fs.Usage and
@@ -28,4 +29,18 @@ func Parse(fs *flag.FlagSet, args []string) error {
 		}
 	}
 	return err
+}
+
+// Unknown is the name of the flag a Parse error says is not defined ("port"
+// for "flag provided but not defined: -port"), so that a command can say
+// which of its own flags does that job.
+func Unknown(err error) (string, bool) {
+	if err == nil {
+		return "", false
+	}
+	name, ok := strings.CutPrefix(err.Error(), "flag provided but not defined: -")
+	if !ok || name == "" {
+		return "", false
+	}
+	return name, true
 }

@@ -7,6 +7,26 @@ import (
 	"testing"
 )
 
+func TestUnknown(t *testing.T) {
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs.String("addr", "", "")
+	tests := []struct {
+		args []string
+		name string // "" for none
+	}{
+		{[]string{"--port", "80"}, "port"},
+		{[]string{"-host=x"}, "host"},
+		{[]string{"--addr"}, ""},
+		{[]string{"--addr", "x"}, ""},
+	}
+	for _, tt := range tests {
+		name, ok := Unknown(Parse(fs, tt.args))
+		if name != tt.name || ok != (tt.name != "") {
+			t.Errorf("Unknown(Parse(%q)) = %q, %v; want %q", tt.args, name, ok, tt.name)
+		}
+	}
+}
+
 func TestParse(t *testing.T) {
 	tests := []struct {
 		args     []string

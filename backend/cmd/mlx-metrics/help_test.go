@@ -65,6 +65,8 @@ func TestMistakesAreOneLine(t *testing.T) {
 	}{
 		{"--bogus", "mlx-metrics serve: flag provided but not defined: -bogus", "serve"},
 		{"serve --addr", "mlx-metrics serve: flag needs an argument: -addr", "serve"},
+		{"serve --port 80", "mlx-metrics serve: flag provided but not defined: -port: serve listens on --addr HOST:PORT (default 127.0.0.1:7878)", "serve"},
+		{"serve -host=0.0.0.0", "mlx-metrics serve: flag provided but not defined: -host: serve listens on --addr HOST:PORT (default 127.0.0.1:7878)", "serve"},
 		{"serve extra", `mlx-metrics serve: unexpected argument "extra" (serve takes only flags)`, "serve"},
 		{"bench run", "mlx-metrics bench run: --plan is required: the plan FILE to run (mlx-metrics bench plan writes one)", "bench run"},
 		{"bench run a.json b.json", `mlx-metrics bench run: unexpected argument "b.json" (bench run takes one plan FILE, as --plan or alone)`, "bench run"},

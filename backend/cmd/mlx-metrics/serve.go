@@ -19,6 +19,7 @@ import (
 	"github.com/mlx-bun/mlx-metrics/backend/internal/proxy"
 	"github.com/mlx-bun/mlx-metrics/backend/internal/server"
 	"github.com/mlx-bun/mlx-metrics/backend/internal/store"
+	"github.com/mlx-bun/mlx-metrics/shared/cliflag"
 )
 
 // defaultHome is serve's data home without --home or MLX_METRICS_HOME.
@@ -28,6 +29,9 @@ func defaultHome() string {
 	}
 	return ".mlx-metrics"
 }
+
+// listenFlags are the names other servers give what serve calls --addr.
+var listenFlags = map[string]bool{"port": true, "host": true, "listen": true, "bind": true}
 
 // runServe is `mlx-metrics serve`: the flags fill app.Config, and
 // internal/app starts the backend from it.
@@ -47,6 +51,9 @@ func runServe(ctx context.Context, args []string) error {
 		fs.PrintDefaults()
 	}
 	pos, err := parseFlags(fs, args)
+	if name, ok := cliflag.Unknown(err); ok && listenFlags[name] {
+		return usageErr("%v: serve listens on --addr HOST:PORT (default 127.0.0.1:7878)", errors.Unwrap(err))
+	}
 	if err != nil {
 		return err
 	}
