@@ -97,12 +97,30 @@ func (d *Dir) Load(name string) (bench.Plan, error) {
 	}
 	data, err := os.ReadFile(d.FileFor(name))
 	if errors.Is(err, fs.ErrNotExist) {
-		return bench.Plan{}, fmt.Errorf("%w %q: %s does not exist", ErrNotFound, name, ShownFile(name))
+		return bench.Plan{}, fmt.Errorf("%w %q: %s does not exist (%s)", ErrNotFound, name, ShownFile(name), d.existing())
 	}
 	if err != nil {
 		return bench.Plan{}, fmt.Errorf("read profile %q: %w", name, redact.Err(err))
 	}
 	return decode(name, data)
+}
+
+// maxNamed bounds the profiles an error names.
+const maxNamed = 12
+
+// existing says which profiles the directory holds, for an error about
+// one it does not: at most maxNamed of them, sorted.
+func (d *Dir) existing() string {
+	entries, _ := os.ReadDir(d.path)
+	names := planNames(entries)
+	sort.Strings(names)
+	switch {
+	case len(names) == 0:
+		return "there are no profiles"
+	case len(names) > maxNamed:
+		return fmt.Sprintf("there are %d, among them %s", len(names), strings.Join(names[:maxNamed], ", "))
+	}
+	return "there are " + strings.Join(names, ", ")
 }
 
 func decode(name string, data []byte) (bench.Plan, error) {
@@ -148,11 +166,7 @@ func (d *Dir) List() ([]bench.Profile, error) {
 		return nil, err
 	}
 	out := []bench.Profile{}
-	for _, e := range entries {
-		name, ok := strings.CutSuffix(e.Name(), ".json")
-		if !ok || e.IsDir() || CheckName(name) != nil {
-			continue
-		}
+	for _, name := range planNames(entries) {
 		p, err := d.Load(name)
 		prof := bench.Profile{Name: name, Path: d.FileFor(name), Scope: p.Scope, Description: p.Description, Models: p.Models, Cells: len(p.Cells)}
 		if prof.Models == nil {
@@ -165,6 +179,18 @@ func (d *Dir) List() ([]bench.Profile, error) {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out, nil
+}
+
+// planNames are the profiles among a directory's entries: its *.json
+// files whose names are profile names.
+func planNames(entries []os.DirEntry) []string {
+	var names []string
+	for _, e := range entries {
+		if name, ok := strings.CutSuffix(e.Name(), ".json"); ok && !e.IsDir() && CheckName(name) == nil {
+			names = append(names, name)
+		}
+	}
+	return names
 }
 
 // Seed writes each ready plan whose file is absent, so a fresh machine has

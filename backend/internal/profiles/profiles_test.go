@@ -2,6 +2,7 @@ package profiles
 
 import (
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -71,6 +72,10 @@ func TestLoad(t *testing.T) {
 		{strings.Repeat("a", MaxNameLen), ErrNotFound},
 		{strings.Repeat("a", MaxNameLen+1), ErrBadName},
 		{strings.Repeat("a", 300), ErrBadName}, // ENAMETOOLONG on disk: must not get that far
+	}
+	// A profile not there is said with the ones that are.
+	if _, err := d.Load("missing"); err == nil || !strings.HasSuffix(err.Error(), "(there are broken, good, invalid, trailing, unknown-field)") {
+		t.Errorf("Load(missing) = %v, want the profiles there named", err)
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -175,5 +180,21 @@ func TestList(t *testing.T) {
 	}
 	if got[2].Error == "" {
 		t.Fatal("c should carry its error")
+	}
+}
+
+// Past maxNamed profiles, an error names the first of them and the count.
+func TestMissingNamesAtMostSome(t *testing.T) {
+	d := New(filepath.Join(t.TempDir(), "plans"))
+	plans := map[string]bench.Plan{}
+	for i := range maxNamed + 2 {
+		plans[fmt.Sprintf("p%02d", i)] = validPlan()
+	}
+	if err := d.Seed(plans); err != nil {
+		t.Fatal(err)
+	}
+	_, err := d.Load("missing")
+	if err == nil || !strings.HasSuffix(err.Error(), "(there are 14, among them p00, p01, p02, p03, p04, p05, p06, p07, p08, p09, p10, p11)") {
+		t.Fatalf("Load(missing) = %v", err)
 	}
 }
