@@ -117,24 +117,14 @@ func printSnapshot(w io.Writer, s snapshot.Snapshot) error {
 		fmt.Fprintf(tw, ", %s %d", termSafe(k), r.ByFinish[k])
 	}
 	fmt.Fprintf(tw, "; last %d of window %d\n", r.Window.Count, r.Window.Size)
-	fmt.Fprintln(tw, "\nTIMING\tP50\tP95\tP99\tMAX\tMEAN")
-	for _, d := range []struct {
-		name string
-		d    *snapshot.Distribution
-		unit string
-	}{
-		{"queue", r.Window.QueueMs, "ms"},
-		{"ttft", r.Window.TTFTMs, "ms"},
-		{"total", r.Window.TotalMs, "ms"},
-		{"prefill", r.Window.PrefillTokensPerSecond, "tok/s"},
-		{"decode", r.Window.DecodeTokensPerSecond, "tok/s"},
-	} {
-		if d.d == nil {
-			fmt.Fprintf(tw, "%s (%s)\t-\t-\t-\t-\t-\n", d.name, d.unit)
-			continue
-		}
-		fmt.Fprintf(tw, "%s (%s)\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f\n", d.name, d.unit, d.d.P50, d.d.P95, d.d.P99, d.d.Max, d.d.Mean)
-	}
+	// Times by their slow tail (high), rates by theirs (low), as the
+	// panel's Requests view shows them.
+	distributions(tw, "TIMING (ms)\tP50\tP95\tP99\tMAX\tMEAN",
+		func(d *snapshot.Distribution) [5]float64 { return [5]float64{d.P50, d.P95, d.P99, d.Max, d.Mean} },
+		[]distRow{{"queue", r.Window.QueueMs}, {"ttft", r.Window.TTFTMs}, {"total", r.Window.TotalMs}})
+	distributions(tw, "RATE (tok/s)\tP50\tP5\tP1\tMIN\tMEAN",
+		func(d *snapshot.Distribution) [5]float64 { return [5]float64{d.P50, d.P5, d.P1, d.Min, d.Mean} },
+		[]distRow{{"prefill", r.Window.PrefillTokensPerSecond}, {"decode", r.Window.DecodeTokensPerSecond}})
 	if r.Window.CachedPromptShare != nil {
 		fmt.Fprintf(tw, "cached prompt share\t%.1f%%\n", 100**r.Window.CachedPromptShare)
 	}
@@ -186,4 +176,24 @@ func termSafe(s string) string {
 	}
 	q := strconv.QuoteToGraphic(s)
 	return q[1 : len(q)-1]
+}
+
+// distRow is one distribution of the snapshot's tables.
+type distRow struct {
+	name string
+	d    *snapshot.Distribution
+}
+
+// distributions writes a table of distributions under header, each row's
+// five figures picked by cols; a distribution with no sample is dashes.
+func distributions(w io.Writer, header string, cols func(*snapshot.Distribution) [5]float64, rows []distRow) {
+	fmt.Fprintln(w, "\n"+header)
+	for _, r := range rows {
+		if r.d == nil {
+			fmt.Fprintf(w, "%s\t-\t-\t-\t-\t-\n", r.name)
+			continue
+		}
+		c := cols(r.d)
+		fmt.Fprintf(w, "%s\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f\n", r.name, c[0], c[1], c[2], c[3], c[4])
+	}
 }

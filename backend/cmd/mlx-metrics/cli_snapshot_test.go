@@ -55,3 +55,27 @@ func TestTermLine(t *testing.T) {
 		}
 	}
 }
+
+// Times are shown by their slow (high) tail and rates by theirs (low), as
+// the panel's Requests view shows them: a decode rate's p95 is its fast
+// tail, which no one waits on.
+func TestSnapshotTails(t *testing.T) {
+	var out bytes.Buffer
+	s := snapshot.Snapshot{}
+	s.Requests.Window.TTFTMs = &snapshot.Distribution{P50: 10, P95: 20, P99: 30, Max: 40, Mean: 12}
+	s.Requests.Window.DecodeTokensPerSecond = &snapshot.Distribution{P50: 50, P95: 70, P99: 80, Max: 90, Min: 5, P1: 8, P5: 20, Mean: 48}
+	if err := printSnapshot(&out, s); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"TIMING (ms)  P50   P95   P99   MAX   MEAN",
+		"ttft         10.0  20.0  30.0  40.0  12.0",
+		"RATE (tok/s)  P50   P5    P1   MIN  MEAN",
+		"decode        50.0  20.0  8.0  5.0  48.0",
+		"prefill       -     -     -    -    -",
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("output lacks %q:\n%s", want, out.String())
+		}
+	}
+}
