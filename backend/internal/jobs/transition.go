@@ -168,7 +168,7 @@ func transition(j jobState, now time.Time, in input) (jobState, []bench.JobEvent
 			j.Status = bench.StatusRunning
 			j.StartedAt = now.UnixMilli()
 			j.Stage = "starting"
-			j.Message = fmt.Sprintf("holds the GPU (%s); starting the runner", in.device)
+			j.Message = leasedMessage(in.device)
 			zero := 0.0
 			emit(bench.EventStarted, j.Message, &zero)
 		case j.cancelled && j.shutdown:
@@ -408,4 +408,14 @@ func shortErr(err error) string {
 		return "missing"
 	}
 	return redact.Message(err)
+}
+
+// leasedMessage says a job took the GPU lease on device (probe's words for
+// the GPUs: "NVIDIA H200 (139.8 GiB)", or "no GPU found (…)" on a machine
+// without one, where the lease is still taken and the run goes on).
+func leasedMessage(device string) string {
+	if strings.HasPrefix(device, "no GPU found") {
+		return "holds the GPU lease (this machine shows no GPU); starting the runner"
+	}
+	return "holds the GPU lease on " + device + "; starting the runner"
 }

@@ -66,9 +66,12 @@ func TestTransition(t *testing.T) {
 			status: bench.StatusQueued, events: []string{"log queued for the GPU behind other (position 2)"}},
 		{name: "queued behind, but running", from: runningState(), in: queuedBehind{holder: "other", position: 2},
 			status: bench.StatusRunning},
-		{name: "leased while queued", from: queuedState(), in: leased{device: "H200"},
-			status: bench.StatusRunning, stage: "starting", msg: "holds the GPU (H200); starting the runner",
-			events: []string{"started holds the GPU (H200); starting the runner"},
+		{name: "leased without a GPU", from: queuedState(), in: leased{device: "no GPU found (NVML: libnvidia-ml.so.1 not found)"},
+			status: bench.StatusRunning, stage: "starting", msg: "holds the GPU lease (this machine shows no GPU); starting the runner",
+			events: []string{"started holds the GPU lease (this machine shows no GPU); starting the runner"}},
+		{name: "leased while queued", from: queuedState(), in: leased{device: "NVIDIA H200 (139.8 GiB)"},
+			status: bench.StatusRunning, stage: "starting", msg: "holds the GPU lease on NVIDIA H200 (139.8 GiB); starting the runner",
+			events: []string{"started holds the GPU lease on NVIDIA H200 (139.8 GiB); starting the runner"},
 			check: func(t *testing.T, j jobState) {
 				if j.StartedAt != stepNow.UnixMilli() {
 					t.Errorf("started at %d", j.StartedAt)
