@@ -13,6 +13,8 @@ var benchCommands = []command{
 	{"list", "list finished runs of a running backend, newest first", runBenchList},
 	{"show", "show one finished run's medians", runBenchShow},
 	{"compare", "compare two finished runs cell by cell", runBenchCompare},
+	{"start", "start a job in a running backend from one of its profiles", runBenchStart},
+	{"cancel", "stop a running backend's queued or running job", runBenchCancel},
 	{"forget", "remove one run (readable or not) from a running backend's history", runBenchForget},
 	{"import", "keep runs recorded by hand (their run.json) in a history, for bench list and the panel", runBenchImport},
 }
@@ -20,7 +22,7 @@ var benchCommands = []command{
 // runBench dispatches `mlx-metrics bench <sub>`.
 func runBench(ctx context.Context, args []string) error {
 	if len(args) == 0 {
-		return usageErr("missing subcommand (run, plan, list, show, compare, forget, import)")
+		return usageErr("missing subcommand (run, plan, list, show, compare, start, cancel, forget, import)")
 	}
 	if args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
 		benchUsage()

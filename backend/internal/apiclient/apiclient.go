@@ -149,6 +149,24 @@ func (c *Client) Forget(ctx context.Context, id string) error {
 	return c.do(ctx, http.MethodDelete, entryPath(id), "", nil, nil)
 }
 
+// Start starts a bench-serve job from the profile (a plan in the
+// backend's plans directory) and returns it, queued or running.
+func (c *Client) Start(ctx context.Context, profile string) (bench.JobView, error) {
+	body, _ := json.Marshal(map[string]string{"profile": profile})
+	var j bench.JobView
+	err := c.do(ctx, http.MethodPost, "/bench", "application/json", body, &j)
+	return j, err
+}
+
+// Cancel stops a queued or running job and returns it: cancelled, or
+// stopping (its runner ends its servers and writes its record first), or
+// as it ended if it had.
+func (c *Client) Cancel(ctx context.Context, id string) (bench.JobView, error) {
+	var j bench.JobView
+	err := c.do(ctx, http.MethodDelete, "/bench/"+url.PathEscape(id), "", nil, &j)
+	return j, err
+}
+
 // Import keeps a run recorded outside serve: runJSON is its run.json,
 // runDirectory the directory that holds it. A run already in history is
 // left as it is, and the error is ErrAlreadyKept (with the *Error).
