@@ -4,11 +4,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"math"
-	"os"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -41,17 +39,10 @@ func runBenchForget(ctx context.Context, args []string) error {
 // benchForgetCmd removes one run from history (an unreadable one, or one
 // not worth keeping); its run directory stays.
 func benchForgetCmd(ctx context.Context, args []string, env cliEnv) error {
-	fs := flag.NewFlagSet("bench forget", flag.ContinueOnError)
-	fs.SetOutput(env.stderr)
-	server := fs.String("server", defaultServer(), "backend `URL` (env MLX_METRICS_SERVER)")
-	token := fs.String("token", os.Getenv("MLX_METRICS_TOKEN"), "bearer `TOKEN` the backend requires of changes (env MLX_METRICS_TOKEN)")
-	fs.Usage = func() {
-		fmt.Fprintln(env.stderr, "usage: mlx-metrics bench forget [--server URL] [--token TOKEN] ID\n\n"+
-			"Removes one finished run from the backend's history, readable or not (as listed under\n"+
-			"problems by `bench list`). Its run directory, if any, is left on disk.\n\n"+
-			"example:\n  mlx-metrics bench forget 20261202T100000Z-bbbb\n\nflags:")
-		fs.PrintDefaults()
-	}
+	fs, server, token := clientFlags("bench forget", "usage: mlx-metrics bench forget [--server URL] [--token TOKEN] ID\n\n"+
+		"Removes one finished run from the backend's history, readable or not (as listed under\n"+
+		"problems by `bench list`). Its run directory, if any, is left on disk.\n\n"+
+		"example:\n  mlx-metrics bench forget 20261202T100000Z-bbbb", env, true)
 	pos, err := parseFlags(fs, args)
 	if err != nil {
 		return err
@@ -81,17 +72,11 @@ func printProblems(w io.Writer, problems []bench.HistoryProblem) {
 }
 
 func benchListCmd(ctx context.Context, args []string, env cliEnv) error {
-	fs := flag.NewFlagSet("bench list", flag.ContinueOnError)
-	fs.SetOutput(env.stderr)
-	server := fs.String("server", defaultServer(), "backend `URL` (env MLX_METRICS_SERVER)")
+	fs, server, _ := clientFlags("bench list", "usage: mlx-metrics bench list [--server URL] [--limit N] [--json]\n\n"+
+		"Lists a running backend's finished bench-serve runs, newest first, with their result.\n\n"+
+		"examples:\n  mlx-metrics bench list\n  mlx-metrics bench list --limit 5 --json | jq '.entries[].id'", env, false)
 	limit := fs.Int("limit", 20, fmt.Sprintf("list the newest `N` runs (at most %d)", benchapi.MaxHistoryLimit))
 	asJSON := fs.Bool("json", false, "print the history JSON")
-	fs.Usage = func() {
-		fmt.Fprintln(env.stderr, "usage: mlx-metrics bench list [--server URL] [--limit N] [--json]\n\n"+
-			"Lists a running backend's finished bench-serve runs, newest first, with their result.\n\n"+
-			"examples:\n  mlx-metrics bench list\n  mlx-metrics bench list --limit 5 --json | jq '.entries[].id'\n\nflags:")
-		fs.PrintDefaults()
-	}
 	pos, err := parseFlags(fs, args)
 	if err != nil {
 		return err
@@ -160,16 +145,10 @@ func printIndented(w io.Writer, raw []byte) error {
 }
 
 func benchShowCmd(ctx context.Context, args []string, env cliEnv) error {
-	fs := flag.NewFlagSet("bench show", flag.ContinueOnError)
-	fs.SetOutput(env.stderr)
-	server := fs.String("server", defaultServer(), "backend `URL` (env MLX_METRICS_SERVER)")
+	fs, server, _ := clientFlags("bench show", "usage: mlx-metrics bench show [--server URL] [--json] ID\n\n"+
+		"Shows one finished run: its result, problems and per-cell medians.\n\n"+
+		"examples:\n  mlx-metrics bench show 20261202T100000Z-bbbb\n  mlx-metrics bench show --json 20261202T100000Z-bbbb > run.json", env, false)
 	asJSON := fs.Bool("json", false, "print the run's history entry as JSON (for export)")
-	fs.Usage = func() {
-		fmt.Fprintln(env.stderr, "usage: mlx-metrics bench show [--server URL] [--json] ID\n\n"+
-			"Shows one finished run: its result, problems and per-cell medians.\n\n"+
-			"examples:\n  mlx-metrics bench show 20261202T100000Z-bbbb\n  mlx-metrics bench show --json 20261202T100000Z-bbbb > run.json\n\nflags:")
-		fs.PrintDefaults()
-	}
 	pos, err := parseFlags(fs, args)
 	if err != nil {
 		return err
@@ -246,23 +225,17 @@ func fmtFigure(v *float64) string {
 }
 
 func benchCompareCmd(ctx context.Context, args []string, env cliEnv) error {
-	fs := flag.NewFlagSet("bench compare", flag.ContinueOnError)
-	fs.SetOutput(env.stderr)
-	server := fs.String("server", defaultServer(), "backend `URL` (env MLX_METRICS_SERVER)")
+	fs, server, _ := clientFlags("bench compare", "usage: mlx-metrics bench compare [--server URL] [--threshold PCT] [--fail-on-regression PCT] A B\n\n"+
+		"Compares run B against run A cell by cell: each figure's medians with their spread, the\n"+
+		"change and a verdict (faster, slower, same; mixed when figures disagree). For times and\n"+
+		"memory lower is better, for rates higher. The rule: "+bench.CompareRule+".\n"+
+		"Noise floors (one sample a side; docs/bench-serve.md says how they were measured): "+noiseFloors()+".\n"+
+		"Exits 0 whatever the verdict, unless --fail-on-regression is given.\n\n"+
+		"examples:\n"+
+		"  mlx-metrics bench compare 20261201T100000Z-aaaa 20261202T100000Z-bbbb\n"+
+		"  mlx-metrics bench compare --fail-on-regression 10 $BASE $CANDIDATE   # in CI", env, false)
 	threshold := fs.Float64("threshold", 5, "a change within `PCT` percent is the same (below 1: a fraction, deprecated)")
 	failOn := fs.Float64("fail-on-regression", 0, "exit 1 when a figure of B is worse than A's (slower, or more memory) by over `PCT` percent and the change counts (0: never)")
-	fs.Usage = func() {
-		fmt.Fprintln(env.stderr, "usage: mlx-metrics bench compare [--server URL] [--threshold PCT] [--fail-on-regression PCT] A B\n\n"+
-			"Compares run B against run A cell by cell: each figure's medians with their spread, the\n"+
-			"change and a verdict (faster, slower, same; mixed when figures disagree). For times and\n"+
-			"memory lower is better, for rates higher. The rule: "+bench.CompareRule+".\n"+
-			"Noise floors (one sample a side; docs/bench-serve.md says how they were measured): "+noiseFloors()+".\n"+
-			"Exits 0 whatever the verdict, unless --fail-on-regression is given.\n\n"+
-			"examples:\n"+
-			"  mlx-metrics bench compare 20261201T100000Z-aaaa 20261202T100000Z-bbbb\n"+
-			"  mlx-metrics bench compare --fail-on-regression 10 $BASE $CANDIDATE   # in CI\n\nflags:")
-		fs.PrintDefaults()
-	}
 	pos, err := parseFlags(fs, args)
 	if err != nil {
 		return err

@@ -40,6 +40,25 @@ func (e cliEnv) clk() clock.Clock {
 // defaultServer is the backend the client subcommands talk to.
 func defaultServer() string { return envOr("MLX_METRICS_SERVER", "http://127.0.0.1:7878") }
 
+// clientFlags begins a client command's flags: the set, named name and
+// writing to env's stderr, with --server, and --token when the command
+// changes something (withToken; else token is ""); its -h prints usage
+// (synopsis, description, examples), then the flags.
+func clientFlags(name, usage string, env cliEnv, withToken bool) (fs *flag.FlagSet, server, token *string) {
+	fs = flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(env.stderr)
+	server = fs.String("server", defaultServer(), "backend `URL` (env MLX_METRICS_SERVER)")
+	token = new(string)
+	if withToken {
+		token = fs.String("token", os.Getenv("MLX_METRICS_TOKEN"), "bearer `TOKEN` the backend requires of changes (env MLX_METRICS_TOKEN)")
+	}
+	fs.Usage = func() {
+		fmt.Fprintln(env.stderr, usage+"\n\nflags:")
+		fs.PrintDefaults()
+	}
+	return fs, server, token
+}
+
 // usageErr is a command-line mistake: exit code 2, like the go tool.
 func usageErr(format string, args ...any) error {
 	return &exitError{code: 2, err: fmt.Errorf(format, args...), usage: true}

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"strconv"
@@ -23,19 +22,13 @@ func runSnapshot(ctx context.Context, args []string) error {
 }
 
 func snapshotCmd(ctx context.Context, args []string, env cliEnv) error {
-	fs := flag.NewFlagSet("snapshot", flag.ContinueOnError)
-	fs.SetOutput(env.stderr)
-	server := fs.String("server", defaultServer(), "backend `URL` (env MLX_METRICS_SERVER)")
+	fs, server, _ := clientFlags("snapshot", "usage: mlx-metrics snapshot [--server URL] [--json]\n\n"+
+		"Prints the live metrics of a running backend as tables: models, schedulers,\n"+
+		"caches, requests, their timing distributions (slow tail high) and rates (slow tail low).\n\n"+
+		"examples:\n"+
+		"  mlx-metrics snapshot\n"+
+		"  mlx-metrics snapshot --server http://127.0.0.1:7878 --json | jq .requests.window", env, false)
 	asJSON := fs.Bool("json", false, "print the snapshot JSON as the backend sent it")
-	fs.Usage = func() {
-		fmt.Fprintln(env.stderr, "usage: mlx-metrics snapshot [--server URL] [--json]\n\n"+
-			"Prints the live metrics of a running backend as tables: models, schedulers,\n"+
-			"caches, requests and their timing distributions.\n\n"+
-			"examples:\n"+
-			"  mlx-metrics snapshot\n"+
-			"  mlx-metrics snapshot --server http://127.0.0.1:7878 --json | jq .requests.window\n\nflags:")
-		fs.PrintDefaults()
-	}
 	pos, err := parseFlags(fs, args)
 	if err != nil {
 		return err
