@@ -1,6 +1,7 @@
 // Package rejectlog logs an event source's rejections without flooding the
 // log: the first at once, then the count of those since, at most once per
-// interval. A count still pending is written when its interval ends, even
+// interval. Options.Words words it for other repeated failures (a followed
+// host that cannot be reached). A count still pending is written when its interval ends, even
 // if no rejection follows, and when the source stops (Flush), so a burst
 // followed by silence still reaches the log.
 package rejectlog
@@ -27,7 +28,20 @@ type Options struct {
 	Logf func(format string, args ...any)
 	// Every is the least time between two lines (DefaultEvery).
 	Every time.Duration
+	// Words say what is counted (RejectionWords when zero).
+	Words Words
 }
+
+// Words word the lines: the first reads "name: First: what (further
+// Further are counted, …)", a count "name: N One|Many in the last …;
+// latest: what".
+type Words struct {
+	First, Further, One, Many string
+}
+
+// RejectionWords are the default Words: an event source's rejections.
+var RejectionWords = Words{First: "rejected an event", Further: "rejections",
+	One: "more event rejected", Many: "more events rejected"}
 
 // Log is the rejection log of one source. It is safe for concurrent use.
 type Log struct {
@@ -53,6 +67,9 @@ func New(name string, opts Options) *Log {
 	if opts.Every <= 0 {
 		opts.Every = DefaultEvery
 	}
+	if opts.Words == (Words{}) {
+		opts.Words = RejectionWords
+	}
 	return &Log{name: name, opts: opts}
 }
 
@@ -64,7 +81,7 @@ func (l *Log) Reject(what string) {
 	defer l.mu.Unlock()
 	if !l.logged {
 		l.logged, l.loggedAt = true, now
-		l.opts.Logf("%s: rejected an event: %s (further rejections are counted, logged at most every %s)", l.name, what, duration.Of(l.opts.Every))
+		l.opts.Logf("%s: %s: %s (further %s are counted, logged at most every %s)", l.name, l.opts.Words.First, what, l.opts.Words.Further, duration.Of(l.opts.Every))
 		return
 	}
 	l.pending++
@@ -98,6 +115,17 @@ func (l *Log) Flush() {
 	l.flush(now)
 }
 
+// Reset writes the pending count, as Flush does, and makes the next
+// Reject a first again, logged at once: the failures it counted are over
+// (a followed host answered), and a new run of them is news.
+func (l *Log) Reset() {
+	now := l.opts.Clock.Now()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.flush(now)
+	l.logged = false
+}
+
 // flush writes the pending count and stops the timer; l.mu is held, and
 // held while writing so that lines keep their order.
 func (l *Log) flush(now time.Time) {
@@ -108,7 +136,7 @@ func (l *Log) flush(now time.Time) {
 	if l.pending == 0 {
 		return
 	}
-	l.opts.Logf("%s: %s rejected in the last %s; latest: %s", l.name,
-		plural.Count(l.pending, "more event", "more events"), duration.Of(now.Sub(l.loggedAt)), l.latest)
+	l.opts.Logf("%s: %s in the last %s; latest: %s", l.name,
+		plural.Count(l.pending, l.opts.Words.One, l.opts.Words.Many), duration.Of(now.Sub(l.loggedAt)), l.latest)
 	l.loggedAt, l.pending = now, 0
 }
