@@ -178,6 +178,28 @@ func (e *encoder) snapshot(s *Snapshot) {
 	e.int(s.IntervalMs)
 	e.key(`,"marks":`)
 	list(e, s.Marks == nil, len(s.Marks), func(i int) { e.mark(&s.Marks[i]) })
+	if len(s.Sources) > 0 {
+		e.key(`,"sources":`)
+		list(e, false, len(s.Sources), func(i int) { e.source(&s.Sources[i]) })
+	}
+	e.raw("}")
+}
+
+func (e *encoder) source(s *Source) {
+	e.key(`{"kind":`)
+	e.string(s.Kind)
+	e.key(`,"host":`)
+	e.string(s.Host)
+	e.key(`,"state":`)
+	e.string(s.State)
+	e.key(`,"since":`)
+	e.int(s.Since)
+	e.key(`,"failedAttempts":`)
+	e.uint(s.FailedAttempts)
+	if s.Error != "" {
+		e.key(`,"error":`)
+		e.string(s.Error)
+	}
 	e.raw("}")
 }
 

@@ -70,7 +70,8 @@ func TestAppendJSONIsJSON(t *testing.T) {
 		{"every field set", full},
 		{"empty", Snapshot{}},
 		{"empty lists", Snapshot{Models: []Model{}, Schedulers: []Scheduler{}, Caches: []Cache{}, Series: []SeriesPoint{},
-			Timeline: []TimelinePoint{}, Marks: []ModelMark{}, Requests: Requests{ByFinish: map[string]int64{}, Recent: []Recent{}}}},
+			Timeline: []TimelinePoint{}, Marks: []ModelMark{}, Sources: []Source{}, Requests: Requests{ByFinish: map[string]int64{}, Recent: []Recent{}}}},
+		{"a source without an error", Snapshot{Sources: []Source{{Kind: SourceFollow, Host: "h:1", State: SourceConnected}}}},
 		{"nulls inside", Snapshot{Caches: []Cache{{Model: "m"}}, Models: []Model{{}}, Timeline: []TimelinePoint{{}}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -8,8 +8,9 @@
 // Snapshot.version, Snapshot.timeline (whose points are all additions),
 // Snapshot.intervalMs and Snapshot.marks, Model.updatedAt, Window.size,
 // Window.tpotMs, Window.lengths and Window.perModel, Distribution.p99,
-// .min, .p1 and .p5, SeriesPoint.capacity, and usageRatio on a cache
-// reading of an engine that reports a ratio rather than bytes.
+// .min, .p1 and .p5, SeriesPoint.capacity, usageRatio on a cache
+// reading of an engine that reports a ratio rather than bytes, and
+// Snapshot.sources.
 package snapshot
 
 import (
@@ -19,7 +20,8 @@ import (
 )
 
 // Snapshot is the whole live view at one instant. Version moves only when an
-// event changed something, so equal versions mean equal contents.
+// event or a source's state changed something, so equal versions mean equal
+// contents.
 type Snapshot struct {
 	At         int64         `json:"at"`
 	StartedAt  int64         `json:"startedAt"`
@@ -34,7 +36,34 @@ type Snapshot struct {
 	Timeline   []TimelinePoint `json:"timeline"`
 	IntervalMs int64           `json:"intervalMs"`
 	Marks      []ModelMark     `json:"marks"`
+	// Sources are the event sources the backend follows (serve's
+	// --events-url), absent when it follows none: a host it cannot reach
+	// sends no events, which must not read as "nothing measured yet".
+	Sources []Source `json:"sources,omitempty"`
 }
+
+// Source is the state of one followed event source.
+type Source struct {
+	Kind string `json:"kind"` // SourceFollow
+	// Host is the URL's host[:port], without its credentials, path or
+	// query: what a viewer of the panel may see.
+	Host  string `json:"host"`
+	State string `json:"state"` // SourceConnecting, SourceConnected, SourceUnreached
+	Since int64  `json:"since"` // when it entered State, epoch ms
+	// FailedAttempts are the attempts to connect that failed since the
+	// host was last reached; Error the last one's reason, without the URL.
+	FailedAttempts uint64 `json:"failedAttempts"`
+	Error          string `json:"error,omitempty"`
+}
+
+// Source kinds and states.
+const (
+	SourceFollow = "follow"
+
+	SourceConnecting = "connecting" // before the first attempt ends, and reconnecting after a stream ended
+	SourceConnected  = "connected"
+	SourceUnreached  = "unreached" // the last attempt could not connect, or the host refused it
+)
 
 // Model states.
 const (
