@@ -13,8 +13,10 @@ import (
 	"time"
 
 	"github.com/mlx-bun/mlx-metrics/backend/internal/bus"
+	"github.com/mlx-bun/mlx-metrics/backend/internal/rejectlog"
 	"github.com/mlx-bun/mlx-metrics/shared/clock"
 	"github.com/mlx-bun/mlx-metrics/shared/events"
+	"github.com/mlx-bun/mlx-metrics/shared/snapshot"
 )
 
 // Follower follows a host's event stream at URL, server-sent events or
@@ -28,13 +30,17 @@ import (
 // stream from the start on each connection: it remembers the identity of
 // the last DedupeWindow events it published (see identity), and after a
 // reconnection drops what is no newer than the events it forgot (seenSet).
+// Whether it reaches the host is its State (follow_reach.go).
 type Follower struct {
 	url string
 	cfg FollowerOptions // defaults filled in
 
 	*Source
-	clock clock.Clock
-	seen  *seenSet
+	clock   clock.Clock
+	seen    *seenSet
+	logName string // "follow " and the URL, its password masked
+	logf    func(format string, args ...any)
+	fails   *rejectlog.Log // the failed attempts to connect
 
 	mu     sync.Mutex
 	status FollowStatus // its LastEventID is sent back on reconnect
@@ -46,14 +52,21 @@ const DedupeWindow = 1 << 16
 
 // FollowStatus is the follower's state, for /healthz.
 type FollowStatus struct {
-	URL         string `json:"url"`
-	Connected   bool   `json:"connected"`
-	Connects    uint64 `json:"connects"`
-	Failures    uint64 `json:"failures"`
-	LastError   string `json:"lastError,omitempty"`
-	NextRetryMs int64  `json:"nextRetryMs,omitempty"`
-	LastEventID string `json:"lastEventId,omitempty"`
-	Duplicates  uint64 `json:"duplicates"` // repeats of published events, dropped
+	URL string `json:"url"`
+	// State is snapshot.SourceConnecting, SourceConnected or
+	// SourceUnreached, since Since (epoch ms); FailedAttempts are the
+	// attempts that failed to connect since the host was last reached.
+	State          string `json:"state"`
+	Since          int64  `json:"since"`
+	FailedAttempts uint64 `json:"failedAttempts"`
+	reason         string // the last failed attempt's, without the URL
+	Connected      bool   `json:"connected"`
+	Connects       uint64 `json:"connects"`
+	Failures       uint64 `json:"failures"`
+	LastError      string `json:"lastError,omitempty"`
+	NextRetryMs    int64  `json:"nextRetryMs,omitempty"`
+	LastEventID    string `json:"lastEventId,omitempty"`
+	Duplicates     uint64 `json:"duplicates"` // repeats of published events, dropped
 	// BeyondWindow counts events dropped after a reconnection for being no
 	// newer than the events the dedupe window forgot: presumed repeats.
 	BeyondWindow uint64 `json:"beyondWindow"`
@@ -75,6 +88,9 @@ type FollowerOptions struct {
 	// Client makes the requests (http.DefaultClient, which has no timeout,
 	// when nil: the stream is long-lived).
 	Client *http.Client
+	// OnChange is called, on the follower's goroutine, after its State or
+	// FailedAttempts changed: Reach then reads the change. Nil calls nothing.
+	OnChange func()
 }
 
 // NewFollower returns a follower of url publishing to b; Run starts it.
@@ -91,8 +107,13 @@ func NewFollower(b *bus.Bus, url string, opts FollowerOptions) *Follower {
 	if opts.Client == nil {
 		opts.Client = http.DefaultClient
 	}
-	src := NewSource("follow "+url, b, Live, opts.Options)
-	return &Follower{url: url, cfg: opts, Source: src, clock: src.opts.Clock, seen: newSeenSet(DedupeWindow)}
+	name := "follow " + redacted(url)
+	src := NewSource(name, b, Live, opts.Options)
+	o := src.opts
+	return &Follower{url: url, cfg: opts, Source: src, clock: o.Clock, seen: newSeenSet(DedupeWindow),
+		logName: name, logf: o.Logf,
+		fails:  rejectlog.New(name, rejectlog.Options{Clock: o.Clock, Logf: o.Logf, Every: o.LogEvery, Words: failWords}),
+		status: FollowStatus{State: snapshot.SourceConnecting, Since: o.Clock.Now().UnixMilli()}}
 }
 
 // Status reports the follower's state.
@@ -114,14 +135,15 @@ func (f *Follower) update(fn func(*FollowStatus)) {
 }
 
 // Run follows the stream until ctx ends, then logs the count of rejections
-// not yet logged.
+// and failed attempts not yet logged.
 func (f *Follower) Run(ctx context.Context) {
 	defer f.FlushLog()
+	defer f.fails.Flush()
 	minB, maxB := f.cfg.MinBackoff, f.cfg.MaxBackoff
 	clk := f.clock
 	wait := minB
 	for ctx.Err() == nil {
-		got, retry, err := f.once(ctx)
+		got, retry, connected, err := f.once(ctx)
 		if ctx.Err() != nil {
 			return
 		}
@@ -141,6 +163,11 @@ func (f *Follower) Run(ctx context.Context) {
 			}
 			s.NextRetryMs = wait.Milliseconds()
 		})
+		if connected {
+			f.ended()
+		} else {
+			f.failed(err)
+		}
 		if clk.Sleep(ctx, wait) != nil {
 			return
 		}
@@ -149,8 +176,9 @@ func (f *Follower) Run(ctx context.Context) {
 }
 
 // once makes one connection and reads it to its end. It reports how many
-// events it accepted and any retry the server advised.
-func (f *Follower) once(ctx context.Context) (accepted int, retry time.Duration, err error) {
+// events it accepted, any retry the server advised, and whether it
+// connected (err then ended the stream, not the attempt).
+func (f *Follower) once(ctx context.Context) (accepted int, retry time.Duration, connected bool, err error) {
 	idle := f.cfg.IdleTimeout
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
@@ -163,7 +191,7 @@ func (f *Follower) once(ctx context.Context) (accepted int, retry time.Duration,
 	}()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, f.url, nil)
 	if err != nil {
-		return 0, 0, err
+		return 0, 0, false, err
 	}
 	req.Header.Set("Accept", "text/event-stream, application/x-ndjson;q=0.9")
 	if f.cfg.Token != "" {
@@ -174,17 +202,18 @@ func (f *Follower) once(ctx context.Context) (accepted int, retry time.Duration,
 	}
 	resp, err := f.cfg.Client.Do(req)
 	if err != nil {
-		return 0, 0, err
+		return 0, 0, false, err
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode/100 != 2 {
-		return 0, 0, fmt.Errorf("GET %s: %s", f.url, resp.Status)
+		return 0, 0, false, &statusError{f.url, resp.Status}
 	}
 	var resumed bool // an earlier connection delivered: its events may come again
 	f.update(func(s *FollowStatus) {
 		s.Connected, s.Connects, s.NextRetryMs = true, s.Connects+1, 0
 		resumed = s.Connects > 1
 	})
+	f.reached()
 	accept := func(ev events.Event, pos Rejection) {
 		if f.seen.add(identity(ev), ev.At, resumed) != fresh {
 			return // published already, from this connection or an earlier one
@@ -202,7 +231,7 @@ func (f *Follower) once(ctx context.Context) (accepted int, retry time.Duration,
 	} else {
 		err = Decode(body, accept, f.reject)
 	}
-	return accepted, retry, err
+	return accepted, retry, true, err
 }
 
 // LastID is the last SSE event id the stream carried.

@@ -45,6 +45,9 @@ func (o Options) withDefaults() Options {
 	if o.Clock == nil {
 		o.Clock = clock.Real{}
 	}
+	if o.Logf == nil {
+		o.Logf = rejectlog.Stderr
+	}
 	if o.MaxSkew <= 0 {
 		o.MaxSkew = DefaultMaxSkew
 	}

@@ -43,6 +43,12 @@ type Words struct {
 var RejectionWords = Words{First: "rejected an event", Further: "rejections",
 	One: "more event rejected", Many: "more events rejected"}
 
+// Stderr writes a line to stderr, prefixed "mlx-metrics: ": the default
+// Logf, for a caller's other lines to go where its counts go.
+func Stderr(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "mlx-metrics: "+format+"\n", args...)
+}
+
 // Log is the rejection log of one source. It is safe for concurrent use.
 type Log struct {
 	name string
@@ -62,7 +68,7 @@ func New(name string, opts Options) *Log {
 		opts.Clock = clock.Real{}
 	}
 	if opts.Logf == nil {
-		opts.Logf = func(format string, args ...any) { fmt.Fprintf(os.Stderr, "mlx-metrics: "+format+"\n", args...) }
+		opts.Logf = Stderr
 	}
 	if opts.Every <= 0 {
 		opts.Every = DefaultEvery
