@@ -38,9 +38,10 @@ type anchorSnapshot struct {
 		Capacity        int     `json:"capacity"` // addition
 		Queued          int     `json:"queued"`
 	} `json:"series"`
-	Timeline   []snapshot.TimelinePoint `json:"timeline"`   // addition
-	IntervalMs int64                    `json:"intervalMs"` // addition
-	Marks      []snapshot.ModelMark     `json:"marks"`      // addition
+	Timeline   []snapshot.TimelinePoint `json:"timeline"`          // addition
+	IntervalMs int64                    `json:"intervalMs"`        // addition
+	Marks      []snapshot.ModelMark     `json:"marks"`             // addition
+	Sources    []snapshot.Source        `json:"sources,omitempty"` // addition, absent when none is followed
 }
 
 type anchorModel struct {
@@ -150,6 +151,7 @@ func TestSnapshotIsASupersetOfTheAnchorContract(t *testing.T) {
 		name  string
 		lines []string       // the host's flat events
 		more  []events.Event // events no host line carries (a scraper's usage ratio)
+		src   *snapshot.Source
 		check func(t *testing.T, got anchorSnapshot)
 	}{
 		{name: "empty store", check: func(t *testing.T, got anchorSnapshot) {
@@ -172,12 +174,22 @@ func TestSnapshotIsASupersetOfTheAnchorContract(t *testing.T) {
 					t.Errorf("caches %+v, want the kv usage ratio %v", got.Caches, ratio)
 				}
 			}},
+		{name: "a followed host not reached", src: &snapshot.Source{Kind: snapshot.SourceFollow, Host: "h:9", State: snapshot.SourceUnreached,
+			Since: t0, FailedAttempts: 3, Error: "connection refused"},
+			check: func(t *testing.T, got anchorSnapshot) {
+				if len(got.Sources) != 1 || got.Sources[0].State != snapshot.SourceUnreached || got.Version != 1 {
+					t.Errorf("sources %+v at version %d", got.Sources, got.Version)
+				}
+			}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			b := bus.New()
 			fake := clock.NewFake(time.UnixMilli(t0 + 5000))
 			l := New(b, Options{Clock: fake})
 			defer l.Close()
+			if tc.src != nil {
+				l.SetSource(*tc.src)
+			}
 			for _, line := range tc.lines {
 				ev, err := events.Parse([]byte(line))
 				if err != nil {

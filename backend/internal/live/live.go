@@ -3,6 +3,7 @@
 package live
 
 import (
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -34,11 +35,16 @@ const DefaultQueue = 1 << 16
 type Live struct {
 	clock clock.Clock
 
-	mu        sync.Mutex
-	store     *store.Store
-	version   atomic.Uint64 // the store's version, readable without the lock
-	sanitized atomic.Uint64
-	lastSize  atomic.Int64 // bytes of the last encoded snapshot
+	mu    sync.Mutex
+	store *store.Store
+	// sources are the followed sources' states (SetSource); their changes
+	// are added to the store's version, so that one reaches the stream as
+	// an event's change does.
+	sources       []snapshot.Source
+	sourceChanges uint64
+	version       atomic.Uint64 // the snapshot's version, readable without the lock
+	sanitized     atomic.Uint64
+	lastSize      atomic.Int64 // bytes of the last encoded snapshot
 
 	hub         *stream.Hub
 	unsubscribe func()
@@ -80,9 +86,30 @@ func (l *Live) apply(ev events.Event) bool {
 	defer l.mu.Unlock()
 	changed := l.store.Apply(ev)
 	if changed {
-		l.version.Store(l.store.Version())
+		l.version.Store(l.store.Version() + l.sourceChanges)
 	}
 	return changed
+}
+
+// SetSource sets the state of the followed source of src's kind and host,
+// and pushes it to the stream's clients if it changed.
+func (l *Live) SetSource(src snapshot.Source) {
+	l.mu.Lock()
+	i := slices.IndexFunc(l.sources, func(s snapshot.Source) bool { return s.Kind == src.Kind && s.Host == src.Host })
+	changed := i < 0 || l.sources[i] != src
+	if i < 0 {
+		l.sources = append(l.sources, src)
+	} else {
+		l.sources[i] = src
+	}
+	if changed {
+		l.sourceChanges++
+		l.version.Store(l.store.Version() + l.sourceChanges)
+	}
+	l.mu.Unlock()
+	if changed {
+		l.hub.Notify()
+	}
 }
 
 // Version is the store's version.
@@ -92,7 +119,10 @@ func (l *Live) Version() uint64 { return l.version.Load() }
 func (l *Live) Snapshot(now time.Time) snapshot.Snapshot {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.store.Snapshot(now.UnixMilli())
+	snap := l.store.Snapshot(now.UnixMilli())
+	snap.Version += l.sourceChanges
+	snap.Sources = slices.Clone(l.sources)
+	return snap
 }
 
 // Encode is the snapshot as JSON, for the stream. It never fails (see
