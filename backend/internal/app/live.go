@@ -32,6 +32,9 @@ type LiveConfig struct {
 	// requests is shared with the export side's proxy (Start sets it), so
 	// a request the proxy and another source both report counts once.
 	requests *ingest.Requests
+	// follow is the follower's clock and client, for tests (the defaults
+	// when zero).
+	follow ingest.FollowerOptions
 }
 
 // Live is the live half running, a part of serve: the store and stream,
@@ -83,8 +86,16 @@ func StartLive(ctx context.Context, b *bus.Bus, healthz *health.Health, cfg Live
 	// configured, and each logs its first rejection and then a paced count.
 	sources := map[string]func() any{"http": func() any { return posted.Stats() }}
 
+	var follow *ingest.Follower
 	if cfg.EventsURL != "" {
-		f := ingest.NewFollower(b, cfg.EventsURL, ingest.FollowerOptions{Token: cfg.EventsURLToken, Options: ingest.Options{Requests: cfg.requests}})
+		// Its state goes into the snapshot, so the panel tells a host it
+		// cannot reach from one with nothing to report.
+		fo := cfg.follow
+		fo.Token, fo.Requests = cfg.EventsURLToken, cfg.requests
+		fo.OnChange = func() { s.live.SetSource(follow.Reach()) }
+		f := ingest.NewFollower(b, cfg.EventsURL, fo)
+		follow = f
+		s.live.SetSource(f.Reach())
 		sources["follow"] = func() any { return f.Status() }
 		s.sources.Add(1)
 		go func() {
@@ -123,9 +134,15 @@ func StartLive(ctx context.Context, b *bus.Bus, healthz *health.Health, cfg Live
 		}
 	}
 	healthz.Add("ingest", func() any {
-		out := make(map[string]any, len(sources))
+		out := make(map[string]any, len(sources)+2)
 		for name, stats := range sources {
 			out[name] = stats()
+		}
+		// A followed host not reached is a part that does not work.
+		if follow != nil {
+			if why := follow.Degraded(); why != "" {
+				out["status"], out["reason"] = health.StatusDegraded, why
+			}
 		}
 		return out
 	})
