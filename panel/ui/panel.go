@@ -40,6 +40,9 @@ const (
 	StateInterrupted = "interrupted" // the stream failed; a retry is scheduled
 	StateRetrying    = "retrying"    // reconnecting after an interruption
 	StatePaused      = "paused"      // the page is hidden: no stream until it shows
+	// StateUnreached is shown, not held: live, but the backend does not
+	// reach the event source it follows (snapshot.Source).
+	StateUnreached = "unreached"
 )
 
 // Tabs, in order.
@@ -439,7 +442,12 @@ func (p *Panel) renderState() app.UI {
 	case StatePaused:
 		detail = "while the page is hidden"
 	}
-	return app.Div().Class("conn").ID("conn").DataSet("state", p.state).Attr("role", "status").Body(
+	shown := p.state
+	if src := unreached(p.snap); p.state == StateLive && src != nil {
+		// The stream is live but carries nothing from the host: not "live".
+		shown, label, detail = StateUnreached, "source not reached", unreachedDetail(src)
+	}
+	return app.Div().Class("conn").ID("conn").DataSet("state", shown).Attr("role", "status").Body(
 		app.Span().Class("dot"),
 		app.Span().Class("conn-label").Text(label),
 		app.If(detail != "", func() app.UI { return app.Span().Class("conn-detail").Text(detail) }),

@@ -273,44 +273,58 @@ func TestRecentNewestFirst(t *testing.T) {
 func TestPanelStates(t *testing.T) {
 	now := time.UnixMilli(1764690060000)
 	busy := recorded(t, "busy")
+	// The same figures, from a backend that follows a host: reached, and
+	// not reached.
+	following := func(state string) *snapshot.Snapshot {
+		s := *busy
+		s.Sources = []snapshot.Source{{Kind: snapshot.SourceFollow, Host: "127.0.0.1:9", State: state, Since: 1764690060000,
+			FailedAttempts: 5, Error: "dial tcp 127.0.0.1:9: connect: connection refused"}}
+		return &s
+	}
 	tests := []struct {
-		name  string
-		setup func(p *Panel)
-		want  []string
+		name    string
+		setup   func(p *Panel)
+		want    []string
+		notWant []string
 	}{
-		{"waiting", func(p *Panel) {}, []string{`data-state="waiting"`, "waiting for data", "Waiting for the first snapshot"}},
-		{"live", func(p *Panel) { p.Apply(busy, now) }, []string{`data-state="live"`, ">live<", "updated 15:40:59", "327 tok/s"}},
+		{"waiting", func(p *Panel) {}, []string{`data-state="waiting"`, "waiting for data", "Waiting for the first snapshot"}, nil},
+		{"live", func(p *Panel) { p.Apply(busy, now) }, []string{`data-state="live"`, ">live<", "updated 15:40:59", "327 tok/s"}, nil},
 		{"interrupted keeps the last snapshot", func(p *Panel) {
 			p.Apply(busy, now)
 			p.state, p.failures, p.retryIn, p.lastErr = StateInterrupted, 1, 500*time.Millisecond, "stream lost at 15:41:00"
-		}, []string{`data-state="interrupted"`, "stream lost at 15:41:00; retrying in 500 ms (attempt 1)", "327 tok/s"}},
+		}, []string{`data-state="interrupted"`, "stream lost at 15:41:00; retrying in 500 ms (attempt 1)", "327 tok/s"}, nil},
 		// The page hidden: the stream closed, the figures kept, dimmed.
 		{"paused keeps the last snapshot", func(p *Panel) { p.Apply(busy, now); p.pause() },
-			[]string{`data-state="paused"`, ">paused<", "while the page is hidden", "327 tok/s", `class="body stale"`}},
+			[]string{`data-state="paused"`, ">paused<", "while the page is hidden", "327 tok/s", `class="body stale"`}, nil},
 		{"retrying", func(p *Panel) {
 			p.state, p.failures, p.lastErr = StateRetrying, 2, "stream lost at 15:41:00"
-		}, []string{`data-state="retrying"`, "reconnecting (attempt 2)"}},
+		}, []string{`data-state="retrying"`, "reconnecting (attempt 2)"}, nil},
 		{"live with a frame that failed to decode", func(p *Panel) {
 			p.Apply(busy, now)
 			p.lastErr = "bad snapshot: unexpected end of JSON input"
-		}, []string{`data-state="live"`, "updated 15:40:59; bad snapshot: unexpected end of JSON input", "327 tok/s"}},
+		}, []string{`data-state="live"`, "updated 15:40:59; bad snapshot: unexpected end of JSON input", "327 tok/s"}, nil},
 		{"waiting after a frame that failed to decode", func(p *Panel) {
 			p.lastErr = "bad snapshot: unexpected end of JSON input"
-		}, []string{`data-state="waiting"`, "bad snapshot: unexpected end of JSON input"}},
-		{"models tab", func(p *Panel) { p.Apply(busy, now); p.SetTab("models") }, []string{`id="view-models"`, "Memory per model"}},
-		{"caches tab", func(p *Panel) { p.Apply(busy, now); p.SetTab("caches") }, []string{`id="view-caches"`}},
-		{"requests tab", func(p *Panel) { p.Apply(busy, now); p.SetTab("requests") }, []string{`id="view-requests"`}},
+		}, []string{`data-state="waiting"`, "bad snapshot: unexpected end of JSON input"}, nil},
+		{"models tab", func(p *Panel) { p.Apply(busy, now); p.SetTab("models") }, []string{`id="view-models"`, "Memory per model"}, nil},
+		{"caches tab", func(p *Panel) { p.Apply(busy, now); p.SetTab("caches") }, []string{`id="view-caches"`}, nil},
+		{"requests tab", func(p *Panel) { p.Apply(busy, now); p.SetTab("requests") }, []string{`id="view-requests"`}, nil},
+		{"live, its event source not reached: not live", func(p *Panel) { p.Apply(following(snapshot.SourceUnreached), now) },
+			[]string{`data-state="unreached"`, ">source not reached<",
+				"backend live; cannot reach the event source 127.0.0.1:9 since 15:41:00 (dial tcp 127.0.0.1:9: connect: connection refused), 5 failed attempts; retrying", "327 tok/s"},
+			[]string{">live<", "updated 15:40:59"}},
+		{"live, its event source reached", func(p *Panel) { p.Apply(following(snapshot.SourceConnected), now) },
+			[]string{`<span class="conn-label">live</span>`, "updated 15:40:59"}, []string{"not reached"}},
+		{"interrupted wins over a source not reached", func(p *Panel) {
+			p.Apply(following(snapshot.SourceUnreached), now)
+			p.Interrupt(now)
+		}, []string{`<span class="conn-label">interrupted</span>`}, []string{"not reached"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			p := NewPanel(DefaultConnection, "")
 			tt.setup(p)
-			html := render(t, p)
-			for _, w := range tt.want {
-				if !strings.Contains(html, w) {
-					t.Errorf("missing %q in\n%s", w, html)
-				}
-			}
+			checkHTML(t, render(t, p), tt.want, tt.notWant)
 		})
 	}
 }
