@@ -121,7 +121,7 @@ func (f *Follower) Status() FollowStatus {
 	f.mu.Lock()
 	st := f.status
 	f.mu.Unlock()
-	st.URL = f.url
+	st.URL = shownURL(f.url)
 	st.Events = f.Stats()
 	st.Duplicates = f.seen.repeats.Load()
 	st.BeyondWindow = f.seen.beyond.Load()
@@ -157,7 +157,7 @@ func (f *Follower) Run(ctx context.Context) {
 			s.Connected = false
 			s.Failures++
 			if err != nil {
-				s.LastError = err.Error()
+				s.LastError = reason(err) // the URL is URL's, shown without its secrets
 			} else {
 				s.LastError = "stream ended"
 			}

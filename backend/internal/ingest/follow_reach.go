@@ -51,6 +51,19 @@ func redacted(raw string) string {
 	return raw
 }
 
+// shownURL is raw as /healthz shows it to anyone: its password masked and
+// its query, which may carry a token, left out.
+func shownURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return hostOf(raw)
+	}
+	if u.RawQuery != "" {
+		u.RawQuery = "…"
+	}
+	return u.Redacted()
+}
+
 // hostOf is raw's host[:port] alone, for the panel.
 func hostOf(raw string) string {
 	if u, err := url.Parse(raw); err == nil {

@@ -2,6 +2,7 @@ package ingest
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -140,6 +141,13 @@ func TestFollowerReach(t *testing.T) {
 				}
 				if st := f.Status(); st.State != src.State || st.FailedAttempts != src.FailedAttempts {
 					t.Errorf("attempt %d: /healthz reads %+v", i+1, st)
+				}
+				// /healthz is open to anyone: the URL without its password
+				// or its query (a token may be there), in the URL and in
+				// the error alike.
+				if b, _ := json.Marshal(f.Status()); !strings.Contains(string(b), `"url":"http://u:xxxxx@host:9/events?…"`) ||
+					strings.Contains(string(b), "secret") || strings.Contains(string(b), "k=v") {
+					t.Errorf("attempt %d: /healthz shows %s", i+1, b)
 				}
 				if len(got) != len(want.lines) {
 					t.Fatalf("attempt %d: lines %q, want %q", i+1, got, want.lines)
