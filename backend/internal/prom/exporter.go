@@ -111,6 +111,7 @@ func (e *Exporter) Observe(ev events.Event) {
 	switch p := ev.Payload.(type) {
 	case *events.SchedulerSample:
 		if model, ok := e.model(p.Model); ok {
+			e.serving(model)
 			e.m.running.WithLabelValues(model).Set(float64(p.Active))
 			e.m.waiting.WithLabelValues(model).Set(float64(p.Queued))
 			e.v.running.WithLabelValues(model).Set(float64(p.Active))
@@ -143,6 +144,7 @@ func (e *Exporter) Observe(ev events.Event) {
 		}
 		e.models[model].live = false
 		e.m.resident.WithLabelValues(model).Set(0)
+		e.v.awake(model, false)
 		// An unloaded model has no batch and holds no memory; leaving its
 		// last values would report a ghost.
 		for _, g := range []*prometheus.GaugeVec{e.m.running, e.m.waiting, e.m.capacity,
@@ -155,6 +157,17 @@ func (e *Exporter) Observe(ev events.Event) {
 		// Its prefix totals end here; the next load's start again at 0, and
 		// all of its first sample is new, even when it exceeds these.
 		delete(e.prefix, model)
+	}
+}
+
+// serving marks a model whose scheduler reports resident and awake, as the
+// live store lists a model seen serving (a host that loaded it before this
+// backend started sent no load).
+func (e *Exporter) serving(model string) {
+	if st := e.models[model]; !st.live {
+		st.live = true
+		e.m.resident.WithLabelValues(model).Set(1)
+		e.v.awake(model, true)
 	}
 }
 
@@ -177,6 +190,14 @@ func (e *Exporter) model(name string) (label string, ok bool) {
 		return OtherModels, false
 	}
 	e.models[label] = &labelState{seen: e.seq}
+	// Every finished_reason and the errors at 0 from a model's first
+	// sight, as vLLM creates them at its start: a success rate or an
+	// errors column reads 0, not "no data", until the first of each.
+	for _, r := range []string{reasonStop, reasonLength, reasonAbort} {
+		e.m.success.WithLabelValues(label, r)
+		e.v.success.WithLabelValues(label, r)
+	}
+	e.m.errors.WithLabelValues(label)
 	return label, true
 }
 
@@ -327,6 +348,7 @@ func (e *Exporter) observeLoad(model string, tracked bool, p *events.ModelLoad) 
 		st := e.models[model]
 		st.loaded, st.live = true, true
 		e.m.resident.WithLabelValues(model).Set(1)
+		e.v.awake(model, true)
 		if p.Ms != nil {
 			e.m.loadSeconds.WithLabelValues(model).Set(*p.Ms / 1000)
 		}
@@ -337,6 +359,7 @@ func (e *Exporter) observeLoad(model string, tracked bool, p *events.ModelLoad) 
 		if tracked {
 			e.models[model].live = p.Phase == events.PhaseStarted
 			e.m.resident.WithLabelValues(model).Set(0)
+			e.v.awake(model, false)
 		}
 	}
 }

@@ -47,6 +47,9 @@ func TestExporterFromRecordedEvents(t *testing.T) {
 	const want = `
 # HELP mlx_request_success_total Requests that finished without an error, by vLLM's finished_reason (stop, length, abort: cancelled by the client).
 # TYPE mlx_request_success_total counter
+mlx_request_success_total{finished_reason="abort",model_name="llama-3b"} 0
+mlx_request_success_total{finished_reason="length",model_name="llama-3b"} 0
+mlx_request_success_total{finished_reason="stop",model_name="llama-3b"} 0
 mlx_request_success_total{finished_reason="abort",model_name="qwen3-8b"} 1
 mlx_request_success_total{finished_reason="length",model_name="qwen3-8b"} 1
 mlx_request_success_total{finished_reason="stop",model_name="qwen3-8b"} 1

@@ -61,6 +61,10 @@ func buckets125(max float64) []float64 {
 // serve either set (Names) and OTLP pushes only the module's.
 type vllmMetrics struct {
 	running, waiting, kvUsage *prometheus.GaugeVec
+	// sleep is vllm:engine_sleep_state{sleep_state}: awake while the host
+	// serves the model, discard_all once it unloaded it (its weights are
+	// gone); weights_offloaded is never 1, as an MLX host offloads none.
+	sleep *prometheus.GaugeVec
 
 	prompt, gen, success, prefixHits, prefixQueries *prometheus.CounterVec
 
@@ -91,6 +95,8 @@ func newVLLMMetrics(reg prometheus.Registerer) *vllmMetrics {
 		running: vgauge("num_requests_running", "Number of requests in model execution batches.", modelLabel),
 		waiting: vgauge("num_requests_waiting", "Number of requests waiting to be processed.", modelLabel),
 		kvUsage: vgauge("kv_cache_usage_perc", "KV-cache usage. 1 means 100 percent usage.", modelLabel),
+		sleep: vgauge("engine_sleep_state", "Whether the model's engine is awake (sleep_state awake 1) or its weights discarded "+
+			"(discard_all 1), from the host's load and unload events; weights_offloaded stays 0.", modelLabel, "sleep_state"),
 
 		prompt:        vcounter("prompt_tokens_total", "Number of prefill tokens processed.", modelLabel),
 		gen:           vcounter("generation_tokens_total", "Number of generation tokens processed.", modelLabel),
@@ -111,7 +117,7 @@ func newVLLMMetrics(reg prometheus.Registerer) *vllmMetrics {
 		itl: newWeightedHistogramVec("vllm:inter_token_latency_seconds", "Histogram of inter-token latency in seconds.",
 			tpotBuckets),
 	}
-	v.all = []*prometheus.MetricVec{v.running.MetricVec, v.waiting.MetricVec, v.kvUsage.MetricVec,
+	v.all = []*prometheus.MetricVec{v.running.MetricVec, v.waiting.MetricVec, v.kvUsage.MetricVec, v.sleep.MetricVec,
 		v.prompt.MetricVec, v.gen.MetricVec, v.success.MetricVec, v.prefixHits.MetricVec, v.prefixQueries.MetricVec,
 		v.ttft.MetricVec, v.e2e.MetricVec, v.queue.MetricVec, v.inference.MetricVec, v.prefill.MetricVec,
 		v.decode.MetricVec, v.tpot.MetricVec, v.promptLen.MetricVec, v.genLen.MetricVec, v.maxGen.MetricVec}
@@ -120,6 +126,17 @@ func newVLLMMetrics(reg prometheus.Registerer) *vllmMetrics {
 	}
 	reg.MustRegister(v.itl)
 	return v
+}
+
+// awake sets model's sleep state: awake, or its weights discarded.
+func (v *vllmMetrics) awake(model string, awake bool) {
+	a, d := 0.0, 1.0
+	if awake {
+		a, d = 1, 0
+	}
+	v.sleep.WithLabelValues(model, "awake").Set(a)
+	v.sleep.WithLabelValues(model, "weights_offloaded").Set(0)
+	v.sleep.WithLabelValues(model, "discard_all").Set(d)
 }
 
 // deleteModel drops every series of model.

@@ -32,19 +32,34 @@ func TestFinishedReasonsAsVLLM(t *testing.T) {
 		in   []events.Event
 		want string // exposition of success, errors and e2e count
 	}{
+		// Every reason and the errors are there at 0 from the model's
+		// first sight, as vLLM creates them at its start.
 		{"stop and length", []events.Event{finished("m", events.FinishStop, 100), finished("m", events.FinishLength, 100)}, `
 mlx_e2e_request_latency_seconds_count{model_name="m"} 2
+mlx_request_errors_total{model_name="m"} 0
+mlx_request_success_total{finished_reason="abort",model_name="m"} 0
 mlx_request_success_total{finished_reason="length",model_name="m"} 1
 mlx_request_success_total{finished_reason="stop",model_name="m"} 1
 `},
 		{"cancelled is abort", []events.Event{finished("m", events.FinishCancelled, 100)}, `
 mlx_e2e_request_latency_seconds_count{model_name="m"} 1
+mlx_request_errors_total{model_name="m"} 0
 mlx_request_success_total{finished_reason="abort",model_name="m"} 1
+mlx_request_success_total{finished_reason="length",model_name="m"} 0
+mlx_request_success_total{finished_reason="stop",model_name="m"} 0
 `},
 		{"an error is no success and no latency", []events.Event{finished("m", events.FinishError, 1), finished("m", events.FinishStop, 100)}, `
 mlx_e2e_request_latency_seconds_count{model_name="m"} 1
 mlx_request_errors_total{model_name="m"} 1
+mlx_request_success_total{finished_reason="abort",model_name="m"} 0
+mlx_request_success_total{finished_reason="length",model_name="m"} 0
 mlx_request_success_total{finished_reason="stop",model_name="m"} 1
+`},
+		{"a model only loaded", []events.Event{{Type: events.TypeModelLoad, At: 1, Payload: &events.ModelLoad{Model: "m", Phase: events.PhaseFinished}}}, `
+mlx_request_errors_total{model_name="m"} 0
+mlx_request_success_total{finished_reason="abort",model_name="m"} 0
+mlx_request_success_total{finished_reason="length",model_name="m"} 0
+mlx_request_success_total{finished_reason="stop",model_name="m"} 0
 `},
 		{"a request no model accepted", []events.Event{finished("", events.FinishError, 1)}, `
 mlx_request_errors_total{model_name=""} 1
@@ -80,10 +95,11 @@ func samples(t *testing.T, e *Exporter, names ...string) string {
 	return strings.Join(keep, "\n")
 }
 
-// exposition is the registry in the text format, as a scrape gets it.
+// exposition is what a scrape gets, in the text format: both families by
+// default.
 func exposition(t *testing.T, e *Exporter) string {
 	t.Helper()
-	fams, err := e.Registry().Gather()
+	fams, err := e.Gatherer().Gather()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -210,4 +226,53 @@ func FuzzLabelValue(f *testing.F) {
 			t.Fatalf("model %q: the scrape does not parse: %v", name, err)
 		}
 	})
+}
+
+// vllm:engine_sleep_state says what the host's events imply: awake once a
+// model is loaded or seen serving (its scheduler reports), its weights
+// discarded once unloaded; an MLX host offloads no weights. vLLM's service
+// status tiles read it (a model absent from it reads Down).
+func TestEngineSleepState(t *testing.T) {
+	load := events.Event{Type: events.TypeModelLoad, At: 1, Payload: &events.ModelLoad{Model: "m", Phase: events.PhaseFinished}}
+	unload := events.Event{Type: events.TypeModelUnload, At: 2, Payload: &events.ModelUnload{Model: "m", Reason: "evicted"}}
+	sample := events.Event{Type: events.TypeSchedulerSample, At: 3, Payload: &events.SchedulerSample{Model: "m", Active: 1, Capacity: 4}}
+	awake := `
+mlx_model_resident{model_name="m"} 1
+vllm:engine_sleep_state{model_name="m",sleep_state="awake"} 1
+vllm:engine_sleep_state{model_name="m",sleep_state="discard_all"} 0
+vllm:engine_sleep_state{model_name="m",sleep_state="weights_offloaded"} 0`
+	asleep := `
+mlx_model_resident{model_name="m"} 0
+vllm:engine_sleep_state{model_name="m",sleep_state="awake"} 0
+vllm:engine_sleep_state{model_name="m",sleep_state="discard_all"} 1
+vllm:engine_sleep_state{model_name="m",sleep_state="weights_offloaded"} 0`
+	tests := []struct {
+		name string
+		in   []events.Event
+		want string
+	}{
+		{"loaded", []events.Event{load}, awake},
+		{"unloaded", []events.Event{load, unload}, asleep},
+		{"seen serving, no load seen", []events.Event{sample}, awake},
+		{"serving again after an unload", []events.Event{load, unload, sample}, awake},
+		{"a request alone says nothing of it", []events.Event{finished("m", events.FinishStop, 100)}, ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			e := New(Options{})
+			for _, ev := range tc.in {
+				e.Observe(ev)
+			}
+			var lines []string
+			for _, l := range strings.Split(strings.TrimSpace(tc.want), "\n") {
+				if l != "" {
+					lines = append(lines, l)
+				}
+			}
+			slices.Sort(lines)
+			if got := samples(t, e, "mlx_model_resident", "vllm:engine_sleep_state"); got != strings.Join(lines, "\n") {
+				t.Errorf("got\n%s\nwant\n%s", got, strings.Join(lines, "\n"))
+			}
+		})
+	}
 }
