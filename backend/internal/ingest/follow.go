@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/mlx-bun/mlx-metrics/backend/internal/bus"
+	"github.com/mlx-bun/mlx-metrics/backend/internal/redact"
 	"github.com/mlx-bun/mlx-metrics/backend/internal/rejectlog"
 	"github.com/mlx-bun/mlx-metrics/shared/clock"
 	"github.com/mlx-bun/mlx-metrics/shared/events"
@@ -121,7 +122,7 @@ func (f *Follower) Status() FollowStatus {
 	f.mu.Lock()
 	st := f.status
 	f.mu.Unlock()
-	st.URL = shownURL(f.url)
+	st.URL = redact.URL(f.url)
 	st.Events = f.Stats()
 	st.Duplicates = f.seen.repeats.Load()
 	st.BeyondWindow = f.seen.beyond.Load()

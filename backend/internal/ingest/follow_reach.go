@@ -5,6 +5,7 @@ import (
 	"net/url"
 	"time"
 
+	"github.com/mlx-bun/mlx-metrics/backend/internal/redact"
 	"github.com/mlx-bun/mlx-metrics/backend/internal/rejectlog"
 	"github.com/mlx-bun/mlx-metrics/shared/duration"
 	"github.com/mlx-bun/mlx-metrics/shared/plural"
@@ -36,11 +37,7 @@ func reason(err error) string {
 	if errors.As(err, &se) {
 		return "answered " + se.status
 	}
-	var ue *url.Error
-	if errors.As(err, &ue) {
-		return ue.Err.Error()
-	}
-	return err.Error()
+	return redact.URLError(err)
 }
 
 // redacted is raw with any password masked, for the log.
@@ -49,19 +46,6 @@ func redacted(raw string) string {
 		return u.Redacted()
 	}
 	return raw
-}
-
-// shownURL is raw as /healthz shows it to anyone: its password masked and
-// its query, which may carry a token, left out.
-func shownURL(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil {
-		return hostOf(raw)
-	}
-	if u.RawQuery != "" {
-		u.RawQuery = "…"
-	}
-	return u.Redacted()
 }
 
 // hostOf is raw's host[:port] alone, for the panel.

@@ -13,6 +13,8 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
+	"github.com/mlx-bun/mlx-metrics/backend/internal/health"
+	"github.com/mlx-bun/mlx-metrics/backend/internal/redact"
 	"github.com/mlx-bun/mlx-metrics/backend/internal/rejectlog"
 	"github.com/mlx-bun/mlx-metrics/shared/clock"
 	"github.com/mlx-bun/mlx-metrics/shared/events"
@@ -32,6 +34,7 @@ type Scraper struct {
 	clock   clock.Clock
 	logf    func(format string, args ...any)
 	rejects *rejectlog.Log
+	fails   *rejectlog.Log // the failed polls
 
 	mu      sync.Mutex // one poll at a time
 	mapper  *mapper
@@ -88,8 +91,9 @@ func New(t Target, publish func(events.Event), opts Options) *Scraper {
 		clock:   opts.Clock,
 		logf:    opts.Logf,
 		rejects: rejectlog.New("scrape "+t.URL, rejectlog.Options{Clock: opts.Clock, Logf: opts.Logf}),
+		fails:   rejectlog.New("scrape "+t.URL, rejectlog.Options{Clock: opts.Clock, Logf: opts.Logf, Words: failWords}),
 		mapper:  newMapper(t.Kind, t.Model),
-		stats:   Stats{URL: t.URL, Kind: t.Kind},
+		stats:   Stats{URL: redact.URL(t.URL), Kind: t.Kind},
 	}
 }
 
@@ -108,11 +112,13 @@ func (s *Scraper) Poll(ctx context.Context) (int, error) {
 	if err != nil && errors.Is(ctx.Err(), context.Canceled) {
 		return n, err // stopped: that says nothing of the target
 	}
-	// Log changes of state only: a target down for an hour is one line.
-	switch msg := errString(err); {
-	case msg != "" && msg != s.lastErr:
-		s.logf("scrape %s: %v", s.target.URL, err)
-	case msg == "" && s.lastErr != "":
+	// The first failure at once, then a count a minute: a target down for
+	// an hour, or one that answers nothing its kind knows, is a few lines.
+	switch {
+	case err != nil:
+		s.fails.Reject(err.Error())
+	case s.lastErr != "":
+		s.fails.Reset()
 		s.logf("scrape %s: answering again", s.target.URL)
 	}
 	s.lastErr = errString(err)
@@ -121,7 +127,7 @@ func (s *Scraper) Poll(ctx context.Context) (int, error) {
 	s.stats.Kind = s.mapper.kind
 	if err != nil {
 		s.stats.Failures++
-		s.stats.LastError = s.lastErr
+		s.stats.LastError = redact.URLError(err) // the URL is Stats.URL, shown without its secrets
 	} else {
 		s.stats.LastError = ""
 		s.stats.LastPollAt = s.clock.Now().UnixMilli()
@@ -129,6 +135,10 @@ func (s *Scraper) Poll(ctx context.Context) (int, error) {
 	s.statsMu.Unlock()
 	return n, err
 }
+
+// failWords word the log of failed polls.
+var failWords = rejectlog.Words{First: "cannot read the target", Further: "failed polls",
+	One: "more failed poll", Many: "more failed polls"}
 
 func errString(err error) string {
 	if err == nil {
@@ -159,8 +169,14 @@ func (s *Scraper) poll(ctx context.Context) (int, error) {
 		return 0, fmt.Errorf("parsing metrics: %w", err)
 	}
 	evs := s.mapper.Map(fams, at)
-	if len(evs) == 0 && s.mapper.kind == KindAuto {
+	// Every model a dialect recognises gives a scheduler sample at each
+	// poll: none is an exposition the kind does not read, not a quiet
+	// engine, and is said as a failure rather than read as nothing.
+	switch {
+	case len(evs) == 0 && s.mapper.kind == KindAuto:
 		return 0, fmt.Errorf("no vllm:, sglang:, llamacpp: or mlx_ metrics found; give the kind as URL,kind")
+	case len(evs) == 0:
+		return 0, fmt.Errorf("none of its %d metric families is one a %s engine exposes: check the kind, or give auto", len(fams), s.mapper.kind)
 	}
 	n := 0
 	for _, ev := range evs {
@@ -231,10 +247,25 @@ func (g *Group) Run(ctx context.Context, interval time.Duration) {
 }
 
 // Stats is every target's reading, in the order given.
-func (g *Group) Stats() []Stats {
-	out := make([]Stats, len(g.scrapers))
+func (g *Group) Stats() GroupStats {
+	out := make(GroupStats, len(g.scrapers))
 	for i, s := range g.scrapers {
 		out[i] = s.Stats()
 	}
 	return out
+}
+
+// GroupStats is the /healthz section of the scrape targets: a list, as
+// before, and "degraded" for the report while a target's last poll failed
+// (it does not answer, or answers nothing its kind reads).
+type GroupStats []Stats
+
+// Status is health.StatusDegraded while a target's last poll failed.
+func (g GroupStats) Status() string {
+	for _, s := range g {
+		if s.LastError != "" {
+			return health.StatusDegraded
+		}
+	}
+	return "ok"
 }

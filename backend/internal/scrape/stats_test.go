@@ -44,6 +44,10 @@ vllm:num_requests_running{model_name="m"} 1e9
 		{"an engine down", 503, "", KindVLLM, KindVLLM, 0, 0, 1, "503"},
 		{"prefix totals past the bounds", 200, huge, KindVLLM, KindVLLM, 1, 1, 0, ""},
 		{"a gauge past the bounds", 200, flood, KindVLLM, KindVLLM, 0, 1, 0, ""},
+		// Some SGLang releases serve sglang_ names: read as nothing, it
+		// used to count as a good poll.
+		{"an exposition its kind does not read", 200, "# TYPE sglang_num_running_reqs gauge\nsglang_num_running_reqs{model_name=\"m\"} 1\n",
+			KindSGLang, KindSGLang, 0, 0, 1, "none of its 1 metric families is one a sglang engine exposes: check the kind, or give auto"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -93,6 +97,72 @@ func TestGroupStats(t *testing.T) {
 	st := g.Stats()
 	if len(st) != 2 || st[0].URL != a.URL+"/metrics" || st[0].Accepted == 0 || st[1].Failures != 1 {
 		t.Errorf("group stats %+v", st)
+	}
+	// A target whose last poll failed makes /healthz degraded; the
+	// section stays the list it was.
+	if s := st.Status(); s != "degraded" {
+		t.Errorf("status %q with a target failing, want degraded", s)
+	}
+	if s := st[:1].Status(); s != "ok" {
+		t.Errorf("status %q with every target answering, want ok", s)
+	}
+}
+
+// /healthz is open to anyone: a target's URL is shown without its password
+// or query, and its last error without the URL.
+func TestStatsHideSecrets(t *testing.T) {
+	s := New(Target{URL: "http://u:secret@127.0.0.1:9/metrics?token=secret", Kind: KindVLLM}, func(events.Event) {},
+		Options{Logf: func(string, ...any) {}})
+	s.Poll(context.Background())
+	st := s.Stats()
+	if st.URL != "http://u:xxxxx@127.0.0.1:9/metrics?…" || strings.Contains(st.LastError, "secret") || st.LastError == "" {
+		t.Errorf("stats %+v", st)
+	}
+}
+
+// A failing target is logged as the ingest sources' failures are: the
+// first at once, then a count a minute, and one line when it answers again.
+func TestFailedPollsAreLogged(t *testing.T) {
+	up := true
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !up {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			return
+		}
+		w.Header().Set("Content-Type", "text/plain; version=0.0.4")
+		w.Write([]byte("# TYPE vllm:num_requests_running gauge\nvllm:num_requests_running{model_name=\"m\"} 1\n"))
+	}))
+	defer srv.Close()
+	clk := clock.NewFake(time.UnixMilli(1764690000000))
+	var lines []string
+	s := New(Target{URL: srv.URL + "/metrics", Kind: KindVLLM}, func(events.Event) {},
+		Options{Clock: clk, Logf: func(f string, a ...any) { lines = append(lines, fmt.Sprintf(f, a...)) }})
+	for i, step := range []struct {
+		up      bool
+		advance time.Duration
+		polls   int
+		want    []string // a part of each line this step writes
+	}{
+		{false, 0, 1, []string{"scrape " + srv.URL + "/metrics: cannot read the target: status 503 Service Unavailable (further failed polls are counted"}},
+		{false, time.Second, 5, nil},
+		{false, time.Minute, 1, []string{"5 more failed polls in the last 1 min 00 s; latest: status 503"}},
+		{true, time.Second, 1, []string{"1 more failed poll in the last 2.00 s", "answering again"}},
+		{true, time.Second, 3, nil},
+		{false, time.Second, 1, []string{"cannot read the target: status 503"}},
+	} {
+		lines, up = nil, step.up
+		clk.Advance(step.advance)
+		for range step.polls {
+			s.Poll(context.Background())
+		}
+		if len(lines) != len(step.want) {
+			t.Fatalf("step %d: lines %q, want %d", i, lines, len(step.want))
+		}
+		for j, w := range step.want {
+			if !strings.Contains(lines[j], w) {
+				t.Errorf("step %d: line %q, want one with %q", i, lines[j], w)
+			}
+		}
 	}
 }
 
