@@ -96,6 +96,10 @@ type Result struct {
 	PromptTokens     int64
 	CompletionTokens int64
 	CachedTokens     int64
+	// CachedReported: the usage said how many prompt tokens were cached
+	// (prompt_tokens_details). ollama's never does, though its prefix
+	// cache serves a repeated prompt: CachedTokens 0 is then no count.
+	CachedReported bool
 
 	Start      time.Time // request sent
 	FirstToken time.Time // first chunk with generated text arrived
@@ -385,7 +389,8 @@ func (r *Result) add(data []byte, at time.Time) error {
 	if u := ch.Usage; u != nil && (u.PromptTokens != 0 || u.CompletionTokens != 0) {
 		r.HasUsage = true
 		r.PromptTokens, r.CompletionTokens, r.CachedTokens = u.PromptTokens, u.CompletionTokens, 0
-		if u.PromptTokensDetails != nil {
+		r.CachedReported = u.PromptTokensDetails != nil
+		if r.CachedReported {
 			r.CachedTokens = u.PromptTokensDetails.CachedTokens
 		}
 	}

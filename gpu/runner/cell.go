@@ -407,7 +407,11 @@ func (m *measurer) warmTTFT(ctx context.Context, attempt int) ([]bench.Sample, e
 			continue
 		}
 		out[len(out)-1].PrefillTokensPerSecond = res.PrefillTokensPerSecond()
-		fmt.Fprintf(m.run.o.Out, "warm TTFT %d/%d: %s (%d of %s cached)\n", i+1, p.WarmRuns, duration.Ms(s.TTFTMs), res.CachedTokens, plural.Count(s.PromptTokens, "prompt token", "prompt tokens"))
+		cached := fmt.Sprintf("%d of %s cached", res.CachedTokens, plural.Count(s.PromptTokens, "prompt token", "prompt tokens"))
+		if !res.CachedReported {
+			cached = plural.Count(s.PromptTokens, "prompt token", "prompt tokens") + "; the server reports no cached count"
+		}
+		fmt.Fprintf(m.run.o.Out, "warm TTFT %d/%d: %s (%s)\n", i+1, p.WarmRuns, duration.Ms(s.TTFTMs), cached)
 	}
 	return out, measured(out, "warm TTFT")
 }

@@ -110,12 +110,17 @@ func TestRealServerWays(t *testing.T) {
 		// chunk 10 ms apart is 300 tok/s, not the 11 tokens over 30 ms
 		// that counting all but one token gives.
 		decode float64
+		// console is a line the run prints (its progress), when not "".
+		console string
 	}{
 		{"ollama's shapes, several tokens a chunk",
 			func(kind string, n, asked int) reply { return reply{tokens: asked, perChunk: 3, finish: "length"} },
 			bench.CellMeasured, []string{"decode", "ttft_cold", "ttft_warm", "aggregate"}, nil,
 			[]string{"phase decode: several tokens a chunk (36 tokens in 12 chunks): the decode rate takes the first chunk to hold the mean"},
-			map[string]string{bench.PhaseDecode: "12 tokens in 4 chunks"}, nil, 300},
+			map[string]string{bench.PhaseDecode: "12 tokens in 4 chunks"}, nil, 300,
+			// ollama's usage has no prompt_tokens_details: its prefix cache
+			// served the warm prompt, and "0 cached" would say it did not.
+			"prompt tokens; the server reports no cached count)"},
 		{"ignores ignore_eos and stops early",
 			func(kind string, n, asked int) reply {
 				switch {
@@ -131,7 +136,7 @@ func TestRealServerWays(t *testing.T) {
 				"phase decode: 3 of 3 runs stopped early, at 1 (stop), 6 (stop), 6 (stop) of 12 tokens: their rates are over the tokens generated",
 				"phase concurrent: 1 of 2 runs stopped early, at 6 (stop) of 10 tokens"},
 			map[string]string{bench.PhaseDecode: "stopped early: 6 of 12 tokens (finish reason stop)", bench.PhaseConcurrent: "stopped early: 6 of 10 tokens"},
-			map[string]string{bench.PhaseDecode: "decode rate unmeasurable: 1 token in 1 chunk"}, 0},
+			map[string]string{bench.PhaseDecode: "decode rate unmeasurable: 1 token in 1 chunk"}, 0, ""},
 		{"cuts streams short",
 			func(kind string, n, asked int) reply {
 				if kind == "decode" && n%3 == 2 || kind == "chat" && n%2 == 1 {
@@ -143,12 +148,12 @@ func TestRealServerWays(t *testing.T) {
 			[]string{"phase decode: 1 of 3 runs failed (first: the stream ended after 5 chunks with no finish reason, no [DONE] and no usage: the server cut it short)",
 				"phase concurrent: 1 of 2 runs failed"},
 			map[string]string{bench.PhaseConcurrent: "the aggregate counts 1 of 2 streams (a lower bound): stream "}, // which stream the server saw first is not fixed
-			map[string]string{bench.PhaseDecode: "the server cut it short"}, 0},
+			map[string]string{bench.PhaseDecode: "the server cut it short"}, 0, ""},
 		{"truncates the prompt to its context",
 			func(kind string, n, asked int) reply { r := full(asked); r.context = 40; return r },
 			bench.CellMeasured, []string{"decode", "ttft_cold", "prefill_1k"}, nil,
 			[]string{"phase cold-ttft: the server truncated the prompt in 1 of 1 run (40 prompt tokens counted for 50 words sent): prefill rates are over the tokens it counted"},
-			map[string]string{bench.PhaseColdTTFT: "prompt truncated: 40 prompt tokens counted for 50 words sent"}, nil, 0},
+			map[string]string{bench.PhaseColdTTFT: "prompt truncated: 40 prompt tokens counted for 50 words sent"}, nil, 0, ""},
 		{"answers a run with an error",
 			func(kind string, n, asked int) reply {
 				if kind == "decode" && n%3 == 2 {
@@ -158,7 +163,7 @@ func TestRealServerWays(t *testing.T) {
 			},
 			bench.CellMeasured, []string{"decode"}, nil,
 			[]string{"phase decode: 1 of 3 runs failed (first: HTTP 500 Internal Server Error: llama runner process has terminated: exit status 2); its figures are from the other 2"},
-			nil, map[string]string{bench.PhaseDecode: "HTTP 500"}, 0},
+			nil, map[string]string{bench.PhaseDecode: "HTTP 500"}, 0, ""},
 		{"answers a phase with an error",
 			func(kind string, n, asked int) reply {
 				if kind == "ttft" {
@@ -168,7 +173,7 @@ func TestRealServerWays(t *testing.T) {
 			},
 			bench.CellFailed, nil, []string{"decode", "ttft_cold"},
 			[]string{"phase cold-ttft failed (attempt 2, giving up): cold TTFT run 1: HTTP 500"},
-			nil, map[string]string{bench.PhaseColdTTFT: "HTTP 500"}, 0},
+			nil, map[string]string{bench.PhaseColdTTFT: "HTTP 500"}, 0, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -194,6 +199,9 @@ func TestRealServerWays(t *testing.T) {
 			}
 			if d := cc.DecodeTokensPerSecond; tt.decode > 0 && (d == nil || !physical(*d, tt.decode, 0.1, 10, true)) {
 				t.Errorf("decode %s tok/s, want about %v", figure(bench.Figures[0], cc), tt.decode)
+			}
+			if tt.console != "" && !strings.Contains(out.String(), tt.console) {
+				t.Errorf("the run did not print %q:\n%s", tt.console, out.String())
 			}
 			report, _ := os.ReadFile(filepath.Join(dir, "report.md"))
 			for _, p := range tt.problems {
