@@ -1,0 +1,167 @@
+// Command ollamacheck sets a bench-serve run against ollama beside
+// ollama's own timing of the same kind of requests: its native
+// /api/generate (stream false, raw, temperature 0) with prompts built as
+// the runner builds them (gpu/loadgen.Prompt, a nonce where the runner
+// uses one), the same prompt sizes and token counts, one after another.
+// ollama times a request itself: prompt_eval_duration from the request
+// reaching its runner to the first token's logits, eval_duration from
+// then to the last token, eval_count tokens in it. Run with GOWORK=off
+// from its folder (scripts/bench-ollama does):
+//
+//	go run . -base http://127.0.0.1:11434 -model tiny -run DIR
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"sync"
+
+	"github.com/mlx-bun/mlx-metrics/gpu/loadgen"
+	"github.com/mlx-bun/mlx-metrics/shared/bench"
+)
+
+func main() {
+	base := flag.String("base", "", "ollama's root `URL` (loopback), e.g. http://127.0.0.1:11434")
+	model := flag.String("model", "tiny", "`MODEL` to ask for")
+	runDir := flag.String("run", "", "bench run `DIR` (its run.json) to set beside ollama's timing")
+	flag.Parse()
+	if *base == "" || *runDir == "" {
+		flag.Usage()
+		os.Exit(2)
+	}
+	if err := check(*base, *model, *runDir); err != nil {
+		fmt.Fprintln(os.Stderr, "ollamacheck:", err)
+		os.Exit(1)
+	}
+}
+
+func check(base, model, runDir string) error {
+	b, err := os.ReadFile(runDir + "/run.json")
+	if err != nil {
+		return err
+	}
+	var rec bench.RunRecord
+	if err := json.Unmarshal(b, &rec); err != nil {
+		return err
+	}
+	if len(rec.Cells) != 1 {
+		return fmt.Errorf("%s: %d cells, want the one of a plan with one model", runDir, len(rec.Cells))
+	}
+	cell, p := rec.Cells[0], rec.Plan.Phases.Defaults()
+	o := ollama{base: base, model: model}
+	ctx := context.Background()
+	if err := o.streams(ctx, 200); err != nil {
+		return err
+	}
+	nonce := func(i int) string { return fmt.Sprintf("%s-check-%d", rec.ID, i) }
+
+	var rows []row
+	var decode []timing
+	for i := range p.DecodeRuns {
+		t, err := o.generate(ctx, loadgen.Prompt(32, nonce(i)), p.DecodeTokens)
+		if err != nil {
+			return err
+		}
+		decode = append(decode, t)
+	}
+	rows = append(rows, row{"decode tok/s", median(cell, bench.PhaseDecode, decodeRate), medianOf(decode, timing.evalRate), "eval_count / eval_duration"})
+
+	var cold []timing
+	for i := range p.ColdRuns {
+		t, err := o.generate(ctx, loadgen.Prompt(p.ColdPromptTokens, nonce(100+i)), 8)
+		if err != nil {
+			return err
+		}
+		cold = append(cold, t)
+	}
+	rows = append(rows,
+		row{"cold TTFT ms", median(cell, bench.PhaseColdTTFT, ttft), medianOf(cold, timing.promptMs), "prompt_eval_duration"},
+		row{"prefill 1k tok/s", median(cell, bench.PhaseColdTTFT, prefillRate), medianOf(cold, timing.promptRate), "prompt_eval_count / prompt_eval_duration"})
+
+	warmPrompt := loadgen.Prompt(p.ColdPromptTokens, nonce(200))
+	if _, err := o.generate(ctx, warmPrompt, 8); err != nil { // fills the cache, as the runner's priming
+		return err
+	}
+	var warm []timing
+	for range p.WarmRuns {
+		t, err := o.generate(ctx, warmPrompt, 8)
+		if err != nil {
+			return err
+		}
+		warm = append(warm, t)
+	}
+	rows = append(rows, row{"warm TTFT ms", median(cell, bench.PhaseWarmTTFT, ttft), medianOf(warm, timing.promptMs), "prompt_eval_duration"})
+
+	if p.LongContextTokens > 0 {
+		t, err := o.generate(ctx, loadgen.Prompt(p.LongContextTokens, nonce(300)), p.LongDecodeTokens)
+		if err != nil {
+			return err
+		}
+		rows = append(rows,
+			row{"long-context TTFT ms", median(cell, bench.PhaseLongContext, ttft), t.promptMs(), "prompt_eval_duration"},
+			row{"long-context prefill tok/s", median(cell, bench.PhaseLongContext, prefillRate), t.promptRate(), "prompt_eval_count / prompt_eval_duration"},
+			row{"decode after it tok/s", median(cell, bench.PhaseLongContext, decodeRate), t.evalRate(), "eval_count / eval_duration"})
+	}
+
+	// The concurrent streams at once; ollama times each alone, so its
+	// aggregate is the sum of their rates (the streams overlap throughout).
+	conc := make([]timing, p.Concurrency)
+	errs := make([]error, p.Concurrency)
+	var wg sync.WaitGroup
+	for i := range conc {
+		wg.Go(func() { conc[i], errs[i] = o.generate(ctx, loadgen.Prompt(32, nonce(400+i)), p.ConcurrentTokens) })
+	}
+	wg.Wait()
+	var sum float64
+	for i, t := range conc {
+		if errs[i] != nil {
+			return errs[i]
+		}
+		sum += t.evalRate()
+	}
+	rows = append(rows, row{fmt.Sprintf("aggregate x%d tok/s", p.Concurrency), median(cell, bench.PhaseConcurrent, aggregate), sum, "sum of the streams' eval_count / eval_duration"})
+
+	fmt.Printf("bench-serve run %s beside ollama's own timing (medians; ollama's from %s/api/generate after the run)\n\n", rec.ID, base)
+	fmt.Printf("| figure | bench-serve | ollama's own | bench-serve / ollama | ollama's figure |\n|---|--:|--:|--:|---|\n")
+	for _, r := range rows {
+		fmt.Printf("| %s | %s | %.1f | %s | %s |\n", r.name, num(r.bench), r.ollama, ratio(r.bench, r.ollama), r.what)
+	}
+	fmt.Printf("\nollama's prompt counts: decode %d, cold %d, warm %d tokens; its decode runs %s tok/s\n",
+		decode[0].PromptEvalCount, cold[0].PromptEvalCount, warm[0].PromptEvalCount, rates(decode))
+	return nil
+}
+
+type row struct {
+	name          string
+	bench, ollama float64 // bench -1: not measured
+	what          string
+}
+
+func num(v float64) string {
+	if v < 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.1f", v)
+}
+
+func ratio(a, b float64) string {
+	if a < 0 || b <= 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.2f", a/b)
+}
+
+func rates(ts []timing) string {
+	var b bytes.Buffer
+	for i, t := range ts {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, "%.0f", t.evalRate())
+	}
+	return b.String()
+}
