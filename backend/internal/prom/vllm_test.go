@@ -11,6 +11,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
@@ -79,12 +80,12 @@ mlx_request_errors_total{model_name=""} 1
 	}
 }
 
-// samples is the exporter's text output, less comments, limited to lines
-// naming one of names, sorted as the encoder writes them.
+// samples is the exporter's text output (both families), less comments,
+// limited to lines naming one of names, sorted as the encoder writes them.
 func samples(t *testing.T, e *Exporter, names ...string) string {
 	t.Helper()
 	var keep []string
-	for _, line := range strings.Split(exposition(t, e), "\n") {
+	for _, line := range strings.Split(expositionOf(t, e.Gatherer()), "\n") {
 		for _, n := range names {
 			if strings.HasPrefix(line, n+"{") || strings.HasPrefix(line, n+" ") {
 				keep = append(keep, line)
@@ -95,11 +96,17 @@ func samples(t *testing.T, e *Exporter, names ...string) string {
 	return strings.Join(keep, "\n")
 }
 
-// exposition is what a scrape gets, in the text format: both families by
-// default.
+// exposition is the registry of the module's own families in the text
+// format, as a scrape gets it.
 func exposition(t *testing.T, e *Exporter) string {
 	t.Helper()
-	fams, err := e.Gatherer().Gather()
+	return expositionOf(t, e.Registry())
+}
+
+// expositionOf is what g gathers, in the text format.
+func expositionOf(t *testing.T, g prometheus.Gatherer) string {
+	t.Helper()
+	fams, err := g.Gather()
 	if err != nil {
 		t.Fatal(err)
 	}
