@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -27,19 +26,6 @@ import (
 // bench-serve on the home the variable names, starting one smoke run and
 // printing its events, one a line, until it is killed.
 const killParentEnv = "MLX_METRICS_TEST_KILL_PARENT"
-
-// realRunner is a bench config whose runner is the real `bench run` of
-// this binary, measuring the real reference engine.
-func realRunner() app.BenchConfig {
-	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
-	var cfg app.BenchConfig
-	addBenchFlags(fs, &envDefaults{}, &cfg)
-	fs.Parse(nil) // the defaults: nothing to fail
-	cfg.Grace = 10 * time.Second
-	cfg.Runner = []string{os.Args[0], "bench", "run"}
-	cfg.RunnerEnv = []string{asMainEnv + "=1", "GORACE=atexit_sleep_ms=0"}
-	return cfg
-}
 
 // apiGet answers GET path from b's routes, in process.
 func apiGet(b *app.Bench, method, path, body string) (int, []byte, error) {

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"net"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -17,11 +16,7 @@ import (
 // port: a smoke job started from its profile, then cancelled, ends
 // cancelled; a profile not there is refused with the ones that are.
 func TestBenchStartAndCancel(t *testing.T) {
-	cfg := defaultBenchConfig(t)
-	cfg.Grace = 10 * time.Second
-	cfg.Runner = []string{os.Args[0], "bench", "run"}
-	cfg.RunnerEnv = []string{asMainEnv + "=1", "GORACE=atexit_sleep_ms=0"}
-	b, err := app.OpenBench(t.TempDir(), "no GPU found", cfg)
+	b, err := app.OpenBench(t.TempDir(), "no GPU found", realRunner())
 	if err != nil {
 		t.Fatal(err)
 	}

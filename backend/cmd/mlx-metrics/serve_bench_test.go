@@ -42,15 +42,22 @@ func TestMain(m *testing.M) {
 }
 
 // defaultBenchConfig is serve's bench-serve configuration with no flags.
-func defaultBenchConfig(t *testing.T) app.BenchConfig {
-	t.Helper()
+func defaultBenchConfig() app.BenchConfig {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	var c app.BenchConfig
 	addBenchFlags(fs, &envDefaults{}, &c)
-	if err := fs.Parse(nil); err != nil {
-		t.Fatal(err)
-	}
+	fs.Parse(nil) // the defaults: nothing to fail
 	return c
+}
+
+// realRunner is serve's bench-serve configuration running the real runner
+// (`bench run`) as this test binary (asMainEnv), with a 10 s grace.
+func realRunner() app.BenchConfig {
+	cfg := defaultBenchConfig()
+	cfg.Grace = 10 * time.Second
+	cfg.Runner = []string{os.Args[0], "bench", "run"}
+	cfg.RunnerEnv = []string{asMainEnv + "=1", "GORACE=atexit_sleep_ms=0"}
+	return cfg
 }
 
 func TestBenchFlags(t *testing.T) {
@@ -114,11 +121,7 @@ func TestBenchFlags(t *testing.T) {
 // real runner process measuring the real reference engine, into history.
 func TestSmokeEndToEnd(t *testing.T) {
 	home := t.TempDir()
-	cfg := defaultBenchConfig(t)
-	cfg.Grace = 10 * time.Second
-	cfg.Runner = []string{os.Args[0], "bench", "run"}
-	cfg.RunnerEnv = []string{asMainEnv + "=1", "GORACE=atexit_sleep_ms=0"}
-	b, err := app.OpenBench(home, "no GPU found", cfg)
+	b, err := app.OpenBench(home, "no GPU found", realRunner())
 	if err != nil {
 		t.Fatal(err)
 	}
