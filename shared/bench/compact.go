@@ -21,6 +21,7 @@ func Compact(r RunRecord, runDirectory string) HistoryEntry {
 		Machine:      r.Machine,
 		RunDirectory: runDirectory,
 		Cells:        make([]CompactCell, 0, len(r.Cells)),
+		Source:       r.Source,
 	}
 	for _, c := range r.Cells {
 		e.Cells = append(e.Cells, CompactCellOf(c))
@@ -66,6 +67,7 @@ func CompactCellOf(c CellResult) CompactCell {
 		v := float64(c.PeakRSSBytes) / (1 << 20)
 		cc.PeakRssMB = &v
 	}
+	cc.LoadPoints, cc.MaxRate = c.LoadPoints, c.MaxRate
 	return cc
 }
 

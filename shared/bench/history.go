@@ -15,6 +15,15 @@ type HistoryEntry struct {
 	Machine      Machine       `json:"machine"`
 	RunDirectory string        `json:"runDirectory"`
 	Cells        []CompactCell `json:"cells"`
+	// Source names the tool that measured an imported run ("vllm bench
+	// serve 0.11.0"); empty for bench-serve's own.
+	Source *Source `json:"source,omitempty"`
+}
+
+// Source is the tool and version that wrote an imported result.
+type Source struct {
+	Tool    string `json:"tool"`
+	Version string `json:"version,omitempty"`
 }
 
 // CompactCell is one cell's medians; a figure that was not measured is null.
@@ -41,6 +50,10 @@ type CompactCell struct {
 	// Spread is, by figure key (Figures), the least and greatest of the
 	// samples a median is over: what a comparison must look beyond.
 	Spread map[string]Range `json:"spread,omitempty"`
+	// LoadPoints and MaxRate are the load phase's, as the run measured them
+	// (each point's requests stay in the run directory).
+	LoadPoints []LoadPoint `json:"loadPoints,omitempty"`
+	MaxRate    *MaxRate    `json:"maxRate,omitempty"`
 }
 
 // HistoryList is GET /history's body, newest first; in JSON the original's

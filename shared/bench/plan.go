@@ -88,6 +88,10 @@ type Phases struct {
 	Concurrency         int     `json:"concurrency,omitempty"`         // 4
 	ConcurrentTokens    int     `json:"concurrentTokens,omitempty"`    // 128
 	RequestTimeoutScale float64 `json:"requestTimeoutScale,omitempty"` // 1.0
+	// Load, when set, adds the load phase after the others (load.go).
+	Load *Load `json:"load,omitempty"`
+	// LoadOnly skips the single-request phases and the concurrent one.
+	LoadOnly bool `json:"loadOnly,omitempty"`
 }
 
 // Defaults fills zero fields with the standard phase sizes.
@@ -111,6 +115,10 @@ func (p Phases) Defaults() Phases {
 	}
 	if p.RequestTimeoutScale == 0 {
 		p.RequestTimeoutScale = 1
+	}
+	if p.Load != nil {
+		l := p.Load.Defaults()
+		p.Load = &l
 	}
 	return p
 }

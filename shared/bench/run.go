@@ -68,9 +68,13 @@ type CellResult struct {
 	Attached bool `json:"attached,omitempty"`
 	// ColdStartMs is spawn to ready; null when not measured (an attached
 	// server, or one that never got ready).
-	ColdStartMs  *float64 `json:"coldStartMs"`
-	Samples      []Sample `json:"samples"`
-	PeakRSSBytes int64    `json:"peakRssBytes,omitempty"`
+	ColdStartMs *float64 `json:"coldStartMs"`
+	Samples     []Sample `json:"samples"`
+	// LoadPoints are the load phase's points, in the order measured, and
+	// MaxRate what its FindMaxRate search found.
+	LoadPoints   []LoadPoint `json:"loadPoints,omitempty"`
+	MaxRate      *MaxRate    `json:"maxRate,omitempty"`
+	PeakRSSBytes int64       `json:"peakRssBytes,omitempty"`
 	// PeakGPUMemoryBytes is null where the gpu probes cannot read it;
 	// GPUMemoryNote then says why ("unavailable: no GPU found"). A figure
 	// with a note is not the server's own: "device-wide (not the server's
@@ -97,4 +101,7 @@ type RunRecord struct {
 	Problems   []string     `json:"problems,omitempty"`
 	// Cancelled is set when the run stopped on SIGTERM.
 	Cancelled bool `json:"cancelled,omitempty"`
+	// Source names the tool that measured an imported run; nil for
+	// bench-serve's own.
+	Source *Source `json:"source,omitempty"`
 }

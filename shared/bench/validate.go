@@ -197,5 +197,10 @@ func (p Phases) validate(field string) []error {
 	if p.RequestTimeoutScale != 0 && !(p.RequestTimeoutScale > 0) {
 		errs = append(errs, fmt.Errorf("%s.requestTimeoutScale: must be > 0, got %v", field, p.RequestTimeoutScale))
 	}
+	if p.Load != nil {
+		errs = append(errs, p.Load.validate(field+".load")...)
+	} else if p.LoadOnly {
+		errs = append(errs, fmt.Errorf("%s.loadOnly: there is no load phase to run", field))
+	}
 	return errs
 }

@@ -1,6 +1,8 @@
 package bench
 
 import (
+	"errors"
+	"math"
 	"strings"
 	"testing"
 )
@@ -146,5 +148,50 @@ func TestProfileNamePattern(t *testing.T) {
 		if got := ProfileNamePattern.MatchString(tt.name); got != tt.ok {
 			t.Errorf("ProfileNamePattern(%q) = %v, want %v", tt.name, got, tt.ok)
 		}
+	}
+}
+
+func TestLoadValidate(t *testing.T) {
+	ok := Load{Rates: []float64{1, 2}}
+	for _, tc := range []struct {
+		name string
+		load Load
+		want string // "" valid
+	}{
+		{"rates", ok, ""},
+		{"closed loop", Load{Concurrencies: []int{1, 8}}, ""},
+		{"find max", Load{FindMaxRate: &FindMaxRate{}, Goodput: &SLO{TTFTMs: 500}}, ""},
+		{"shared prefix", Load{Rates: []float64{1}, Workload: Workload{Kind: WorkloadSharedPrefix, Prefixes: 4, PrefixTokens: 256, PrefixRatio: 0.5}}, ""},
+		{"sharegpt", Load{Rates: []float64{1}, Workload: Workload{Kind: WorkloadShareGPT, File: "/data/sg.json"}}, ""},
+		{"no sweep", Load{}, "give one of rates"},
+		{"two sweeps", Load{Rates: []float64{1}, Concurrencies: []int{2}}, "give one of rates"},
+		{"rate NaN", Load{Rates: []float64{math.NaN()}}, "rates[0]"},
+		{"rate too high", Load{Rates: []float64{1e9}}, "rates[0]"},
+		{"closed loop arrival", Load{Concurrencies: []int{2}, Arrival: ArrivalGamma}, "closed loop"},
+		{"burstiness without gamma", Load{Rates: []float64{1}, Burstiness: 0.5}, "only a gamma"},
+		{"both sizes", Load{Rates: []float64{1}, Requests: 10, DurationMs: 1000}, "not both"},
+		{"empty slo", Load{Rates: []float64{1}, Goodput: &SLO{}}, "at least one"},
+		{"bad dist", Load{Rates: []float64{1}, Workload: Workload{Input: Lengths{Dist: "zipf"}}}, "dist"},
+		{"uniform inverted", Load{Rates: []float64{1}, Workload: Workload{Output: Lengths{Dist: DistUniform, Min: 9, Max: 3}}}, "uniform"},
+		{"sharegpt without file", Load{Rates: []float64{1}, Workload: Workload{Kind: WorkloadShareGPT}}, "names its JSON file"},
+		{"prefixes on random", Load{Rates: []float64{1}, Workload: Workload{Prefixes: 3}}, "only a shared-prefix"},
+		{"share over 1", Load{FindMaxRate: &FindMaxRate{MinShare: 1.5}}, "minShare"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ph := Phases{Load: &tc.load}
+			err := errors.Join(ph.validate("phases")...)
+			switch {
+			case tc.want == "" && err != nil:
+				t.Fatalf("want valid, got %v", err)
+			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+				t.Fatalf("want an error with %q, got %v", tc.want, err)
+			}
+			if tc.want == "" {
+				d := ph.Defaults()
+				if err := errors.Join(d.validate("phases")...); err != nil {
+					t.Fatalf("defaults made it invalid: %v", err)
+				}
+			}
+		})
 	}
 }
