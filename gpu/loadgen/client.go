@@ -83,6 +83,9 @@ type Request struct {
 	MaxTokens int
 	// Timeout bounds the whole request; 0 means none beyond ctx.
 	Timeout time.Duration
+	// ChunkTimes asks for every chunk with text's time (Result.ChunkAt),
+	// for the gaps between them (ITL).
+	ChunkTimes bool
 }
 
 // Result is one measured stream.
@@ -107,6 +110,9 @@ type Result struct {
 	End        time.Time // stream ended
 	// ContentChunks counts chunks with generated text.
 	ContentChunks int
+	// ChunkAt is, when the request asked (ChunkTimes), each chunk with
+	// text's time after Start, timed as FirstToken and LastToken are.
+	ChunkAt []time.Duration
 	// Done says the stream ended with [DONE]. One that ended without it
 	// and without a finish reason was cut short by the server (Cut).
 	Done bool
@@ -174,6 +180,9 @@ func (r Result) PrefillTokensPerSecond() float64 {
 // Do sends req with stream: true and reads the stream to its end.
 func (c *Client) Do(ctx context.Context, req Request) (Result, error) {
 	res := Result{Endpoint: req.Endpoint}
+	if req.ChunkTimes {
+		res.ChunkAt = make([]time.Duration, 0, min(req.MaxTokens, 1<<16))
+	}
 	if req.Timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, req.Timeout)
@@ -343,6 +352,13 @@ func (c *Client) read(body io.Reader, res *Result, conn arrival.Stamped) error {
 }
 
 func (r *Result) add(data []byte, at time.Time) error {
+	if r.ChunkAt != nil {
+		defer func(before int) {
+			if r.ContentChunks > before {
+				r.ChunkAt = append(r.ChunkAt, at.Sub(r.Start))
+			}
+		}(r.ContentChunks)
+	}
 	// Token chunks, once the stream's id is known, without Unmarshal.
 	if r.ID != "" {
 		if n, ok := scanTokenChunk(data); ok {

@@ -74,7 +74,7 @@ func (r *run) measure(ctx context.Context, i int, cell bench.Cell, res *bench.Ce
 	}
 
 	m := &measurer{
-		run: r, srv: srv, res: res,
+		run: r, srv: srv, res: res, cell: i,
 		client: loadgen.New(srv.baseURL, loadgen.Options{}),
 		model:  cell.Model,
 		nonce:  fmt.Sprintf("%s-%d", r.o.ID, i),
@@ -243,6 +243,7 @@ type measurer struct {
 	client *loadgen.Client
 	model  string
 	nonce  string
+	cell   int // its place in the plan
 	seq    int
 	tally  *tally // the phase attempt's
 }
@@ -255,6 +256,9 @@ type phase struct {
 
 func (m *measurer) phaseList() []phase {
 	p := m.run.phases
+	if p.LoadOnly {
+		return []phase{{bench.PhaseLoad, m.load}}
+	}
 	list := []phase{
 		{bench.PhaseDecode, m.decode},
 		{bench.PhaseColdTTFT, m.coldTTFT},
@@ -263,7 +267,11 @@ func (m *measurer) phaseList() []phase {
 	if p.LongContextTokens > 0 {
 		list = append(list, phase{bench.PhaseLongContext, m.longContext})
 	}
-	return append(list, phase{bench.PhaseConcurrent, m.concurrent})
+	list = append(list, phase{bench.PhaseConcurrent, m.concurrent})
+	if p.Load != nil {
+		list = append(list, phase{bench.PhaseLoad, m.load})
+	}
+	return list
 }
 
 // aliveTimeout bounds the wait, after a failed attempt, for the server to

@@ -58,6 +58,13 @@ func Report(rec bench.RunRecord) string {
 		fmt.Fprintf(&b, " | %s |\n", gpu)
 	}
 
+	for _, c := range rec.Cells {
+		if len(c.LoadPoints) == 0 {
+			continue
+		}
+		fmt.Fprintf(&b, "\n## Load: %s\n\n%s\n%s", c.Key, loadSetting(rec.Plan.Phases.Load), bench.LoadTable(c.LoadPoints, c.MaxRate))
+	}
+
 	var notes []string
 	for _, c := range rec.Cells {
 		if c.GPUMemoryNote != "" {
@@ -84,6 +91,36 @@ func Report(rec bench.RunRecord) string {
 		b.WriteString("\n" + strings.Join(notes, "\n") + "\n")
 	}
 	return b.String()
+}
+
+// loadSetting is the load phase's workload and SLO, in a line.
+func loadSetting(l *bench.Load) string {
+	if l == nil {
+		return ""
+	}
+	d := l.Defaults()
+	s := fmt.Sprintf("Workload %s, input %s, output %s tokens, %s", d.Workload.Kind, lengths(d.Workload.Input), lengths(d.Workload.Output), d.Endpoint)
+	if d.Arrival != "" {
+		s += ", " + d.Arrival + " arrivals"
+	}
+	if g := d.Goodput; g != nil {
+		s += fmt.Sprintf("; SLO ttft %g ms, tpot %g ms, e2el %g ms (0: none)", g.TTFTMs, g.TPOTMs, g.E2ELMs)
+	}
+	return s + ". Times in ms; each row the mean over its repeats (± the 95 % interval's half-width).\n"
+}
+
+func lengths(n bench.Lengths) string {
+	switch n.Dist {
+	case bench.DistUniform:
+		return fmt.Sprintf("%d..%d", n.Min, n.Max)
+	case bench.DistNormal:
+		return fmt.Sprintf("%g±%g", n.Mean, n.Std)
+	case bench.DistFixed:
+		if n.Tokens > 0 {
+			return fmt.Sprint(n.Tokens)
+		}
+	}
+	return "from the file"
 }
 
 // timing says how the measured samples were timed (Sample.Stamped), so

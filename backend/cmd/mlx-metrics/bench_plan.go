@@ -63,6 +63,8 @@ func runBenchPlan(ctx context.Context, args []string) error {
 	fs.IntVar(&ph.Concurrency, "concurrency", 4, "`N` concurrent streams of the aggregate phase")
 	fs.IntVar(&ph.ConcurrentTokens, "concurrent-tokens", 128, "`TOKENS` per concurrent stream")
 	fs.Float64Var(&ph.RequestTimeoutScale, "timeout-scale", 1, "`FACTOR` multiplying every request's timeout (slow machines)")
+	var lf loadFlags
+	lf.register(fs)
 	fs.Usage = func() {
 		fmt.Fprintln(os.Stderr, `usage: mlx-metrics bench plan [--out FILE] [flags] [-- server command...]
 
@@ -84,6 +86,11 @@ uses the checkout's .mlx-metrics/). Examples (MLX):
   mlx-metrics bench plan --out ~/.mlx-metrics/metrics/bench/plans/running.json \
     --model mlx-community/Qwen3-0.6B-4bit --base-url http://127.0.0.1:8080/v1
 
+  mlx-metrics bench plan --load-only --request-rate 1,2,4,8 --num-prompts 200 \
+    --input-len 512 --output-len 128 --goodput "ttft:500 tpot:50" > sweep.json
+
+  mlx-metrics bench plan --load-only --find-max-rate --goodput "ttft:500 tpot:50" > capacity.json
+
 flags:`)
 		fs.PrintDefaults()
 	}
@@ -95,6 +102,11 @@ flags:`)
 	}
 	o.Argv = fs.Args()
 	o.Models = models
+	load, err := lf.load()
+	if err != nil {
+		return &exitError{code: 2, err: err}
+	}
+	ph.Load, ph.LoadOnly = load, lf.loadOnly
 	o.Attach = o.BaseURL != "" && len(o.Argv) == 0
 	if o.Attach {
 		for _, f := range []struct {
