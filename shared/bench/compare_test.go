@@ -81,3 +81,39 @@ func TestCombine(t *testing.T) {
 		}
 	}
 }
+
+func TestJudgeLoad(t *testing.T) {
+	ttft := LoadFigures[2] // TTFT p50, lower is better
+	rate := LoadFigures[0]
+	for _, tc := range []struct {
+		name string
+		f    LoadFigure
+		a, b []float64
+		want string
+	}{
+		{"apart", ttft, []float64{100, 101, 99}, []float64{150, 151, 149}, VerdictSlower},
+		{"apart, a rate", rate, []float64{10, 10.1, 9.9}, []float64{12, 12.1, 11.9}, VerdictFaster},
+		{"overlapping", ttft, []float64{100, 140, 60}, []float64{120, 160, 80}, VerdictSame},
+		{"under the threshold", ttft, []float64{100, 100.1}, []float64{102, 102.1}, VerdictSame},
+		{"one repeat under the floor", ttft, []float64{100}, []float64{115}, VerdictSame},
+		{"one repeat past the floor", ttft, []float64{100}, []float64{130}, VerdictSlower},
+		{"not measured", ttft, nil, []float64{1}, VerdictSame},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := JudgeLoad(tc.f, Estimate95(tc.a), Estimate95(tc.b), 0.05).Verdict; got != tc.want {
+				t.Errorf("verdict %s, want %s", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestEstimate95(t *testing.T) {
+	e := Estimate95([]float64{10, 12, 14, math.NaN()})
+	// mean 12, s = 2, t(2) = 4.303: half-width 4.303*2/sqrt(3)
+	if e.N != 3 || e.Mean != 12 || math.Abs(e.Std-2) > 1e-12 || math.Abs(e.Hi-12-4.303*2/math.Sqrt(3)) > 1e-9 || math.Abs(e.CV-2.0/12) > 1e-12 {
+		t.Errorf("%+v", e)
+	}
+	if one := Estimate95([]float64{5}); one.Interval || one.Lo != 5 || one.Hi != 5 {
+		t.Errorf("one value: %+v", one)
+	}
+}

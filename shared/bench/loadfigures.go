@@ -21,19 +21,27 @@ type LoadFigure struct {
 var LoadFigures = []LoadFigure{
 	{"request_throughput", "req/s", "/s", true, func(p LoadPoint) float64 { return p.RequestThroughput }},
 	{"output_throughput", "output tok/s", "tok/s", true, func(p LoadPoint) float64 { return p.OutputThroughput }},
-	{"ttft_p50", "TTFT p50", "ms", false, func(p LoadPoint) float64 { return p.TTFT.Median }},
-	{"ttft_p99", "TTFT p99", "ms", false, func(p LoadPoint) float64 { return p.TTFT.P99 }},
-	{"tpot_p50", "TPOT p50", "ms", false, func(p LoadPoint) float64 { return p.TPOT.Median }},
-	{"tpot_p99", "TPOT p99", "ms", false, func(p LoadPoint) float64 { return p.TPOT.P99 }},
-	{"itl_p50", "ITL p50", "ms", false, func(p LoadPoint) float64 { return p.ITL.Median }},
-	{"e2el_p50", "E2EL p50", "ms", false, func(p LoadPoint) float64 { return p.E2EL.Median }},
-	{"e2el_p99", "E2EL p99", "ms", false, func(p LoadPoint) float64 { return p.E2EL.P99 }},
+	{"ttft_p50", "TTFT p50", "ms", false, func(p LoadPoint) float64 { return p.TTFT.at(p.TTFT.Median) }},
+	{"ttft_p99", "TTFT p99", "ms", false, func(p LoadPoint) float64 { return p.TTFT.at(p.TTFT.P99) }},
+	{"tpot_p50", "TPOT p50", "ms", false, func(p LoadPoint) float64 { return p.TPOT.at(p.TPOT.Median) }},
+	{"tpot_p99", "TPOT p99", "ms", false, func(p LoadPoint) float64 { return p.TPOT.at(p.TPOT.P99) }},
+	{"itl_p50", "ITL p50", "ms", false, func(p LoadPoint) float64 { return p.ITL.at(p.ITL.Median) }},
+	{"e2el_p50", "E2EL p50", "ms", false, func(p LoadPoint) float64 { return p.E2EL.at(p.E2EL.Median) }},
+	{"e2el_p99", "E2EL p99", "ms", false, func(p LoadPoint) float64 { return p.E2EL.at(p.E2EL.P99) }},
 	{"goodput", "goodput", "/s", true, func(p LoadPoint) float64 {
 		if p.Goodput == nil {
 			return math.NaN()
 		}
 		return *p.Goodput
 	}},
+}
+
+// at is v, or NaN when d holds no value (nothing to compare).
+func (d Dist) at(v float64) float64 {
+	if d.Count == 0 {
+		return math.NaN()
+	}
+	return v
 }
 
 // Estimate is a figure over a point's repeats: mean, sample standard

@@ -204,3 +204,6 @@ func (p Phases) validate(field string) []error {
 	}
 	return errs
 }
+
+// Validate says what is wrong with the phases alone, every problem at once.
+func (p Phases) Validate() error { return errors.Join(p.validate("phases")...) }

@@ -37,7 +37,7 @@ func (f *loadFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.arrival, "arrival", "", "open-loop `ARRIVALS`: poisson (default), gamma or constant")
 	fs.Float64Var(&f.burstiness, "burstiness", 0, "gamma arrivals' `SHAPE` (1 is Poisson; under 1 burstier)")
 	fs.IntVar(&f.maxConcurrency, "max-concurrency", 0, "open loop: at most `N` requests in flight (0: no cap)")
-	fs.IntVar(&f.requests, "num-prompts", 0, "requests counted per point (default 200)")
+	fs.IntVar(&f.requests, "num-prompts", 0, "`N` requests counted per point (default 200)")
 	fs.DurationVar(&f.duration, "load-duration", 0, "send each point for `DURATION` instead of --num-prompts")
 	fs.IntVar(&f.warmups, "num-warmups", 0, "`N` warm-up requests before each point, not counted")
 	fs.IntVar(&f.repeats, "repeats", 0, "measure each point `N` times (default 1)")

@@ -204,7 +204,15 @@ func printBenchEntry(w io.Writer, e bench.HistoryEntry) error {
 		}
 		fmt.Fprintln(tw)
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for _, cell := range e.Cells {
+		if len(cell.LoadPoints) > 0 {
+			fmt.Fprintf(w, "\nload: %s (times in ms)\n%s", termSafe(cell.Key), termSafe(bench.LoadTable(cell.LoadPoints, cell.MaxRate)))
+		}
+	}
+	return nil
 }
 
 // figureTitle is a figure's column heading: "DECODE tok/s".
@@ -321,6 +329,9 @@ func printComparison(w io.Writer, a, b bench.HistoryEntry, threshold, regression
 			}
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", key, figureTitle(f), withSpread(*va, ra, okA), withSpread(*vb, rb, okB), pct(j.Change), v)
 		}
+		loadVerdicts, loadRegressions := compareLoad(tw, key, ca, cb, threshold, regression)
+		verdicts = append(verdicts, loadVerdicts...)
+		regressions += loadRegressions
 		if len(verdicts) == 0 {
 			fmt.Fprintf(tw, "%s\t\t\t\t\tnothing measured in both\n", key)
 			continue
@@ -335,6 +346,9 @@ func printComparison(w io.Writer, a, b bench.HistoryEntry, threshold, regression
 		}
 	}
 	tw.Flush()
+	if hasLoad(a) && hasLoad(b) {
+		fmt.Fprintf(w, "\nload points: %s\n", bench.LoadCompareRule)
+	}
 	if len(overall) == 0 {
 		fmt.Fprintln(w, "\nverdict: no cell measured in both runs")
 		return regressions
