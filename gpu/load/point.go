@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -97,13 +98,8 @@ func (s *sender) openLoop(ctx context.Context, p point, rng *rand.Rand, start ti
 		if i == l.WarmupRequests {
 			countedAt = at
 		}
-		if d := time.Until(start.Add(at)); d > 0 {
-			timer.Reset(d)
-			select {
-			case <-timer.C:
-			case <-ctx.Done():
-				return
-			}
+		if !waitUntil(ctx, timer, start.Add(at)) {
+			return
 		}
 		var slot time.Duration
 		if slots != nil {
@@ -125,6 +121,28 @@ func (s *sender) openLoop(ctx context.Context, p point, rng *rand.Rand, start ti
 		})
 		at += arr.next()
 	}
+}
+
+// spinFor is how long before a request's time the open loop stops
+// sleeping and watches the clock: Go's timers fire up to about a
+// millisecond late (the runtime's poller waits in whole milliseconds), and
+// that lateness would be every request's lag.
+const spinFor = 1500 * time.Microsecond
+
+// waitUntil returns at t, or false when ctx ends first.
+func waitUntil(ctx context.Context, timer *time.Timer, t time.Time) bool {
+	if d := time.Until(t) - spinFor; d > 0 {
+		timer.Reset(d)
+		select {
+		case <-timer.C:
+		case <-ctx.Done():
+			return false
+		}
+	}
+	for time.Now().Before(t) {
+		runtime.Gosched()
+	}
+	return ctx.Err() == nil
 }
 
 // closedLoop keeps p.streams requests in flight: each stream sends its

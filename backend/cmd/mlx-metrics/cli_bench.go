@@ -209,7 +209,11 @@ func printBenchEntry(w io.Writer, e bench.HistoryEntry) error {
 	}
 	for _, cell := range e.Cells {
 		if len(cell.LoadPoints) > 0 {
-			fmt.Fprintf(w, "\nload: %s (times in ms)\n%s", termSafe(cell.Key), termSafe(bench.LoadTable(cell.LoadPoints, cell.MaxRate)))
+			fmt.Fprintf(w, "\nload: %s (times in ms)\n", termSafe(cell.Key))
+			table := strings.TrimSuffix(bench.LoadTable(cell.LoadPoints, cell.MaxRate), "\n")
+			for _, line := range strings.Split(table, "\n") {
+				fmt.Fprintln(w, termSafe(line))
+			}
 		}
 	}
 	return nil

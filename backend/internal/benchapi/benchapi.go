@@ -79,6 +79,7 @@ func (a *API) Mount(_ *fiber.App, api fiber.Router) {
 		{fiber.MethodDelete, "/bench/:id", a.cancelJob},
 		{fiber.MethodGet, "/bench/:id/events", a.jobEvents},
 		{fiber.MethodGet, "/bench/:id/report", a.jobReport},
+		{fiber.MethodGet, "/bench/:id/requests/:file", a.jobRequests},
 		{fiber.MethodGet, "/history", a.listHistory},
 		{fiber.MethodPost, "/history", a.importRun},
 		{fiber.MethodGet, "/history/:id", a.getHistory},

@@ -41,19 +41,19 @@ func NewCSVWriter(w io.Writer) (*CSVWriter, error) {
 // Write adds e's rows.
 func (cw *CSVWriter) Write(e bench.HistoryEntry) error {
 	run := []string{
-		text(e.ID), text(e.Profile), text(e.Scope),
+		CSVText(e.ID), CSVText(e.Profile), CSVText(e.Scope),
 		time.UnixMilli(e.StartedAt).UTC().Format(time.RFC3339Nano),
 		strconv.FormatInt(e.DurationMs, 10),
 		strconv.FormatBool(e.Complete),
 		strconv.Itoa(e.ExitCode),
-		text(e.Machine.Chip),
+		CSVText(e.Machine.Chip),
 	}
 	if len(e.Cells) == 0 {
 		return cw.w.Write(append(run, make([]string, len(CSVHeader)-len(run))...))
 	}
 	for _, c := range e.Cells {
 		row := append(append([]string{}, run...),
-			text(c.Key), text(c.Model), text(c.Kind), text(c.Configuration), text(c.Status), text(c.Note))
+			CSVText(c.Key), CSVText(c.Model), CSVText(c.Kind), CSVText(c.Configuration), CSVText(c.Status), CSVText(c.Note))
 		for _, f := range bench.Figures {
 			row = append(row, num(f.Get(c)))
 		}
@@ -70,7 +70,7 @@ func (cw *CSVWriter) Flush() error {
 	return cw.w.Error()
 }
 
-// text is a text cell made inert for terminals and spreadsheets. Plan
+// CSVText is a text cell made inert for terminals and spreadsheets. Plan
 // text and model names come from files anyone with the plans directory
 // can write, or from an imported run.json: control characters (ESC, BEL:
 // a terminal showing the file acts on them), bidi controls and invalid
@@ -78,7 +78,7 @@ func (cw *CSVWriter) Flush() error {
 // run.json it came from is bounded). One that starts with = + - @ would
 // be read as a formula, so it gets a leading single quote, as OWASP's CSV
 // injection guidance says. Figures are written by num and need none.
-func text(s string) string {
+func CSVText(s string) string {
 	s = printable.Cut(s, math.MaxInt)
 	if s != "" && strings.ContainsRune("=+-@", rune(s[0])) {
 		return "'" + s
