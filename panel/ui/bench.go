@@ -25,8 +25,10 @@ const requestTimeout = 10 * time.Second
 // their answers), bench_follow.go (the jobs' stream, polling and the
 // clock's tick), bench_profiles.go (the plans and Run), bench_job.go (the
 // running job and the last one that ended), bench_history.go (the list of
-// runs), bench_run.go (one run's detail) and bench_trend.go (a figure
-// across runs).
+// runs), bench_run.go (one run's detail), bench_compare.go with
+// bench_curves.go, bench_load_table.go and bench_load_csv.go (a run's load
+// sweeps, alone or over another run's) and bench_trend.go (a figure across
+// runs).
 type BenchView struct {
 	app.Compo
 
@@ -62,6 +64,9 @@ type BenchView struct {
 
 	detail    *bench.HistoryEntry
 	detailErr string
+	// compareID is the listed run whose load curves are drawn over the
+	// open run's (bench_compare.go), "" for none.
+	compareID string
 
 	trendProfile string
 	figure       int
