@@ -67,6 +67,14 @@ func (r CurveRun) prefix() string {
 	return r.Label + " "
 }
 
+// bound is the run's SLO bound on f in ms, 0 when it has none.
+func (r CurveRun) bound(f LoadFigure) float64 {
+	if r.Cell.SLO == nil {
+		return 0
+	}
+	return f.Bound(*r.Cell.SLO)
+}
+
 // curvePoint is one offered load of a sweep: its repeats' mean.
 type curvePoint struct {
 	offered     float64 // requests/s; 0 for a closed loop
@@ -158,16 +166,21 @@ func maxRateX(c bench.CompactCell, axis LoadAxis) (float64, bool) {
 
 // LoadCurve follows f's p50 and p99 against the load each run's cell
 // carried (axis), one colour per run, the p99 dashed; a saturated load
-// is a triangle. Each run's SLO bound on f is a horizontal line (one line
-// when the runs share it) and the max rate its search found a vertical
-// one; an axis stretches to a mark beyond its data.
+// is a triangle. Each run's SLO bound on f is a horizontal line (one,
+// named for no run, when the runs share it) and the max rate its search
+// found a vertical one; an axis stretches to a mark beyond its data.
 func LoadCurve(runs []CurveRun, f LoadFigure, axis LoadAxis, p Palette) []byte {
 	c := charts.NewLine()
 	// ECharts leaves a markLine beyond the data's extent off the plot: an
 	// axis is stretched when a mark lies past its data.
 	var dataX, dataY, markX, markY float64
 	marks := make([][]any, len(runs))
-	var bounds []float64 // SLO lines drawn, one per value
+	// An SLO line per bound, named for its run unless every run has it.
+	shared := true
+	for _, r := range runs {
+		shared = shared && r.bound(f) == runs[0].bound(f)
+	}
+	var drawn []float64
 	for i, r := range runs {
 		pts := curvePoints(r.Cell.LoadPoints, f, axis)
 		p50 := make([]opts.LineData, len(pts))
@@ -183,19 +196,25 @@ func LoadCurve(runs []CurveRun, f LoadFigure, axis LoadAxis, p Palette) []byte {
 		}
 		style := charts.WithItemStyleOpts(opts.ItemStyle{Color: p.color(i)})
 		line := charts.WithLineChartOpts(opts.LineChart{ShowSymbol: opts.Bool(true), SymbolSize: 7})
-		c.AddSeries(r.prefix()+f.Name+" p50", p50, line, style)
-		c.AddSeries(r.prefix()+f.Name+" p99", p99, line, style, charts.WithLineStyleOpts(opts.LineStyle{Type: "dashed"}))
+		// The chart's title and axis name the figure: the legend stays
+		// short enough for a phone's width.
+		c.AddSeries(r.prefix()+"p50", p50, line, style)
+		c.AddSeries(r.prefix()+"p99", p99, line, style, charts.WithLineStyleOpts(opts.LineStyle{Type: "dashed"}))
 
-		if r.Cell.SLO != nil {
-			if b := f.Bound(*r.Cell.SLO); b > 0 && !slices.Contains(bounds, b) {
-				bounds = append(bounds, b)
-				markY = max(markY, b)
-				marks[i] = append(marks[i], map[string]any{
-					"name": r.prefix() + "SLO " + format.Ms(b), "yAxis": b,
-					"lineStyle": map[string]any{"color": p.color(4), "type": "dashed", "width": 1.5},
-					"label":     map[string]any{"position": "insideEndTop", "color": p.color(4)},
-				})
+		if b := r.bound(f); b > 0 && !slices.Contains(drawn, b) {
+			drawn = append(drawn, b)
+			markY = max(markY, b)
+			name := "SLO " + format.Ms(b)
+			if !shared {
+				name = r.prefix() + name
 			}
+			marks[i] = append(marks[i], map[string]any{
+				"name": name, "yAxis": b,
+				"lineStyle": map[string]any{"color": p.color(4), "type": "dashed", "width": 1.5},
+				// At the left, where the latencies are low: the curves
+				// climb through it to the right.
+				"label": map[string]any{"position": "insideStartTop", "color": p.color(4)},
+			})
 		}
 		if x, ok := maxRateX(r.Cell, axis); ok {
 			markX = max(markX, x)

@@ -156,19 +156,19 @@ func TestLoadCurvesOptions(t *testing.T) {
 	}{
 		{
 			name:   "one run by request rate",
-			series: [2][]string{{"TTFT p50", "TTFT p99"}, {"TPOT p50", "TPOT p99"}},
+			series: [2][]string{{"p50", "p99"}, {"p50", "p99"}},
 			marks:  [2][]string{{"SLO 500 ms@yAxis=500", "max 2.00 req/s@xAxis=2"}, {"SLO 50.0 ms@yAxis=50", "max 2.00 req/s@xAxis=2"}},
 			xName:  "achieved requests/s",
 		},
 		{
 			name: "one run by output tokens: the max rate at the tokens/s it carried", byTokens: true,
-			series: [2][]string{{"TTFT p50", "TTFT p99"}, {"TPOT p50", "TPOT p99"}},
+			series: [2][]string{{"p50", "p99"}, {"p50", "p99"}},
 			marks:  [2][]string{{"SLO 500 ms@yAxis=500", "max 2.00 req/s@xAxis=190"}, {"SLO 50.0 ms@yAxis=50", "max 2.00 req/s@xAxis=190"}},
 			xName:  "output tokens/s",
 		},
 		{
 			name: "compared: both runs' series, each run's SLO and max rate (B's TPOT bound is none)", other: &b,
-			series: [2][]string{{"A TTFT p50", "A TTFT p99", "B TTFT p50", "B TTFT p99"}, {"A TPOT p50", "A TPOT p99", "B TPOT p50", "B TPOT p99"}},
+			series: [2][]string{{"A p50", "A p99", "B p50", "B p99"}, {"A p50", "A p99", "B p50", "B p99"}},
 			marks: [2][]string{
 				{"A SLO 500 ms@yAxis=500", "A max 2.00 req/s@xAxis=2", "B SLO 400 ms@yAxis=400", "B max 1.00 req/s@xAxis=1"},
 				{"A SLO 50.0 ms@yAxis=50", "A max 2.00 req/s@xAxis=2", "B max 1.00 req/s@xAxis=1"},
