@@ -65,14 +65,19 @@ func Bytes(n int64) string { return BytesIn(n, UnitOf(n)) }
 
 // Rate renders tokens per second, with thousands separators as counts and
 // the charts' axes have them.
-func Rate(v float64) string {
+func Rate(v float64) string { return perSecond(v, "tok/s") }
+
+// Requests renders requests per second as Rate renders tokens.
+func Requests(v float64) string { return perSecond(v, "req/s") }
+
+func perSecond(v float64, unit string) string {
 	switch {
 	case v >= 100 && !math.IsInf(v, 1):
-		return Count(int64(math.Round(v))) + " tok/s"
+		return Count(int64(math.Round(v))) + " " + unit
 	case v >= 10:
-		return fmt.Sprintf("%.1f tok/s", v)
+		return fmt.Sprintf("%.1f %s", v, unit)
 	default:
-		return fmt.Sprintf("%.2f tok/s", v)
+		return fmt.Sprintf("%.2f %s", v, unit)
 	}
 }
 

@@ -25,6 +25,8 @@ func TestFormat(t *testing.T) {
 		{"rate hundreds", Rate(327.5), "328 tok/s"},
 		{"rate mid", Rate(42.25), "42.2 tok/s"},
 		{"rate low", Rate(3.14159), "3.14 tok/s"},
+		{"requests high", Requests(1234.4), "1,234 req/s"},
+		{"requests low", Requests(4), "4.00 req/s"},
 		{"ms small", Ms(12.34), "12.3 ms"},
 		{"ms mid", Ms(450.6), "451 ms"},
 		{"ms a second", Ms(1320), "1.32 s"},

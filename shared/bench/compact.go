@@ -24,7 +24,12 @@ func Compact(r RunRecord, runDirectory string) HistoryEntry {
 		Source:       r.Source,
 	}
 	for _, c := range r.Cells {
-		e.Cells = append(e.Cells, CompactCellOf(c))
+		cc := CompactCellOf(c)
+		if l := r.Plan.Phases.Load; l != nil && l.Goodput != nil && len(cc.LoadPoints) > 0 {
+			slo := *l.Goodput
+			cc.SLO = &slo
+		}
+		e.Cells = append(e.Cells, cc)
 	}
 	return e
 }

@@ -145,6 +145,30 @@ func TestCompactRun(t *testing.T) {
 	}
 }
 
+// A cell with load points carries the plan's SLO, so the panel can draw
+// it; a cell without (a failed one) does not.
+func TestCompactSLO(t *testing.T) {
+	slo := SLO{TTFTMs: 200, TPOTMs: 50}
+	r := RunRecord{
+		ID: "r", Plan: Plan{Phases: Phases{Load: &Load{Goodput: &slo}}},
+		Cells: []CellResult{
+			{Key: "loaded", Status: CellMeasured, LoadPoints: []LoadPoint{{Point: 1, Repeat: 1, OfferedRate: 2}}},
+			{Key: "failed", Status: CellFailed, LoadPoints: []LoadPoint{{Point: 1, Repeat: 1, OfferedRate: 2}}},
+		},
+	}
+	e := Compact(r, "")
+	if got := e.Cells[0].SLO; got == nil || *got != slo {
+		t.Errorf("loaded cell SLO = %v, want %v", got, slo)
+	}
+	if got := e.Cells[1].SLO; got != nil {
+		t.Errorf("failed cell SLO = %v, want none", got)
+	}
+	r.Plan.Phases.Load.Goodput.TTFTMs = 1
+	if e.Cells[0].SLO.TTFTMs != 200 {
+		t.Error("Compact shares the plan's SLO")
+	}
+}
+
 // Every figure reads its own field of a compact cell, and keys are unique.
 func TestFigures(t *testing.T) {
 	c := CompactCell{DecodeTokensPerSecond: f(1), TTFTColdMs: f(2), TTFTWarmMs: f(3), Prefill1kTokensPerSecond: f(4),

@@ -54,6 +54,9 @@ type CompactCell struct {
 	// (each point's requests stay in the run directory).
 	LoadPoints []LoadPoint `json:"loadPoints,omitempty"`
 	MaxRate    *MaxRate    `json:"maxRate,omitempty"`
+	// SLO is the plan's goodput bounds of the load phase, on a cell with
+	// load points: the panel draws them beside the curves.
+	SLO *SLO `json:"slo,omitempty"`
 }
 
 // HistoryList is GET /history's body, newest first; in JSON the original's
