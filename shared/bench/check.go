@@ -61,8 +61,18 @@ func (e HistoryEntry) Check(now time.Time) error {
 	}
 	texts := []string{e.Profile, e.Scope, e.RunDirectory, e.Machine.Chip, e.Machine.Host, e.Machine.OS, e.Machine.GPU}
 	texts = append(texts, e.Problems...)
+	if e.Source != nil {
+		texts = append(texts, e.Source.Tool, e.Source.Version)
+	}
 	for _, c := range e.Cells {
 		texts = append(texts, c.Key, c.Model, c.Kind, c.Configuration, c.Status, c.Note)
+		if c.MaxRate != nil {
+			texts = append(texts, c.MaxRate.Note)
+		}
+		for _, p := range c.LoadPoints {
+			texts = append(texts, p.Search, p.Arrival, p.RequestsFile)
+			texts = append(texts, p.Problems...)
+		}
 	}
 	for _, s := range texts {
 		if len(s) > MaxText {
@@ -81,6 +91,52 @@ func (e HistoryEntry) Check(now time.Time) error {
 		for k, r := range c.Spread {
 			if !inFigureBounds(r.Min) || !inFigureBounds(r.Max) || r.Min > r.Max {
 				return fmt.Errorf("cells[%d].spread.%.40q: want 0 <= min <= max <= %g", i, k, float64(MaxFigure))
+			}
+		}
+		if err := checkLoad(c); err != nil {
+			return fmt.Errorf("cells[%d].%w", i, err)
+		}
+	}
+	return nil
+}
+
+// checkLoad reports the first figure of a cell's load points, max rate or
+// SLO outside 0..MaxFigure (a NaN, a negative count), or a point's list
+// of problems past MaxProblems.
+func checkLoad(c CompactCell) error {
+	if len(c.LoadPoints) > MaxLoadPoints*MaxLoadRepeats {
+		return fmt.Errorf("loadPoints: %d, at most %d", len(c.LoadPoints), MaxLoadPoints*MaxLoadRepeats)
+	}
+	if mr := c.MaxRate; mr != nil {
+		for _, v := range []float64{mr.Rate, mr.FailedAt, mr.MinShare, float64(mr.Points)} {
+			if !inFigureBounds(v) {
+				return fmt.Errorf("maxRate: %g, want 0 to %g", v, float64(MaxFigure))
+			}
+		}
+	}
+	if s := c.SLO; s != nil {
+		for _, v := range []float64{s.TTFTMs, s.TPOTMs, s.E2ELMs} {
+			if !inFigureBounds(v) {
+				return fmt.Errorf("slo: %g, want 0 to %g", v, float64(MaxFigure))
+			}
+		}
+	}
+	for j, p := range c.LoadPoints {
+		if len(p.Problems) > MaxProblems {
+			return fmt.Errorf("loadPoints[%d].problems: %d, at most %d", j, len(p.Problems), MaxProblems)
+		}
+		vs := []float64{float64(p.Point), float64(p.Repeat), p.OfferedRate, float64(p.Concurrency), float64(p.Requests),
+			float64(p.Completed), float64(p.Errors), float64(p.Warmup), p.DurationS, p.SendRate, p.RequestThroughput,
+			p.OutputThroughput, p.TotalTokenThroughput, float64(p.InputTokens), float64(p.OutputTokens), float64(p.GoodRequests)}
+		if p.Goodput != nil {
+			vs = append(vs, *p.Goodput)
+		}
+		for _, d := range []Dist{p.TTFT, p.ITL, p.TPOT, p.E2EL, p.Lag} {
+			vs = append(vs, float64(d.Count), d.Mean, d.Std, d.Median, d.P90, d.P95, d.P99, d.P999)
+		}
+		for _, v := range vs {
+			if !inFigureBounds(v) {
+				return fmt.Errorf("loadPoints[%d]: a figure of %g, want 0 to %g", j, v, float64(MaxFigure))
 			}
 		}
 	}

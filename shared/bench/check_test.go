@@ -37,6 +37,16 @@ func TestHistoryEntryCheck(t *testing.T) {
 		{"too many problems", func(e *HistoryEntry) { e.Problems = make([]string, MaxProblems+1) }, "problems"},
 		{"a huge note", func(e *HistoryEntry) { e.Cells[0].Note = strings.Repeat("x", MaxText+1) }, "text"},
 		{"negative memory", func(e *HistoryEntry) { e.Machine.MemoryBytes = -1 }, "memoryBytes"},
+		{"a load point", func(e *HistoryEntry) {
+			e.Cells[0].LoadPoints = []LoadPoint{{Point: 1, Repeat: 1, OfferedRate: 2, Requests: 10, Completed: 10, TTFT: Dist{Count: 10, Median: 50}}}
+			e.Cells[0].MaxRate = &MaxRate{Rate: 2, MinShare: 0.95}
+			e.Source = &Source{Tool: "vllm bench serve", Version: "0.11.0"}
+		}, ""},
+		{"a load point's NaN", func(e *HistoryEntry) { e.Cells[0].LoadPoints = []LoadPoint{{TTFT: Dist{P99: math.NaN()}}} }, "loadPoints[0]"},
+		{"a load point's negative count", func(e *HistoryEntry) { e.Cells[0].LoadPoints = []LoadPoint{{Requests: -1}} }, "loadPoints[0]"},
+		{"a NaN goodput", func(e *HistoryEntry) { g := math.Inf(1); e.Cells[0].LoadPoints = []LoadPoint{{Goodput: &g}} }, "loadPoints[0]"},
+		{"a max rate below 0", func(e *HistoryEntry) { e.Cells[0].MaxRate = &MaxRate{Rate: -3} }, "maxRate"},
+		{"a huge source", func(e *HistoryEntry) { e.Source = &Source{Tool: strings.Repeat("t", MaxText+1)} }, "text"},
 		{"a host name at its bound", func(e *HistoryEntry) { e.Machine.Host = strings.Repeat("h", MaxHost) }, ""},
 		{"a host name past its bound", func(e *HistoryEntry) { e.Machine.Host = strings.Repeat("h", MaxHost+1) }, "machine.host"},
 		{"over a megabyte, each text in bounds", func(e *HistoryEntry) {
