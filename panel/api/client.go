@@ -114,6 +114,12 @@ func (c *Client) ReportURL(jobID string) string {
 	return strings.TrimRight(c.Base, "/") + "/bench/" + url.PathEscape(jobID) + "/report"
 }
 
+// RequestsBase is where a job's load point files are served: a point's
+// requestsFile, without its "requests/", follows it.
+func (c *Client) RequestsBase(jobID string) string {
+	return strings.TrimRight(c.Base, "/") + "/bench/" + url.PathEscape(jobID) + "/requests/"
+}
+
 func (c *Client) do(ctx context.Context, method, path string, body, out any) error {
 	req := request{method: method, url: strings.TrimRight(c.Base, "/") + path}
 	if method != methodGet {

@@ -52,6 +52,14 @@ func (v *BenchView) renderLoad(e *bench.HistoryEntry) app.UI {
 	}
 	other := v.compared()
 	cells := loadRuns(*e, other)
+	for _, runs := range cells {
+		for i := range runs {
+			// An imported run's requests stayed with the tool that measured it.
+			if r := &runs[i]; (r.RunID == e.ID && e.Source == nil) || (other != nil && r.RunID == other.ID && other.Source == nil) {
+				r.Requests = v.client().RequestsBase(r.RunID)
+			}
+		}
+	}
 	return app.Div().Class("load-sweeps").Body(
 		app.If(len(others) > 0, func() app.UI {
 			return app.Div().Class("trend-controls").Body(

@@ -16,6 +16,9 @@ type LoadRun struct {
 	RunID string
 	Label string
 	Cell  bench.CompactCell
+	// Requests is where the run's per-request files are served (the
+	// requests route without a file), empty when they are not.
+	Requests string
 }
 
 // LoadCurves shows one cell's load sweep: TTFT and TPOT against the load

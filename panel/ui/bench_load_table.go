@@ -2,6 +2,7 @@ package ui
 
 import (
 	"fmt"
+	"net/url"
 	"strings"
 
 	"github.com/maxence-charriere/go-app/v10/pkg/app"
@@ -13,7 +14,7 @@ import (
 
 // loadColumns are the points table's headers.
 var loadColumns = []string{"Offered", "Achieved", "Output", "TTFT p50", "TTFT p99", "TPOT p50", "TPOT p99",
-	"E2EL p50", "Errors", "Goodput", "Saturated"}
+	"E2EL p50", "Errors", "Goodput", "Saturated", "Requests"}
 
 // loadSummary is what a run measured of a cell's load: its SLO, the max
 // rate found, a row per point (in the order measured, each repeat its
@@ -32,7 +33,7 @@ func loadSummary(r LoadRun) app.UI {
 			return app.P().Class("max-rate").Text(maxRateText(*c.MaxRate))
 		}),
 		scrollTable("load-points", loadColumns, app.Range(pts).Slice(func(i int) app.UI {
-			return loadRow(pts[i])
+			return loadRow(pts[i], r.Requests)
 		})),
 		app.P().Class("note").Body(
 			app.A().Href(csvDataURL(loadCSV(r.RunID, c))).Attr("download", loadCSVName(r.RunID, c.Key)).
@@ -41,7 +42,9 @@ func loadSummary(r LoadRun) app.UI {
 	)
 }
 
-func loadRow(p bench.LoadPoint) app.UI {
+// loadRow is a point's row; requests, when set, is where its requests
+// file is served, linked as CSV.
+func loadRow(p bench.LoadPoint, requests string) app.UI {
 	bad := func(b bool) string {
 		if b {
 			return "num bad"
@@ -66,6 +69,10 @@ func loadRow(p bench.LoadPoint) app.UI {
 		app.Td().Class(bad(p.Errors > 0)).Text(itoa(p.Errors)),
 		tdNum(goodput),
 		app.Td().Class(bad(p.Saturated)).Text(saturated),
+		app.Td().Body(app.If(requests != "" && p.RequestsFile != "", func() app.UI {
+			return app.A().Href(requests+url.PathEscape(strings.TrimPrefix(p.RequestsFile, "requests/"))+"?format=csv").
+				Attr("download", "").DataSet("csv", "requests").Text("CSV")
+		})),
 	)
 }
 

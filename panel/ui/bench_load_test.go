@@ -33,10 +33,12 @@ func loadRun(id string, started int64) bench.HistoryEntry {
 	good := 1.9
 	p2 := sweepPoint(2, 1, 2, 1.9, 190, 150, 300, 22, 30)
 	p2.Goodput = &good
+	p1 := sweepPoint(1, 1, 1, 1, 100, 100, 200, 20, 26)
+	p1.RequestsFile = "requests/02-m_tree_load-p01-r1.ndjson"
 	return bench.HistoryEntry{ID: id, Profile: "load", Complete: true, StartedAt: started, Cells: []bench.CompactCell{
 		{Key: "m/tree/default", Status: bench.CellMeasured},
 		{Key: "m/tree/load", Status: bench.CellMeasured,
-			LoadPoints: []bench.LoadPoint{sweepPoint(1, 1, 1, 1, 100, 100, 200, 20, 26), sweepPoint(1, 2, 1, 0.98, 96, 110, 220, 21, 28), p2, sat},
+			LoadPoints: []bench.LoadPoint{p1, sweepPoint(1, 2, 1, 0.98, 96, 110, 220, 21, 28), p2, sat},
 			MaxRate:    &bench.MaxRate{Rate: 2, FailedAt: 4, MinShare: 0.95, Points: 3},
 			SLO:        &bench.SLO{TTFTMs: 500, TPOTMs: 50},
 		},
@@ -58,6 +60,7 @@ func TestBenchLoadDetail(t *testing.T) {
 		"Max rate found: 2.00 req/s; failed at 4.00 req/s (a rate passes when its goodput is at least 95.0% of it and the server kept up; 3 points)",
 		`data-control="compare"`, ">load · 2025-12-02 14:00 UTC · run-b</option>",
 		`download="run-a-m_tree_load-load.csv"`,
+		`/bench/run-a/requests/02-m_tree_load-p01-r1.ndjson?format=csv"`,
 	}, []string{`data-load="m/tree/default"`, `id="chart-load-ttft-1"`, `data-compare=`})
 	// go-app writes a true attribute bare, and attributes in any order.
 	checkTags(t, html, [][]string{
@@ -66,10 +69,10 @@ func TestBenchLoadDetail(t *testing.T) {
 	})
 
 	rows := map[string][]string{
-		"1.1": {"1.00 req/s", "1.00 req/s", "100 tok/s", "100 ms", "200 ms", "20.0 ms", "26.0 ms", "2.00 s", "0", format.Dash, "no"},
-		"1.2": {"1.00 req/s · repeat 2", "0.98 req/s", "96.0 tok/s", "110 ms", "220 ms", "21.0 ms", "28.0 ms", "2.00 s", "0", format.Dash, "no"},
-		"2.1": {"2.00 req/s", "1.90 req/s", "190 tok/s", "150 ms", "300 ms", "22.0 ms", "30.0 ms", "2.00 s", "0", "1.90 req/s", "no"},
-		"4.1": {"4.00 req/s · ladder", "3.10 req/s", "310 tok/s", "900 ms", "2.40 s", "60.0 ms", "95.0 ms", "2.00 s", "3", format.Dash, "yes"},
+		"1.1": {"1.00 req/s", "1.00 req/s", "100 tok/s", "100 ms", "200 ms", "20.0 ms", "26.0 ms", "2.00 s", "0", format.Dash, "no", "CSV"},
+		"1.2": {"1.00 req/s · repeat 2", "0.98 req/s", "96.0 tok/s", "110 ms", "220 ms", "21.0 ms", "28.0 ms", "2.00 s", "0", format.Dash, "no", ""},
+		"2.1": {"2.00 req/s", "1.90 req/s", "190 tok/s", "150 ms", "300 ms", "22.0 ms", "30.0 ms", "2.00 s", "0", "1.90 req/s", "no", ""},
+		"4.1": {"4.00 req/s · ladder", "3.10 req/s", "310 tok/s", "900 ms", "2.40 s", "60.0 ms", "95.0 ms", "2.00 s", "3", format.Dash, "yes", ""},
 	}
 	for point, want := range rows {
 		row := regexp.MustCompile(`data-point="` + regexp.QuoteMeta(point) + `"(?s:.*?)</tr>`).FindString(html)
