@@ -223,6 +223,9 @@ func record(res loadgen.Result, err error, start time.Time, i int, warmup bool, 
 		return rec
 	}
 	rec.TTFTMs = msOf(res.TTFT())
+	if d, ok := res.ClientShare(); ok {
+		rec.ClientMs = msOf(d)
+	}
 	rec.E2ELMs = msOf(res.Total())
 	if len(res.ChunkAt) > 1 {
 		rec.ITLMs = make([]float64, len(res.ChunkAt)-1)

@@ -257,6 +257,10 @@ type RequestRecord struct {
 	PromptTokens int64     `json:"promptTokens,omitempty"`
 	OutputTokens int64     `json:"outputTokens,omitempty"`
 	MaxTokens    int       `json:"maxTokens"`
-	Finish       string    `json:"finish,omitempty"`
-	Error        string    `json:"error,omitempty"`
+	// ClientMs is the client's own share of TTFT (sending, the network,
+	// reading): TTFT less the server's own received-to-first-token time,
+	// where the server stamps it (the reference engine's server_timing).
+	ClientMs float64 `json:"clientMs,omitempty"`
+	Finish   string  `json:"finish,omitempty"`
+	Error    string  `json:"error,omitempty"`
 }
