@@ -104,6 +104,23 @@ func TestFleetWithRealPrometheus(t *testing.T) {
 			t.Errorf("%s (engine at %v req/s): fleet %.2f req/s, its own count %.2f req/s", host, rates[i], got, own)
 		}
 	}
+	// Over a range far longer than the store holds (it is seconds old),
+	// the rates are over the time each series has existed: as the 10 s
+	// view's, not a fraction of them.
+	long, err := fleet.NewService(client, fleet.Config{Ranges: []string{"10m"}, CacheFor: time.Nanosecond}).View(context.Background(), fleet.Request{Range: "10m"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range long.Rows {
+		for _, s := range v.Rows {
+			if s.Host == r.Host && s.Model == r.Model && r.RequestsPerSecond != nil && s.RequestsPerSecond != nil {
+				t.Logf("%s: %.2f req/s over 10m, %.2f over 10s", r.Host, *r.RequestsPerSecond, *s.RequestsPerSecond)
+				if got, want := *r.RequestsPerSecond, *s.RequestsPerSecond; math.Abs(got-want) > 0.5*want+1 {
+					t.Errorf("%s: %.2f req/s over 10m, %.2f over 10s: the long range reads the store's short history as idle", r.Host, got, want)
+				}
+			}
+		}
+	}
 	if a, c := v.Rows, backends; len(a) < 3 || a[0].Host != c[2].Addr().String() {
 		t.Errorf("rows not by traffic, the busiest first: %v", hostsOf(v.Rows))
 	}

@@ -59,7 +59,7 @@ func sample(host, model, value string) string {
 func TestViewFigures(t *testing.T) {
 	srv, seen := fakeAPI(t, func(w http.ResponseWriter, q string) {
 		switch {
-		case strings.Contains(q, "unless on (instance, model_name) topk(2, sum by (instance, model_name) (rate(mlx_generation_tokens_total[1h])))"):
+		case strings.Contains(q, "unless on (instance, model_name) topk(2, sum by (instance, model_name) ("+rateOver("mlx_generation_tokens_total", "1h")+"))"):
 			if strings.HasPrefix(q, "histogram_quantile(0.5, sum by (le) (rate(mlx_time_to_first_token_seconds_bucket[1h])") {
 				fmt.Fprint(w, `{"status":"success","data":{"resultType":"vector","result":[{"metric":{},"value":[1764690000,"0.4"]}]}}`)
 				return
@@ -513,5 +513,20 @@ func TestViewLateAsksNothing(t *testing.T) {
 	}
 	if len(*seen) != 0 {
 		t.Fatalf("%d queries asked", len(*seen))
+	}
+}
+
+// A counter's rate is over the time its series has existed in the range,
+// at most the range.
+func TestRateOver(t *testing.T) {
+	for _, tc := range []struct{ series, rng, want string }{
+		{"x", "15m", "increase(x[15m]) / clamp(time() - min_over_time(timestamp(x)[15m:3s]), 1, 900)"},
+		{`x{a="b"}`, "24h", `increase(x{a="b"}[24h]) / clamp(time() - min_over_time(timestamp(x{a="b"})[24h:360s]), 1, 86400)`},
+		{"x", "10s", "increase(x[10s]) / clamp(time() - min_over_time(timestamp(x)[10s:1s]), 1, 10)"},
+		{"x", "1d", "rate(x[1d])"}, // not a Go duration: the plain rate
+	} {
+		if got := rateOver(tc.series, tc.rng); got != tc.want {
+			t.Errorf("rateOver(%s, %s) = %s, want %s", tc.series, tc.rng, got, tc.want)
+		}
 	}
 }

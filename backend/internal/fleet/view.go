@@ -170,7 +170,23 @@ func set(get func(*shared.Row) **float64) func(*shared.Row, float64) {
 // the rows.
 func (s *Service) tokensQuery(r Request) string {
 	h := s.cfg.HostLabel
-	return "sum by (" + h + ", model_name) (rate(mlx_generation_tokens_total" + selector(h, r.Host, r.Model) + "[" + r.Range + "]))"
+	return "sum by (" + h + ", model_name) (" + rateOver("mlx_generation_tokens_total"+selector(h, r.Host, r.Model), r.Range) + ")"
+}
+
+// rateOver is a counter's per-second rate over the range, or over the
+// part of it its series has existed: rate() divides by the whole range,
+// so a store that holds three minutes of a host reads a fifth of its rate
+// over 15 minutes. The increase is divided instead by the time since the
+// series' first sample in the range (found by a subquery of about 240
+// steps), at most the range.
+func rateOver(series, rng string) string {
+	d, err := time.ParseDuration(rng)
+	if err != nil || d <= 0 {
+		return "rate(" + series + "[" + rng + "])"
+	}
+	step := max(time.Second, (d/240).Truncate(time.Second))
+	return fmt.Sprintf("increase(%s[%s]) / clamp(time() - min_over_time(timestamp(%s)[%s:%ds]), 1, %d)",
+		series, rng, series, rng, int(step.Seconds()), int(d.Seconds()))
 }
 
 // queries are a view's queries for r, figures by (host, model).
@@ -181,7 +197,7 @@ func (s *Service) queries(r Request) (hosts, reporting string, figs []figure) {
 	by := "sum by (" + h + ", model_name) "
 	figs = []figure{
 		{"tokensPerSecond", s.tokensQuery(r), set(func(r *shared.Row) **float64 { return &r.TokensPerSecond })},
-		{"requestsPerSecond", by + "(rate(mlx_request_success_total" + sel + "[" + r.Range + "]))", set(func(r *shared.Row) **float64 { return &r.RequestsPerSecond })},
+		{"requestsPerSecond", by + "(" + rateOver("mlx_request_success_total"+sel, r.Range) + ")", set(func(r *shared.Row) **float64 { return &r.RequestsPerSecond })},
 		{"errors", by + "(increase(mlx_request_errors_total" + sel + "[" + r.Range + "]))", set(func(r *shared.Row) **float64 { return &r.Errors })},
 		{"kvUsage", "max by (" + h + ", model_name) (mlx_kv_cache_usage_ratio" + sel + ")", set(func(r *shared.Row) **float64 { return &r.KVUsage })},
 		{"queueDepth", by + "(mlx_num_requests_waiting" + sel + ")", set(func(r *shared.Row) **float64 { return &r.QueueDepth })},
