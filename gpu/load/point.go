@@ -92,11 +92,11 @@ func (s *sender) openLoop(ctx context.Context, p point, rng *rand.Rand, start ti
 	<-timer.C
 	var at, countedAt time.Duration // scheduled offsets
 	for i := 0; ; i++ {
+		if i == l.WarmupRequests {
+			countedAt = at // a duration counts from the first counted request
+		}
 		if !s.more(i, at-countedAt) {
 			return
-		}
-		if i == l.WarmupRequests {
-			countedAt = at
 		}
 		if !waitUntil(ctx, timer, start.Add(at)) {
 			return

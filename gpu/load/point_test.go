@@ -44,6 +44,9 @@ func TestPoint(t *testing.T) {
 		{"open loop capped", live, point{rate: 500, streams: 2}, bench.Load{Requests: 20}, 20, 20},
 		{"closed loop", live, point{streams: 3}, bench.Load{Requests: 25, WarmupRequests: 2}, 25, 25},
 		{"by duration", live, point{rate: 100}, bench.Load{DurationMs: 200}, -1, -1},
+		// The warm-up outlasts the duration: the duration still counts
+		// from the first counted request.
+		{"by duration after a long warm-up", live, point{rate: 100}, bench.Load{DurationMs: 100, WarmupRequests: 20}, -1, -1},
 		{"closed loop by duration", live, point{streams: 2}, bench.Load{DurationMs: 200}, -1, -1},
 		{"refused", refusing.URL + "/v1", point{rate: 200}, bench.Load{Requests: 10}, 10, 0},
 	} {
