@@ -51,6 +51,14 @@ func Run(ctx context.Context, o Options) (Result, error) {
 	s := &sender{client: o.Client, model: o.Model, load: l, wl: wl, nonce: o.Nonce, timeout: o.Timeout}
 	var res Result
 	n := 0
+	// The progress lines count the repeats measured out of those planned
+	// (a search's bound: it may end sooner).
+	planned := len(l.Rates) + len(l.Concurrencies)
+	if l.FindMaxRate != nil {
+		planned = l.FindMaxRate.MaxPoints
+	}
+	p := progress{out: o.Out, total: planned * l.Repeats}
+	prog := &p
 	measure := func(p point) ([]bench.LoadPoint, error) {
 		n++
 		p.index = n
@@ -58,6 +66,7 @@ func Run(ctx context.Context, o Options) (Result, error) {
 		for r := 1; r <= l.Repeats; r++ {
 			p.repeat = r
 			lp, err := o.measure(ctx, s, p)
+			prog.tell(lp)
 			res.Points = append(res.Points, lp)
 			reps = append(reps, lp)
 			if err != nil {
@@ -97,7 +106,6 @@ func (o Options) measure(ctx context.Context, s *sender, p point) (bench.LoadPoi
 		err = fmt.Errorf("point %d: %w", p.index, errors.Unwrap(cerr))
 	}
 	lp.RequestsFile = name
-	fmt.Fprintln(o.Out, describe(lp))
 	if err == nil && lp.Completed == 0 {
 		err = fmt.Errorf("point %d: no request completed (%s)", p.index, firstProblem(lp))
 	}
@@ -111,7 +119,19 @@ func firstProblem(lp bench.LoadPoint) string {
 	return "no problem recorded"
 }
 
-// describe is a point's progress line.
+// progress tells each point as it ends: "load point 3/8: point 3.1 …",
+// a step line the backend reads as the phase's progress.
+type progress struct {
+	out         io.Writer
+	done, total int
+}
+
+func (p *progress) tell(lp bench.LoadPoint) {
+	p.done++
+	fmt.Fprintf(p.out, "load point %d/%d: %s\n", p.done, max(p.total, p.done), describe(lp))
+}
+
+// describe is a point's figures, in a line.
 func describe(lp bench.LoadPoint) string {
 	load := fmt.Sprintf("%d streams", lp.Concurrency)
 	if lp.OfferedRate > 0 {
@@ -120,7 +140,7 @@ func describe(lp bench.LoadPoint) string {
 			load += fmt.Sprintf(" (cap %d)", lp.Concurrency)
 		}
 	}
-	line := fmt.Sprintf("load point %d.%d %s: %d/%d ok, %.2f req/s, %.1f output tok/s, TTFT p50 %s p99 %s, TPOT p50 %s, lag p99 %s",
+	line := fmt.Sprintf("point %d.%d at %s: %d/%d ok, %.2f req/s, %.1f output tok/s, TTFT p50 %s p99 %s, TPOT p50 %s, lag p99 %s",
 		lp.Point, lp.Repeat, load, lp.Completed, lp.Requests, lp.RequestThroughput, lp.OutputThroughput,
 		duration.Ms(lp.TTFT.Median), duration.Ms(lp.TTFT.P99), duration.Ms(lp.TPOT.Median), duration.Ms(lp.Lag.P99))
 	if lp.Goodput != nil {

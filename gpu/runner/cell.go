@@ -255,21 +255,13 @@ type phase struct {
 }
 
 func (m *measurer) phaseList() []phase {
-	p := m.run.phases
-	if p.LoadOnly {
-		return []phase{{bench.PhaseLoad, m.load}}
+	do := map[string]func(ctx context.Context, attempt int) ([]bench.Sample, error){
+		bench.PhaseDecode: m.decode, bench.PhaseColdTTFT: m.coldTTFT, bench.PhaseWarmTTFT: m.warmTTFT,
+		bench.PhaseLongContext: m.longContext, bench.PhaseConcurrent: m.concurrent, bench.PhaseLoad: m.load,
 	}
-	list := []phase{
-		{bench.PhaseDecode, m.decode},
-		{bench.PhaseColdTTFT, m.coldTTFT},
-		{bench.PhaseWarmTTFT, m.warmTTFT},
-	}
-	if p.LongContextTokens > 0 {
-		list = append(list, phase{bench.PhaseLongContext, m.longContext})
-	}
-	list = append(list, phase{bench.PhaseConcurrent, m.concurrent})
-	if p.Load != nil {
-		list = append(list, phase{bench.PhaseLoad, m.load})
+	var list []phase
+	for _, name := range m.run.phases.Names() {
+		list = append(list, phase{name, do[name]})
 	}
 	return list
 }

@@ -123,6 +123,24 @@ func (p Phases) Defaults() Phases {
 	return p
 }
 
+// Names is the phases a cell of these phases measures, in order: the
+// runner's list and the backend's progress read it alike.
+func (p Phases) Names() []string {
+	p = p.Defaults()
+	if p.LoadOnly {
+		return []string{PhaseLoad}
+	}
+	names := []string{PhaseDecode, PhaseColdTTFT, PhaseWarmTTFT}
+	if p.LongContextTokens > 0 {
+		names = append(names, PhaseLongContext)
+	}
+	names = append(names, PhaseConcurrent)
+	if p.Load != nil {
+		names = append(names, PhaseLoad)
+	}
+	return names
+}
+
 // Profile describes a plan as GET /bench/profiles lists it.
 type Profile struct {
 	Name string `json:"name"`

@@ -195,3 +195,20 @@ func TestLoadValidate(t *testing.T) {
 		})
 	}
 }
+
+func TestPhaseNames(t *testing.T) {
+	load := &Load{Rates: []float64{1}}
+	for _, tc := range []struct {
+		p    Phases
+		want string
+	}{
+		{Phases{}, "decode cold-ttft warm-ttft long-context concurrent"},
+		{Phases{LongContextTokens: -1}, "decode cold-ttft warm-ttft concurrent"},
+		{Phases{Load: load}, "decode cold-ttft warm-ttft long-context concurrent load"},
+		{Phases{Load: load, LoadOnly: true}, "load"},
+	} {
+		if got := strings.Join(tc.p.Names(), " "); got != tc.want {
+			t.Errorf("%+v: %s, want %s", tc.p, got, tc.want)
+		}
+	}
+}

@@ -184,7 +184,7 @@ func rateOver(series, rng string) string {
 	if err != nil || d <= 0 {
 		return "rate(" + series + "[" + rng + "])"
 	}
-	step := max(time.Second, (d/240).Truncate(time.Second))
+	step := max(time.Second, (d / 240).Truncate(time.Second))
 	return fmt.Sprintf("increase(%s[%s]) / clamp(time() - min_over_time(timestamp(%s)[%s:%ds]), 1, %d)",
 		series, rng, series, rng, int(step.Seconds()), int(d.Seconds()))
 }

@@ -21,6 +21,8 @@ func TestPhaseAndStepLines(t *testing.T) {
 		{"warm TTFT 1/3: 38.0 ms (768 of 812 prompt tokens cached)", lineStep, "", 1.0 / 3},
 		{"cold TTFT 3/3: 420.0 ms, prefill 2400 tok/s (1024 prompt tokens)", lineStep, "", 1},
 		{"decode 6/5: nonsense", lineLog, "", 0},
+		{"load point 3/8: point 3.1 at 4 req/s poisson: 200/200 ok", lineStep, "load point 3/8: point 3.1 at 4 req/s poisson: 200/200 ok", 0.375},
+		{"phase load (attempt 1)", linePhase, "load", 0},
 		{"phase decode", lineLog, "", 0},
 		{"ready after 400 ms", lineLog, "", 0},
 	} {

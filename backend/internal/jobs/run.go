@@ -120,14 +120,8 @@ func (s *Service) line(j *job, text string, stdout bool) {
 }
 
 // planPhases is the measurement phases the runner takes in each cell of
-// plan, in its order (gpu/runner's phaseList).
-func planPhases(plan bench.Plan) []string {
-	ph := []string{bench.PhaseDecode, bench.PhaseColdTTFT, bench.PhaseWarmTTFT}
-	if plan.Phases.Defaults().LongContextTokens > 0 {
-		ph = append(ph, bench.PhaseLongContext)
-	}
-	return append(ph, bench.PhaseConcurrent)
-}
+// plan, in order.
+func planPhases(plan bench.Plan) []string { return plan.Phases.Names() }
 
 // keepRecord hands a run's record to history; a failure to keep it is a
 // problem of the job, and returned, since it fails the job (the record
