@@ -32,7 +32,7 @@ func TestDecodeFixtures(t *testing.T) {
 		file, tool, version, target string
 		points                      int
 		// check looks at the first point (or the one named in it).
-		check func(t *testing.T, ps []bench.LoadPoint)
+		check   func(t *testing.T, ps []bench.LoadPoint)
 		problem string // one of the run's problems holds it
 		start   time.Time
 	}{
@@ -412,8 +412,8 @@ func equalPoint(a, b bench.LoadPoint) bool {
 func TestPythonLiterals(t *testing.T) {
 	for in, want := range map[string]string{
 		`{"a": NaN, "b": -Infinity, "c": Infinity}`: `{"a": "NaN", "b": "-Infinity", "c": "Infinity"}`,
-		`{"NaN": "x NaN \" Infinity"}`:               `{"NaN": "x NaN \" Infinity"}`,
-		`[1, 2]`:                                     `[1, 2]`,
+		`{"NaN": "x NaN \" Infinity"}`:              `{"NaN": "x NaN \" Infinity"}`,
+		`[1, 2]`:                                    `[1, 2]`,
 	} {
 		if got := string(pythonLiterals([]byte(in))); got != want {
 			t.Errorf("%s: %s, want %s", in, got, want)
