@@ -172,6 +172,8 @@ type RunView struct {
 	// Additions.
 	StartedAtMs  int64  `json:"startedAtMs"`
 	FinishedAtMs *int64 `json:"finishedAtMs"`
+	// Source names the tool that measured an imported run.
+	Source *Source `json:"source,omitempty"`
 }
 
 // View is e as the API shows it.
@@ -181,7 +183,7 @@ func (e HistoryEntry) View() RunView {
 		StartedAt: TimeText(e.StartedAt), FinishedAt: timeOrNull(e.FinishedAt),
 		DurationMs: e.DurationMs, Complete: e.Complete, ExitCode: e.ExitCode,
 		Problems: e.Problems, RunDirectory: e.RunDirectory, Cells: e.Cells,
-		StartedAtMs: e.StartedAt, FinishedAtMs: msOrNull(e.FinishedAt),
+		StartedAtMs: e.StartedAt, FinishedAtMs: msOrNull(e.FinishedAt), Source: e.Source,
 	}
 	if e.Machine != (Machine{}) {
 		m := e.Machine
@@ -203,6 +205,7 @@ func (v RunView) Entry() HistoryEntry {
 		StartedAt: v.StartedAtMs, FinishedAt: orZero(v.FinishedAtMs),
 		DurationMs: v.DurationMs, Complete: v.Complete, ExitCode: v.ExitCode,
 		Problems: v.Problems, Machine: orZero(v.Machine), RunDirectory: v.RunDirectory, Cells: v.Cells,
+		Source: v.Source,
 	}
 }
 
