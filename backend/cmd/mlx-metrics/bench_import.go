@@ -133,7 +133,7 @@ func readImport(arg string, opts peers.Options) (body []byte, dir string, proble
 	if peers.Detect(body) == "" {
 		if !looksLikeRunRecord(body) {
 			_, err := peers.Decode(body, opts) // says what each tool's file looks like
-			return nil, "", nil, fmt.Errorf("%s: not a bench-serve run.json (an object with id and cells) either: %w", path, err)
+			return nil, "", nil, fmt.Errorf("%s: %w, nor a bench-serve run.json (an object with id and cells)", path, err)
 		}
 		if len(body) > benchapi.MaxImportBytes {
 			return nil, "", nil, fmt.Errorf("%s is over %d MiB: not a run.json", path, benchapi.MaxImportBytes>>20)

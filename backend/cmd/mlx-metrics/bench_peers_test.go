@@ -109,7 +109,7 @@ func TestImportForeignRefused(t *testing.T) {
 		f.Close()
 	}
 	tests := []struct{ path, want string }{
-		{write("other.json", `{"hello": "world"}`), "not a bench-serve run.json (an object with id and cells) either: not a result file of vllm bench serve, GuideLLM or AIPerf: want a vllm bench serve --save-result JSON"},
+		{write("other.json", `{"hello": "world"}`), "other.json: not a result file of vllm bench serve, GuideLLM or AIPerf: want a vllm bench serve --save-result JSON"},
 		{write("nan.json", `{"date": "20261207-120000", "request_throughput": NaN, "completed": 1, "duration": 1}`), "holds no point that reads: entry 1: request_throughput is not a number: left out"},
 		{huge, "is over 256 MiB"},
 	}
