@@ -16,13 +16,14 @@ var benchCommands = []command{
 	{"start", "start a job in a running backend from one of its profiles", runBenchStart},
 	{"cancel", "stop a running backend's queued or running job", runBenchCancel},
 	{"forget", "remove one run (readable or not) from a running backend's history", runBenchForget},
-	{"import", "keep runs recorded by hand (their run.json) in a history, for bench list and the panel", runBenchImport},
+	{"import", "keep runs recorded by hand (their run.json) or by vLLM, GuideLLM, AIPerf in a history", runBenchImport},
+	{"export", "write a run's load points in another tool's shape (vllm bench serve's)", runBenchExport},
 }
 
 // runBench dispatches `mlx-metrics bench <sub>`.
 func runBench(ctx context.Context, args []string) error {
 	if len(args) == 0 {
-		return usageErr("missing subcommand (run, plan, list, show, compare, start, cancel, forget, import)")
+		return usageErr("missing subcommand (run, plan, list, show, compare, start, cancel, forget, import, export)")
 	}
 	if args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
 		benchUsage()

@@ -2,17 +2,20 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/mlx-bun/mlx-metrics/backend/internal/apiclient"
 	"github.com/mlx-bun/mlx-metrics/backend/internal/benchapi"
 	"github.com/mlx-bun/mlx-metrics/backend/internal/history"
 	"github.com/mlx-bun/mlx-metrics/backend/internal/homelock"
+	"github.com/mlx-bun/mlx-metrics/backend/internal/peers"
 	"github.com/mlx-bun/mlx-metrics/shared/bench"
 	"github.com/mlx-bun/mlx-metrics/shared/clock"
 	"github.com/mlx-bun/mlx-metrics/shared/plural"
@@ -32,14 +35,19 @@ func benchImportCmd(ctx context.Context, args []string, env cliEnv) error {
 	server := fs.String("server", defaultServer(), "backend `URL` to import into (env MLX_METRICS_SERVER)")
 	token := fs.String("token", os.Getenv("MLX_METRICS_TOKEN"), "bearer `TOKEN` the backend requires of changes (env MLX_METRICS_TOKEN)")
 	home := fs.String("home", "", "import into the history under `DIR` directly, with no backend running on it (serve's --home)")
+	version := fs.String("source-version", "", "the `VERSION` of the tool that wrote a result file, where the file does not say (vllm bench serve's never does)")
 	fs.Usage = func() {
-		fmt.Fprintln(env.stderr, "usage: mlx-metrics bench import [--server URL] [--token TOKEN] [--home DIR] RUN_DIR...\n\n"+
+		fmt.Fprintln(env.stderr, "usage: mlx-metrics bench import [--server URL] [--token TOKEN] [--home DIR] [--source-version V] RUN_DIR_OR_FILE...\n\n"+
 			"Keeps finished runs recorded outside serve (a hand `bench run --out DIR`, another machine) in\n"+
 			"history, so they appear in `bench list` and the panel. RUN_DIR holds the run's run.json (or name\n"+
-			"the file itself). A run already in history is left as it is.\n\n"+
+			"the file itself). A result file another tool wrote is read too, told by its shape: `vllm bench\n"+
+			"serve --save-result` JSON, GuideLLM's benchmarks.json, AIPerf's profile_export_aiperf.json; each\n"+
+			"becomes a run of load points named by its content, so importing it twice keeps it once. A run\n"+
+			"already in history is left as it is.\n\n"+
 			"examples:\n"+
 			"  mlx-metrics bench import runs/20261203T100000Z-ab12cd          # into the running backend\n"+
-			"  mlx-metrics bench import --home ~/.mlx-metrics runs/*          # serve not running\n\nflags:")
+			"  mlx-metrics bench import --home ~/.mlx-metrics runs/*          # serve not running\n"+
+			"  mlx-metrics bench import --source-version 0.11.0 vllm-result.json\n\nflags:")
 		fs.PrintDefaults()
 	}
 	pos, err := parseFlags(fs, args)
@@ -47,7 +55,7 @@ func benchImportCmd(ctx context.Context, args []string, env cliEnv) error {
 		return err
 	}
 	if len(pos) == 0 {
-		return usageErr("want at least one run directory, got 0 arguments")
+		return usageErr("want at least one run directory or result file, got 0 arguments")
 	}
 	var keep func(body []byte, dir string) (string, error)
 	if *home != "" {
@@ -75,11 +83,12 @@ func benchImportCmd(ctx context.Context, args []string, env cliEnv) error {
 	}
 	failed := 0
 	for _, arg := range pos {
-		body, dir, err := readRunRecord(arg)
+		body, dir, problems, err := readImport(arg, peers.Options{Version: *version})
 		if err == nil {
 			var note string
 			if note, err = keep(body, dir); err == nil {
 				fmt.Fprintf(env.stdout, "%s: %s\n", arg, termLine(note))
+				printImportProblems(env.stdout, problems)
 				continue
 			}
 		}
@@ -92,27 +101,74 @@ func benchImportCmd(ctx context.Context, args []string, env cliEnv) error {
 	return nil
 }
 
-// readRunRecord reads arg's run.json (arg is the run directory or the file),
-// bounded as the route bounds it, and says which directory holds it.
-func readRunRecord(arg string) (body []byte, dir string, err error) {
+// readImport reads arg's run.json (arg is the run directory or the file),
+// or a result file another tool wrote, converted to a run.json; it says
+// which directory holds it, and the problems of a converted file.
+func readImport(arg string, opts peers.Options) (body []byte, dir string, problems []string, err error) {
 	path := arg
 	if fi, err := os.Stat(arg); err == nil && fi.IsDir() {
 		path = filepath.Join(arg, "run.json")
 	}
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, "", err
+		return nil, "", nil, err
 	}
 	defer f.Close()
-	body, err = io.ReadAll(io.LimitReader(f, benchapi.MaxImportBytes+1))
+	if fi, err := f.Stat(); err == nil {
+		opts.Modified = fi.ModTime()
+		if fi.Size() > peers.MaxFileBytes {
+			return nil, "", nil, fmt.Errorf("%s is over %d MiB: not a run.json or a tool's result", path, peers.MaxFileBytes>>20)
+		}
+	}
+	body, err = io.ReadAll(io.LimitReader(f, peers.MaxFileBytes+1))
 	if err != nil {
-		return nil, "", err
+		return nil, "", nil, err
 	}
-	if len(body) > benchapi.MaxImportBytes {
-		return nil, "", fmt.Errorf("%s is over %d MiB: not a run.json", path, benchapi.MaxImportBytes>>20)
+	if len(body) > peers.MaxFileBytes {
+		return nil, "", nil, fmt.Errorf("%s is over %d MiB: not a run.json or a tool's result", path, peers.MaxFileBytes>>20)
 	}
-	dir, err = filepath.Abs(filepath.Dir(path))
-	return body, dir, err
+	if dir, err = filepath.Abs(filepath.Dir(path)); err != nil {
+		return nil, "", nil, err
+	}
+	if peers.Detect(body) == "" {
+		if !looksLikeRunRecord(body) {
+			_, err := peers.Decode(body, opts) // says what each tool's file looks like
+			return nil, "", nil, fmt.Errorf("%s: %w, nor a bench-serve run.json (an object with id and cells)", path, err)
+		}
+		if len(body) > benchapi.MaxImportBytes {
+			return nil, "", nil, fmt.Errorf("%s is over %d MiB: not a run.json", path, benchapi.MaxImportBytes>>20)
+		}
+		return body, dir, nil, nil
+	}
+	rec, err := peers.Decode(body, opts)
+	if err != nil {
+		return nil, "", nil, fmt.Errorf("%s: %w", path, err)
+	}
+	body, err = json.Marshal(rec)
+	return body, dir, rec.Problems, err
+}
+
+// looksLikeRunRecord says b is a JSON object with an id and cells, as every
+// run.json: anything else is read as one of the tools' files, whose errors
+// say what was expected.
+func looksLikeRunRecord(b []byte) bool {
+	var probe struct {
+		ID    json.RawMessage `json:"id"`
+		Cells json.RawMessage `json:"cells"`
+	}
+	return json.Unmarshal(b, &probe) == nil && probe.ID != nil && probe.Cells != nil
+}
+
+// printImportProblems lists what a converted file lacked, a few lines at most.
+func printImportProblems(w io.Writer, problems []string) {
+	const most = 5
+	for i, p := range problems {
+		if i == most {
+			fmt.Fprintf(w, "  (%d more problems: bench show)\n", len(problems)-most)
+			break
+		}
+		fmt.Fprintf(w, "  problem: %s\n", termLine(p))
+	}
 }
 
 func importLocal(h *history.Store, body []byte, dir string) (string, error) {
@@ -146,7 +202,10 @@ func kept(e bench.HistoryEntry) string {
 		done = "incomplete"
 	}
 	profile := e.Profile
-	if profile == "" {
+	switch {
+	case e.Source != nil:
+		profile = strings.TrimSpace(e.Source.Tool + " " + e.Source.Version)
+	case profile == "":
 		profile = "no profile" // bench run without --profile
 	}
 	return fmt.Sprintf("kept run %s (%s, %s, %s)", e.ID, profile, plural.Count(len(e.Cells), "cell", "cells"), done)
