@@ -74,7 +74,7 @@ func printProblems(w io.Writer, problems []bench.HistoryProblem) {
 func benchListCmd(ctx context.Context, args []string, env cliEnv) error {
 	fs, server, _ := clientFlags("bench list", "usage: mlx-metrics bench list [--server URL] [--limit N] [--json]\n\n"+
 		"Lists a running backend's finished bench-serve runs, newest first, with their result.\n\n"+
-		"examples:\n  mlx-metrics bench list\n  mlx-metrics bench list --limit 5 --json | jq '.entries[].id'", env, false)
+		"examples:\n  mlx-metrics bench list\n  mlx-metrics bench list --limit 5 --json | jq '.runs[].id'", env, false)
 	limit := fs.Int("limit", 20, fmt.Sprintf("list the newest `N` runs (at most %d)", benchapi.MaxHistoryLimit))
 	asJSON := fs.Bool("json", false, "print the history JSON")
 	pos, err := parseFlags(fs, args)
