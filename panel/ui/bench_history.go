@@ -108,15 +108,16 @@ func (v *BenchView) renderHistory() app.UI {
 			if e.Complete {
 				best = format.RatePtr(bestDecode(e))
 			}
+			// The labels name the cells where the table stacks (a phone).
 			return app.Tr().DataSet("run", e.ID).DataSet("complete", fmt.Sprint(e.Complete)).Body(
-				app.Td().Text(e.Profile),
+				app.Td().Class("run-profile").Text(e.Profile),
 				app.Td().Class("when").Text(format.When(e.StartedAt)),
-				tdNum(format.Ms(float64(e.DurationMs))),
-				app.Td().Class(map[bool]string{true: "ok", false: "bad"}[e.Complete]).Text(complete),
-				tdNum(fmt.Sprintf("%d / %d", measured(e), len(e.Cells))),
-				tdNum(best),
-				app.Td().Class("reason").Text(problemSummary(e.Problems)),
-				app.Td().Body(app.Button().Class("btn").DataSet("action", "open").Text("Details").
+				app.Td().Class("num").DataSet("label", "Duration").Text(format.Ms(float64(e.DurationMs))),
+				app.Td().Class(map[bool]string{true: "ok", false: "bad"}[e.Complete]).DataSet("label", "Complete").Text(complete),
+				app.Td().Class("num").DataSet("label", "Cells measured").Text(fmt.Sprintf("%d / %d", measured(e), len(e.Cells))),
+				app.Td().Class("num").DataSet("label", "Best decode").Text(best),
+				app.Td().Class("reason").DataSet("label", "Problems").Text(problemSummary(e.Problems)),
+				app.Td().Class("actions").Body(app.Button().Class("btn").DataSet("action", "open").Text("Details").
 					OnClick(func(ctx app.Context, ev app.Event) { v.open(ctx, e.ID) }, app.EventScope(e.ID))),
 			)
 		})),

@@ -56,9 +56,10 @@ func (v *BenchView) renderProfiles() app.UI {
 					app.Td().Class("profile").Body(app.Strong().Text(p.Name), app.If(p.Description != "", func() app.UI {
 						return app.Div().Class("muted").Text(p.Description)
 					})),
-					app.Td().Text(orDash(p.Scope)), // none when the plan does not load
-					app.Td().Body(modelName(models)),
-					tdNum(itoa(p.Cells)),
+					// The labels name the cells where the table stacks (a phone).
+					app.Td().DataSet("label", "Scope").Text(orDash(p.Scope)), // none when the plan does not load
+					app.Td().DataSet("label", "Models").Body(modelName(models)),
+					app.Td().Class("num").DataSet("label", "Cells").Text(itoa(p.Cells)),
 					app.Td().Class("actions").Body(
 						app.Button().Class("btn btn-primary").DataSet("action", "run").
 							Disabled(blocked != "").Title(blocked).Text("Run").

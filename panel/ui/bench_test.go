@@ -379,7 +379,7 @@ func TestBenchViewUnknowns(t *testing.T) {
 	v := &BenchView{}
 	v.apply(benchData{fetched: true, profiles: []bench.Profile{{Name: "broken", Error: "invalid plan"}}})
 	html := render(t, v)
-	if !strings.Contains(html, "<td>"+format.Dash+"</td>") {
+	if !strings.Contains(html, `<td data-label="Scope">`+format.Dash+"</td>") {
 		t.Errorf("a profile without a scope:\n%s", html)
 	}
 	if got := machine(bench.Machine{}); got != "machine not recorded" {

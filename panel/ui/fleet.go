@@ -104,7 +104,7 @@ func (v *FleetView) Render() app.UI {
 	if stale {
 		class += " stale"
 	}
-	return app.Div().Class(class).Body(
+	return app.Div().Class(class).ID("view-fleet").Body(
 		app.Div().Class("fleet-bar").Body(
 			app.Div().Class("ranges").Attr("role", "group").Aria("label", "range").Body(app.Range(fleetRanges).Slice(func(i int) app.UI {
 				r := fleetRanges[i]
@@ -202,7 +202,7 @@ func fleetRow(r fleet.Row, hosts []fleet.Host) app.UI {
 		kv = format.Percent(*r.KVUsage)
 	}
 	return app.Tr().DataSet("host", r.Host).DataSet("reporting", fmt.Sprint(reporting)).Body(
-		app.Td().Text(r.Host), app.Td().Text(r.Model),
+		app.Td().Text(r.Host), app.Td().Body(modelName(r.Model)),
 		tdNum(num(r.TokensPerSecond, 1)), tdNum(num(r.RequestsPerSecond, 2)),
 		tdNum(q(r.TTFT)), tdNum(q(r.TPOT)), tdNum(q(r.E2E)),
 		tdNum(kv), tdNum(num(r.QueueDepth, 0)), tdNum(num(r.Errors, 0)),

@@ -11,6 +11,7 @@ import (
 	"github.com/mlx-bun/mlx-metrics/panel/charts"
 	"github.com/mlx-bun/mlx-metrics/shared/bench"
 	"github.com/mlx-bun/mlx-metrics/shared/events"
+	"github.com/mlx-bun/mlx-metrics/shared/fleet"
 	"github.com/mlx-bun/mlx-metrics/shared/snapshot"
 )
 
@@ -114,6 +115,8 @@ func TestModelNamesWrapAtSeparators(t *testing.T) {
 		{"requests", &RequestsView{Snap: snap}, 1},
 		{"serving by model", &ServingView{Snap: snap}, 1},
 		{"benchmarks: a profile's models and a cell", bv, 2},
+		{"fleet", &FleetView{view: &fleet.View{Enabled: true, Hosts: []fleet.Host{{Host: "h:1", Reporting: true}},
+			Rows: []fleet.Row{{Host: "h:1", Model: name}}}}, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			html := render(t, tc.compo)
@@ -125,5 +128,26 @@ func TestModelNamesWrapAtSeparators(t *testing.T) {
 				t.Error("a name shown without break opportunities")
 			}
 		})
+	}
+}
+
+// A name with a word too long for a phone's column may break inside it
+// (model-name-unbroken); one whose words are short breaks only after its
+// separators.
+func TestModelNameUnbroken(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		unbroken bool
+	}{
+		{"mlx-community/Qwen3-30B-A3B-Instruct-2507-4bit-DWQ", false},
+		{"reference-sim, mlx-community/Qwen3-4B-4bit", false},
+		{"org/AnUnusuallyLongModelNameWithoutSeparators", true},
+		{"AnUnusuallyLongModelName", true},
+		{"TwentyCharactersLong", false},
+	} {
+		html := render(t, &ModelsView{Snap: &snapshot.Snapshot{Models: []snapshot.Model{{Model: tc.name, State: snapshot.StateResident}}}})
+		if got := strings.Contains(html, "model-name-unbroken"); got != tc.unbroken {
+			t.Errorf("%q marked unbroken %v, want %v", tc.name, got, tc.unbroken)
+		}
 	}
 }

@@ -53,23 +53,39 @@ func section(title string, body ...app.UI) app.UI {
 
 func itoa(n int) string { return fmt.Sprint(n) }
 
+// unbrokenWord is the length (in bytes) past which a word of a model id,
+// between its separators, may break anywhere: about what a phone's table
+// column shows on one line.
+const unbrokenWord = 20
+
 // modelName renders a model id with break opportunities after its
 // separators (org/name-variant.quant), so a narrow column wraps it there
-// rather than inside a word.
+// rather than inside a word. A name with a word longer than unbrokenWord
+// is also marked model-name-unbroken, which may break inside that word
+// (overflow-wrap: anywhere): left whole, it would set its column's width.
 func modelName(name string) app.UI {
 	var parts []app.UI
-	start := 0
+	start, word, longest := 0, 0, 0 // word: where the current word began
 	for i := 0; i < len(name); i++ {
 		switch name[i] {
 		case '/', '-', '_', '.', ':', '@':
 			parts = append(parts, app.Text(name[start:i+1]), app.Wbr())
 			start = i + 1
+		case ' ': // a break opportunity already (names joined by ", ")
+		default:
+			longest = max(longest, i+1-word)
+			continue
 		}
+		word = i + 1
 	}
 	if start < len(name) {
 		parts = append(parts, app.Text(name[start:]))
 	}
-	return app.Span().Class("model-name").Body(parts...)
+	class := "model-name"
+	if longest > unbrokenWord {
+		class += " model-name-unbroken"
+	}
+	return app.Span().Class(class).Body(parts...)
 }
 
 // scrollTable is a table that scrolls sideways inside its card on a narrow
