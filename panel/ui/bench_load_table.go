@@ -69,7 +69,7 @@ func loadRow(p bench.LoadPoint, requests string) app.UI {
 		app.Td().Class(bad(p.Errors > 0)).Text(itoa(p.Errors)),
 		tdNum(goodput),
 		app.Td().Class(bad(p.Saturated)).Text(saturated),
-		app.Td().Body(app.If(requests != "" && p.RequestsFile != "", func() app.UI {
+		app.Td().Class("num").Body(app.If(requests != "" && p.RequestsFile != "", func() app.UI {
 			return app.A().Href(requests+url.PathEscape(strings.TrimPrefix(p.RequestsFile, "requests/"))+"?format=csv").
 				Attr("download", "").DataSet("csv", "requests").Text("CSV")
 		})),
