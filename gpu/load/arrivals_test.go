@@ -39,3 +39,24 @@ func TestArrivals(t *testing.T) {
 		}
 	}
 }
+
+// Each point and repeat has a stream of its own, the same for the same
+// seed, and over many points the schedules keep the rate (one point of 50
+// Poisson requests spreads about 14 % by itself).
+func TestPointSchedulesIndependent(t *testing.T) {
+	const rate, n, points = 4.0, 49, 64
+	sum := 0.0
+	for i := 1; i <= points; i++ {
+		a := newArrivals(bench.ArrivalPoisson, rate, 1, pointRNG(1, i, 1))
+		for range n {
+			sum += a.next().Seconds()
+		}
+	}
+	if mean := sum / (n * points) * rate; math.Abs(mean-1) > 0.05 {
+		t.Errorf("the mean gap over %d points is %.3f of the rate's", points, mean)
+	}
+	first := func(seed uint64, index, repeat int) uint64 { return pointRNG(seed, index, repeat).Uint64() }
+	if first(1, 1, 1) == first(1, 2, 1) || first(1, 1, 1) == first(1, 1, 2) || first(1, 1, 1) != first(1, 1, 1) {
+		t.Error("points or repeats share a stream, or a seed does not repeat its stream")
+	}
+}

@@ -62,7 +62,7 @@ func (s *sender) run(ctx context.Context, p point, w io.Writer) (bench.LoadPoint
 		}
 		wrote <- werr
 	}()
-	rng := rand.New(rand.NewPCG(s.load.Seed, uint64(p.index)<<20|uint64(p.repeat)))
+	rng := pointRNG(s.load.Seed, p.index, p.repeat)
 	start := time.Now()
 	if p.closed() {
 		s.closedLoop(ctx, p, rng, start, records)
@@ -121,6 +121,26 @@ func (s *sender) openLoop(ctx context.Context, p point, rng *rand.Rand, start ti
 		})
 		at += arr.next()
 	}
+}
+
+// pointRNG is the random source of a point's arrivals and lengths. The
+// seed, point and repeat are mixed (splitmix64) into both words of PCG's
+// state rather than set as the state's low bits: PCG promises nothing of
+// states a few bits apart (the first points of one sweep drew gaps 19 %,
+// 22 % and 22 % short under the old seeding; chance or not, mixed seeds
+// are what PCG's authors ask for).
+func pointRNG(seed uint64, index, repeat int) *rand.Rand {
+	k := splitmix(seed) ^ splitmix(uint64(index)<<32|uint64(repeat))
+	return rand.New(rand.NewPCG(splitmix(k), splitmix(k^0x6a09e667f3bcc909)))
+}
+
+// splitmix is splitmix64's finaliser: every input bit moves every output
+// bit.
+func splitmix(x uint64) uint64 {
+	x += 0x9e3779b97f4a7c15
+	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9
+	x = (x ^ (x >> 27)) * 0x94d049bb133111eb
+	return x ^ (x >> 31)
 }
 
 // spinFor is how long before a request's time the open loop stops
