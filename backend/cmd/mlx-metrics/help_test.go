@@ -73,7 +73,7 @@ func TestMistakesAreOneLine(t *testing.T) {
 		{"bench run --plan a.json b.json", `mlx-metrics bench run: unexpected argument "b.json" (bench run takes one plan FILE, as --plan or alone)`, "bench run"},
 		{"bench plan --out=", `mlx-metrics bench plan: --out "": want a FILE, or - for stdout (the default)`, "bench plan"},
 		{"bench list --bogus", "mlx-metrics bench list: flag provided but not defined: -bogus", "bench list"},
-		{"bench", "mlx-metrics bench: missing subcommand (run, plan, list, show, compare, start, cancel, forget, import)", "bench"},
+		{"bench", "mlx-metrics bench: missing subcommand (run, plan, list, show, compare, start, cancel, forget, import, export)", "bench"},
 		{"bench nope", `mlx-metrics bench: unknown subcommand "nope"`, "bench"},
 		{"engine --bogus", "mlx-metrics engine: flag provided but not defined: -bogus", "engine"},
 		{"snapshot --bogus", "mlx-metrics snapshot: flag provided but not defined: -bogus", "snapshot"},
