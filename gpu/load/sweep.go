@@ -57,8 +57,7 @@ func Run(ctx context.Context, o Options) (Result, error) {
 	if l.FindMaxRate != nil {
 		planned = l.FindMaxRate.MaxPoints
 	}
-	p := progress{out: o.Out, total: planned * l.Repeats}
-	prog := &p
+	prog := &progress{out: o.Out, total: planned * l.Repeats}
 	measure := func(p point) ([]bench.LoadPoint, error) {
 		n++
 		p.index = n
