@@ -111,7 +111,14 @@ func (r *result) vllmEntry(what string, raw []byte) {
 	done := int64(p.Completed)
 	p.TTFT = v.dist("ttft", vllmDist(figures, "ttft"), 1, done)
 	p.TPOT = v.dist("tpot", vllmDist(figures, "tpot"), 1, done)
-	p.ITL = v.dist("itl", vllmDist(figures, "itl"), 1, head.ITLs.n)
+	// The gaps are counted from --save-detailed's itls; without them,
+	// one gap per output token after each request's first (a chunk a
+	// token, as vLLM's own count assumes when it has no tokenizer).
+	gaps := head.ITLs.n
+	if !head.ITLs.present && p.OutputTokens > done {
+		gaps = p.OutputTokens - done
+	}
+	p.ITL = v.dist("itl", vllmDist(figures, "itl"), 1, gaps)
 	p.E2EL = v.dist("e2el", vllmDist(figures, "e2el"), 1, done)
 	e := entry{model: clip(head.ModelID, 256), target: clip(head.BaseURL, 256), point: p}
 	if t, naive, ok := naiveTime(head.Date); ok {
