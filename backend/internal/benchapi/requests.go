@@ -30,7 +30,7 @@ import (
 
 // requestsFileName is what the runner names a point's file
 // (gpu/runner/load.go): nothing else under the run directory is served.
-var requestsFileName = regexp.MustCompile(`^[0-9]{2}-[A-Za-z0-9._-]{1,200}-p[0-9]{2,}-r[0-9]+\.ndjson$`)
+var requestsFileName = regexp.MustCompile(`^[0-9]{2,}-[A-Za-z0-9._-]{1,200}-p[0-9]{2,}-r[0-9]+\.ndjson$`)
 
 // Bounds of a page of records: a record holds its gaps between tokens,
 // so one of a long output is large.

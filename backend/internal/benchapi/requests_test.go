@@ -78,6 +78,7 @@ func TestJobRequests(t *testing.T) {
 		{"/bench/" + j.ID + "/requests/run.json", 400, "is not a load point's requests file"},
 		{"/bench/" + j.ID + "/requests/..%2Frun.json", 400, "is not a load point's requests file"},
 		{"/bench/" + j.ID + "/requests/01-x-p02-r1.ndjson", 404, "has no requests file"},
+		{"/bench/" + j.ID + "/requests/100-x-a2-p02-r1.ndjson", 404, "has no requests file"}, // a 100th cell's, a retry's
 		{"/bench/nope/requests/" + name, 404, "no bench-serve job"},
 		{path + "?cursor=-1", 400, "cursor"},
 		{path + "?cursor=99999", 400, "cursor"},
