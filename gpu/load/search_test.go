@@ -41,7 +41,7 @@ func TestSearch(t *testing.T) {
 			if mr.Rate > tc.capacity {
 				t.Errorf("found %g over the capacity %g", mr.Rate, tc.capacity)
 			}
-			if !containsText(mr.Note, tc.note) {
+			if !strings.Contains(mr.Note, tc.note) {
 				t.Errorf("note %q, want %q in it", mr.Note, tc.note)
 			}
 		})
@@ -74,5 +74,3 @@ func TestPasses(t *testing.T) {
 		}
 	}
 }
-
-func containsText(s, sub string) bool { return strings.Contains(s, sub) }

@@ -3,6 +3,7 @@ package bench
 import (
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 
@@ -178,7 +179,7 @@ func LoadTable(points []LoadPoint, mr *MaxRate) string {
 			req += p.Requests
 			errs += p.Errors
 			lag = append(lag, p.Lag.P99)
-			if p.Saturated && !contains(notes, "saturated") {
+			if p.Saturated && !slices.Contains(notes, "saturated") {
 				notes = append(notes, "saturated")
 			}
 		}
@@ -221,13 +222,4 @@ func formatFigure(v float64) string {
 		return fmt.Sprintf("%.1f", v)
 	}
 	return fmt.Sprintf("%.2f", v)
-}
-
-func contains(xs []string, s string) bool {
-	for _, x := range xs {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }

@@ -324,14 +324,10 @@ func printComparison(w io.Writer, a, b bench.HistoryEntry, threshold, regression
 			}
 			j := bench.Judge(f, *va, *vb, pa, pb, threshold)
 			verdicts = append(verdicts, j.Verdict)
-			if (j.Verdict == bench.VerdictSlower || j.Verdict == bench.VerdictMore) && regression > 0 && math.Abs(j.Change) > regression {
+			if regressed(j, regression) {
 				regressions++
 			}
-			v := j.Verdict
-			if j.Why != "" {
-				v += " (" + j.Why + ")"
-			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", key, figureTitle(f), withSpread(*va, ra, okA), withSpread(*vb, rb, okB), pct(j.Change), v)
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", key, figureTitle(f), withSpread(*va, ra, okA), withSpread(*vb, rb, okB), pct(j.Change), verdictText(j))
 		}
 		loadVerdicts, loadRegressions := compareLoad(tw, key, ca, cb, threshold, regression)
 		verdicts = append(verdicts, loadVerdicts...)
@@ -365,6 +361,21 @@ func printComparison(w io.Writer, a, b bench.HistoryEntry, threshold, regression
 		bench.VerdictMixed:  "B is faster than A in some figures and slower in others",
 	}[v])
 	return regressions
+}
+
+// regressed says j counts against --fail-on-regression (a fraction; 0:
+// never): slower, or more memory, by over it.
+func regressed(j bench.Judgement, regression float64) bool {
+	return (j.Verdict == bench.VerdictSlower || j.Verdict == bench.VerdictMore) && regression > 0 && math.Abs(j.Change) > regression
+}
+
+// verdictText is j's verdict with why a change past the threshold is the
+// same: "same (inside the spread)".
+func verdictText(j bench.Judgement) string {
+	if j.Why == "" {
+		return j.Verdict
+	}
+	return j.Verdict + " (" + j.Why + ")"
 }
 
 // noiseFloors lists each figure's floor for the usage: "decode x1.1, ...".

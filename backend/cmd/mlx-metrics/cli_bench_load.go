@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"io"
-	"math"
 	"strings"
 
 	"github.com/mlx-bun/mlx-metrics/shared/bench"
@@ -16,14 +15,10 @@ func compareLoad(w io.Writer, key string, a, b bench.CompactCell, threshold, reg
 	judge := func(what string, f bench.LoadFigure, ea, eb bench.Estimate) {
 		j := bench.JudgeLoad(f, ea, eb, threshold)
 		verdicts = append(verdicts, j.Verdict)
-		if j.Verdict == bench.VerdictSlower && regression > 0 && math.Abs(j.Change) > regression {
+		if regressed(j, regression) {
 			regressions++
 		}
-		v := j.Verdict
-		if j.Why != "" {
-			v += " (" + j.Why + ")"
-		}
-		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\n", key, strings.TrimSpace(what+" "+f.Name), bench.FormatEstimate(ea), bench.FormatEstimate(eb), pct(j.Change), v)
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\n", key, strings.TrimSpace(what+" "+f.Name), bench.FormatEstimate(ea), bench.FormatEstimate(eb), pct(j.Change), verdictText(j))
 	}
 	inB := map[string]bench.PointGroup{}
 	for _, g := range bench.GroupPoints(b.LoadPoints) {
