@@ -291,10 +291,10 @@ func (f *Fake) Advance(d time.Duration) {
 		}
 	}
 	f.tickers = live
-	sleeps := f.sleeps[:0]
+	sleeps, woken := f.sleeps[:0], []*fakeSleep(nil)
 	for _, s := range f.sleeps {
 		if !s.until.After(now) {
-			close(s.done)
+			woken = append(woken, s)
 		} else {
 			sleeps = append(sleeps, s)
 		}
@@ -314,6 +314,12 @@ func (f *Fake) Advance(d time.Duration) {
 	slices.SortStableFunc(fire, func(a, b *fakeTimer) int { return a.until.Compare(b.until) })
 	for _, t := range fire {
 		t.fn()
+	}
+	// Sleepers wake only after the due timers ran: a sleeper woken first
+	// would race them (a count the timer was to write at the interval's
+	// end written by the sleeper's next step instead).
+	for _, s := range woken {
+		close(s.done)
 	}
 	for _, d := range due {
 		select {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"runtime"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 )
@@ -233,6 +234,38 @@ func TestFakeAfterFunc(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// A sleeper due at the same instant as a timer wakes after the timer ran,
+// so what the sleeper does next never races what the timer does.
+func TestFakeTimerBeforeSleeper(t *testing.T) {
+	f := NewFake(t0)
+	var mu sync.Mutex
+	var order []string
+	f.AfterFunc(time.Second, func() {
+		for range 100 {
+			runtime.Gosched() // a sleeper already woken would run meanwhile
+		}
+		mu.Lock()
+		order = append(order, "timer")
+		mu.Unlock()
+	})
+	woke := make(chan struct{})
+	go func() {
+		_ = f.Sleep(context.Background(), time.Second)
+		mu.Lock()
+		order = append(order, "sleeper")
+		mu.Unlock()
+		close(woke)
+	}()
+	if err := f.WaitForSleepers(context.Background(), 1); err != nil {
+		t.Fatal(err)
+	}
+	f.Advance(time.Second)
+	<-woke
+	if !slices.Equal(order, []string{"timer", "sleeper"}) {
+		t.Errorf("order %v, want the timer first", order)
 	}
 }
 
