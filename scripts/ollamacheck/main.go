@@ -25,21 +25,35 @@ import (
 )
 
 func main() {
-	base := flag.String("base", "", "ollama's root `URL` (loopback), e.g. http://127.0.0.1:11434")
+	base := flag.String("base", "", "ollama's root `URL` (loopback), e.g. http://127.0.0.1:11434; without it, only -run's completeness is checked")
 	model := flag.String("model", "tiny", "`MODEL` to ask for")
-	runDir := flag.String("run", "", "bench run `DIR` (its run.json) to set beside ollama's timing")
+	runDir := flag.String("run", "", "bench run `DIR` (its run.json) to check and set beside ollama's timing")
+	started := flag.Bool("started", false, "the run started its server: cold start must be measured")
+	tol := flag.Float64("tolerance", 0.35, "`FRACTION` the checked figures may differ from ollama's own by")
+	floor := flag.Float64("floor-ms", 10, "`MS` a checked time may differ by whatever its fraction")
+	proxy := flag.String("proxy", "", "serve's root `URL`: check its snapshot counted what -client's JSON line says the client sent")
+	token := flag.String("token", "", "bearer `TOKEN` for -proxy")
+	client := flag.String("client", "", "`FILE` holding the openai client's JSON line (scripts/openai-client)")
 	flag.Parse()
-	if *base == "" || *runDir == "" {
+	var err error
+	switch {
+	case *proxy != "" && *client != "":
+		err = checkProxy(*proxy, *token, *client)
+	case *runDir != "":
+		err = checkRun(*base, *model, *runDir, *started, rule{*tol, *floor})
+	default:
 		flag.Usage()
 		os.Exit(2)
 	}
-	if err := check(*base, *model, *runDir); err != nil {
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "ollamacheck:", err)
 		os.Exit(1)
 	}
 }
 
-func check(base, model, runDir string) error {
+// checkRun checks the run is complete, every phase measured, then, given
+// ollama's base URL, that its figures agree with ollama's own timing.
+func checkRun(base, model, runDir string, started bool, r rule) error {
 	b, err := os.ReadFile(runDir + "/run.json")
 	if err != nil {
 		return err
@@ -48,14 +62,28 @@ func check(base, model, runDir string) error {
 	if err := json.Unmarshal(b, &rec); err != nil {
 		return err
 	}
-	if len(rec.Cells) != 1 {
-		return fmt.Errorf("%s: %d cells, want the one of a plan with one model", runDir, len(rec.Cells))
+	if err := complete(rec, started); err != nil {
+		return err
 	}
+	if base == "" {
+		fmt.Printf("bench-serve run %s: complete, every phase measured\n", rec.ID)
+		return nil
+	}
+	rows, err := check(base, model, rec)
+	if err != nil {
+		return err
+	}
+	return r.judge(rows)
+}
+
+// check times the run's kinds of requests through ollama's native API and
+// prints the two side by side; the rows with a tolerance are judged.
+func check(base, model string, rec bench.RunRecord) ([]row, error) {
 	cell, p := rec.Cells[0], rec.Plan.Phases.Defaults()
 	o := ollama{base: base, model: model}
 	ctx := context.Background()
 	if err := o.streams(ctx, 200); err != nil {
-		return err
+		return nil, err
 	}
 	nonce := func(i int) string { return fmt.Sprintf("%s-check-%d", rec.ID, i) }
 
@@ -64,47 +92,47 @@ func check(base, model, runDir string) error {
 	for i := range p.DecodeRuns {
 		t, err := o.generate(ctx, loadgen.Prompt(32, nonce(i)), p.DecodeTokens)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		decode = append(decode, t)
 	}
-	rows = append(rows, row{"decode tok/s", median(cell, bench.PhaseDecode, decodeRate), medianOf(decode, timing.evalRate), "eval_count / eval_duration"})
+	rows = append(rows, row{"decode tok/s", median(cell, bench.PhaseDecode, decodeRate), medianOf(decode, timing.evalRate), "eval_count / eval_duration", judgedRate})
 
 	var cold []timing
 	for i := range p.ColdRuns {
 		t, err := o.generate(ctx, loadgen.Prompt(p.ColdPromptTokens, nonce(100+i)), 8)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		cold = append(cold, t)
 	}
 	rows = append(rows,
-		row{"cold TTFT ms", median(cell, bench.PhaseColdTTFT, ttft), medianOf(cold, timing.promptMs), "prompt_eval_duration"},
-		row{"prefill 1k tok/s", median(cell, bench.PhaseColdTTFT, prefillRate), medianOf(cold, timing.promptRate), "prompt_eval_count / prompt_eval_duration"})
+		row{"cold TTFT ms", median(cell, bench.PhaseColdTTFT, ttft), medianOf(cold, timing.promptMs), "prompt_eval_duration", judgedMs},
+		row{"prefill 1k tok/s", median(cell, bench.PhaseColdTTFT, prefillRate), medianOf(cold, timing.promptRate), "prompt_eval_count / prompt_eval_duration", shown})
 
 	warmPrompt := loadgen.Prompt(p.ColdPromptTokens, nonce(200))
 	if _, err := o.generate(ctx, warmPrompt, 8); err != nil { // fills the cache, as the runner's priming
-		return err
+		return nil, err
 	}
 	var warm []timing
 	for range p.WarmRuns {
 		t, err := o.generate(ctx, warmPrompt, 8)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		warm = append(warm, t)
 	}
-	rows = append(rows, row{"warm TTFT ms", median(cell, bench.PhaseWarmTTFT, ttft), medianOf(warm, timing.promptMs), "prompt_eval_duration"})
+	rows = append(rows, row{"warm TTFT ms", median(cell, bench.PhaseWarmTTFT, ttft), medianOf(warm, timing.promptMs), "prompt_eval_duration", judgedMs})
 
 	if p.LongContextTokens > 0 {
 		t, err := o.generate(ctx, loadgen.Prompt(p.LongContextTokens, nonce(300)), p.LongDecodeTokens)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		rows = append(rows,
-			row{"long-context TTFT ms", median(cell, bench.PhaseLongContext, ttft), t.promptMs(), "prompt_eval_duration"},
-			row{"long-context prefill tok/s", median(cell, bench.PhaseLongContext, prefillRate), t.promptRate(), "prompt_eval_count / prompt_eval_duration"},
-			row{"decode after it tok/s", median(cell, bench.PhaseLongContext, decodeRate), t.evalRate(), "eval_count / eval_duration"})
+			row{"long-context TTFT ms", median(cell, bench.PhaseLongContext, ttft), t.promptMs(), "prompt_eval_duration", shown},
+			row{"long-context prefill tok/s", median(cell, bench.PhaseLongContext, prefillRate), t.promptRate(), "prompt_eval_count / prompt_eval_duration", shown},
+			row{"decode after it tok/s", median(cell, bench.PhaseLongContext, decodeRate), t.evalRate(), "eval_count / eval_duration", shown})
 	}
 
 	// The concurrent streams at once; ollama times each alone, so its
@@ -119,11 +147,11 @@ func check(base, model, runDir string) error {
 	var sum float64
 	for i, t := range conc {
 		if errs[i] != nil {
-			return errs[i]
+			return nil, errs[i]
 		}
 		sum += t.evalRate()
 	}
-	rows = append(rows, row{fmt.Sprintf("aggregate x%d tok/s", p.Concurrency), median(cell, bench.PhaseConcurrent, aggregate), sum, "sum of the streams' eval_count / eval_duration"})
+	rows = append(rows, row{fmt.Sprintf("aggregate x%d tok/s", p.Concurrency), median(cell, bench.PhaseConcurrent, aggregate), sum, "sum of the streams' eval_count / eval_duration", shown})
 
 	fmt.Printf("bench-serve run %s beside ollama's own timing (medians; ollama's from %s/api/generate after the run)\n\n", rec.ID, base)
 	fmt.Printf("| figure | bench-serve | ollama's own | bench-serve / ollama | ollama's figure |\n|---|--:|--:|--:|---|\n")
@@ -132,13 +160,14 @@ func check(base, model, runDir string) error {
 	}
 	fmt.Printf("\nollama's prompt counts: decode %d, cold %d, warm %d tokens; its decode runs %s tok/s\n",
 		decode[0].PromptEvalCount, cold[0].PromptEvalCount, warm[0].PromptEvalCount, rates(decode))
-	return nil
+	return rows, nil
 }
 
 type row struct {
 	name          string
 	bench, ollama float64 // bench -1: not measured
 	what          string
+	judged        judged
 }
 
 func num(v float64) string {

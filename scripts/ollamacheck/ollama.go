@@ -86,12 +86,10 @@ func median(c bench.CellResult, phase string, f func(bench.Sample) float64) floa
 	return mid(vs)
 }
 
+// mid is the median by the project's one percentile rule.
 func mid(vs []float64) float64 {
 	slices.Sort(vs)
-	if n := len(vs); n%2 == 0 {
-		return (vs[n/2-1] + vs[n/2]) / 2
-	}
-	return vs[len(vs)/2]
+	return bench.Percentile(vs, 50)
 }
 
 func ttft(s bench.Sample) float64        { return s.TTFTMs }

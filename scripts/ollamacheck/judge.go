@@ -1,0 +1,97 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"strings"
+
+	"github.com/mlx-bun/mlx-metrics/shared/bench"
+)
+
+// judged says whether a row is held to the tolerance, and how.
+type judged int
+
+const (
+	shown      judged = iota // printed beside ollama's, not judged
+	judgedRate               // a rate: the fraction alone
+	judgedMs                 // a time: the fraction, or the floor in ms
+)
+
+// rule is the agreement the checked rows must meet: bench-serve's figure
+// within fraction of ollama's own, or, for a time, within floorMs of it.
+// The floor is for the times of a few milliseconds, where the client's
+// own part of a TTFT (HTTP, the OpenAI layer's JSON and template, ollama's
+// scheduler: none of it in prompt_eval_duration) is most of the figure.
+type rule struct{ fraction, floorMs float64 }
+
+func (r rule) ok(x row) bool {
+	if x.judged == shown {
+		return true
+	}
+	if x.bench <= 0 || x.ollama <= 0 {
+		return false
+	}
+	d := math.Abs(x.bench - x.ollama)
+	return d <= r.fraction*x.ollama || (x.judged == judgedMs && d <= r.floorMs)
+}
+
+// judge reports each checked row that misses the rule.
+func (r rule) judge(rows []row) error {
+	var bad []string
+	for _, x := range rows {
+		if !r.ok(x) {
+			bad = append(bad, fmt.Sprintf("%s: bench-serve %s, ollama %.1f", x.name, num(x.bench), x.ollama))
+		}
+	}
+	if len(bad) > 0 {
+		return fmt.Errorf("beyond ±%.0f %% (or %.0f ms for a time) of ollama's own timing: %s",
+			100*r.fraction, r.floorMs, strings.Join(bad, "; "))
+	}
+	fmt.Printf("\nevery checked figure within ±%.0f %% (or %.0f ms for a time) of ollama's own\n", 100*r.fraction, r.floorMs)
+	return nil
+}
+
+// complete checks the run ended complete with every phase of its plan
+// measured in its one cell, and cold start measured when the run started
+// the server.
+func complete(rec bench.RunRecord, started bool) error {
+	if len(rec.Cells) != 1 {
+		return fmt.Errorf("%d cells, want the one of a plan with one model", len(rec.Cells))
+	}
+	c := rec.Cells[0]
+	var bad []string
+	if !rec.Complete {
+		bad = append(bad, "the run is not complete: "+strings.Join(rec.Problems, "; "))
+	}
+	if c.Status != bench.CellMeasured {
+		bad = append(bad, fmt.Sprintf("the cell ended %s: %s", c.Status, strings.Join(c.Problems, "; ")))
+	}
+	if started && (c.ColdStartMs == nil || *c.ColdStartMs <= 0) {
+		bad = append(bad, "cold start not measured")
+	}
+	p := rec.Plan.Phases.Defaults()
+	for _, ph := range p.Names() {
+		if ph == bench.PhaseColdStart || ph == bench.PhaseLoad {
+			continue
+		}
+		n, failed := 0, 0
+		for _, s := range c.Samples {
+			if s.Phase != ph {
+				continue
+			}
+			if s.Error != "" {
+				failed++
+			} else {
+				n++
+			}
+		}
+		if n == 0 || failed > 0 {
+			bad = append(bad, fmt.Sprintf("phase %s: %d measured, %d failed", ph, n, failed))
+		}
+	}
+	if len(bad) > 0 {
+		return errors.New(strings.Join(bad, "; "))
+	}
+	return nil
+}

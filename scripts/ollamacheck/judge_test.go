@@ -1,0 +1,70 @@
+package main
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/mlx-bun/mlx-metrics/shared/bench"
+)
+
+func TestRule(t *testing.T) {
+	r := rule{fraction: 0.35, floorMs: 10}
+	tests := []struct {
+		name string
+		row  row
+		ok   bool
+	}{
+		{"a rate within the fraction", row{bench: 1300, ollama: 1000, judged: judgedRate}, true},
+		{"a rate past it", row{bench: 1400, ollama: 1000, judged: judgedRate}, false},
+		{"a rate below it", row{bench: 600, ollama: 1000, judged: judgedRate}, false},
+		{"a short time past the fraction, within the floor", row{bench: 12, ollama: 3, judged: judgedMs}, true},
+		{"a short time past both", row{bench: 14, ollama: 3, judged: judgedMs}, false},
+		{"a long time within the fraction", row{bench: 130, ollama: 100, judged: judgedMs}, true},
+		{"no floor for a rate", row{bench: 12, ollama: 3, judged: judgedRate}, false},
+		{"not measured", row{bench: -1, ollama: 3, judged: judgedMs}, false},
+		{"shown only", row{bench: -1, ollama: 3, judged: shown}, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := r.ok(tt.row); got != tt.ok {
+				t.Errorf("ok(%+v) = %v, want %v", tt.row, got, tt.ok)
+			}
+		})
+	}
+}
+
+func TestComplete(t *testing.T) {
+	ms := 812.0
+	phases := bench.Phases{LongContextTokens: -1}
+	measured := func(extra ...bench.Sample) []bench.Sample {
+		s := []bench.Sample{{Phase: bench.PhaseDecode}, {Phase: bench.PhaseColdTTFT}, {Phase: bench.PhaseWarmTTFT}, {Phase: bench.PhaseConcurrent}}
+		return append(s, extra...)
+	}
+	tests := []struct {
+		name    string
+		rec     bench.RunRecord
+		started bool
+		want    string // a part of the error; "" for none
+	}{
+		{"attached, every phase", bench.RunRecord{Complete: true, Plan: bench.Plan{Phases: phases},
+			Cells: []bench.CellResult{{Status: bench.CellMeasured, Samples: measured()}}}, false, ""},
+		{"started, cold start measured", bench.RunRecord{Complete: true, Plan: bench.Plan{Phases: phases},
+			Cells: []bench.CellResult{{Status: bench.CellMeasured, ColdStartMs: &ms, Samples: measured()}}}, true, ""},
+		{"started, no cold start", bench.RunRecord{Complete: true, Plan: bench.Plan{Phases: phases},
+			Cells: []bench.CellResult{{Status: bench.CellMeasured, Samples: measured()}}}, true, "cold start not measured"},
+		{"a phase with a failed run", bench.RunRecord{Complete: true, Plan: bench.Plan{Phases: phases},
+			Cells: []bench.CellResult{{Status: bench.CellMeasured, Samples: measured(bench.Sample{Phase: bench.PhaseDecode, Error: "early stop"})}}}, false, "phase decode: 1 measured, 1 failed"},
+		{"a phase missing", bench.RunRecord{Complete: true, Plan: bench.Plan{Phases: phases},
+			Cells: []bench.CellResult{{Status: bench.CellMeasured, Samples: measured()[:3]}}}, false, "phase concurrent: 0 measured"},
+		{"incomplete", bench.RunRecord{Plan: bench.Plan{Phases: phases}, Problems: []string{"cancelled"},
+			Cells: []bench.CellResult{{Status: bench.CellFailed, Samples: measured()}}}, false, "not complete: cancelled; the cell ended failed"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := complete(tt.rec, tt.started)
+			if (err == nil) != (tt.want == "") || (err != nil && !strings.Contains(err.Error(), tt.want)) {
+				t.Errorf("complete: %v, want %q", err, tt.want)
+			}
+		})
+	}
+}
