@@ -8,6 +8,8 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -234,6 +236,24 @@ func timeoutErr(ctx context.Context, timeout time.Duration, err error) error {
 		return fmt.Errorf("timed out after %v: %w", timeout, err)
 	}
 	return err
+}
+
+// Hash identifies reqs by what they ask of a server, in order: SHA-256
+// (hex, the first 16 bytes) of each body without its model name, so two
+// servers' runs show request for request whether they were sent the same
+// (a head-to-head's arms serve one model under names that may differ).
+func Hash(reqs ...Request) string {
+	h := sha256.New()
+	for _, r := range reqs {
+		r.Model = ""
+		b, err := requestBody(r)
+		if err != nil {
+			b = []byte(err.Error())
+		}
+		h.Write(b)
+		h.Write([]byte{'\n'})
+	}
+	return hex.EncodeToString(h.Sum(nil)[:16])
 }
 
 func requestBody(req Request) ([]byte, error) {

@@ -1,6 +1,6 @@
 // Package plans holds the bench-serve plans the module ships (smoke and
-// standard, both against the reference engine) and builds plans from the
-// options of `mlx-metrics bench plan`.
+// standard against the reference engine, ollama-parallel against ollama)
+// and builds plans from the options of `mlx-metrics bench plan`.
 package plans
 
 import (
@@ -17,8 +17,9 @@ const ReferenceModel = "reference-sim"
 // fresh machine can run a benchmark without writing a plan first.
 func Ready() map[string]bench.Plan {
 	return map[string]bench.Plan{
-		"smoke":    Smoke(),
-		"standard": Standard(),
+		"smoke":           Smoke(),
+		"standard":        Standard(),
+		"ollama-parallel": OllamaParallel(),
 	}
 }
 
@@ -50,6 +51,47 @@ func Standard() bench.Plan {
 				"--decode-rate", "50", "--prefill-rate", "4000", "--load-ms", "400"),
 			engineCell(bench.KindReference, "no-prefix-cache",
 				"--decode-rate", "50", "--prefill-rate", "4000", "--load-ms", "400", "--prefix-cache-bytes", "0"),
+		},
+	}
+}
+
+// OllamaModel is the model OllamaParallel measures: a small one that
+// `ollama pull` fetches.
+const OllamaModel = "llama3.2:1b"
+
+// OllamaParallel is a head-to-head on a real engine: ollama (on PATH)
+// serving one model to four requests at once (the candidate) against one
+// at a time (the reference), each started by the run on its own port and
+// sent the same requests. Its context is 8,192 tokens a request, so the
+// 4,096-token long-context prompt is not truncated (ollama's default is
+// 2,048).
+func OllamaParallel() bench.Plan {
+	return bench.Plan{
+		Scope: bench.ScopeScoped,
+		Description: "A head-to-head on ollama (on PATH; first `ollama pull " + OllamaModel + "`): four requests at once (candidate) " +
+			"against one at a time (reference), the same requests to both. Minutes on a GPU, longer on a CPU.",
+		Models: []string{OllamaModel},
+		Cells: []bench.Cell{
+			ollamaCell(bench.KindTree, "parallel-4", "4"),
+			ollamaCell(bench.KindReference, "parallel-1", "1"),
+		},
+		Phases: bench.Phases{LongContextTokens: 4096},
+	}
+}
+
+// ollamaCell starts `ollama serve` on the runner's port with parallel
+// request slots.
+func ollamaCell(kind, configuration, parallel string) bench.Cell {
+	return bench.Cell{
+		Model:         OllamaModel,
+		Kind:          kind,
+		Configuration: configuration,
+		Server: bench.Server{
+			Argv: []string{"ollama", "serve"},
+			Env: map[string]string{"OLLAMA_HOST": "127.0.0.1:" + bench.PortPlaceholder,
+				"OLLAMA_NUM_PARALLEL": parallel, "OLLAMA_CONTEXT_LENGTH": "8192"},
+			BaseURL:  "http://127.0.0.1:" + bench.PortPlaceholder + "/v1",
+			ReadyURL: "http://127.0.0.1:" + bench.PortPlaceholder + "/v1/models",
 		},
 	}
 }

@@ -9,7 +9,7 @@ import (
 
 func TestReadyPlansValidate(t *testing.T) {
 	ready := Ready()
-	for _, name := range []string{"smoke", "standard"} {
+	for _, name := range []string{"smoke", "standard", "ollama-parallel"} {
 		p, ok := ready[name]
 		if !ok {
 			t.Fatalf("Ready() lacks %q", name)
@@ -19,6 +19,12 @@ func TestReadyPlansValidate(t *testing.T) {
 		}
 		if err := p.Validate(); err != nil {
 			t.Errorf("%s: %v", name, err)
+		}
+		if name == "ollama-parallel" {
+			if pairs := p.Pairs(); len(pairs) != 1 || p.Cells[0].Server.Env["OLLAMA_NUM_PARALLEL"] != "4" || p.Cells[1].Server.Env["OLLAMA_NUM_PARALLEL"] != "1" {
+				t.Errorf("%s: want four slots against one, a pair: %v", name, pairs)
+			}
+			continue
 		}
 		for _, c := range p.Cells {
 			if c.Server.Argv[0] != bench.SelfPlaceholder || c.Server.Argv[1] != "engine" {

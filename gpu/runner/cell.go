@@ -77,7 +77,7 @@ func (r *run) measure(ctx context.Context, i int, cell bench.Cell, res *bench.Ce
 		run: r, srv: srv, res: res, cell: i,
 		client: loadgen.New(srv.baseURL, loadgen.Options{}),
 		model:  cell.Model,
-		nonce:  fmt.Sprintf("%s-%d", r.o.ID, i),
+		nonce:  fmt.Sprintf("%s-%d", r.o.ID, requestGroup(r.o.Plan, i)),
 	}
 	if cell.Server.APIModel != "" {
 		m.model = cell.Server.APIModel
@@ -242,9 +242,8 @@ type measurer struct {
 	res    *bench.CellResult
 	client *loadgen.Client
 	model  string
-	nonce  string
-	cell   int // its place in the plan
-	seq    int
+	nonce  string // its request group's: nonceFor
+	cell   int    // its place in the plan
 	tally  *tally // the phase attempt's
 }
 
@@ -323,19 +322,21 @@ func (m *measurer) timeout(promptTokens, maxTokens int) time.Duration {
 	return time.Duration(float64(d) * m.run.phases.RequestTimeoutScale)
 }
 
-// uniqueNonce opens a prompt no cache has seen.
-func (m *measurer) uniqueNonce() string {
-	m.seq++
-	return fmt.Sprintf("%s-%d", m.nonce, m.seq)
+// nonceFor opens a prompt no cache has seen: one per phase, run and
+// attempt (a retry gets its own), the same in every cell of the request
+// group, so a head-to-head's arms are sent identical requests.
+func (m *measurer) nonceFor(phase string, run, attempt int) string {
+	return fmt.Sprintf("%s-%s-%d-a%d", m.nonce, phase, run, attempt)
 }
 
 // request runs one stream and turns it into a sample (observe).
 func (m *measurer) request(ctx context.Context, phaseName string, run, attempt int, endpoint, prompt string, promptTokens, maxTokens int) (bench.Sample, loadgen.Result, error) {
-	s := bench.Sample{Phase: phaseName, Run: run, Attempt: attempt, Endpoint: "/v1/" + endpoint}
-	res, err := m.client.Do(ctx, loadgen.Request{
+	req := loadgen.Request{
 		Endpoint: endpoint, Model: m.model, Prompt: prompt, MaxTokens: maxTokens,
 		Timeout: m.timeout(promptTokens, maxTokens),
-	})
+	}
+	s := bench.Sample{Phase: phaseName, Run: run, Attempt: attempt, Endpoint: "/v1/" + endpoint, RequestHash: loadgen.Hash(req)}
+	res, err := m.client.Do(ctx, req)
 	err = m.observe(&s, res, err, promptTokens, maxTokens)
 	return s, res, err
 }
@@ -348,7 +349,7 @@ func (m *measurer) decode(ctx context.Context, attempt int) ([]bench.Sample, err
 	p := m.run.phases
 	var out []bench.Sample
 	for i := range p.DecodeRuns {
-		s, res, err := m.request(ctx, bench.PhaseDecode, i+1, attempt, loadgen.Completions, loadgen.Prompt(32, m.uniqueNonce()), 32, p.DecodeTokens)
+		s, res, err := m.request(ctx, bench.PhaseDecode, i+1, attempt, loadgen.Completions, loadgen.Prompt(32, m.nonceFor(bench.PhaseDecode, i+1, attempt)), 32, p.DecodeTokens)
 		if err == nil {
 			if s.DecodeTokensPerSecond = res.DecodeTokensPerSecond(); s.DecodeTokensPerSecond == 0 {
 				err = fmt.Errorf("decode rate unmeasurable: %s in %s", plural.Count(res.CompletionTokens, "token", "tokens"), plural.Count(res.ContentChunks, "chunk", "chunks"))
@@ -372,7 +373,7 @@ func (m *measurer) coldTTFT(ctx context.Context, attempt int) ([]bench.Sample, e
 	p := m.run.phases
 	var out []bench.Sample
 	for i := range p.ColdRuns {
-		s, res, err := m.request(ctx, bench.PhaseColdTTFT, i+1, attempt, loadgen.Completions, loadgen.Prompt(p.ColdPromptTokens, m.uniqueNonce()), p.ColdPromptTokens, 8)
+		s, res, err := m.request(ctx, bench.PhaseColdTTFT, i+1, attempt, loadgen.Completions, loadgen.Prompt(p.ColdPromptTokens, m.nonceFor(bench.PhaseColdTTFT, i+1, attempt)), p.ColdPromptTokens, 8)
 		out = append(out, s)
 		if err != nil {
 			if !m.goOn(ctx, err) {
@@ -390,7 +391,7 @@ func (m *measurer) coldTTFT(ctx context.Context, attempt int) ([]bench.Sample, e
 // cache) and then WarmRuns times: what a cache saves shows here.
 func (m *measurer) warmTTFT(ctx context.Context, attempt int) ([]bench.Sample, error) {
 	p := m.run.phases
-	prompt := loadgen.Prompt(p.ColdPromptTokens, m.uniqueNonce())
+	prompt := loadgen.Prompt(p.ColdPromptTokens, m.nonceFor(bench.PhaseWarmTTFT, 0, attempt))
 	// The priming fills the cache whether or not its stream had usage.
 	if _, res, err := m.request(ctx, bench.PhaseWarmTTFT, 0, attempt, loadgen.Completions, prompt, p.ColdPromptTokens, 8); err != nil && res.ContentChunks == 0 {
 		return nil, fmt.Errorf("warm TTFT priming: %w", err)
@@ -418,7 +419,7 @@ func (m *measurer) warmTTFT(ctx context.Context, attempt int) ([]bench.Sample, e
 
 func (m *measurer) longContext(ctx context.Context, attempt int) ([]bench.Sample, error) {
 	p := m.run.phases
-	s, res, err := m.request(ctx, bench.PhaseLongContext, 1, attempt, loadgen.ChatCompletions, loadgen.Prompt(p.LongContextTokens, m.uniqueNonce()), p.LongContextTokens, p.LongDecodeTokens)
+	s, res, err := m.request(ctx, bench.PhaseLongContext, 1, attempt, loadgen.ChatCompletions, loadgen.Prompt(p.LongContextTokens, m.nonceFor(bench.PhaseLongContext, 1, attempt)), p.LongContextTokens, p.LongDecodeTokens)
 	if err != nil {
 		return []bench.Sample{s}, fmt.Errorf("long context: %w", err)
 	}
@@ -437,24 +438,24 @@ func (m *measurer) concurrent(ctx context.Context, attempt int) ([]bench.Sample,
 	errs := make([]error, n)
 	prompts := make([]string, n)
 	for i := range prompts {
-		prompts[i] = loadgen.Prompt(32, m.uniqueNonce())
+		prompts[i] = loadgen.Prompt(32, m.nonceFor(bench.PhaseConcurrent, i+1, attempt))
 	}
 	// A server without batching serves the streams one after another, so
 	// each may wait for all the others.
 	timeout := m.timeout(32*n, p.ConcurrentTokens*n)
+	reqs := make([]loadgen.Request, n)
+	for i := range reqs {
+		reqs[i] = loadgen.Request{Endpoint: loadgen.ChatCompletions, Model: m.model, Prompt: prompts[i], MaxTokens: p.ConcurrentTokens, Timeout: timeout}
+	}
 	start := time.Now()
 	var wg sync.WaitGroup
 	for i := range n {
-		wg.Go(func() {
-			results[i], errs[i] = m.client.Do(ctx, loadgen.Request{
-				Endpoint: loadgen.ChatCompletions, Model: m.model, Prompt: prompts[i], MaxTokens: p.ConcurrentTokens,
-				Timeout: timeout,
-			})
-		})
+		wg.Go(func() { results[i], errs[i] = m.client.Do(ctx, reqs[i]) })
 	}
 	wg.Wait()
 	wall := time.Since(start)
-	s := bench.Sample{Phase: bench.PhaseConcurrent, Run: 1, Attempt: attempt, Endpoint: "/v1/" + loadgen.ChatCompletions, TotalMs: ms(wall)}
+	s := bench.Sample{Phase: bench.PhaseConcurrent, Run: 1, Attempt: attempt, Endpoint: "/v1/" + loadgen.ChatCompletions, TotalMs: ms(wall),
+		RequestHash: loadgen.Hash(reqs...)}
 	// The aggregate is over the streams with usage; one without counts
 	// nothing (its tokens are not known), said in the sample's note.
 	var failed, notes []string

@@ -58,6 +58,8 @@ func Report(rec bench.RunRecord) string {
 		fmt.Fprintf(&b, " | %s |\n", gpu)
 	}
 
+	b.WriteString(headToHead(rec))
+
 	for _, c := range rec.Cells {
 		if len(c.LoadPoints) == 0 {
 			continue

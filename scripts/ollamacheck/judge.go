@@ -53,26 +53,41 @@ func (r rule) judge(rows []row) error {
 }
 
 // complete checks the run ended complete with every phase of its plan
-// measured in its one cell, and cold start measured when the run started
-// the server.
+// measured in every cell, cold start measured where the run started the
+// server, and each head-to-head's two cells sent identical requests.
 func complete(rec bench.RunRecord, started bool) error {
-	if len(rec.Cells) != 1 {
-		return fmt.Errorf("%d cells, want the one of a plan with one model", len(rec.Cells))
+	if len(rec.Cells) == 0 {
+		return errors.New("no cell")
 	}
-	c := rec.Cells[0]
 	var bad []string
 	if !rec.Complete {
 		bad = append(bad, "the run is not complete: "+strings.Join(rec.Problems, "; "))
 	}
+	for _, c := range rec.Cells {
+		bad = append(bad, cellProblems(rec.Plan.Phases, c, started)...)
+	}
+	for _, p := range rec.Plan.Pairs() {
+		same, both := identical(rec.Cells[p.Candidate], rec.Cells[p.Reference])
+		if both == 0 || same != both {
+			bad = append(bad, fmt.Sprintf("%s and %s: %d of %d requests sent to both identical", rec.Cells[p.Candidate].Key, rec.Cells[p.Reference].Key, same, both))
+		}
+	}
+	if len(bad) > 0 {
+		return errors.New(strings.Join(bad, "; "))
+	}
+	return nil
+}
+
+func cellProblems(phases bench.Phases, c bench.CellResult, started bool) []string {
+	var bad []string
 	if c.Status != bench.CellMeasured {
-		bad = append(bad, fmt.Sprintf("the cell ended %s: %s", c.Status, strings.Join(c.Problems, "; ")))
+		bad = append(bad, fmt.Sprintf("%s ended %s: %s", c.Key, c.Status, strings.Join(c.Problems, "; ")))
 	}
 	if started && (c.ColdStartMs == nil || *c.ColdStartMs <= 0) {
-		bad = append(bad, "cold start not measured")
+		bad = append(bad, c.Key+": cold start not measured")
 	}
-	p := rec.Plan.Phases.Defaults()
-	for _, ph := range p.Names() {
-		if ph == bench.PhaseColdStart || ph == bench.PhaseLoad {
+	for _, ph := range phases.Names() {
+		if ph == bench.PhaseLoad {
 			continue
 		}
 		n, failed := 0, 0
@@ -87,11 +102,30 @@ func complete(rec bench.RunRecord, started bool) error {
 			}
 		}
 		if n == 0 || failed > 0 {
-			bad = append(bad, fmt.Sprintf("phase %s: %d measured, %d failed", ph, n, failed))
+			bad = append(bad, fmt.Sprintf("%s: phase %s: %d measured, %d failed", c.Key, ph, n, failed))
 		}
 	}
-	if len(bad) > 0 {
-		return errors.New(strings.Join(bad, "; "))
+	return bad
+}
+
+// identical counts the requests both cells sent (one phase, run and
+// attempt) and how many of them were the same by their hash.
+func identical(a, b bench.CellResult) (same, both int) {
+	type key struct {
+		phase        string
+		run, attempt int
 	}
-	return nil
+	hashes := map[key]string{}
+	for _, s := range a.Samples {
+		hashes[key{s.Phase, s.Run, s.Attempt}] = s.RequestHash
+	}
+	for _, s := range b.Samples {
+		if h, ok := hashes[key{s.Phase, s.Run, s.Attempt}]; ok {
+			both++
+			if h != "" && h == s.RequestHash {
+				same++
+			}
+		}
+	}
+	return same, both
 }

@@ -40,6 +40,14 @@ func TestComplete(t *testing.T) {
 		s := []bench.Sample{{Phase: bench.PhaseDecode}, {Phase: bench.PhaseColdTTFT}, {Phase: bench.PhaseWarmTTFT}, {Phase: bench.PhaseConcurrent}}
 		return append(s, extra...)
 	}
+	hashed := func(h string) []bench.Sample {
+		s := measured()
+		for i := range s {
+			s[i].RequestHash = h + s[i].Phase
+		}
+		return s
+	}
+	pairPlan := bench.Plan{Phases: phases, Cells: []bench.Cell{{Model: "m", Kind: bench.KindTree}, {Model: "m", Kind: bench.KindReference}}}
 	tests := []struct {
 		name    string
 		rec     bench.RunRecord
@@ -47,17 +55,21 @@ func TestComplete(t *testing.T) {
 		want    string // a part of the error; "" for none
 	}{
 		{"attached, every phase", bench.RunRecord{Complete: true, Plan: bench.Plan{Phases: phases},
-			Cells: []bench.CellResult{{Status: bench.CellMeasured, Samples: measured()}}}, false, ""},
+			Cells: []bench.CellResult{{Key: "c", Status: bench.CellMeasured, Samples: measured()}}}, false, ""},
 		{"started, cold start measured", bench.RunRecord{Complete: true, Plan: bench.Plan{Phases: phases},
-			Cells: []bench.CellResult{{Status: bench.CellMeasured, ColdStartMs: &ms, Samples: measured()}}}, true, ""},
+			Cells: []bench.CellResult{{Key: "c", Status: bench.CellMeasured, ColdStartMs: &ms, Samples: measured()}}}, true, ""},
 		{"started, no cold start", bench.RunRecord{Complete: true, Plan: bench.Plan{Phases: phases},
-			Cells: []bench.CellResult{{Status: bench.CellMeasured, Samples: measured()}}}, true, "cold start not measured"},
+			Cells: []bench.CellResult{{Key: "c", Status: bench.CellMeasured, Samples: measured()}}}, true, "c: cold start not measured"},
 		{"a phase with a failed run", bench.RunRecord{Complete: true, Plan: bench.Plan{Phases: phases},
-			Cells: []bench.CellResult{{Status: bench.CellMeasured, Samples: measured(bench.Sample{Phase: bench.PhaseDecode, Error: "early stop"})}}}, false, "phase decode: 1 measured, 1 failed"},
+			Cells: []bench.CellResult{{Key: "c", Status: bench.CellMeasured, Samples: measured(bench.Sample{Phase: bench.PhaseDecode, Error: "early stop"})}}}, false, "c: phase decode: 1 measured, 1 failed"},
 		{"a phase missing", bench.RunRecord{Complete: true, Plan: bench.Plan{Phases: phases},
-			Cells: []bench.CellResult{{Status: bench.CellMeasured, Samples: measured()[:3]}}}, false, "phase concurrent: 0 measured"},
+			Cells: []bench.CellResult{{Key: "c", Status: bench.CellMeasured, Samples: measured()[:3]}}}, false, "c: phase concurrent: 0 measured"},
 		{"incomplete", bench.RunRecord{Plan: bench.Plan{Phases: phases}, Problems: []string{"cancelled"},
-			Cells: []bench.CellResult{{Status: bench.CellFailed, Samples: measured()}}}, false, "not complete: cancelled; the cell ended failed"},
+			Cells: []bench.CellResult{{Key: "c", Status: bench.CellFailed, Samples: measured()}}}, false, "not complete: cancelled; c ended failed"},
+		{"a pair sent the same requests", bench.RunRecord{Complete: true, Plan: pairPlan,
+			Cells: []bench.CellResult{{Key: "c", Status: bench.CellMeasured, Samples: hashed("x")}, {Key: "r", Status: bench.CellMeasured, Samples: hashed("x")}}}, false, ""},
+		{"a pair sent different requests", bench.RunRecord{Complete: true, Plan: pairPlan,
+			Cells: []bench.CellResult{{Key: "c", Status: bench.CellMeasured, Samples: hashed("x")}, {Key: "r", Status: bench.CellMeasured, Samples: hashed("y")}}}, false, "c and r: 0 of 4 requests sent to both identical"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -53,6 +53,10 @@ type Sample struct {
 	// early stop (its rates over the tokens generated), a prompt the
 	// server truncated, several tokens a chunk.
 	Note string `json:"note,omitempty"`
+	// RequestHash identifies what the sample's request asked (its body
+	// but the model name; the concurrent streams' bodies together): cells
+	// of one model are sent the same requests, and equal hashes show it.
+	RequestHash string `json:"requestHash,omitempty"`
 }
 
 // CellResult is everything measured for one cell.

@@ -207,6 +207,9 @@ func printBenchEntry(w io.Writer, e bench.HistoryEntry) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
+	if err := printHeadToHeads(w, e.Cells); err != nil {
+		return err
+	}
 	for _, cell := range e.Cells {
 		if len(cell.LoadPoints) > 0 {
 			fmt.Fprintf(w, "\nload: %s (times in ms)\n", termSafe(cell.Key))
@@ -214,6 +217,27 @@ func printBenchEntry(w io.Writer, e bench.HistoryEntry) error {
 			for _, line := range strings.Split(table, "\n") {
 				fmt.Fprintln(w, termSafe(line))
 			}
+		}
+	}
+	return nil
+}
+
+// printHeadToHeads prints each candidate's figures beside its model's
+// reference cell's (bench.HeadToHeads), the compare rule's verdicts after.
+func printHeadToHeads(w io.Writer, cells []bench.CompactCell) error {
+	for _, h := range bench.HeadToHeads(cells, bench.HeadToHeadThreshold) {
+		fmt.Fprintf(w, "\nhead to head: %s against %s: %s\n", termSafe(h.CandidateCell.Key), termSafe(h.ReferenceCell.Key), strings.ToUpper(h.Verdict))
+		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "FIGURE\tCANDIDATE\tREFERENCE\tCANDIDATE/REFERENCE\tVERDICT")
+		for _, f := range h.Figures {
+			v := f.Verdict
+			if f.Why != "" {
+				v += " (" + f.Why + ")"
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%.2f\t%s\n", figureTitle(f.Figure), fmtFigure(&f.Candidate), fmtFigure(&f.Reference), f.Candidate/f.Reference, v)
+		}
+		if err := tw.Flush(); err != nil {
+			return err
 		}
 	}
 	return nil

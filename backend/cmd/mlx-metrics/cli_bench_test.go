@@ -90,7 +90,8 @@ func TestBenchPrintsEscaped(t *testing.T) {
 		Machine:      bench.Machine{Chip: "chip" + evil, OS: "os" + evil, GPU: "gpu" + evil},
 		RunDirectory: "/runs/a" + evil,
 		Problems:     []string{"server exited" + evil},
-		Cells:        []bench.CompactCell{{Key: "m/tree/a" + evil, Status: bench.CellFailed + evil}},
+		Cells: []bench.CompactCell{{Key: "m/tree/a" + evil, Kind: bench.KindTree, Status: bench.CellFailed + evil},
+			{Key: "m/reference/b" + evil, Kind: bench.KindReference, Status: bench.CellFailed}},
 	}
 	var show, list, problems, compare strings.Builder
 	if err := printBenchEntry(&show, e); err != nil {
@@ -107,6 +108,32 @@ func TestBenchPrintsEscaped(t *testing.T) {
 		if !strings.Contains(out, `\x1b]0;pwned\a`) {
 			t.Errorf("%s lost the escaped text: %q", name, out)
 		}
+	}
+}
+
+// bench show sets each candidate beside its model's reference, figure by
+// figure, with the compare rule's verdicts.
+func TestBenchShowHeadToHead(t *testing.T) {
+	f := func(v float64) *float64 { return &v }
+	e := bench.HistoryEntry{ID: "20261201T100000Z-aaaa", Cells: []bench.CompactCell{
+		{Key: "m/tree/parallel", Model: "m", Kind: bench.KindTree, DecodeTokensPerSecond: f(150), TTFTColdMs: f(100),
+			Spread: map[string]bench.Range{"decode": {Min: 148, Max: 152}}},
+		{Key: "m/reference/serial", Model: "m", Kind: bench.KindReference, DecodeTokensPerSecond: f(100), TTFTColdMs: f(101),
+			Spread: map[string]bench.Range{"decode": {Min: 99, Max: 101}}},
+		{Key: "n/tree/alone", Model: "n", Kind: bench.KindTree, DecodeTokensPerSecond: f(10)},
+	}}
+	var out strings.Builder
+	if err := printBenchEntry(&out, e); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"head to head: m/tree/parallel against m/reference/serial: FASTER",
+		"DECODE tok/s  150.0      100.0      1.50                 faster", "COLD TTFT ms  100.0      101.0      0.99                 same"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("bench show lacks %q:\n%s", want, out.String())
+		}
+	}
+	if strings.Count(out.String(), "head to head") != 1 {
+		t.Errorf("want one pair (n has no reference):\n%s", out.String())
 	}
 }
 
