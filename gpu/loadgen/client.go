@@ -19,6 +19,7 @@ import (
 	"net/http/httptrace"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/mlx-bun/mlx-metrics/shared/arrival"
 	"github.com/mlx-bun/mlx-metrics/shared/clock"
@@ -88,6 +89,9 @@ type Request struct {
 	// ChunkTimes asks for every chunk with text's time (Result.ChunkAt),
 	// for the gaps between them (ITL).
 	ChunkTimes bool
+	// KeepText asks for the generated text (Result.Text), its first
+	// KeepText bytes; 0 keeps none.
+	KeepText int
 }
 
 // Result is one measured stream.
@@ -122,6 +126,10 @@ type Result struct {
 	// times of their chunks (Linux, the default transport), not the times
 	// the client read them.
 	Stamped bool
+	// Text is the generated text, when the request asked (KeepText): at
+	// most that many bytes, cut at a rune boundary.
+	Text     string
+	keepText int
 
 	// ServerReceived and ServerFirstToken are the server's own stamps
 	// (the reference engine's server_timing): when it got the request and
@@ -181,7 +189,7 @@ func (r Result) PrefillTokensPerSecond() float64 {
 
 // Do sends req with stream: true and reads the stream to its end.
 func (c *Client) Do(ctx context.Context, req Request) (Result, error) {
-	res := Result{Endpoint: req.Endpoint}
+	res := Result{Endpoint: req.Endpoint, keepText: req.KeepText}
 	if req.ChunkTimes {
 		res.ChunkAt = make([]time.Duration, 0, min(req.MaxTokens, 1<<16))
 	}
@@ -379,8 +387,9 @@ func (r *Result) add(data []byte, at time.Time) error {
 			}
 		}(r.ContentChunks)
 	}
-	// Token chunks, once the stream's id is known, without Unmarshal.
-	if r.ID != "" {
+	// Token chunks, once the stream's id is known, without Unmarshal
+	// (unless their text is asked for).
+	if r.ID != "" && r.keepText == 0 {
 		if n, ok := scanTokenChunk(data); ok {
 			if n > 0 && r.ContentChunks == 0 {
 				r.FirstToken = at
@@ -403,6 +412,9 @@ func (r *Result) add(data []byte, at time.Time) error {
 		r.ID = ch.ID
 	}
 	for _, choice := range ch.Choices {
+		if r.keepText > 0 {
+			r.Text = keep(r.Text, choice.Text+choice.Delta.Content, r.keepText)
+		}
 		if choice.Text != "" || choice.Delta.Content != "" || choice.Delta.ReasoningContent != "" {
 			if r.ContentChunks == 0 {
 				r.FirstToken = at
@@ -431,4 +443,16 @@ func (r *Result) add(data []byte, at time.Time) error {
 		}
 	}
 	return nil
+}
+
+// keep appends more to text up to limit bytes, cut at a rune boundary.
+func keep(text, more string, limit int) string {
+	if len(text)+len(more) <= limit {
+		return text + more
+	}
+	more = more[:max(0, limit-len(text))]
+	for more != "" && !utf8.ValidString(more) {
+		more = more[:len(more)-1]
+	}
+	return text + more
 }

@@ -95,6 +95,9 @@ func (r *run) measure(ctx context.Context, i int, cell bench.Cell, res *bench.Ce
 			}
 		}
 	}
+	if srv.exitErr() == nil {
+		m.probe(ctx)
+	}
 	switch {
 	case ctx.Err() != nil:
 		res.Status, res.Note = bench.CellFailed, "cancelled mid-cell"

@@ -89,9 +89,17 @@ func TestHeadToHeadSendsIdenticalRequests(t *testing.T) {
 		}
 		seen[h] = true
 	}
+	for _, c := range rec.Cells {
+		if len(c.Probes) != 2 || c.Probes[0].Kind != bench.ProbeRaw || c.Probes[1].Kind != bench.ProbeChat ||
+			c.Probes[0].Text == "" || c.Probes[0].PromptTokens == 0 || c.Probes[1].Error != "" {
+			t.Errorf("%s: parity probes %+v", c.Key, c.Probes)
+		}
+	}
 	report := Report(rec)
 	for _, want := range []string{"## Head to head", "### reference-sim/tree/candidate against reference-sim/reference/reference: ",
-		"8 of 8 requests sent to both were identical", "| decode tok/s | "} {
+		"8 of 8 requests sent to both were identical", "| decode tok/s | ",
+		// Two configurations of one engine and model: the same answers.
+		"Parity: parity.", "- raw probe: parity (prompt tokens ", "- chat probe: parity ("} {
 		if !strings.Contains(report, want) {
 			t.Errorf("report.md lacks %q:\n%s", want, report)
 		}

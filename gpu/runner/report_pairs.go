@@ -24,8 +24,13 @@ func headToHead(rec bench.RunRecord) string {
 		100*bench.HeadToHeadThreshold, bench.CompareRule)
 	for _, h := range hs {
 		same, both := sameRequests(rec.Cells[h.Candidate], rec.Cells[h.Reference])
-		fmt.Fprintf(&b, "\n### %s against %s: %s\n\n%d of %d requests sent to both were identical (by their hash in run.json).\n\n",
+		fmt.Fprintf(&b, "\n### %s against %s: %s\n\n%d of %d requests sent to both were identical (by their hash in run.json).\n",
 			h.CandidateCell.Key, h.ReferenceCell.Key, h.Verdict, same, both)
+		fmt.Fprintf(&b, "Parity: %s.\n", bench.ParityWord(h.Parity))
+		for _, v := range h.Parity {
+			fmt.Fprintf(&b, "- %s probe: %s (%s)\n", v.Kind, v.Verdict, v.Detail)
+		}
+		b.WriteString("\n")
 		if len(h.Figures) == 0 {
 			b.WriteString("No figure was measured in both.\n")
 			continue

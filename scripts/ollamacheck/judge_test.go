@@ -47,36 +47,58 @@ func TestComplete(t *testing.T) {
 		}
 		return s
 	}
+	probes := func(prompt int64) []bench.Probe {
+		return []bench.Probe{{Kind: bench.ProbeRaw, PromptTokens: prompt, CompletionTokens: 2, Text: "ab"}}
+	}
 	pairPlan := bench.Plan{Phases: phases, Cells: []bench.Cell{{Model: "m", Kind: bench.KindTree}, {Model: "m", Kind: bench.KindReference}}}
 	tests := []struct {
 		name    string
 		rec     bench.RunRecord
 		started bool
+		parity  string
 		want    string // a part of the error; "" for none
 	}{
 		{"attached, every phase", bench.RunRecord{Complete: true, Plan: bench.Plan{Phases: phases},
-			Cells: []bench.CellResult{{Key: "c", Status: bench.CellMeasured, Samples: measured()}}}, false, ""},
+			Cells: []bench.CellResult{{Key: "c", Status: bench.CellMeasured, Samples: measured()}}}, false, "", ""},
 		{"started, cold start measured", bench.RunRecord{Complete: true, Plan: bench.Plan{Phases: phases},
-			Cells: []bench.CellResult{{Key: "c", Status: bench.CellMeasured, ColdStartMs: &ms, Samples: measured()}}}, true, ""},
+			Cells: []bench.CellResult{{Key: "c", Status: bench.CellMeasured, ColdStartMs: &ms, Samples: measured()}}}, true, "", ""},
 		{"started, no cold start", bench.RunRecord{Complete: true, Plan: bench.Plan{Phases: phases},
-			Cells: []bench.CellResult{{Key: "c", Status: bench.CellMeasured, Samples: measured()}}}, true, "c: cold start not measured"},
+			Cells: []bench.CellResult{{Key: "c", Status: bench.CellMeasured, Samples: measured()}}}, true, "", "c: cold start not measured"},
 		{"a phase with a failed run", bench.RunRecord{Complete: true, Plan: bench.Plan{Phases: phases},
-			Cells: []bench.CellResult{{Key: "c", Status: bench.CellMeasured, Samples: measured(bench.Sample{Phase: bench.PhaseDecode, Error: "early stop"})}}}, false, "c: phase decode: 1 measured, 1 failed"},
+			Cells: []bench.CellResult{{Key: "c", Status: bench.CellMeasured, Samples: measured(bench.Sample{Phase: bench.PhaseDecode, Error: "early stop"})}}}, false, "", "c: phase decode: 1 measured, 1 failed"},
 		{"a phase missing", bench.RunRecord{Complete: true, Plan: bench.Plan{Phases: phases},
-			Cells: []bench.CellResult{{Key: "c", Status: bench.CellMeasured, Samples: measured()[:3]}}}, false, "c: phase concurrent: 0 measured"},
+			Cells: []bench.CellResult{{Key: "c", Status: bench.CellMeasured, Samples: measured()[:3]}}}, false, "", "c: phase concurrent: 0 measured"},
 		{"incomplete", bench.RunRecord{Plan: bench.Plan{Phases: phases}, Problems: []string{"cancelled"},
-			Cells: []bench.CellResult{{Key: "c", Status: bench.CellFailed, Samples: measured()}}}, false, "not complete: cancelled; c ended failed"},
+			Cells: []bench.CellResult{{Key: "c", Status: bench.CellFailed, Samples: measured()}}}, false, "", "not complete: cancelled; c ended failed"},
 		{"a pair sent the same requests", bench.RunRecord{Complete: true, Plan: pairPlan,
-			Cells: []bench.CellResult{{Key: "c", Status: bench.CellMeasured, Samples: hashed("x")}, {Key: "r", Status: bench.CellMeasured, Samples: hashed("x")}}}, false, ""},
+			Cells: []bench.CellResult{{Key: "c", Status: bench.CellMeasured, Samples: hashed("x")}, {Key: "r", Status: bench.CellMeasured, Samples: hashed("x")}}}, false, "", ""},
+		{"a pair's parity as expected", bench.RunRecord{Complete: true, Plan: pairPlan,
+			Cells: []bench.CellResult{{Key: "c", Status: bench.CellMeasured, Samples: hashed("x"), Probes: probes(50)}, {Key: "r", Status: bench.CellMeasured, Samples: hashed("x"), Probes: probes(90)}}}, false, "raw: tokenizer drift", ""},
+		{"a pair's parity not as expected", bench.RunRecord{Complete: true, Plan: pairPlan,
+			Cells: []bench.CellResult{{Key: "c", Status: bench.CellMeasured, Samples: hashed("x"), Probes: probes(50)}, {Key: "r", Status: bench.CellMeasured, Samples: hashed("x"), Probes: probes(50)}}}, false, "raw: tokenizer drift", `c and r: parity "parity", want "raw: tokenizer drift"`},
 		{"a pair sent different requests", bench.RunRecord{Complete: true, Plan: pairPlan,
-			Cells: []bench.CellResult{{Key: "c", Status: bench.CellMeasured, Samples: hashed("x")}, {Key: "r", Status: bench.CellMeasured, Samples: hashed("y")}}}, false, "c and r: 0 of 4 requests sent to both identical"},
+			Cells: []bench.CellResult{{Key: "c", Status: bench.CellMeasured, Samples: hashed("x")}, {Key: "r", Status: bench.CellMeasured, Samples: hashed("y")}}}, false, "", "c and r: 0 of 4 requests sent to both identical"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			err := complete(tt.rec, tt.started)
+			err := complete(tt.rec, expect{started: tt.started, identical: true, parity: tt.parity})
 			if (err == nil) != (tt.want == "") || (err != nil && !strings.Contains(err.Error(), tt.want)) {
 				t.Errorf("complete: %v, want %q", err, tt.want)
 			}
 		})
+	}
+}
+
+func TestSpreadOf(t *testing.T) {
+	tests := []struct {
+		vs   []float64
+		want float64
+	}{
+		{nil, 0}, {[]float64{0, -1}, 0}, {[]float64{100}, 1}, {[]float64{3.1, 3.9, 3.1}, 3.9 / 3.1}, {[]float64{0, 50, 100}, 2},
+	}
+	for _, tt := range tests {
+		if got := spreadOf(tt.vs); got != tt.want {
+			t.Errorf("spreadOf(%v) = %v, want %v", tt.vs, got, tt.want)
+		}
 	}
 }

@@ -1,5 +1,8 @@
-// Command ollamacheck sets a bench-serve run against ollama beside
-// ollama's own timing of the same kind of requests: its native
+// Command ollamacheck checks a bench-serve run against ollama: complete,
+// every phase measured (and, for head-to-heads, identical requests and a
+// parity verdict); with -log, each request of the single-request phases
+// timed as ollama's own access log timed the same request; with -base,
+// beside ollama's own timing of the same kind of requests: its native
 // /api/generate (stream false, raw, temperature 0) with prompts built as
 // the runner builds them (gpu/loadgen.Prompt, a nonce where the runner
 // uses one), the same prompt sizes and token counts, one after another.
@@ -29,8 +32,12 @@ func main() {
 	model := flag.String("model", "tiny", "`MODEL` to ask for")
 	runDir := flag.String("run", "", "bench run `DIR` (its run.json) to check and set beside ollama's timing")
 	started := flag.Bool("started", false, "the run started its server: cold start must be measured")
-	tol := flag.Float64("tolerance", 0.35, "`FRACTION` the checked figures may differ from ollama's own by")
-	floor := flag.Float64("floor-ms", 10, "`MS` a checked time may differ by whatever its fraction")
+	identical := flag.Bool("identical", true, "each head-to-head's two cells must have been sent identical requests")
+	parity := flag.String("parity", "", "each head-to-head's parity must read `WORD` (bench.ParityWord: parity, raw: tokenizer drift, …); empty: not checked")
+	tol := flag.Float64("tolerance", 0.35, "`FRACTION` the run's decode rate may differ from ollama's own timing of a replay by")
+	logPath := flag.String("log", "", "ollama's log `FILE`: each request of the run's single-request phases checked against ollama's latency of the same request")
+	sameTol := flag.Float64("same-tolerance", 0.05, "`FRACTION` a request's time may differ from ollama's log of it by")
+	sameFloor := flag.Float64("same-floor-ms", 10, "`MS` a request's time may differ from ollama's log of it by, whatever the fraction")
 	proxy := flag.String("proxy", "", "serve's root `URL`: check its snapshot counted what -client's JSON line says the client sent")
 	token := flag.String("token", "", "bearer `TOKEN` for -proxy")
 	client := flag.String("client", "", "`FILE` holding the openai client's JSON line (scripts/openai-client)")
@@ -40,7 +47,7 @@ func main() {
 	case *proxy != "" && *client != "":
 		err = checkProxy(*proxy, *token, *client)
 	case *runDir != "":
-		err = checkRun(*base, *model, *runDir, *started, rule{*tol, *floor})
+		err = checkRun(*base, *model, *runDir, *logPath, expect{*started, *identical, *parity}, rule{*tol, 0}, rule{*sameTol, *sameFloor})
 	default:
 		flag.Usage()
 		os.Exit(2)
@@ -53,7 +60,7 @@ func main() {
 
 // checkRun checks the run is complete, every phase measured, then, given
 // ollama's base URL, that its figures agree with ollama's own timing.
-func checkRun(base, model, runDir string, started bool, r rule) error {
+func checkRun(base, model, runDir, logPath string, e expect, replay, same rule) error {
 	b, err := os.ReadFile(runDir + "/run.json")
 	if err != nil {
 		return err
@@ -62,37 +69,49 @@ func checkRun(base, model, runDir string, started bool, r rule) error {
 	if err := json.Unmarshal(b, &rec); err != nil {
 		return err
 	}
-	if err := complete(rec, started); err != nil {
+	if err := complete(rec, e); err != nil {
 		return err
 	}
+	fmt.Printf("bench-serve run %s: complete, every phase measured%s\n", rec.ID, e.said(rec))
+	if logPath != "" {
+		if err := sameRequests(rec, logPath, same); err != nil {
+			return err
+		}
+	}
 	if base == "" {
-		fmt.Printf("bench-serve run %s: complete, every phase measured\n", rec.ID)
 		return nil
 	}
-	rows, err := check(base, model, rec)
+	rows, steady, err := check(base, model, rec)
 	if err != nil {
 		return err
 	}
-	return r.judge(rows)
+	if steady != "" {
+		fmt.Printf("\nthe decode rate is not judged against the replay: %s (a busy machine; each request was held to ollama's log above)\n", steady)
+		return nil
+	}
+	return replay.judge(rows)
 }
 
 // check times the run's kinds of requests through ollama's native API and
 // prints the two side by side; the rows with a tolerance are judged.
-func check(base, model string, rec bench.RunRecord) ([]row, error) {
+// steady says why the replay comparison is not worth judging: the run's
+// or the replay's decode runs spread past the plan's unstableSpread (the
+// runner's own rule), so the machine was busy during one of them; "" when
+// both were steady.
+func check(base, model string, rec bench.RunRecord) (rows []row, steady string, err error) {
 	cell, p := rec.Cells[0], rec.Plan.Phases.Defaults()
 	o := ollama{base: base, model: model}
 	ctx := context.Background()
 	if err := o.streams(ctx, 200); err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	nonce := func(i int) string { return fmt.Sprintf("%s-check-%d", rec.ID, i) }
 
-	var rows []row
 	var decode []timing
 	for i := range p.DecodeRuns {
 		t, err := o.generate(ctx, loadgen.Prompt(32, nonce(i)), p.DecodeTokens)
 		if err != nil {
-			return nil, err
+			return nil, "", err
 		}
 		decode = append(decode, t)
 	}
@@ -102,32 +121,32 @@ func check(base, model string, rec bench.RunRecord) ([]row, error) {
 	for i := range p.ColdRuns {
 		t, err := o.generate(ctx, loadgen.Prompt(p.ColdPromptTokens, nonce(100+i)), 8)
 		if err != nil {
-			return nil, err
+			return nil, "", err
 		}
 		cold = append(cold, t)
 	}
 	rows = append(rows,
-		row{"cold TTFT ms", median(cell, bench.PhaseColdTTFT, ttft), medianOf(cold, timing.promptMs), "prompt_eval_duration", judgedMs},
+		row{"cold TTFT ms", median(cell, bench.PhaseColdTTFT, ttft), medianOf(cold, timing.promptMs), "prompt_eval_duration", shown},
 		row{"prefill 1k tok/s", median(cell, bench.PhaseColdTTFT, prefillRate), medianOf(cold, timing.promptRate), "prompt_eval_count / prompt_eval_duration", shown})
 
 	warmPrompt := loadgen.Prompt(p.ColdPromptTokens, nonce(200))
 	if _, err := o.generate(ctx, warmPrompt, 8); err != nil { // fills the cache, as the runner's priming
-		return nil, err
+		return nil, "", err
 	}
 	var warm []timing
 	for range p.WarmRuns {
 		t, err := o.generate(ctx, warmPrompt, 8)
 		if err != nil {
-			return nil, err
+			return nil, "", err
 		}
 		warm = append(warm, t)
 	}
-	rows = append(rows, row{"warm TTFT ms", median(cell, bench.PhaseWarmTTFT, ttft), medianOf(warm, timing.promptMs), "prompt_eval_duration", judgedMs})
+	rows = append(rows, row{"warm TTFT ms", median(cell, bench.PhaseWarmTTFT, ttft), medianOf(warm, timing.promptMs), "prompt_eval_duration", shown})
 
 	if p.LongContextTokens > 0 {
 		t, err := o.generate(ctx, loadgen.Prompt(p.LongContextTokens, nonce(300)), p.LongDecodeTokens)
 		if err != nil {
-			return nil, err
+			return nil, "", err
 		}
 		rows = append(rows,
 			row{"long-context TTFT ms", median(cell, bench.PhaseLongContext, ttft), t.promptMs(), "prompt_eval_duration", shown},
@@ -147,7 +166,7 @@ func check(base, model string, rec bench.RunRecord) ([]row, error) {
 	var sum float64
 	for i, t := range conc {
 		if errs[i] != nil {
-			return nil, errs[i]
+			return nil, "", errs[i]
 		}
 		sum += t.evalRate()
 	}
@@ -160,7 +179,43 @@ func check(base, model string, rec bench.RunRecord) ([]row, error) {
 	}
 	fmt.Printf("\nollama's prompt counts: decode %d, cold %d, warm %d tokens; its decode runs %s tok/s\n",
 		decode[0].PromptEvalCount, cold[0].PromptEvalCount, warm[0].PromptEvalCount, rates(decode))
-	return rows, nil
+	var replayRates []float64
+	for _, t := range decode {
+		replayRates = append(replayRates, t.evalRate())
+	}
+	limit := p.UnstableSpread
+	if s := spread(bench.PhaseSamples(cell.Samples, bench.PhaseDecode), decodeRate); s > limit {
+		steady = fmt.Sprintf("the run's decode runs spread %.2fx (over %.2f)", s, limit)
+	} else if s := spreadOf(replayRates); s > limit {
+		steady = fmt.Sprintf("the replay's decode runs spread %.2fx (over %.2f)", s, limit)
+	}
+	return rows, steady, nil
+}
+
+// spread is max/min of f over samples (0 when none is positive).
+func spread(samples []bench.Sample, f func(bench.Sample) float64) float64 {
+	var vs []float64
+	for _, s := range samples {
+		vs = append(vs, f(s))
+	}
+	return spreadOf(vs)
+}
+
+func spreadOf(vs []float64) float64 {
+	lo, hi := 0.0, 0.0
+	for _, v := range vs {
+		if v <= 0 {
+			continue
+		}
+		if lo == 0 || v < lo {
+			lo = v
+		}
+		hi = max(hi, v)
+	}
+	if lo == 0 {
+		return 0
+	}
+	return hi / lo
 }
 
 type row struct {

@@ -6,7 +6,7 @@
 // bytes from the same seed. No weights are fetched. Run it with GOWORK=off
 // from its folder:
 //
-//	go run . -out /tmp/tiny.gguf [-seed 1]
+//	go run . -out /tmp/tiny.gguf [-seed 1] [-chars]
 package main
 
 import (
@@ -20,19 +20,20 @@ import (
 func main() {
 	out := flag.String("out", "", "`FILE` to write the GGUF to (required)")
 	seed := flag.Uint64("seed", 1, "`SEED` of the weights and the token cycle")
+	chars := flag.Bool("chars", false, "a vocabulary of the printable characters alone, without the prompts' words (prompts take several times the tokens)")
 	flag.Parse()
 	if *out == "" || flag.NArg() > 0 {
 		flag.Usage()
 		os.Exit(2)
 	}
-	if err := write(*out, *seed); err != nil {
+	if err := write(*out, *seed, !*chars); err != nil {
 		fmt.Fprintln(os.Stderr, "tinygguf:", err)
 		os.Exit(1)
 	}
 }
 
-func write(path string, seed uint64) error {
-	m := newModel(tiny, seed)
+func write(path string, seed uint64, words bool) error {
+	m := newModel(tiny, seed, words)
 	ts, err := m.tensors()
 	if err != nil {
 		return err

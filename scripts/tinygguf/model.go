@@ -49,8 +49,8 @@ type model struct {
 	rng    *rand.Rand
 }
 
-func newModel(s shape, seed uint64) *model {
-	m := &model{shape: s, vocab: newVocab(), rng: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))}
+func newModel(s shape, seed uint64, words bool) *model {
+	m := &model{shape: s, vocab: newVocab(words), rng: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))}
 	m.embd = m.matrix(len(m.tokens), s.Dim, 1)
 	for _, row := range m.embd {
 		row[biasDim] = biasValue

@@ -19,7 +19,7 @@ import (
 // next walks one cycle through every generated token, so 200 greedy tokens
 // never repeat one from any start.
 func TestGreedyCycle(t *testing.T) {
-	m := newModel(tiny, 1)
+	m := newModel(tiny, 1, true)
 	generated := map[int]bool{}
 	for _, id := range m.out {
 		generated[id] = true
@@ -79,7 +79,7 @@ func argmax(xs []float64) int {
 // word of the runner's prompts is one token with its leading space,
 // reached by the merges one character at a time.
 func TestVocab(t *testing.T) {
-	v := newVocab()
+	v := newVocab(true)
 	for _, id := range v.out {
 		text := strings.ReplaceAll(v.tokens[id], space, " ")
 		for _, r := range text {
@@ -113,9 +113,9 @@ func TestVocab(t *testing.T) {
 // shapes reversed into GGUF order ([in, out]).
 func TestWrite(t *testing.T) {
 	dir := t.TempDir()
-	sum := func(name string, seed uint64) [32]byte {
+	sum := func(name string, seed uint64, words bool) [32]byte {
 		path := filepath.Join(dir, name)
-		if err := write(path, seed); err != nil {
+		if err := write(path, seed, words); err != nil {
 			t.Fatal(err)
 		}
 		b, err := os.ReadFile(path)
@@ -124,9 +124,9 @@ func TestWrite(t *testing.T) {
 		}
 		return sha256.Sum256(b)
 	}
-	a, b, c := sum("a.gguf", 1), sum("b.gguf", 1), sum("c.gguf", 2)
-	if a != b || a == c {
-		t.Errorf("seed 1 twice equal %v, seeds 1 and 2 equal %v; want true, false", a == b, a == c)
+	a, b, c, d := sum("a.gguf", 1, true), sum("b.gguf", 1, true), sum("c.gguf", 2, true), sum("d.gguf", 1, false)
+	if a != b || a == c || a == d {
+		t.Errorf("seed 1 twice equal %v, seeds 1 and 2 equal %v, words and characters only equal %v; want true, false, false", a == b, a == c, a == d)
 	}
 	raw, err := os.ReadFile(filepath.Join(dir, "a.gguf"))
 	if err != nil {
@@ -140,14 +140,14 @@ func TestWrite(t *testing.T) {
 	if kv.Architecture() != "llama" || kv.BlockCount() != 4 || kv.EmbeddingLength() != 256 || kv.ContextLength() != 32768 {
 		t.Errorf("kv: %s, %d blocks, dim %d, context %d", kv.Architecture(), kv.BlockCount(), kv.EmbeddingLength(), kv.ContextLength())
 	}
-	if n := len(kv.Strings("tokenizer.ggml.tokens")); n != len(newVocab().tokens) {
-		t.Errorf("%d tokens in the file, want %d", n, len(newVocab().tokens))
+	if n := len(kv.Strings("tokenizer.ggml.tokens")); n != len(newVocab(true).tokens) {
+		t.Errorf("%d tokens in the file, want %d", n, len(newVocab(true).tokens))
 	}
 	shapes := map[string][]uint64{}
 	for _, ts := range f.Tensors().Items() {
 		shapes[ts.Name] = ts.Shape
 	}
-	vocab := uint64(len(newVocab().tokens))
+	vocab := uint64(len(newVocab(true).tokens))
 	for name, want := range map[string][]uint64{
 		"token_embd.weight":     {256, vocab},
 		"output.weight":         {256, vocab},

@@ -25,6 +25,9 @@ const (
 // space, built up one character at a time by merges. The words make a
 // prompt of n words about n tokens, as bench-serve's plans assume (by
 // characters alone, the default 1024-word prompt would be ~6,000 tokens).
+// Without the words (characters only) the same prompt is several times the
+// tokens: a model that differs from the other only in its vocabulary, for
+// the parity probes' tokenizer drift.
 type vocab struct {
 	tokens []string
 	types  []int32
@@ -37,7 +40,7 @@ type vocab struct {
 // the other printable ASCII bytes stand for themselves.
 const space = "Ġ"
 
-func newVocab() vocab {
+func newVocab(words bool) vocab {
 	v := vocab{
 		tokens: []string{"<s>", "</s>", "Ċ"},
 		types:  []int32{typeControl, typeControl, typeNormal},
@@ -54,6 +57,9 @@ func newVocab() vocab {
 	}
 	for b := byte(' '); b <= '~'; b++ {
 		add(encode(string(b)))
+	}
+	if !words {
+		return v
 	}
 	for _, w := range promptWords() {
 		word := []rune(space + w)

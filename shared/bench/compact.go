@@ -39,7 +39,7 @@ func Compact(r RunRecord, runDirectory string) HistoryEntry {
 func CompactCellOf(c CellResult) CompactCell {
 	cc := CompactCell{
 		Key: c.Key, Model: c.Model, Kind: c.Kind, Configuration: c.Configuration,
-		Status: c.Status, Note: c.Note, Attached: c.Attached,
+		Status: c.Status, Note: c.Note, Attached: c.Attached, Probes: c.Probes,
 	}
 	if c.Status != CellMeasured {
 		// As the original: a skipped or failed cell has no figures, even

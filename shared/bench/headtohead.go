@@ -13,6 +13,8 @@ type HeadToHead struct {
 	// Verdict combines the figures' (memory apart); "same" when no figure
 	// was measured on both sides.
 	Verdict string
+	// Parity compares the two cells' parity probes, kind by kind.
+	Parity []ParityVerdict
 }
 
 // PairFigure is one figure measured in both cells of a pair.
@@ -47,6 +49,7 @@ func HeadToHeads(cells []CompactCell, threshold float64) []HeadToHead {
 			verdicts = append(verdicts, j.Verdict)
 		}
 		h.Verdict = Combine(verdicts)
+		h.Parity = Parity(h.CandidateCell.Probes, h.ReferenceCell.Probes)
 		out = append(out, h)
 	}
 	return out

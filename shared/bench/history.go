@@ -57,6 +57,9 @@ type CompactCell struct {
 	// SLO is the plan's goodput bounds of the load phase, on a cell with
 	// load points: the panel draws them beside the curves.
 	SLO *SLO `json:"slo,omitempty"`
+	// Probes are the cell's parity probes (parity.go), for the pairs'
+	// parity verdicts in every view.
+	Probes []Probe `json:"probes,omitempty"`
 }
 
 // HistoryList is GET /history's body, newest first; in JSON the original's

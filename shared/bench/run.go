@@ -79,6 +79,9 @@ type CellResult struct {
 	LoadPoints   []LoadPoint `json:"loadPoints,omitempty"`
 	MaxRate      *MaxRate    `json:"maxRate,omitempty"`
 	PeakRSSBytes int64       `json:"peakRssBytes,omitempty"`
+	// Probes are the parity probes' answers (parity.go), asked after the
+	// phases; a head-to-head compares its two cells'.
+	Probes []Probe `json:"probes,omitempty"`
 	// PeakGPUMemoryBytes is null where the gpu probes cannot read it;
 	// GPUMemoryNote then says why ("unavailable: no GPU found"). A figure
 	// with a note is not the server's own: "device-wide (not the server's

@@ -226,7 +226,8 @@ func printBenchEntry(w io.Writer, e bench.HistoryEntry) error {
 // reference cell's (bench.HeadToHeads), the compare rule's verdicts after.
 func printHeadToHeads(w io.Writer, cells []bench.CompactCell) error {
 	for _, h := range bench.HeadToHeads(cells, bench.HeadToHeadThreshold) {
-		fmt.Fprintf(w, "\nhead to head: %s against %s: %s\n", termSafe(h.CandidateCell.Key), termSafe(h.ReferenceCell.Key), strings.ToUpper(h.Verdict))
+		fmt.Fprintf(w, "\nhead to head: %s against %s: %s; parity: %s\n", termSafe(h.CandidateCell.Key), termSafe(h.ReferenceCell.Key),
+			strings.ToUpper(h.Verdict), termSafe(bench.ParityWord(h.Parity)))
 		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "FIGURE\tCANDIDATE\tREFERENCE\tCANDIDATE/REFERENCE\tVERDICT")
 		for _, f := range h.Figures {
