@@ -1,3 +1,7 @@
 module github.com/mlx-bun/mlx-metrics/scripts/benchproxy
 
 go 1.26
+
+require github.com/mlx-bun/mlx-metrics/shared v0.0.0-00010101000000-000000000000
+
+replace github.com/mlx-bun/mlx-metrics/shared => ../../shared

@@ -43,6 +43,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/mlx-bun/mlx-metrics/shared/bench"
 )
 
 type config struct {
@@ -424,10 +426,12 @@ func pool(ps []phase) phase {
 
 func rate(p phase) float64 { return float64(p.tokens) / p.wall.Seconds() }
 
+// pct is the q-quantile (0..1) of ds by the project's one percentile rule
+// (bench.Percentile), as the product's figures are.
 func pct(ds []time.Duration, q float64) time.Duration {
 	s := slices.Clone(ds)
 	slices.Sort(s)
-	return s[min(len(s)-1, int(q*float64(len(s))))]
+	return time.Duration(bench.Percentile(s, 100*q))
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }

@@ -38,6 +38,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/mlx-bun/mlx-metrics/shared/bench"
 )
 
 const probeModel = "bench-probe"
@@ -227,8 +229,10 @@ func run(ctx context.Context, cfg config) error {
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 func mib(b int64) float64        { return float64(b) / (1 << 20) }
 
+// pct is the q-quantile (0..1) of sorted by the project's one percentile
+// rule (bench.Percentile), as the product's figures are.
 func pct(sorted []time.Duration, q float64) time.Duration {
-	return sorted[min(len(sorted)-1, int(q*float64(len(sorted))))]
+	return time.Duration(bench.Percentile(sorted, 100*q))
 }
 
 func perFrame(cpu time.Duration, frames int) float64 {

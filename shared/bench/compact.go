@@ -106,17 +106,15 @@ func PhaseSamples(samples []Sample, phase string) []Sample {
 	return out
 }
 
-// Median of xs (the mean of the middle two for an even count), nil when xs
-// is empty. It sorts xs in place.
+// Median of xs by the one percentile rule (Percentile: the mean of the
+// middle two for an even count), nil when xs is empty. It sorts xs in
+// place.
 func Median(xs []float64) *float64 {
 	if len(xs) == 0 {
 		return nil
 	}
 	sort.Float64s(xs)
-	m := xs[len(xs)/2]
-	if len(xs)%2 == 0 {
-		m = (xs[len(xs)/2-1] + xs[len(xs)/2]) / 2
-	}
+	m := Percentile(xs, 50)
 	return &m
 }
 

@@ -14,8 +14,9 @@ const MaxDistValues = 1 << 20
 // Percentile is the p-th percentile (0..100) of sorted values by linear
 // interpolation between the closest ranks, numpy's default rule and so
 // vLLM's, GuideLLM's and AIPerf's. 0 for no values. The project's one
-// rule for percentiles of exact values.
-func Percentile(sorted []float64, p float64) float64 {
+// rule for percentiles of exact values, of float64s or of durations
+// (time.Duration(Percentile(ds, 99)) for a p99 in time).
+func Percentile[T ~float64 | ~int64](sorted []T, p float64) float64 {
 	n := len(sorted)
 	if n == 0 {
 		return 0
@@ -23,13 +24,13 @@ func Percentile(sorted []float64, p float64) float64 {
 	rank := p / 100 * float64(n-1)
 	lo := int(math.Floor(rank))
 	if lo >= n-1 {
-		return sorted[n-1]
+		return float64(sorted[n-1])
 	}
 	if lo < 0 {
-		return sorted[0]
+		return float64(sorted[0])
 	}
 	frac := rank - float64(lo)
-	return sorted[lo] + frac*(sorted[lo+1]-sorted[lo])
+	return float64(sorted[lo]) + frac*(float64(sorted[lo+1])-float64(sorted[lo]))
 }
 
 // Collector gathers one figure's values for a Dist: the mean and the
