@@ -156,7 +156,7 @@ func (e *Engine) Submit(ctx context.Context, prompt []uint64, maxTokens int) (*S
 	}
 	n := e.seq.Add(1)
 	r := &request{
-		id: n, prompt: prompt, maxTokens: maxTokens, ctx: ctx,
+		id: n, seed: promptSeed(prompt), prompt: prompt, maxTokens: maxTokens, ctx: ctx,
 		arrived: e.clock.Now(),
 		out:     newStream(n),
 	}

@@ -12,7 +12,11 @@ import (
 
 // request is one generation as the scheduler tracks it.
 type request struct {
-	id        uint64
+	id uint64
+	// seed picks the generated words: a function of the prompt alone, as
+	// a real server's greedy output is, so two engines answer one prompt
+	// alike (bench-serve's parity probes) whatever each served before.
+	seed      uint64
 	prompt    []uint64
 	maxTokens int
 	// ctx is the caller's: once it ends the request is cancelled. Its Err
@@ -149,7 +153,7 @@ func (e *Engine) apply(chunks []int, t time.Time) {
 			e.prefix.insert(r.prompt, e.cfg.PageTokens)
 			r.firstToken = t
 		}
-		r.out.push(Token{Text: " " + word(r.id, r.generated), At: t})
+		r.out.push(Token{Text: " " + word(r.seed, r.generated), At: t})
 		r.generated++
 		r.lastToken = t
 		e.stats.tokens++

@@ -36,6 +36,15 @@ var vocabulary = strings.Fields(`the model simulates a token stream with a
 stated cost model so that benchmarks and panels have traffic to show while no
 accelerator or weights are present on this machine`)
 
+// promptSeed folds a prompt's token hashes into the seed of its words.
+func promptSeed(prompt []uint64) uint64 {
+	var h uint64 = 14695981039346656037
+	for _, t := range prompt {
+		h = (h ^ t) * 1099511628211
+	}
+	return h
+}
+
 func word(seed uint64, i int) string {
 	return vocabulary[(seed+uint64(i)*7)%uint64(len(vocabulary))]
 }

@@ -73,13 +73,17 @@ func TestHeadToHeadSendsIdenticalRequests(t *testing.T) {
 		return m
 	}
 	cand, oth, ref := hashes(rec.Cells[0]), hashes(rec.Cells[1]), hashes(rec.Cells[2])
-	if len(cand) != 2+2+2+1+1 {
-		t.Errorf("candidate: %d samples, want 8: %v", len(cand), cand)
-	}
+	// A run retried on a busy machine (a burst of chunks in one packet
+	// leaves no decode interval) is a request of its own in one cell only;
+	// the first attempt's requests are in both.
+	common := 0
 	seen := map[string]bool{}
 	for k, h := range cand {
-		if ref[k] != h {
-			t.Errorf("%s: candidate sent %s, reference %s", k, h, ref[k])
+		if r, ok := ref[k]; ok {
+			common++
+			if r != h {
+				t.Errorf("%s: candidate sent %s, reference %s", k, h, r)
+			}
 		}
 		if oth[k] == h {
 			t.Errorf("%s: another model's cell was sent the candidate's request", k)
@@ -89,6 +93,9 @@ func TestHeadToHeadSendsIdenticalRequests(t *testing.T) {
 		}
 		seen[h] = true
 	}
+	if common < 2+2+2+1+1 {
+		t.Errorf("%d requests sent to both, want at least the 8 of the first attempts: %v against %v", common, cand, ref)
+	}
 	for _, c := range rec.Cells {
 		if len(c.Probes) != 2 || c.Probes[0].Kind != bench.ProbeRaw || c.Probes[1].Kind != bench.ProbeChat ||
 			c.Probes[0].Text == "" || c.Probes[0].PromptTokens == 0 || c.Probes[1].Error != "" {
@@ -97,7 +104,7 @@ func TestHeadToHeadSendsIdenticalRequests(t *testing.T) {
 	}
 	report := Report(rec)
 	for _, want := range []string{"## Head to head", "### reference-sim/tree/candidate against reference-sim/reference/reference: ",
-		"8 of 8 requests sent to both were identical", "| decode tok/s | ",
+		fmt.Sprintf("%d of %d requests sent to both were identical", common, common), "| decode tok/s | ",
 		// Two configurations of one engine and model: the same answers.
 		"Parity: parity.", "- raw probe: parity (prompt tokens ", "- chat probe: parity ("} {
 		if !strings.Contains(report, want) {
