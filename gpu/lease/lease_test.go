@@ -150,10 +150,14 @@ func TestAcquire(t *testing.T) {
 		}
 		got <- err
 	}()
+	// A bound, not a wait: c queues at once unless Acquire is broken.
+	stuck := time.After(time.Minute)
 	for l.Position("c") == 0 { // until c waits behind a
 		select {
 		case err := <-got:
 			t.Fatalf("c's Acquire returned while a held the lease (err %v)", err)
+		case <-stuck:
+			t.Fatal("c never queued behind a")
 		default:
 			runtime.Gosched()
 		}

@@ -14,14 +14,18 @@ import (
 	"time"
 
 	"github.com/mlx-bun/mlx-metrics/backend/internal/jobs/jobstest"
+	"github.com/mlx-bun/mlx-metrics/backend/internal/leaktest"
 	"github.com/mlx-bun/mlx-metrics/gpu/lease"
 	"github.com/mlx-bun/mlx-metrics/shared/bench"
 	"github.com/mlx-bun/mlx-metrics/shared/clock"
 )
 
+// TestMain doubles as the job runners jobstest starts, and fails the
+// package's tests when a goroutine they started is still running at the
+// end (leaktest).
 func TestMain(m *testing.M) {
 	jobstest.Main()
-	os.Exit(m.Run())
+	leaktest.VerifyTestMain(m)
 }
 
 // newFakeClock stands still at one time; its grace periods end only when
