@@ -5,6 +5,7 @@ import (
 	"slices"
 	"sync"
 	"testing"
+	"testing/synctest"
 
 	"github.com/mlx-bun/mlx-metrics/shared/events"
 )
@@ -164,25 +165,41 @@ func TestCancel(t *testing.T) {
 // Cancel returns even while events are queued behind a stalled handler,
 // once that handler call returns, and releases a Flush waiting on it.
 func TestCancelWhileBacklogged(t *testing.T) {
-	b := New()
-	entered := make(chan struct{})
-	release := make(chan struct{})
-	var once sync.Once
-	cancel := b.Subscribe("stalled", 8, func(events.Event) {
-		once.Do(func() { close(entered) })
-		<-release
+	// In a synctest bubble, synctest.Wait returns once every goroutine
+	// blocks: Flush is waiting for the backlog before cancel starts, and
+	// both are waiting when the handler is released, the path this test
+	// names (a cancel's removal before Flush read the subscribers would
+	// let Flush return at once).
+	synctest.Test(t, func(t *testing.T) {
+		b := New()
+		entered := make(chan struct{})
+		release := make(chan struct{})
+		var once sync.Once
+		cancel := b.Subscribe("stalled", 8, func(events.Event) {
+			once.Do(func() { close(entered) })
+			<-release
+		})
+		for i := 0; i < 5; i++ {
+			b.Publish(ev(i))
+		}
+		<-entered
+		flushed := make(chan struct{})
+		go func() { b.Flush(); close(flushed) }()
+		synctest.Wait() // Flush waits for the backlog
+		cancelled := make(chan struct{})
+		go func() { cancel(); close(cancelled) }()
+		synctest.Wait() // cancel waits for the handler to return
+		select {
+		case <-flushed:
+			t.Fatal("Flush returned while the handler held an event")
+		case <-cancelled:
+			t.Fatal("cancel returned while the handler held an event")
+		default:
+		}
+		close(release)
+		<-cancelled
+		<-flushed
 	})
-	for i := 0; i < 5; i++ {
-		b.Publish(ev(i))
-	}
-	<-entered
-	flushed := make(chan struct{})
-	go func() { b.Flush(); close(flushed) }()
-	cancelled := make(chan struct{})
-	go func() { cancel(); close(cancelled) }()
-	close(release)
-	<-cancelled
-	<-flushed
 }
 
 func TestConcurrentPublishers(t *testing.T) {
