@@ -99,6 +99,13 @@ type Store struct {
 	recent   ring[snapshot.Recent]
 	series   series
 	timeline *timeline
+	// scrapedVersion moves with every scraped window's change; the window
+	// over every model with the scraped requests in is kept as of it and
+	// the reported window's adds.
+	scrapedVersion uint64
+	mixed          snapshot.Window
+	mixedOf        [2]uint64
+	mixedMade      bool
 }
 
 // eviction is an evicted unload waiting for the load it made room for.
@@ -168,6 +175,8 @@ func (s *Store) Apply(ev events.Event) bool {
 		changed = s.applyScheduler(ev.At, p)
 	case *events.CacheSample:
 		changed = s.applyCache(ev.At, p)
+	case *events.RequestsSample:
+		changed = s.applyRequests(ev.At, p)
 	}
 	if changed {
 		s.version++
@@ -207,14 +216,13 @@ func (s *Store) Snapshot(now int64) snapshot.Snapshot {
 	snap.Requests = snapshot.Requests{
 		Finished: s.finished,
 		ByFinish: byFinish,
-		Window:   s.window.summary(),
+		Window:   s.windowSummary(),
 		Recent:   s.recent.slice(),
 	}
 	if !s.opts.NoPerModelWindows {
 		per := map[string]*snapshot.Window{}
 		for name, m := range s.models {
-			if m.window != nil && m.window.n > 0 {
-				w := m.window.summary()
+			if w, ok := s.modelWindow(m); ok {
 				per[name] = &w
 			}
 		}
