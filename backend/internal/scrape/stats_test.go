@@ -44,10 +44,15 @@ vllm:num_requests_running{model_name="m"} 1e9
 		{"an engine down", 503, "", KindVLLM, KindVLLM, 0, 0, 1, "503"},
 		{"prefix totals past the bounds", 200, huge, KindVLLM, KindVLLM, 1, 1, 0, ""},
 		{"a gauge past the bounds", 200, flood, KindVLLM, KindVLLM, 0, 1, 0, ""},
-		// Some SGLang releases serve sglang_ names: read as nothing, it
-		// used to count as a good poll.
+		// An exposition of another kind than given: read as nothing, it
+		// used to count as a good poll; the error says what auto reads.
 		{"an exposition its kind does not read", 200, "# TYPE sglang_num_running_reqs gauge\nsglang_num_running_reqs{model_name=\"m\"} 1\n",
-			KindSGLang, KindSGLang, 0, 0, 1, "none of its 1 metric families is one a sglang engine exposes: check the kind, or give auto"},
+			KindVLLM, KindVLLM, 0, 0, 1, "none of its 1 metric families is one a vllm engine exposes: it reads as sglang (give the kind sglang, or auto)"},
+		{"an exposition no kind reads", 200, "# TYPE go_goroutines gauge\ngo_goroutines 7\n",
+			KindAuto, KindAuto, 0, 0, 1, "none of its 1 metric families (go_goroutines) is one vLLM, SGLang (sglang: or sglang_), llama.cpp or mlx-metrics exposes with a model"},
+		// Some SGLang releases serve sglang_ names: read as SGLang's.
+		{"sglang_ names", 200, "# TYPE sglang_num_running_reqs gauge\nsglang_num_running_reqs{model_name=\"m\"} 1\n",
+			KindSGLang, KindSGLang, 1, 0, 0, ""},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
