@@ -4,8 +4,9 @@ engines' own names, types, labels and bucket bounds, written from their
 sources (not captured from a running engine: none runs on these machines):
 
   vllm-1.txt, vllm-2.txt      vLLM's V1 engine (vllm/v1/metrics/loggers.py
-                              as of v0.11: vllm:inter_token_latency_seconds
-                              beside vllm:request_time_per_output_token_seconds,
+                              of recent releases, after v0.11 renamed the
+                              per-token histogram vllm:inter_token_latency_seconds:
+                              beside it vllm:request_time_per_output_token_seconds,
                               the finished_reason error, the cached prompt
                               token counter)
   sglang-1.txt, sglang-2.txt  SGLang (python/sglang/srt/metrics/collector.py,
