@@ -238,8 +238,11 @@ type Recent struct {
 	At int64 `json:"at"`
 }
 
-// SeriesPoint is the scheduler at one instant, summed over models sampled at
-// the same at.
+// SeriesPoint is the scheduler over one second of the series' grid (At is
+// the newest sample in it), summed over the models: each one's samples in
+// that second, or its latest sample before, carried while fresh (within
+// twice its own sampling gap) and not past its unload, so that engines
+// sampled at their own moments add up on every point.
 type SeriesPoint struct {
 	At              int64   `json:"at"`
 	TokensPerSecond float64 `json:"tokensPerSecond"`

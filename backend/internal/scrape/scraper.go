@@ -264,9 +264,9 @@ func (g *Group) Run(ctx context.Context, interval time.Duration) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			tk := time.NewTicker(interval)
+			tk := s.clock.NewTicker(interval)
 			defer tk.Stop()
-			s.Run(ctx, tk.C)
+			s.Run(ctx, tk.C())
 		}()
 	}
 	wg.Wait()

@@ -116,6 +116,7 @@ func (s *Store) evictIdle() bool {
 	delete(s.models, m.view.Model)
 	delete(s.schedulers, m.view.Model)
 	delete(s.caches, m.view.Model)
+	s.series.forget(m.view.Model)
 	s.evicted++
 	return true
 }
@@ -250,6 +251,7 @@ func (s *Store) clearResidency(m *model, at int64) {
 	m.unloadedAt = at
 	delete(s.schedulers, m.view.Model)
 	delete(s.caches, m.view.Model)
+	s.series.gone(m.view.Model, at)
 }
 
 // resident returns the model a sample describes, or nil when the sample

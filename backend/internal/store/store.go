@@ -23,6 +23,9 @@ type Options struct {
 	Recent int
 	// Series is how many scheduler points the throughput series keeps (120).
 	Series int
+	// SeriesIntervalMs is the throughput series' grid: samples in one
+	// interval make one point (1 000 ms, a host's sampling period).
+	SeriesIntervalMs int64
 	// SwapWindowMs is how soon after an evicted unload a finished load
 	// counts as a swap (120 000 ms).
 	SwapWindowMs int64
@@ -45,6 +48,7 @@ const (
 	DefaultWindow       = 200
 	DefaultRecent       = 20
 	DefaultSeries       = 120
+	DefaultSeriesMs     = 1000
 	DefaultSwapWindowMs = 120_000
 	DefaultMaxModels    = 1024
 	DefaultTimeline     = 120
@@ -60,6 +64,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.Series <= 0 {
 		o.Series = DefaultSeries
+	}
+	if o.SeriesIntervalMs <= 0 {
+		o.SeriesIntervalMs = DefaultSeriesMs
 	}
 	if o.SwapWindowMs <= 0 {
 		o.SwapWindowMs = DefaultSwapWindowMs
@@ -138,7 +145,7 @@ func New(startedAt int64, opts Options) *Store {
 		caches:     map[string]*modelCaches{},
 		window:     newRequestWindow(opts.Window),
 		recent:     newRing[snapshot.Recent](opts.Recent),
-		series:     newSeries(opts.Series),
+		series:     newSeries(opts.Series, opts.SeriesIntervalMs),
 		timeline:   newTimeline(opts.Timeline, opts.TimelineIntervalMs),
 	}
 }
