@@ -68,6 +68,8 @@ func validate(p any) *Error {
 		return firstErr(name("model", p.Model, MaxModelName), oneOf("cache", p.Cache, CacheKV, CachePrefix),
 			integer("bytes", p.Bytes, MaxBytes), optInt("capacityBytes", p.CapacityBytes, MaxBytes),
 			optInt("hits", p.Hits, MaxLookups), optInt("misses", p.Misses, MaxLookups), ratio("usageRatio", p.UsageRatio))
+	case *RequestsSample:
+		return validateRequests(p)
 	}
 	return nil
 }

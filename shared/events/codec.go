@@ -114,10 +114,20 @@ const MaxAt = 253402300799999
 // Check validates an event made in the process (a scraper's mapping, a
 // proxy's measurement) as Parse validates one from the wire, by parsing its
 // encoding: what an engine or an upstream reports is input like any other.
-// The one event the wire cannot carry passes: a request.finished under no
-// model (one an upstream refused), which exists on the bus only; its other
-// fields are checked.
+// The events the wire cannot carry are checked as they are: a
+// request.finished under no model (one an upstream refused), whose other
+// fields are checked, and a requests.sample (a scraped engine's counts),
+// which exist on the bus only.
 func Check(ev Event) error {
+	if p, ok := ev.Payload.(*RequestsSample); ok {
+		if !(ev.At >= 1 && ev.At <= MaxAt) {
+			return reject("at", "must be epoch milliseconds from 1 to %d, got %d", int64(MaxAt), ev.At)
+		}
+		if err := validateRequests(p); err != nil {
+			return err
+		}
+		return nil
+	}
 	if p, ok := ev.Payload.(*RequestFinished); ok && p.Model == "" {
 		named := *p
 		named.Model = "-"

@@ -3,6 +3,7 @@ package events
 import (
 	"encoding/json"
 	"errors"
+	"math"
 	"reflect"
 	"strings"
 	"testing"
@@ -352,6 +353,21 @@ func TestCheck(t *testing.T) {
 		{"a count past its bound", Event{Type: TypeRequestFinished, At: 1764690000000, Payload: &tooMany}, "promptTokens"},
 		{"a name past its bound", Event{Type: TypeRequestFinished, At: 1764690000000, Payload: &unnamed}, "model"},
 		{"no time", Event{Type: TypeRequestFinished, Payload: ok}, "at"},
+		// A scraped engine's counts: the bus only, checked as they are.
+		{"requests sample", reqs(func(*RequestsSample) {}), ""},
+		{"requests sample, no time", Event{Type: TypeRequestsSample, Payload: &RequestsSample{Model: "m"}}, "at"},
+		{"requests sample under no model", reqs(func(p *RequestsSample) { p.Model = "" }), "model"},
+		{"requests sample, more reasons than requests", reqs(func(p *RequestsSample) { p.ByFinish.Stop = 4 }), "byFinish"},
+		{"requests sample, more cached than prompt tokens", reqs(func(p *RequestsSample) { p.CachedPromptTokens = ptr(int64(901)) }), "cachedPromptTokens"},
+		{"requests sample, a count short", reqs(func(p *RequestsSample) { p.TTFTMs.Counts = p.TTFTMs.Counts[:2] }), "ttftMs"},
+		{"requests sample, bounds out of order", reqs(func(p *RequestsSample) { p.TotalMs.Bounds[1] = 1 }), "totalMs"},
+		{"requests sample, NaN bound", reqs(func(p *RequestsSample) { p.TotalMs.Bounds[0] = math.NaN() }), "totalMs"},
+		{"requests sample, a negative count", reqs(func(p *RequestsSample) { p.TTFTMs.Counts[0] = -1 }), "ttftMs"},
+		{"requests sample, counts past their bound", reqs(func(p *RequestsSample) { p.TTFTMs.Counts[0], p.TTFTMs.Counts[1] = MaxLookups, 1 }), "ttftMs"},
+		{"requests sample, a negative sum", reqs(func(p *RequestsSample) { p.TTFTMs.Sum = -1 }), "ttftMs"},
+		{"requests sample, too many bounds", reqs(func(p *RequestsSample) {
+			p.TotalMs = &Histogram{Bounds: make([]float64, MaxBuckets+1), Counts: make([]int64, MaxBuckets+2)}
+		}), "totalMs"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := Check(tc.ev)
@@ -364,4 +380,16 @@ func TestCheck(t *testing.T) {
 			}
 		})
 	}
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// reqs is a valid requests.sample changed by edit.
+func reqs(edit func(*RequestsSample)) Event {
+	p := &RequestsSample{Model: "m", IntervalMs: 2000, Finished: 3, ByFinish: FinishTotalsByReason{Stop: 2, Cancelled: 1},
+		PromptTokens: 900, CachedPromptTokens: ptr(int64(300)), GenerationTokens: 120,
+		TTFTMs:  &Histogram{Bounds: []float64{100, 1000}, Counts: []int64{1, 2, 0}, Sum: 1200},
+		TotalMs: &Histogram{Bounds: []float64{300, 500, 800}, Counts: []int64{0, 1, 1, 1}, Sum: 2400}}
+	edit(p)
+	return Event{Type: TypeRequestsSample, At: 1764690000000, Payload: p}
 }

@@ -174,7 +174,12 @@ func (f FinishTotals) MarshalJSON() ([]byte, error) {
 }
 
 // Window holds distributions over the last Size finished requests. A
-// distribution with no values (every one null) is null.
+// distribution with no values (every one null) is null. The requests of an
+// engine scraped over its /metrics (--scrape) are not known one by one:
+// its polls' histogram increases stand for them, the last Size of them (the
+// oldest poll pro-rated), and the quantiles are read off their buckets as
+// Prometheus' histogram_quantile reads them (docs/export.md); reported and
+// scraped requests each fill up to Size.
 type Window struct {
 	Size                   int           `json:"size"`
 	Count                  int           `json:"count"`
@@ -233,8 +238,11 @@ type Recent struct {
 	At int64 `json:"at"`
 }
 
-// SeriesPoint is the scheduler at one instant, summed over models sampled at
-// the same at.
+// SeriesPoint is the scheduler over one second of the series' grid (At is
+// the newest sample in it), summed over the models: each one's samples in
+// that second, or its latest sample before, carried while fresh (within
+// twice its own sampling gap) and not past its unload, so that engines
+// sampled at their own moments add up on every point.
 type SeriesPoint struct {
 	At              int64   `json:"at"`
 	TokensPerSecond float64 `json:"tokensPerSecond"`
@@ -284,7 +292,9 @@ type TimelinePoint struct {
 	// TTFTMs, TPOTMs and TotalMs are quantiles over the requests finished
 	// in the interval that report the value; null when none did. They come
 	// from a log-linear histogram (16 bins an octave), so each is within
-	// about 3 % of the observed value.
+	// about 3 % of the observed value. A scraped engine's histogram
+	// increases count in the interval of their poll, each bucket's values
+	// spread evenly over it.
 	TTFTMs  *Quantiles `json:"ttftMs"`
 	TPOTMs  *Quantiles `json:"tpotMs"`
 	TotalMs *Quantiles `json:"totalMs"`

@@ -106,7 +106,7 @@ func addLiveFlags(fs *flag.FlagSet, env *envDefaults, c *app.LiveConfig) {
 	fs.Float64Var(&c.ReplaySpeed, "replay-speed", env.float("MLX_METRICS_REPLAY_SPEED", 0), "replay pace `FACTOR`: 0 as fast as possible, 1 real time, 10 ten times faster (env MLX_METRICS_REPLAY_SPEED)")
 	fs.IntVar(&c.Window, "window", env.int("MLX_METRICS_WINDOW", store.DefaultWindow), "the last `N` finished requests the timing distributions cover (env MLX_METRICS_WINDOW)")
 	fs.IntVar(&c.Recent, "recent", env.int("MLX_METRICS_RECENT", store.DefaultRecent), "the last `N` finished requests the snapshot lists in recent (env MLX_METRICS_RECENT)")
-	fs.IntVar(&c.Series, "series", env.int("MLX_METRICS_SERIES", store.DefaultSeries), "the last `N` scheduler samples the throughput series keeps (env MLX_METRICS_SERIES)")
+	fs.IntVar(&c.Series, "series", env.int("MLX_METRICS_SERIES", store.DefaultSeries), "the last `N` points (one a second of scheduler samples) the throughput series keeps (env MLX_METRICS_SERIES)")
 }
 
 func addBenchFlags(fs *flag.FlagSet, env *envDefaults, c *app.BenchConfig) {

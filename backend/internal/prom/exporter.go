@@ -5,6 +5,7 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/valyala/fasthttp/fasthttpadaptor"
 
@@ -30,8 +31,12 @@ const OtherModels = "(other models)"
 // subscriber (Observe) and a server feature (Mount). Its registry is
 // private, so nothing registered elsewhere in the process leaks into it.
 type Exporter struct {
-	reg   *prometheus.Registry // the mlx_ families (what OTLP pushes)
-	vreg  *prometheus.Registry // the vllm: families
+	reg  *prometheus.Registry // the mlx_ families (what OTLP pushes)
+	vreg *prometheus.Registry // the vllm: families
+	// preg is this process's own (process_*: CPU, memory, file
+	// descriptors, start time), served whatever Names says, as vLLM's API
+	// server serves its own.
+	preg  *prometheus.Registry
 	m     *metrics
 	v     *vllmMetrics
 	names Names
@@ -71,8 +76,9 @@ func newExporter(maxModels int, opts Options) *Exporter {
 	if opts.Names == "" {
 		opts.Names = NamesBoth
 	}
-	reg, vreg := prometheus.NewRegistry(), prometheus.NewRegistry()
-	return &Exporter{reg: reg, vreg: vreg, m: newMetrics(reg), v: newVLLMMetrics(vreg), names: opts.Names,
+	reg, vreg, preg := prometheus.NewRegistry(), prometheus.NewRegistry(), prometheus.NewRegistry()
+	preg.MustRegister(collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return &Exporter{reg: reg, vreg: vreg, preg: preg, m: newMetrics(reg), v: newVLLMMetrics(vreg), names: opts.Names,
 		max: maxModels, models: map[string]*labelState{}, prefix: map[string]prefixTotals{}}
 }
 
@@ -80,15 +86,16 @@ func newExporter(maxModels int, opts Options) *Exporter {
 // pushes.
 func (e *Exporter) Registry() *prometheus.Registry { return e.reg }
 
-// Gatherer is what the exposition serves: the families Names asks for.
+// Gatherer is what the exposition serves: the families Names asks for,
+// and the process's own.
 func (e *Exporter) Gatherer() prometheus.Gatherer {
 	switch e.names {
 	case NamesMLX:
-		return e.reg
+		return prometheus.Gatherers{e.reg, e.preg}
 	case NamesVLLM:
-		return e.vreg
+		return prometheus.Gatherers{e.vreg, e.preg}
 	}
-	return prometheus.Gatherers{e.reg, e.vreg}
+	return prometheus.Gatherers{e.reg, e.vreg, e.preg}
 }
 
 // Mount serves GET /api/metrics/prometheus, and GET /metrics to whatever
@@ -114,8 +121,7 @@ func (e *Exporter) Observe(ev events.Event) {
 			e.serving(model)
 			e.m.running.WithLabelValues(model).Set(float64(p.Active))
 			e.m.waiting.WithLabelValues(model).Set(float64(p.Queued))
-			e.v.running.WithLabelValues(model).Set(float64(p.Active))
-			e.v.waiting.WithLabelValues(model).Set(float64(p.Queued))
+			e.v.scheduler(model, p)
 			e.m.capacity.WithLabelValues(model).Set(float64(p.Capacity))
 			e.m.tokensPerSecond.WithLabelValues(model).Set(p.TokensPerSecond)
 		}
@@ -195,9 +201,9 @@ func (e *Exporter) model(name string) (label string, ok bool) {
 	// errors column reads 0, not "no data", until the first of each.
 	for _, r := range []string{reasonStop, reasonLength, reasonAbort} {
 		e.m.success.WithLabelValues(label, r)
-		e.v.success.WithLabelValues(label, r)
 	}
 	e.m.errors.WithLabelValues(label)
+	e.v.created(label)
 	return label, true
 }
 

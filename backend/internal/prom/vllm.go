@@ -66,10 +66,22 @@ type vllmMetrics struct {
 	// gone); weights_offloaded is never 1, as an MLX host offloads none.
 	sleep *prometheus.GaugeVec
 
+	// waitingByReason is the queue by vLLM's reason: capacity is the
+	// host's queue (requests waiting for a batch slot); the host defers
+	// none for vLLM's other reason (a LoRA budget, a KV transfer).
+	waitingByReason *prometheus.GaugeVec
+
 	prompt, gen, success, prefixHits, prefixQueries *prometheus.CounterVec
+	// cached and bySource split the prompt tokens of finished requests:
+	// served from the host's prefix cache, or computed by prefill; none
+	// comes from another instance (external_kv_transfer stays 0).
+	cached, bySource *prometheus.CounterVec
 
 	ttft, e2e, queue, inference, prefill, decode, tpot *prometheus.HistogramVec
 	promptLen, genLen, maxGen                          *prometheus.HistogramVec
+	// prefillKV is the prompt tokens a request's prefill computed: its
+	// prompt less what the prefix cache served.
+	prefillKV *prometheus.HistogramVec
 	// itl is observed once per inter-token interval, as vLLM does; a
 	// request.finished carries the decode rate, not each interval, so a
 	// request's intervals are its mean, (completion − 1) times.
@@ -78,17 +90,29 @@ type vllmMetrics struct {
 	all []*prometheus.MetricVec
 }
 
+// engineLabels is vLLM's engine label on every family: an MLX host is one
+// engine, index 0, as a vLLM without data parallelism labels itself.
+var engineLabels = prometheus.Labels{"engine": "0"}
+
 func vgauge(name, help string, labels ...string) *prometheus.GaugeVec {
-	return prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "vllm:" + name, Help: help}, labels)
+	return prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "vllm:" + name, Help: help, ConstLabels: engineLabels}, labels)
 }
 
 func vcounter(name, help string, labels ...string) *prometheus.CounterVec {
-	return prometheus.NewCounterVec(prometheus.CounterOpts{Name: "vllm:" + name, Help: help}, labels)
+	return prometheus.NewCounterVec(prometheus.CounterOpts{Name: "vllm:" + name, Help: help, ConstLabels: engineLabels}, labels)
 }
 
 func vhistogram(name, help string, buckets []float64) *prometheus.HistogramVec {
-	return prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "vllm:" + name, Help: help, Buckets: buckets}, []string{modelLabel})
+	return prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "vllm:" + name, Help: help, Buckets: buckets,
+		ConstLabels: engineLabels}, []string{modelLabel})
 }
+
+// Prompt token sources of vllm:prompt_tokens_by_source_total.
+const (
+	sourceCompute  = "local_compute"
+	sourceCacheHit = "local_cache_hit"
+	sourceTransfer = "external_kv_transfer"
+)
 
 func newVLLMMetrics(reg prometheus.Registerer) *vllmMetrics {
 	v := &vllmMetrics{
@@ -98,7 +122,13 @@ func newVLLMMetrics(reg prometheus.Registerer) *vllmMetrics {
 		sleep: vgauge("engine_sleep_state", "Whether the model's engine is awake (sleep_state awake 1) or its weights discarded "+
 			"(discard_all 1), from the host's load and unload events; weights_offloaded stays 0.", modelLabel, "sleep_state"),
 
-		prompt:        vcounter("prompt_tokens_total", "Number of prefill tokens processed.", modelLabel),
+		waitingByReason: vgauge("num_requests_waiting_by_reason", "Number of requests waiting to be processed, by reason: "+
+			"capacity (the host's queue for a batch slot); the host defers none.", modelLabel, "reason"),
+
+		prompt: vcounter("prompt_tokens_total", "Number of prefill tokens processed.", modelLabel),
+		cached: vcounter("prompt_tokens_cached_total", "Prompt tokens of finished requests served from the prefix cache.", modelLabel),
+		bySource: vcounter("prompt_tokens_by_source_total", "Prompt tokens of finished requests by source: computed by prefill "+
+			"(local_compute), served from the prefix cache (local_cache_hit) or by another instance (external_kv_transfer, none).", modelLabel, "source"),
 		gen:           vcounter("generation_tokens_total", "Number of generation tokens processed.", modelLabel),
 		success:       vcounter("request_success_total", "Count of successfully processed requests.", modelLabel, "finished_reason"),
 		prefixHits:    vcounter("prefix_cache_hits_total", "Prefix cache hits, in terms of number of cached tokens.", modelLabel),
@@ -114,18 +144,42 @@ func newVLLMMetrics(reg prometheus.Registerer) *vllmMetrics {
 		promptLen: vhistogram("request_prompt_tokens", "Number of prefill tokens processed.", tokenBuckets),
 		genLen:    vhistogram("request_generation_tokens", "Number of generation tokens processed.", tokenBuckets),
 		maxGen:    vhistogram("request_max_num_generation_tokens", "Histogram of maximum number of requested generation tokens.", tokenBuckets),
+		prefillKV: vhistogram("request_prefill_kv_computed_tokens", "Prompt tokens a request's prefill computed (its prompt less the cached tokens).", tokenBuckets),
 		itl: newWeightedHistogramVec("vllm:inter_token_latency_seconds", "Histogram of inter-token latency in seconds.",
 			tpotBuckets),
 	}
 	v.all = []*prometheus.MetricVec{v.running.MetricVec, v.waiting.MetricVec, v.kvUsage.MetricVec, v.sleep.MetricVec,
+		v.waitingByReason.MetricVec,
 		v.prompt.MetricVec, v.gen.MetricVec, v.success.MetricVec, v.prefixHits.MetricVec, v.prefixQueries.MetricVec,
+		v.cached.MetricVec, v.bySource.MetricVec,
 		v.ttft.MetricVec, v.e2e.MetricVec, v.queue.MetricVec, v.inference.MetricVec, v.prefill.MetricVec,
-		v.decode.MetricVec, v.tpot.MetricVec, v.promptLen.MetricVec, v.genLen.MetricVec, v.maxGen.MetricVec}
+		v.decode.MetricVec, v.tpot.MetricVec, v.promptLen.MetricVec, v.genLen.MetricVec, v.maxGen.MetricVec,
+		v.prefillKV.MetricVec}
 	for _, c := range v.all {
 		reg.MustRegister(c)
 	}
 	reg.MustRegister(v.itl)
 	return v
+}
+
+// created makes a model's counters that vLLM creates at its start, at 0:
+// every finished_reason and prompt token source.
+func (v *vllmMetrics) created(model string) {
+	for _, r := range []string{reasonStop, reasonLength, reasonAbort, events.FinishError} {
+		v.success.WithLabelValues(model, r)
+	}
+	v.cached.WithLabelValues(model)
+	for _, src := range []string{sourceCompute, sourceCacheHit, sourceTransfer} {
+		v.bySource.WithLabelValues(model, src)
+	}
+}
+
+// scheduler sets model's batch and queue.
+func (v *vllmMetrics) scheduler(model string, p *events.SchedulerSample) {
+	v.running.WithLabelValues(model).Set(float64(p.Active))
+	v.waiting.WithLabelValues(model).Set(float64(p.Queued))
+	v.waitingByReason.WithLabelValues(model, "capacity").Set(float64(p.Queued))
+	v.waitingByReason.WithLabelValues(model, "deferred").Set(0)
 }
 
 // awake sets model's sleep state: awake, or its weights discarded.
@@ -153,6 +207,7 @@ func (v *vllmMetrics) unloaded(model string) {
 	for _, g := range []*prometheus.GaugeVec{v.running, v.waiting, v.kvUsage} {
 		g.DeleteLabelValues(model)
 	}
+	v.waitingByReason.DeletePartialMatch(prometheus.Labels{modelLabel: model})
 }
 
 // request observes one finished request as vLLM would have: its tokens,
@@ -161,6 +216,10 @@ func (v *vllmMetrics) unloaded(model string) {
 func (v *vllmMetrics) request(model string, p *events.RequestFinished) {
 	count(v.prompt.WithLabelValues(model), p.PromptTokens)
 	count(v.gen.WithLabelValues(model), p.CompletionTokens)
+	computed := max(p.PromptTokens-max(p.CachedPromptTokens, 0), 0)
+	count(v.cached.WithLabelValues(model), p.CachedPromptTokens)
+	count(v.bySource.WithLabelValues(model, sourceCacheHit), p.CachedPromptTokens)
+	count(v.bySource.WithLabelValues(model, sourceCompute), computed)
 	reason, ok := finishedReason(p.Finish)
 	if !ok {
 		v.success.WithLabelValues(model, events.FinishError).Inc()
@@ -172,6 +231,7 @@ func (v *vllmMetrics) request(model string, p *events.RequestFinished) {
 	// One sequence a request: the most any sequence of it generated is
 	// what it generated.
 	v.maxGen.WithLabelValues(model).Observe(float64(max(p.CompletionTokens, 0)))
+	v.prefillKV.WithLabelValues(model).Observe(float64(computed))
 	total := p.TotalMs / 1000
 	v.e2e.WithLabelValues(model).Observe(total)
 	var queue, ttft float64
@@ -217,7 +277,7 @@ type weightedHistogram struct {
 
 func newWeightedHistogramVec(name, help string, buckets []float64) *weightedHistogramVec {
 	return &weightedHistogramVec{
-		desc:    prometheus.NewDesc(name, help, []string{modelLabel}, nil),
+		desc:    prometheus.NewDesc(name, help, []string{modelLabel}, engineLabels),
 		buckets: buckets, series: map[string]*weightedHistogram{},
 	}
 }

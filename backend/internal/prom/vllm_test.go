@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"os/exec"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -245,14 +246,14 @@ func TestEngineSleepState(t *testing.T) {
 	sample := events.Event{Type: events.TypeSchedulerSample, At: 3, Payload: &events.SchedulerSample{Model: "m", Active: 1, Capacity: 4}}
 	awake := `
 mlx_model_resident{model_name="m"} 1
-vllm:engine_sleep_state{model_name="m",sleep_state="awake"} 1
-vllm:engine_sleep_state{model_name="m",sleep_state="discard_all"} 0
-vllm:engine_sleep_state{model_name="m",sleep_state="weights_offloaded"} 0`
+vllm:engine_sleep_state{engine="0",model_name="m",sleep_state="awake"} 1
+vllm:engine_sleep_state{engine="0",model_name="m",sleep_state="discard_all"} 0
+vllm:engine_sleep_state{engine="0",model_name="m",sleep_state="weights_offloaded"} 0`
 	asleep := `
 mlx_model_resident{model_name="m"} 0
-vllm:engine_sleep_state{model_name="m",sleep_state="awake"} 0
-vllm:engine_sleep_state{model_name="m",sleep_state="discard_all"} 1
-vllm:engine_sleep_state{model_name="m",sleep_state="weights_offloaded"} 0`
+vllm:engine_sleep_state{engine="0",model_name="m",sleep_state="awake"} 0
+vllm:engine_sleep_state{engine="0",model_name="m",sleep_state="discard_all"} 1
+vllm:engine_sleep_state{engine="0",model_name="m",sleep_state="weights_offloaded"} 0`
 	tests := []struct {
 		name string
 		in   []events.Event
@@ -281,5 +282,48 @@ vllm:engine_sleep_state{model_name="m",sleep_state="weights_offloaded"} 0`
 				t.Errorf("got\n%s\nwant\n%s", got, strings.Join(lines, "\n"))
 			}
 		})
+	}
+}
+
+// What vLLM's current dashboards read beside the older one's: vLLM's
+// engine label, the queue by reason, the prompt tokens by source and
+// cached, the tokens prefill computed, the error reason at 0 from the
+// start, and the process's own families in every exposition but not in
+// what OTLP pushes.
+func TestVLLMFamiliesTheDashboardsRead(t *testing.T) {
+	e := New(Options{})
+	e.Observe(events.Event{Type: events.TypeSchedulerSample, At: 1, Payload: &events.SchedulerSample{Model: "m", Active: 2, Queued: 3, Capacity: 4}})
+	e.Observe(events.Event{Type: events.TypeRequestFinished, At: 2, Payload: &events.RequestFinished{
+		Model: "m", RequestID: "r", Finish: events.FinishStop, PromptTokens: 900, CachedPromptTokens: 600, CompletionTokens: 5, TotalMs: 100}})
+	want := `
+vllm:num_requests_waiting_by_reason{engine="0",model_name="m",reason="capacity"} 3
+vllm:num_requests_waiting_by_reason{engine="0",model_name="m",reason="deferred"} 0
+vllm:prompt_tokens_by_source_total{engine="0",model_name="m",source="external_kv_transfer"} 0
+vllm:prompt_tokens_by_source_total{engine="0",model_name="m",source="local_cache_hit"} 600
+vllm:prompt_tokens_by_source_total{engine="0",model_name="m",source="local_compute"} 300
+vllm:prompt_tokens_cached_total{engine="0",model_name="m"} 600
+vllm:request_prefill_kv_computed_tokens_count{engine="0",model_name="m"} 1
+vllm:request_prefill_kv_computed_tokens_sum{engine="0",model_name="m"} 300
+vllm:request_success_total{engine="0",finished_reason="abort",model_name="m"} 0
+vllm:request_success_total{engine="0",finished_reason="error",model_name="m"} 0
+vllm:request_success_total{engine="0",finished_reason="length",model_name="m"} 0
+vllm:request_success_total{engine="0",finished_reason="stop",model_name="m"} 1`
+	got := samples(t, e, "vllm:num_requests_waiting_by_reason", "vllm:prompt_tokens_by_source_total", "vllm:prompt_tokens_cached_total",
+		"vllm:request_prefill_kv_computed_tokens_count", "vllm:request_prefill_kv_computed_tokens_sum", "vllm:request_success_total")
+	if got != strings.TrimSpace(want) {
+		t.Errorf("got\n%s\nwant\n%s", got, strings.TrimSpace(want))
+	}
+	// An unloaded model waits for nothing.
+	e.Observe(events.Event{Type: events.TypeModelUnload, At: 3, Payload: &events.ModelUnload{Model: "m", Reason: events.ReasonIdle}})
+	if got := samples(t, e, "vllm:num_requests_waiting_by_reason"); got != "" {
+		t.Errorf("after the unload: %s", got)
+	}
+	for _, names := range []Names{NamesBoth, NamesMLX, NamesVLLM} {
+		if !strings.Contains(expositionOf(t, New(Options{Names: names}).Gatherer()), "process_start_time_seconds") && runtime.GOOS == "linux" {
+			t.Errorf("--prom-names %s serves no process_start_time_seconds", names)
+		}
+	}
+	if strings.Contains(exposition(t, e), "process_") {
+		t.Error("the process's families are in what OTLP pushes")
 	}
 }

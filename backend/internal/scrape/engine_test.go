@@ -27,6 +27,7 @@ func TestScrapeReferenceEngineThroughExporter(t *testing.T) {
 	var mu sync.Mutex
 	var lastSched *events.SchedulerSample
 	var lastPrefix *events.CacheSample
+	finished := 0
 	cfg := engine.DefaultConfig()
 	cfg.DecodeRate, cfg.PrefillRate, cfg.LoadTime, cfg.SampleInterval = 2000, 200000, 0, 5*time.Millisecond
 	eng, err := engine.New(cfg, engine.Options{Sink: func(ev events.Event) {
@@ -40,6 +41,8 @@ func TestScrapeReferenceEngineThroughExporter(t *testing.T) {
 			if p.Cache == events.CachePrefix {
 				lastPrefix = p
 			}
+		case *events.RequestFinished:
+			finished++
 		}
 	}})
 	if err != nil {
@@ -53,7 +56,7 @@ func TestScrapeReferenceEngineThroughExporter(t *testing.T) {
 
 	// Two identical prompts: the second hits the prefix cache.
 	prompt := strings.Repeat("the quick brown fox jumps over the lazy dog ", 20)
-	for i := 0; i < 2; i++ {
+	send := func() {
 		resp, err := http.Post(engSrv.URL+"/v1/completions", "application/json",
 			strings.NewReader(`{"model":"reference-sim","max_tokens":40,"stream":true,"prompt":"`+prompt+`"}`))
 		if err != nil {
@@ -62,6 +65,8 @@ func TestScrapeReferenceEngineThroughExporter(t *testing.T) {
 		io.Copy(io.Discard, resp.Body)
 		resp.Body.Close()
 	}
+	send()
+	send()
 
 	app := fiber.New()
 	exp.Mount(app, app.Group("/api/metrics"))
@@ -82,7 +87,7 @@ func TestScrapeReferenceEngineThroughExporter(t *testing.T) {
 	// what the sink saw last must be read at one instant.
 	mu.Lock()
 	_, err = s.Poll(context.Background())
-	wantSched, wantPrefix := lastSched, lastPrefix
+	wantSched, wantPrefix, before := lastSched, lastPrefix, finished
 	mu.Unlock()
 	if err != nil {
 		t.Fatal(err)
@@ -107,5 +112,30 @@ func TestScrapeReferenceEngineThroughExporter(t *testing.T) {
 	}
 	if prefix == nil || *prefix.Hits != *wantPrefix.Hits || *prefix.Misses != *wantPrefix.Misses || *prefix.Hits == 0 {
 		t.Errorf("scraped prefix %+v, engine reported hits %d misses %d", prefix, *wantPrefix.Hits, *wantPrefix.Misses)
+	}
+
+	// The requests finished between two polls, as the exporter counted
+	// them: the second poll's requests.sample.
+	send()
+	got = nil
+	mu.Lock()
+	_, err = s.Poll(context.Background())
+	between := finished - before
+	mu.Unlock()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var reqs *events.RequestsSample
+	for _, ev := range got {
+		if p, ok := ev.Payload.(*events.RequestsSample); ok {
+			reqs = p
+		}
+	}
+	if between == 0 {
+		t.Fatal("the engine finished no request between the polls")
+	}
+	if reqs == nil || reqs.Finished != int64(between) || reqs.TTFTMs == nil || reqs.TTFTMs.Count() != int64(between) ||
+		reqs.ByFinish.Sum() != int64(between) || reqs.GenerationTokens == 0 || reqs.PromptLengths == nil {
+		t.Errorf("scraped requests %+v, the engine finished %d", reqs, between)
 	}
 }

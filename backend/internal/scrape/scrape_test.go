@@ -3,6 +3,7 @@ package scrape
 import (
 	"context"
 	"encoding/json"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -13,7 +14,8 @@ import (
 	"testing"
 	"time"
 
-	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 
 	"github.com/mlx-bun/mlx-metrics/shared/clock"
 	"github.com/mlx-bun/mlx-metrics/shared/events"
@@ -62,6 +64,76 @@ func fixtureServer(t *testing.T, status int, files ...string) *httptest.Server {
 	return srv
 }
 
+// histMs is an engine histogram's increase as an event carries it: its
+// bounds in seconds made ms, the counts of the buckets at, and its sum's
+// increase (from before to after, in seconds) in ms; tokens with scale 1.
+func histMs(bounds []float64, scale float64, at map[int]int64, before, after float64) *events.Histogram {
+	h := &events.Histogram{Bounds: make([]float64, len(bounds)), Counts: make([]int64, len(bounds)+1), Sum: (after - before) * scale}
+	for i, b := range bounds {
+		h.Bounds[i] = b * scale
+	}
+	for i, c := range at {
+		h.Counts[i] = c
+	}
+	return h
+}
+
+// The engines' bounds, as the fixtures (testdata/gen_expositions.py) have them.
+var (
+	vTTFT  = []float64{0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0, 20.0, 40.0, 80.0, 160.0, 640.0, 2560.0}
+	vITL   = []float64{0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0, 20.0, 40.0, 80.0}
+	vPhase = []float64{0.3, 0.5, 0.8, 1.0, 1.5, 2.0, 2.5, 5.0, 10.0, 15.0, 20.0, 30.0, 40.0, 50.0, 60.0, 120.0, 240.0, 480.0, 960.0, 1920.0, 7680.0}
+	vLen   = []float64{1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000}
+	sTTFT  = []float64{0.1, 0.2, 0.4, 0.6, 0.8, 1, 2, 4, 6, 8, 10, 20, 40, 60, 80, 100, 200, 400}
+	sE2E   = []float64{0.1, 0.2, 0.4, 0.6, 0.8, 1, 2, 4, 6, 8, 10, 20, 40, 60, 80, 100, 200, 400, 600, 1200, 1800, 2400}
+	sITL   = []float64{0.002, 0.004, 0.006, 0.008, 0.010, 0.015, 0.020, 0.025, 0.030, 0.035, 0.040, 0.060, 0.080, 0.100, 0.200, 0.400, 0.600, 0.800, 1.000, 2.000, 4.000, 6.000, 8.000}
+	sQueue = []float64{0.0, 0.1, 0.2, 0.5, 1, 2, 3, 4, 5, 10, 15, 20, 30, 40, 50, 60, 70, 80, 90, 100, 200, 300, 400, 500, 600, 700, 800, 900, 1000, 1200, 1400, 1600, 1800, 2000, 2500, 3000}
+)
+
+// What the fixtures' second polls add (testdata/gen_expositions.py).
+var (
+	vllmRequests = &events.RequestsSample{Model: llama8b, IntervalMs: 5000, Finished: 8,
+		ByFinish:     events.FinishTotalsByReason{Stop: 6, Length: 1, Error: 1},
+		PromptTokens: 6000, CachedPromptTokens: i64(2000), GenerationTokens: 1500,
+		TTFTMs: histMs(vTTFT, 1000, map[int]int64{5: 6, 8: 2}, 11.52, 11.52+0.7),
+		// Per request, not the per-token vllm:inter_token_latency_seconds.
+		TPOTMs:            histMs(vITL, 1000, map[int]int64{0: 2, 1: 6}, 3.6, 3.6+0.14),
+		TotalMs:           histMs(vPhase, 1000, map[int]int64{3: 2, 4: 4, 6: 2}, 200, 200+11.0),
+		QueueMs:           histMs(vPhase, 1000, map[int]int64{0: 8}, 3.6, 3.6+0.16),
+		PrefillMs:         histMs(vPhase, 1000, map[int]int64{0: 8}, 9, 9+0.5),
+		DecodeMs:          histMs(vPhase, 1000, map[int]int64{1: 2, 3: 4, 5: 2}, 170, 170+8.4),
+		PromptLengths:     histMs(vLen, 1, map[int]int64{8: 4, 9: 4}, 183040, 183040+6000.0),
+		GenerationLengths: histMs(vLen, 1, map[int]int64{6: 8}, 13000, 13000+600.0),
+	}
+	// SGLang counts requests without reasons; its TPOT is per token.
+	sglangRequests = &events.RequestsSample{Model: llama8b, IntervalMs: 5000, Finished: 10,
+		PromptTokens: 5000, CachedPromptTokens: i64(3000), GenerationTokens: 2000,
+		TTFTMs:  histMs(sTTFT, 1000, map[int]int64{0: 8, 1: 2}, 98.2, 98.2+0.9),
+		TPOTMs:  histMs(sITL, 1000, map[int]int64{5: 1500, 6: 500}, 2600, 2600+25.0),
+		TotalMs: histMs(sE2E, 1000, map[int]int64{6: 6, 7: 4}, 3500, 3500+24.0),
+		QueueMs: histMs(sQueue, 1000, map[int]int64{0: 9, 1: 1}, 5, 5+0.05),
+	}
+)
+
+// rounded is p with its histograms' sums to a millionth: a sum's
+// increase is a difference of two decimals, exact in neither.
+func rounded(p any) any {
+	r, ok := p.(*events.RequestsSample)
+	if !ok {
+		return p
+	}
+	c := *r
+	for _, h := range []**events.Histogram{&c.QueueMs, &c.TTFTMs, &c.TotalMs, &c.TPOTMs, &c.PrefillMs, &c.DecodeMs,
+		&c.PromptLengths, &c.GenerationLengths} {
+		if *h != nil {
+			x := **h
+			x.Sum = math.Round(x.Sum*1e6) / 1e6
+			*h = &x
+		}
+	}
+	return &c
+}
+
 func TestScrapeFixtures(t *testing.T) {
 	tests := []struct {
 		name   string
@@ -74,16 +146,17 @@ func TestScrapeFixtures(t *testing.T) {
 		wantErr string
 	}{
 		{
-			name: "vllm rate from the counter between two polls", kind: "vllm",
+			name: "vllm rate from the counter, requests from the histograms, between two polls", kind: "vllm",
 			files: []string{"testdata/vllm-1.txt", "testdata/vllm-2.txt"},
 			want: []any{
 				sched(llama8b, 14, 3, (53500-52000)/5.0),
 				kv(llama8b, 0.5),
 				prefix(llama8b, 62464, 185088-62464),
+				vllmRequests,
 			},
 		},
 		{
-			name: "vllm first poll has no rate", kind: "vllm",
+			name: "vllm first poll has no rate and no requests", kind: "vllm",
 			files: []string{"testdata/vllm-1.txt"},
 			want: []any{
 				sched(llama8b, 12, 3, 0),
@@ -97,8 +170,8 @@ func TestScrapeFixtures(t *testing.T) {
 			want:  []any{sched("Qwen/Qwen2.5-7B-Instruct", 2, 0, 0), kv("Qwen/Qwen2.5-7B-Instruct", 0.0125)},
 		},
 		{
-			name: "sglang sums dp ranks, averages usage, radix cache as prefix", kind: "sglang",
-			files: []string{"testdata/sglang.txt"},
+			name: "sglang first poll: dp ranks summed, usage averaged, radix cache as prefix", kind: "sglang",
+			files: []string{"testdata/sglang-1.txt"},
 			want: []any{
 				sched(llama8b, 9, 1, 800),
 				kv(llama8b, 0.25),
@@ -106,13 +179,39 @@ func TestScrapeFixtures(t *testing.T) {
 			},
 		},
 		{
+			name: "sglang second poll: rate from the counter, requests without reasons", kind: "sglang",
+			files: []string{"testdata/sglang-1.txt", "testdata/sglang-2.txt"},
+			want: []any{
+				sched(llama8b, 9, 1, 2000/5.0),
+				kv(llama8b, 0.25),
+				prefix(llama8b, 555000, 925000-555000),
+				sglangRequests,
+			},
+		},
+		{
+			name:  "sglang_ names read as sglang:, kind detected",
+			files: []string{"testdata/sglang_-1.txt", "testdata/sglang_-2.txt"},
+			want: []any{
+				sched(llama8b, 9, 1, 2000/5.0),
+				kv(llama8b, 0.25),
+				prefix(llama8b, 555000, 925000-555000),
+				sglangRequests,
+			},
+		},
+		{
 			name: "llama.cpp first poll uses its throughput gauge", kind: "llamacpp", model: "tinyllama-1.1b",
-			files: []string{"testdata/llamacpp.txt"},
+			files: []string{"testdata/llamacpp-1.txt"},
 			want:  []any{sched("tinyllama-1.1b", 2, 1, 40), kv("tinyllama-1.1b", 0.171)},
 		},
 		{
+			name: "llama.cpp second poll: rate and tokens from its counters, no requests or timings", kind: "llamacpp", model: "tinyllama-1.1b",
+			files: []string{"testdata/llamacpp-1.txt", "testdata/llamacpp-2.txt"},
+			want: []any{sched("tinyllama-1.1b", 2, 1, 400/5.0), kv("tinyllama-1.1b", 0.18),
+				&events.RequestsSample{Model: "tinyllama-1.1b", IntervalMs: 5000, PromptTokens: 2048, GenerationTokens: 400}},
+		},
+		{
 			name: "llama.cpp idle second poll generates nothing", kind: "llamacpp", model: "tinyllama-1.1b",
-			files: []string{"testdata/llamacpp.txt", "testdata/llamacpp.txt"},
+			files: []string{"testdata/llamacpp-1.txt", "testdata/llamacpp-1.txt"},
 			want:  []any{sched("tinyllama-1.1b", 2, 1, 0), kv("tinyllama-1.1b", 0.171)},
 		},
 		{
@@ -126,7 +225,11 @@ func TestScrapeFixtures(t *testing.T) {
 		},
 		{
 			name:  "an engine of no known dialect",
-			files: []string{"testdata/unknown.txt"}, wantErr: "give the kind",
+			files: []string{"testdata/unknown.txt"}, wantErr: "is one vLLM, SGLang (sglang: or sglang_), llama.cpp or mlx-metrics exposes",
+		},
+		{
+			name: "an engine of another kind than given", kind: "vllm",
+			files: []string{"testdata/sglang_-1.txt"}, wantErr: "is one a vllm engine exposes: it reads as sglang (give the kind sglang, or auto)",
 		},
 		{
 			name:  "a page that is not metrics",
@@ -174,7 +277,7 @@ func TestScrapeFixtures(t *testing.T) {
 			}
 			var payloads []any
 			for _, ev := range got {
-				payloads = append(payloads, ev.Payload)
+				payloads = append(payloads, rounded(ev.Payload))
 				if ev.At != now.Add(-5*time.Second).UnixMilli() {
 					t.Errorf("event at %d, want the poll's time", ev.At)
 				}
@@ -183,6 +286,9 @@ func TestScrapeFixtures(t *testing.T) {
 				if _, err := events.Parse(b); err != nil {
 					t.Errorf("event %s does not validate: %v", b, err)
 				}
+			}
+			for i, w := range tc.want {
+				tc.want[i] = rounded(w)
 			}
 			if !reflect.DeepEqual(payloads, tc.want) {
 				gb, _ := json.Marshal(payloads)
@@ -223,7 +329,7 @@ func TestParseTarget(t *testing.T) {
 }
 
 func TestRunPollsOnEachTick(t *testing.T) {
-	srv := fixtureServer(t, http.StatusOK, "testdata/llamacpp.txt")
+	srv := fixtureServer(t, http.StatusOK, "testdata/llamacpp-1.txt")
 	target, _ := ParseTarget(srv.URL + ",llamacpp,m")
 	var mu sync.Mutex
 	polls := 0
@@ -278,30 +384,39 @@ func TestStoppingLogsNothing(t *testing.T) {
 	}
 }
 
-// detect reads the dialect from the families' prefixes; another
-// mlx-metrics serves vLLM's names beside its own and is read as itself.
+// detect picks the kind that reads a model off the exposition: another
+// mlx-metrics serves vLLM's names too and is read as itself; an SGLang in
+// sglang_ names is SGLang; a vllm: family without a model does not make
+// an exposition vLLM's.
 func TestDetect(t *testing.T) {
 	tests := []struct {
-		names []string
-		want  Kind
+		name string
+		text string
+		want Kind
 	}{
-		{[]string{"vllm:num_requests_running"}, KindVLLM},
-		{[]string{"sglang:num_running_reqs"}, KindSGLang},
-		{[]string{"llamacpp:requests_processing"}, KindLlamaCpp},
-		{[]string{"mlx_num_requests_running"}, KindMLX},
-		{[]string{"vllm:num_requests_running", "vllm:generation_tokens_total", "mlx_build_info", "mlx_num_requests_running"}, KindMLX},
-		{[]string{"vllm:num_requests_running", "mlx_build_info"}, KindMLX},
-		{[]string{"go_goroutines"}, KindAuto},
+		{"vllm", "vllm:num_requests_running{model_name=\"m\"} 1\n", KindVLLM},
+		{"sglang", "sglang:num_running_reqs{model_name=\"m\"} 1\n", KindSGLang},
+		{"sglang_", "sglang_num_running_reqs{model_name=\"m\"} 1\n", KindSGLang},
+		{"llama.cpp", "llamacpp:requests_processing 1\n", KindLlamaCpp},
+		{"mlx", "mlx_num_requests_running{model_name=\"m\"} 1\n", KindMLX},
+		{"mlx serving vllm names too", "vllm:num_requests_running{model_name=\"m\"} 1\nvllm:generation_tokens_total{model_name=\"m\"} 1\n" +
+			"mlx_build_info{version=\"x\"} 1\nmlx_num_requests_running{model_name=\"m\"} 1\n", KindMLX},
+		{"a vllm family naming no model beside sglang_ ones", "vllm:cache_config_info{block_size=\"16\"} 1\nsglang_num_queue_reqs{model_name=\"m\"} 0\n", KindSGLang},
+		{"no engine's", "go_goroutines 7\n", KindAuto},
+		{"a vllm family naming no model", "vllm:cache_config_info{block_size=\"16\"} 1\n", KindAuto},
 	}
 	for _, tt := range tests {
-		fams := map[string]*dto.MetricFamily{}
-		for _, n := range tt.names {
-			fams[n] = &dto.MetricFamily{}
-		}
-		for range 20 { // map order varies
-			if got := detect(fams); got != tt.want {
-				t.Fatalf("detect(%v) = %s, want %s", tt.names, got, tt.want)
+		t.Run(tt.name, func(t *testing.T) {
+			parser := expfmt.NewTextParser(model.UTF8Validation)
+			fams, err := parser.TextToMetricFamilies(strings.NewReader(tt.text))
+			if err != nil {
+				t.Fatal(err)
 			}
-		}
+			for range 20 { // map order varies
+				if got := detect(fams, "host:1"); got != tt.want {
+					t.Fatalf("detect = %q, want %q", got, tt.want)
+				}
+			}
+		})
 	}
 }

@@ -7,8 +7,12 @@ import (
 	"io"
 	"log"
 	"net/http"
+	"sort"
+	"strings"
 	"sync"
 	"time"
+
+	dto "github.com/prometheus/client_model/go"
 
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
@@ -136,6 +140,23 @@ func (s *Scraper) Poll(ctx context.Context) (int, error) {
 	return n, err
 }
 
+// someNames lists the first few family names, sorted, for a message.
+func someNames(fams map[string]*dto.MetricFamily) string {
+	names := make([]string, 0, len(fams))
+	for n := range fams {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	const shown = 3
+	if len(names) > shown {
+		return strings.Join(names[:shown], ", ") + ", …"
+	}
+	if len(names) == 0 {
+		return "none"
+	}
+	return strings.Join(names, ", ")
+}
+
 // failWords word the log of failed polls.
 var failWords = rejectlog.Words{First: "cannot read the target", Further: "failed polls",
 	One: "more failed poll", Many: "more failed polls"}
@@ -174,9 +195,14 @@ func (s *Scraper) poll(ctx context.Context) (int, error) {
 	// engine, and is said as a failure rather than read as nothing.
 	switch {
 	case len(evs) == 0 && s.mapper.kind == KindAuto:
-		return 0, fmt.Errorf("no vllm:, sglang:, llamacpp: or mlx_ metrics found; give the kind as URL,kind")
+		return 0, fmt.Errorf("none of its %d metric families (%s) is one vLLM, SGLang (sglang: or sglang_), llama.cpp or mlx-metrics exposes with a model",
+			len(fams), someNames(fams))
 	case len(evs) == 0:
-		return 0, fmt.Errorf("none of its %d metric families is one a %s engine exposes: check the kind, or give auto", len(fams), s.mapper.kind)
+		err := fmt.Sprintf("none of its %d metric families is one a %s engine exposes", len(fams), s.mapper.kind)
+		if k := detect(fams, s.target.Model); k != KindAuto {
+			return 0, fmt.Errorf("%s: it reads as %s (give the kind %s, or auto)", err, k, k)
+		}
+		return 0, fmt.Errorf("%s: check the kind, or give auto", err)
 	}
 	n := 0
 	for _, ev := range evs {
@@ -238,9 +264,9 @@ func (g *Group) Run(ctx context.Context, interval time.Duration) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			tk := time.NewTicker(interval)
+			tk := s.clock.NewTicker(interval)
 			defer tk.Stop()
-			s.Run(ctx, tk.C)
+			s.Run(ctx, tk.C())
 		}()
 	}
 	wg.Wait()

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mlx-bun/mlx-metrics/backend/internal/health"
 	"github.com/mlx-bun/mlx-metrics/shared/clock"
 	"github.com/mlx-bun/mlx-metrics/shared/events"
 )
@@ -44,10 +45,15 @@ vllm:num_requests_running{model_name="m"} 1e9
 		{"an engine down", 503, "", KindVLLM, KindVLLM, 0, 0, 1, "503"},
 		{"prefix totals past the bounds", 200, huge, KindVLLM, KindVLLM, 1, 1, 0, ""},
 		{"a gauge past the bounds", 200, flood, KindVLLM, KindVLLM, 0, 1, 0, ""},
-		// Some SGLang releases serve sglang_ names: read as nothing, it
-		// used to count as a good poll.
+		// An exposition of another kind than given: read as nothing, it
+		// used to count as a good poll; the error says what auto reads.
 		{"an exposition its kind does not read", 200, "# TYPE sglang_num_running_reqs gauge\nsglang_num_running_reqs{model_name=\"m\"} 1\n",
-			KindSGLang, KindSGLang, 0, 0, 1, "none of its 1 metric families is one a sglang engine exposes: check the kind, or give auto"},
+			KindVLLM, KindVLLM, 0, 0, 1, "none of its 1 metric families is one a vllm engine exposes: it reads as sglang (give the kind sglang, or auto)"},
+		{"an exposition no kind reads", 200, "# TYPE go_goroutines gauge\ngo_goroutines 7\n",
+			KindAuto, KindAuto, 0, 0, 1, "none of its 1 metric families (go_goroutines) is one vLLM, SGLang (sglang: or sglang_), llama.cpp or mlx-metrics exposes with a model"},
+		// Some SGLang releases serve sglang_ names: read as SGLang's.
+		{"sglang_ names", 200, "# TYPE sglang_num_running_reqs gauge\nsglang_num_running_reqs{model_name=\"m\"} 1\n",
+			KindSGLang, KindSGLang, 1, 0, 0, ""},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -209,5 +215,60 @@ vllm:num_requests_running{model_name="m"} 1e9
 	}
 	if st := s.Stats(); st.Rejected != 4 {
 		t.Errorf("rejected %d, want 4", st.Rejected)
+	}
+}
+
+// /healthz says degraded while a target fails: one that fails every poll,
+// one that answers nothing its kind reads; not once each answers.
+func TestHealthzDegraded(t *testing.T) {
+	const vllm = "# TYPE vllm:num_requests_running gauge\nvllm:num_requests_running{model_name=\"m\"} 1\n"
+	tests := []struct {
+		name   string
+		bodies [][]string // per target, what each poll answers ("" a 503)
+		kinds  []Kind
+		status string
+	}{
+		{"every target answering", [][]string{{vllm, vllm}, {vllm}}, []Kind{KindVLLM, KindAuto}, "ok"},
+		{"a target failing every poll", [][]string{{vllm, vllm, vllm}, {"", "", ""}}, []Kind{KindVLLM, KindVLLM}, health.StatusDegraded},
+		{"a target answering nothing its kind reads", [][]string{{"go_goroutines 7\n", "go_goroutines 7\n"}}, []Kind{KindAuto}, health.StatusDegraded},
+		{"an SGLang in sglang_ names", [][]string{{strings.ReplaceAll(vllm, "vllm:num_requests_running", "sglang_num_running_reqs")}}, []Kind{KindSGLang}, "ok"},
+		{"a target failing, then answering", [][]string{{"", "", vllm}}, []Kind{KindVLLM}, "ok"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var targets []Target
+			var polls []int
+			for i, bodies := range tc.bodies {
+				n := 0
+				srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+					body := bodies[min(n, len(bodies)-1)]
+					n++
+					if body == "" {
+						w.WriteHeader(http.StatusServiceUnavailable)
+						return
+					}
+					w.Write([]byte(body))
+				}))
+				defer srv.Close()
+				targets = append(targets, Target{URL: srv.URL + "/metrics", Kind: tc.kinds[i], Model: "x"})
+				polls = append(polls, len(bodies))
+			}
+			clk := clock.NewFake(time.UnixMilli(1764690000000))
+			g := NewGroup(targets, func(events.Event) {}, Options{Clock: clk, Logf: func(string, ...any) {}})
+			h := health.New(clk.Now(), health.Options{Clock: clk})
+			h.Add("scrape", func() any { return g.Stats() })
+			for i, s := range g.scrapers {
+				for range polls[i] {
+					s.Poll(context.Background())
+				}
+			}
+			rep := h.Report()
+			if rep["status"] != tc.status {
+				t.Errorf("status %v, want %s (%v)", rep["status"], tc.status, rep["scrape"])
+			}
+			if degraded, _ := rep["degraded"].([]string); (tc.status != "ok") != (len(degraded) == 1 && degraded[0] == "scrape") {
+				t.Errorf("degraded %v", rep["degraded"])
+			}
+		})
 	}
 }

@@ -49,6 +49,58 @@ func (h *histogram) add(v float64) {
 	h.bins[histBin(v)]++
 }
 
+// histLower is bin i's lowest value (bin 0 holds everything below bin 1).
+func histLower(i int) float64 {
+	if i == 0 {
+		return math.Inf(-1)
+	}
+	octave, sub := (i-1)/histSubBins, (i-1)%histSubBins
+	return math.Ldexp(1+float64(sub)/histSubBins, octave+histMinExp)
+}
+
+// addN adds c values v.
+func (h *histogram) addN(v float64, c int64) {
+	c = min(c, int64(math.MaxUint32-h.n))
+	if c <= 0 {
+		return
+	}
+	h.n += uint32(c)
+	h.bins[histBin(v)] += uint32(c)
+}
+
+// addRange adds c values spread evenly over (lo, hi], the k-th of them
+// (from 1) at lo + (hi-lo)k/c, so that the k-th of them is where
+// histogram_quantile reads the rank k of a Prometheus bucket; all c at hi
+// when the range is empty. It costs a step a bin the range spans, not a
+// step a value.
+func (h *histogram) addRange(lo, hi float64, c int64) {
+	c = min(c, int64(math.MaxUint32-h.n))
+	if c <= 0 {
+		return
+	}
+	if !(hi > lo) {
+		h.addN(hi, c)
+		return
+	}
+	// below is how many of the c values lie below x.
+	below := func(x float64) int64 {
+		k := math.Ceil((x-lo)/(hi-lo)*float64(c)) - 1
+		return int64(min(max(k, 0), float64(c)))
+	}
+	first, last := histBin(lo), histBin(hi)
+	for i := first; i <= last; i++ {
+		from, to := int64(0), c
+		if i > first {
+			from = below(histLower(i))
+		}
+		if i < last {
+			to = below(histLower(i + 1))
+		}
+		h.bins[i] += uint32(to - from)
+	}
+	h.n += uint32(c)
+}
+
 func (h *histogram) reset() { *h = histogram{} }
 
 // quantiles are nearest-rank p50, p95 and p99; nil when empty.

@@ -13,7 +13,15 @@ type model struct {
 	unloadedAt    int64 // at of the last unload or failure; older samples are stale
 	lastChange    lifecycle
 	window        *requestWindow
-	lastSeen      uint64 // the store's seq when an event last named it
+	// scraped is the requests a scraped engine counted for the model
+	// (requests.sample), nil before the first.
+	scraped  *scrapedWindow
+	lastSeen uint64 // the store's seq when an event last named it
+	// The window's summary with the scraped requests in, as of the two
+	// windows' versions (when mixedMade).
+	mixed     snapshot.Window
+	mixedOf   [2]uint64
+	mixedMade bool
 }
 
 // lifecycle identifies a load or unload event: its at, its type and its
@@ -101,10 +109,14 @@ func (s *Store) evictIdle() bool {
 	}
 	m := s.order[victim]
 	s.spareWindow = m.window
+	if m.scraped != nil {
+		s.scrapedVersion++ // its requests leave the window over every model
+	}
 	s.order = append(s.order[:victim], s.order[victim+1:]...)
 	delete(s.models, m.view.Model)
 	delete(s.schedulers, m.view.Model)
 	delete(s.caches, m.view.Model)
+	s.series.forget(m.view.Model)
 	s.evicted++
 	return true
 }
@@ -239,6 +251,7 @@ func (s *Store) clearResidency(m *model, at int64) {
 	m.unloadedAt = at
 	delete(s.schedulers, m.view.Model)
 	delete(s.caches, m.view.Model)
+	s.series.gone(m.view.Model, at)
 }
 
 // resident returns the model a sample describes, or nil when the sample

@@ -27,6 +27,80 @@ func (s *Store) applyRequest(at int64, p *events.RequestFinished) bool {
 	return true
 }
 
+// applyRequests counts a scraped engine's requests (requests.sample):
+// in the totals, the timeline and the model's scraped window. Single
+// requests are not known, so none is listed as recent.
+func (s *Store) applyRequests(at int64, p *events.RequestsSample) bool {
+	m := s.lookup(p.Model, snapshot.StateResident, at)
+	if m == nil {
+		return false
+	}
+	if m.scraped == nil {
+		m.scraped = newScrapedWindow(s.opts.Window)
+	}
+	changed := m.scraped.add(at, p)
+	if p.Finished > 0 || p.GenerationTokens > 0 {
+		changed = true
+	}
+	if !changed {
+		return false
+	}
+	s.scrapedVersion++
+	s.finished += p.Finished
+	s.byFinish[finishIndex(events.FinishStop)] += p.ByFinish.Stop
+	s.byFinish[finishIndex(events.FinishLength)] += p.ByFinish.Length
+	s.byFinish[finishIndex(events.FinishCancelled)] += p.ByFinish.Cancelled
+	s.byFinish[finishIndex(events.FinishError)] += p.ByFinish.Error
+	s.timeline.addRequests(at, p)
+	return true
+}
+
+// windowSummary is the window over every model: the reported requests',
+// and the scraped engines' last Window requests with them.
+func (s *Store) windowSummary() snapshot.Window {
+	base := s.window.summary()
+	var ws []*scrapedWindow
+	for _, m := range s.order {
+		if m.scraped != nil {
+			ws = append(ws, m.scraped)
+		}
+	}
+	if len(ws) == 0 {
+		return base
+	}
+	of := [2]uint64{s.window.adds, s.scrapedVersion}
+	if !s.mixedMade || s.mixedOf != of {
+		chunks, n := take(float64(s.opts.Window), ws...)
+		s.mixed = withScraped(base, &s.window.sorted, s.window.promptTokens, s.window.cachedTokens, chunks, n)
+		s.mixedOf, s.mixedMade = of, true
+	}
+	return s.mixed
+}
+
+// modelWindow is m's window, reported and scraped requests together;
+// false when it holds none.
+func (s *Store) modelWindow(m *model) (snapshot.Window, bool) {
+	if m.scraped == nil || len(m.scraped.chunks) == 0 {
+		if m.window == nil || m.window.n == 0 {
+			return snapshot.Window{}, false
+		}
+		return m.window.summary(), true
+	}
+	// Without a window of its own (NoPerModelWindows), the scraped
+	// requests alone.
+	base, sorted, prompt, cached, adds := snapshot.Window{Size: s.opts.Window}, &[numTimings][]float64{}, int64(0), int64(0), uint64(0)
+	if w := m.window; w != nil {
+		base, sorted, prompt, cached, adds = w.summary(), &w.sorted, w.promptTokens, w.cachedTokens, w.adds
+	}
+	of := [2]uint64{adds, m.scraped.version}
+	if !m.mixedMade || m.mixedOf != of {
+		chunks, n := take(float64(s.opts.Window), m.scraped)
+		m.mixed = withScraped(base, sorted, prompt, cached, chunks, n)
+		m.mixedOf, m.mixedMade = of, true
+	}
+	return m.mixed, true
+}
+
 // null marks a timing that did not happen. Validation rejects NaN on the
 // wire, so it cannot collide with a real value.
 var null = math.NaN()
@@ -102,6 +176,9 @@ type requestWindow struct {
 
 	summaryOf  uint64 // adds when summarised, +1 (0: never)
 	summarised snapshot.Window
+	// The prompt and cached prompt tokens of the window's requests, as of
+	// the summary.
+	promptTokens, cachedTokens int64
 }
 
 // incrementalLimit is how many requests may come between two summaries
@@ -133,6 +210,7 @@ func (w *requestWindow) add(r requestRecord) {
 func (w *requestWindow) reset() {
 	w.next, w.n, w.summaryOf = 0, 0, 0
 	w.adds, w.sortedAt = 0, 0
+	w.promptTokens, w.cachedTokens = 0, 0
 	for i := range w.sorted {
 		w.sorted[i] = w.sorted[i][:0]
 	}
@@ -217,6 +295,7 @@ func (w *requestWindow) summarise() snapshot.Window {
 		share := float64(cached) / float64(prompt)
 		out.CachedPromptShare = &share
 	}
+	w.promptTokens, w.cachedTokens = prompt, cached
 	return out
 }
 

@@ -23,6 +23,9 @@ type Options struct {
 	Recent int
 	// Series is how many scheduler points the throughput series keeps (120).
 	Series int
+	// SeriesIntervalMs is the throughput series' grid: samples in one
+	// interval make one point (1 000 ms, a host's sampling period).
+	SeriesIntervalMs int64
 	// SwapWindowMs is how soon after an evicted unload a finished load
 	// counts as a swap (120 000 ms).
 	SwapWindowMs int64
@@ -45,6 +48,7 @@ const (
 	DefaultWindow       = 200
 	DefaultRecent       = 20
 	DefaultSeries       = 120
+	DefaultSeriesMs     = 1000
 	DefaultSwapWindowMs = 120_000
 	DefaultMaxModels    = 1024
 	DefaultTimeline     = 120
@@ -60,6 +64,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.Series <= 0 {
 		o.Series = DefaultSeries
+	}
+	if o.SeriesIntervalMs <= 0 {
+		o.SeriesIntervalMs = DefaultSeriesMs
 	}
 	if o.SwapWindowMs <= 0 {
 		o.SwapWindowMs = DefaultSwapWindowMs
@@ -99,6 +106,13 @@ type Store struct {
 	recent   ring[snapshot.Recent]
 	series   series
 	timeline *timeline
+	// scrapedVersion moves with every scraped window's change; the window
+	// over every model with the scraped requests in is kept as of it and
+	// the reported window's adds.
+	scrapedVersion uint64
+	mixed          snapshot.Window
+	mixedOf        [2]uint64
+	mixedMade      bool
 }
 
 // eviction is an evicted unload waiting for the load it made room for.
@@ -131,7 +145,7 @@ func New(startedAt int64, opts Options) *Store {
 		caches:     map[string]*modelCaches{},
 		window:     newRequestWindow(opts.Window),
 		recent:     newRing[snapshot.Recent](opts.Recent),
-		series:     newSeries(opts.Series),
+		series:     newSeries(opts.Series, opts.SeriesIntervalMs),
 		timeline:   newTimeline(opts.Timeline, opts.TimelineIntervalMs),
 	}
 }
@@ -168,6 +182,8 @@ func (s *Store) Apply(ev events.Event) bool {
 		changed = s.applyScheduler(ev.At, p)
 	case *events.CacheSample:
 		changed = s.applyCache(ev.At, p)
+	case *events.RequestsSample:
+		changed = s.applyRequests(ev.At, p)
 	}
 	if changed {
 		s.version++
@@ -207,14 +223,13 @@ func (s *Store) Snapshot(now int64) snapshot.Snapshot {
 	snap.Requests = snapshot.Requests{
 		Finished: s.finished,
 		ByFinish: byFinish,
-		Window:   s.window.summary(),
+		Window:   s.windowSummary(),
 		Recent:   s.recent.slice(),
 	}
 	if !s.opts.NoPerModelWindows {
 		per := map[string]*snapshot.Window{}
 		for name, m := range s.models {
-			if m.window != nil && m.window.n > 0 {
-				w := m.window.summary()
+			if w, ok := s.modelWindow(m); ok {
 				per[name] = &w
 			}
 		}

@@ -689,6 +689,10 @@ func TestDistribution(t *testing.T) {
 }
 
 func TestSeries(t *testing.T) {
+	const sec = int64(1000)
+	pt := func(at int64, tps float64, active, capacity, queued int) snapshot.SeriesPoint {
+		return snapshot.SeriesPoint{At: at, TokensPerSecond: tps, Active: active, Capacity: capacity, Queued: queued}
+	}
 	for _, tc := range []struct {
 		name string
 		max  int
@@ -696,28 +700,74 @@ func TestSeries(t *testing.T) {
 		want []snapshot.SeriesPoint
 	}{
 		{
-			name: "models at the same instant are summed",
+			name: "models sampled in one second are summed",
 			max:  10,
-			evs:  []events.Event{sched(t0, "a", 1, 2, 10), sched(t0, "b", 3, 4, 30), sched(t0+1, "a", 1, 0, 5)},
-			want: []snapshot.SeriesPoint{{At: t0, TokensPerSecond: 40, Active: 4, Capacity: 16, Queued: 6}, {At: t0 + 1, TokensPerSecond: 5, Active: 1, Capacity: 8}},
+			evs:  []events.Event{sched(t0+100, "a", 1, 2, 10), sched(t0+900, "b", 3, 4, 30), sched(t0+sec, "a", 1, 0, 5)},
+			// b's sample is carried to the next second's point.
+			want: []snapshot.SeriesPoint{pt(t0+900, 40, 4, 16, 6), pt(t0+sec, 35, 4, 16, 4)},
 		},
 		{
 			name: "a repeated sample replaces the model's share",
 			max:  10,
 			evs:  []events.Event{sched(t0, "a", 1, 0, 10), sched(t0, "a", 2, 0, 20)},
-			want: []snapshot.SeriesPoint{{At: t0, TokensPerSecond: 20, Active: 2, Capacity: 8}},
+			want: []snapshot.SeriesPoint{pt(t0, 20, 2, 8, 0)},
+		},
+		{
+			name: "a model's samples in one second: their mean rate, the latest gauges",
+			max:  10,
+			evs:  []events.Event{sched(t0+100, "a", 1, 0, 10), sched(t0+600, "a", 3, 1, 20)},
+			want: []snapshot.SeriesPoint{pt(t0+600, 15, 3, 8, 1)},
+		},
+		{
+			name: "engines sampled at their own moments each count on every point",
+			max:  10,
+			evs: []events.Event{sched(t0, "a", 1, 0, 10), sched(t0+sec, "b", 1, 0, 30), sched(t0+2*sec, "a", 1, 0, 12),
+				sched(t0+3*sec, "b", 1, 0, 28)},
+			want: []snapshot.SeriesPoint{pt(t0, 10, 1, 8, 0), pt(t0+sec, 40, 2, 16, 0), pt(t0+2*sec, 42, 2, 16, 0), pt(t0+3*sec, 40, 2, 16, 0)},
+		},
+		{
+			name: "a sample is carried for twice its model's gap, no longer",
+			max:  10,
+			evs: []events.Event{sched(t0, "a", 1, 0, 10), sched(t0+sec, "a", 1, 0, 10), sched(t0+2*sec, "b", 1, 0, 1),
+				sched(t0+3*sec, "b", 1, 0, 1), sched(t0+4*sec, "b", 1, 0, 1)},
+			want: []snapshot.SeriesPoint{pt(t0, 10, 1, 8, 0), pt(t0+sec, 10, 1, 8, 0), pt(t0+2*sec, 11, 2, 16, 0),
+				pt(t0+3*sec, 11, 2, 16, 0), pt(t0+4*sec, 1, 1, 8, 0)},
+		},
+		{
+			name: "no sample is carried past its model's unload",
+			max:  10,
+			evs: []events.Event{sched(t0, "a", 1, 0, 10), sched(t0+sec, "b", 1, 0, 1), unload(t0+1500, "a", events.ReasonEvicted, 1, nil),
+				sched(t0+2*sec, "b", 1, 0, 1)},
+			want: []snapshot.SeriesPoint{pt(t0, 10, 1, 8, 0), pt(t0+sec, 11, 2, 16, 0), pt(t0+2*sec, 1, 1, 8, 0)},
+		},
+		{
+			name: "an unload that comes late takes the model off the points after it",
+			max:  10,
+			evs: []events.Event{sched(t0, "a", 1, 0, 10), sched(t0+sec, "b", 1, 0, 1), sched(t0+2*sec, "b", 1, 0, 1),
+				unload(t0+1500, "a", events.ReasonIdle, 1, nil)},
+			want: []snapshot.SeriesPoint{pt(t0, 10, 1, 8, 0), pt(t0+sec, 11, 2, 16, 0), pt(t0+2*sec, 1, 1, 8, 0)},
 		},
 		{
 			name: "bounded, oldest dropped",
 			max:  3,
-			evs:  []events.Event{sched(t0+1, "a", 1, 0, 1), sched(t0+2, "a", 1, 0, 2), sched(t0+3, "a", 1, 0, 3), sched(t0+4, "a", 1, 0, 4)},
-			want: []snapshot.SeriesPoint{{At: t0 + 2, TokensPerSecond: 2, Active: 1, Capacity: 8}, {At: t0 + 3, TokensPerSecond: 3, Active: 1, Capacity: 8}, {At: t0 + 4, TokensPerSecond: 4, Active: 1, Capacity: 8}},
+			evs: []events.Event{sched(t0+sec, "a", 1, 0, 1), sched(t0+2*sec, "a", 1, 0, 2), sched(t0+3*sec, "a", 1, 0, 3),
+				sched(t0+4*sec, "a", 1, 0, 4)},
+			want: []snapshot.SeriesPoint{pt(t0+2*sec, 2, 1, 8, 0), pt(t0+3*sec, 3, 1, 8, 0), pt(t0+4*sec, 4, 1, 8, 0)},
 		},
 		{
-			name: "a late sample of another model lands in time order",
-			max:  3,
-			evs:  []events.Event{sched(t0+1, "a", 1, 0, 1), sched(t0+3, "a", 1, 0, 3), sched(t0+1, "b", 1, 0, 10), sched(t0+2, "b", 1, 0, 2), sched(t0, "c", 1, 0, 99)},
-			want: []snapshot.SeriesPoint{{At: t0 + 1, TokensPerSecond: 11, Active: 2, Capacity: 16}, {At: t0 + 2, TokensPerSecond: 2, Active: 1, Capacity: 8}, {At: t0 + 3, TokensPerSecond: 3, Active: 1, Capacity: 8}},
+			name: "a late sample lands in time order and is carried to the points after it",
+			max:  4,
+			evs: []events.Event{sched(t0+sec, "a", 1, 0, 1), sched(t0+3*sec, "a", 1, 0, 3), sched(t0+sec, "b", 1, 0, 10),
+				sched(t0+2*sec, "b", 1, 0, 2), sched(t0, "c", 1, 0, 99)},
+			// c's one sample (its gap unknown: carried two seconds) counts
+			// on the two points after it.
+			want: []snapshot.SeriesPoint{pt(t0, 99, 1, 8, 0), pt(t0+sec, 110, 3, 24, 0), pt(t0+2*sec, 102, 3, 24, 0), pt(t0+3*sec, 5, 2, 16, 0)},
+		},
+		{
+			name: "older than every point of a full series",
+			max:  2,
+			evs:  []events.Event{sched(t0+sec, "a", 1, 0, 1), sched(t0+2*sec, "a", 1, 0, 2), sched(t0, "b", 1, 0, 7)},
+			want: []snapshot.SeriesPoint{pt(t0+sec, 1, 1, 8, 0), pt(t0+2*sec, 2, 1, 8, 0)},
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -736,14 +786,14 @@ func TestSeries(t *testing.T) {
 func TestSeriesLongRun(t *testing.T) {
 	s := New(t0, Options{Series: 7})
 	for i := int64(1); i <= 1000; i++ {
-		s.Apply(sched(t0+i, "a", 1, 0, float64(i)))
+		s.Apply(sched(t0+1000*i, "a", 1, 0, float64(i)))
 	}
 	got := s.Snapshot(t0).Series
 	if len(got) != 7 {
 		t.Fatalf("%d points", len(got))
 	}
 	for k, p := range got {
-		if want := t0 + 994 + int64(k); p.At != want {
+		if want := t0 + 1000*(994+int64(k)); p.At != want {
 			t.Fatalf("point %d at %d, want %d", k, p.At, want)
 		}
 	}

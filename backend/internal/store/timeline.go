@@ -1,6 +1,8 @@
 package store
 
 import (
+	"math"
+
 	"github.com/mlx-bun/mlx-metrics/shared/events"
 	"github.com/mlx-bun/mlx-metrics/shared/snapshot"
 )
@@ -107,6 +109,41 @@ func (t *timeline) addRequest(at int64, r *requestRecord, finish string) {
 	}
 	if r.tpotMs == r.tpotMs {
 		s.tpot.add(r.tpotMs)
+	}
+}
+
+// addRequests counts a scraped engine's requests in the interval at falls
+// in: its finished requests and reasons, its tokens, and its histograms'
+// bucket increases into the interval's quantiles, each bucket's values
+// spread evenly over it (see histogram.addRange).
+func (t *timeline) addRequests(at int64, p *events.RequestsSample) {
+	s := t.slot(at)
+	if s == nil {
+		return
+	}
+	s.requests += int(min(p.Finished, math.MaxInt32))
+	s.byFinish.Stop += int(p.ByFinish.Stop)
+	s.byFinish.Length += int(p.ByFinish.Length)
+	s.byFinish.Cancelled += int(p.ByFinish.Cancelled)
+	s.byFinish.Error += int(p.ByFinish.Error)
+	s.promptTokens += p.PromptTokens
+	s.generationTokens += p.GenerationTokens
+	if s.total == nil {
+		s.ttft, s.tpot, s.total = new(histogram), new(histogram), new(histogram)
+		s.queue, s.prefill, s.decode = new(histogram), new(histogram), new(histogram)
+	}
+	for _, x := range []struct {
+		h   *histogram
+		src *events.Histogram
+	}{{s.ttft, p.TTFTMs}, {s.tpot, p.TPOTMs}, {s.total, p.TotalMs}, {s.queue, p.QueueMs},
+		{s.prefill, p.PrefillMs}, {s.decode, p.DecodeMs}} {
+		if x.src == nil || len(x.src.Bounds) == 0 {
+			continue
+		}
+		for i, c := range x.src.Counts {
+			lo, hi := bucketRange(x.src.Bounds, i)
+			x.h.addRange(lo, hi, c)
+		}
 	}
 }
 
