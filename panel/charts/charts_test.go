@@ -266,7 +266,7 @@ func TestAxisNamesInside(t *testing.T) {
 // every time chart, labelled with what happened and the model, the label
 // on the side facing the plot's middle, along the line and bounded so it
 // stays in the plot, or across the top of the plot for a mark within a
-// twentieth of the axis of its start or end, where along the line it
+// twelfth of the axis of its start or end, where along the line it
 // would read as part of the value axis; a mark outside the time axis is
 // left out.
 func TestModelMarks(t *testing.T) {

@@ -331,11 +331,13 @@ func timeGlobals(tl []snapshot.TimelinePoint, unit string, p Palette) []charts.G
 	}
 }
 
-// markEdge is the share of the time axis at either end in which a mark's
-// label lies across the plot's top rather than along its line: along a
-// line that close to the plot's edge, it read as part of the value axis
-// and its ticks (the load at the start of the first minutes).
-const markEdge = 20
+// markEdge is the share of the time axis at either end (a twelfth: past
+// a minute of data, more than the first 5 s interval, wherever in it the
+// load fell) in which a mark's label lies across the plot's top rather
+// than along its line: along a line that close to the plot's edge, it
+// read as part of the value axis and its ticks (the load at the start of
+// the first minutes).
+const markEdge = 12
 
 // markLabelPx bounds a mark's label: along its line, the plot's height
 // at 390 px, so a long model name does not run past the plot onto the
@@ -350,8 +352,9 @@ const (
 // label runs along its line on the side facing the middle of the plot (to
 // the right of a mark in the left half, to the left of one in the right
 // half), so it never covers the value axes' labels at either edge; a mark
-// within a twentieth of the axis of either end has its label across the
-// top of the plot instead, towards the middle, clear of the axes.
+// within a twelfth of the axis of either end has
+// its label across the top of the plot instead, towards the middle, clear
+// of the axes.
 func withMarks(option []byte, marks []snapshot.ModelMark, p Palette) []byte {
 	if len(marks) == 0 {
 		return option
@@ -359,12 +362,22 @@ func withMarks(option []byte, marks []snapshot.ModelMark, p Palette) []byte {
 	return editSeries(option, func(m map[string]any, series []any) bool {
 		lo, hi, ranged := timeRange(m)
 		if ranged {
+			step := firstStep(series[0])
 			// A mark after the newest point (a load in the interval still
-			// filling) stretches the axis to it rather than falling off.
+			// filling) stretches the axis to it rather than falling off; so
+			// does one less than a step of the data before the first point
+			// (the load that started the traffic, in the interval before its
+			// first event's), which would fall off as the time it reached
+			// the interval's boundary did.
 			for _, mk := range marks {
-				hi = max(hi, float64(mk.At))
+				at := float64(mk.At)
+				hi = max(hi, at)
+				if at < lo && lo-at <= step {
+					lo = at
+				}
 			}
-			m["xAxis"].([]any)[0].(map[string]any)["max"] = hi
+			x := m["xAxis"].([]any)[0].(map[string]any)
+			x["min"], x["max"] = lo, hi
 		}
 		data := make([]any, 0, len(marks))
 		// Labels closer than a twelfth of the axis to the last one labelled
@@ -381,7 +394,7 @@ func withMarks(option []byte, marks []snapshot.ModelMark, p Palette) []byte {
 			if !right {
 				label["position"] = "insideEndTop"
 			}
-			if ranged && (at-lo < (hi-lo)/markEdge || hi-at < (hi-lo)/markEdge) {
+			if edge := (hi - lo) / markEdge; ranged && (at-lo <= edge || hi-at <= edge) {
 				// Across the top, just inside the plot: "end" is past the
 				// line's top end, and a negative distance brings it back in.
 				label = map[string]any{"position": "end", "distance": []any{0, -4}, "verticalAlign": "top",
@@ -414,6 +427,31 @@ func withMarks(option []byte, marks []snapshot.ModelMark, p Palette) []byte {
 		}
 		return true
 	})
+}
+
+// firstStep is the time between a series' first two points, 0 with
+// fewer.
+func firstStep(series any) float64 {
+	s, _ := series.(map[string]any)
+	data, _ := s["data"].([]any)
+	at := func(i int) (float64, bool) {
+		d, _ := data[i].(map[string]any)
+		v, _ := d["value"].([]any)
+		if len(v) == 0 {
+			return 0, false
+		}
+		x, ok := v[0].(float64)
+		return x, ok
+	}
+	if len(data) < 2 {
+		return 0
+	}
+	a, ok1 := at(0)
+	b, ok2 := at(1)
+	if !ok1 || !ok2 || b < a {
+		return 0
+	}
+	return b - a
 }
 
 // editSeries decodes an encoded option, lets edit change it and encodes it

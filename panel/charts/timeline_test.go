@@ -231,3 +231,31 @@ func TestTokenRatesPhasesLengths(t *testing.T) {
 		t.Errorf("x axis named %v at %v, want tokens in the middle", x["name"], x["nameLocation"])
 	}
 }
+
+// A mark less than an interval before the timeline's first point (the
+// load that started the traffic, in the interval before its first
+// event's) stretches the axis back to it; one further back is left out.
+func TestMarkJustBeforeTheTimeline(t *testing.T) {
+	tl := points([]int{5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5}, &snapshot.Quantiles{P50: 1}) // 0 to 65 s
+	for _, tc := range []struct {
+		name  string
+		at    int64
+		marks int
+		min   float64
+	}{
+		{"in the interval before", -3000, 1, -3000},
+		{"two intervals before", -6000, 0, 0},
+		{"at the first point", 0, 1, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m := decode(t, Latency(tl, []snapshot.ModelMark{{At: tc.at, Model: "m", Kind: snapshot.MarkLoad}}, TTFT, "ms", Light))
+			var n int
+			if ml, ok := series(m)[0]["markLine"].(map[string]any); ok {
+				n = len(ml["data"].([]any))
+			}
+			if min := m["xAxis"].([]any)[0].(map[string]any)["min"]; n != tc.marks || min != tc.min {
+				t.Errorf("%d marks, axis from %v; want %d from %v", n, min, tc.marks, tc.min)
+			}
+		})
+	}
+}
