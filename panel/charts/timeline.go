@@ -395,9 +395,10 @@ func withMarks(option []byte, marks []snapshot.ModelMark, p Palette) []byte {
 				label["position"] = "insideEndTop"
 			}
 			if edge := (hi - lo) / markEdge; ranged && (at-lo <= edge || hi-at <= edge) {
-				// Across the top, just inside the plot: "end" is past the
-				// line's top end, and a negative distance brings it back in.
-				label = map[string]any{"position": "end", "distance": []any{0, -4}, "verticalAlign": "top",
+				// Across the top, inside the plot: "end" is past the line's
+				// top end, and a negative distance brings it back in, a line
+				// down, under a bench run's label (WithBench: insideTop).
+				label = map[string]any{"position": "end", "distance": []any{0, -18}, "verticalAlign": "top",
 					"align": "left", "padding": []any{0, 0, 0, 4}, "width": markLabelAcrossPx, "overflow": "truncate"}
 				if !right {
 					label["align"], label["padding"] = "right", []any{0, 4, 0, 0}

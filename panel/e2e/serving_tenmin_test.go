@@ -94,6 +94,21 @@ func postRecording(t *testing.T, b *backend, upTo time.Duration) {
 	}
 }
 
+// snapshotSize is the size of the backend's snapshot as JSON.
+func snapshotSize(t *testing.T, b *backend) int {
+	t.Helper()
+	res, err := http.Get(b.URL() + "/api/metrics/snapshot")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	var buf bytes.Buffer
+	if _, err := buf.ReadFrom(res.Body); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Len()
+}
+
 // chartsJS evaluates to the Serving view's time charts as ECharts holds
 // them, from the top page (the standalone page's element has an open
 // shadow root and the frame is of the same origin): per chart its series
@@ -150,9 +165,13 @@ func TestServingTenMinutes(t *testing.T) {
 	b := startBackend(t)
 	postRecording(t, b, 0)
 	ctx := browser(t)
+	start := time.Now()
 	navigate(t, ctx, b.URL()+"/")
+	waitFrame(t, ctx, "first chart drawn", paintedPixels("chart-throughput")+" > 300", 30*time.Second)
+	record(t, fmt.Sprintf("serving after ten minutes of traffic: page load to first chart drawn %d ms (a %d kB snapshot)",
+		time.Since(start).Milliseconds(), snapshotSize(t, b)/1000))
 	waitFrame(t, ctx, "stream live", `document.querySelector("#conn").dataset.state === "live"`, 30*time.Second)
-	for _, id := range []string{"chart-throughput", "chart-ttft", "chart-tpot", "chart-e2e", "chart-queue", "chart-phases", "chart-cache"} {
+	for _, id := range []string{"chart-ttft", "chart-tpot", "chart-e2e", "chart-queue", "chart-phases", "chart-cache"} {
 		waitFrame(t, ctx, id+" drawn", paintedPixels(id)+" > 300", 10*time.Second)
 	}
 	got := drawnCharts(t, ctx)
