@@ -137,12 +137,38 @@ func legend() opts.Legend {
 	return opts.Legend{Show: opts.Bool(true), Top: "0"}
 }
 
+// SchedulerPerInterval reports whether the timeline carries its
+// intervals' scheduler (snapshot.IntervalScheduler), which a backend older
+// than that addition does not send.
+func SchedulerPerInterval(tl []snapshot.TimelinePoint) bool {
+	for _, pt := range tl {
+		if pt.Scheduler != nil {
+			return true
+		}
+	}
+	return false
+}
+
 // Throughput is the serving chart: tokens per second on the left axis,
 // active rows, capacity and queue depth on the right, with the model
-// marks, over the timeline's window when there is one, as the charts
-// beside it are (the series holds the last minutes of samples only), else
-// the series'.
+// marks. Where the timeline carries its intervals' scheduler it draws
+// those, a point per interval over the whole window, as the charts beside
+// it: the interval's mean tokens/s, its rows and queue as of its last
+// sample, a gap where none was sampled. Else it draws the series' samples
+// (the last 120: two minutes at a sample a second), on the timeline's
+// window when there is one.
 func Throughput(series []snapshot.SeriesPoint, tl []snapshot.TimelinePoint, marks []snapshot.ModelMark, p Palette) []byte {
+	if SchedulerPerInterval(tl) {
+		series = nil
+		for _, pt := range tl {
+			sp := snapshot.SeriesPoint{At: pt.At, TokensPerSecond: math.NaN()} // NaN: no sample, a gap
+			if sc := pt.Scheduler; sc != nil {
+				sp = snapshot.SeriesPoint{At: pt.At, TokensPerSecond: math.Round(sc.TokensPerSecond*10) / 10,
+					Active: sc.Active, Capacity: sc.Capacity, Queued: sc.Queued}
+			}
+			series = append(series, sp)
+		}
+	}
 	x := timeAxis(len(series), func(i int) int64 { return series[i].At })
 	if len(tl) > 0 {
 		x = timelineAxis(tl)
@@ -164,6 +190,12 @@ func Throughput(series []snapshot.SeriesPoint, tl []snapshot.TimelinePoint, mark
 	capacity := make([]opts.LineData, len(series))
 	queued := make([]opts.LineData, len(series))
 	for i, pt := range series {
+		if math.IsNaN(pt.TokensPerSecond) {
+			for _, s := range [][]opts.LineData{tps, active, capacity, queued} {
+				s[i] = opts.LineData{Value: []any{pt.At, nil}}
+			}
+			continue
+		}
 		tps[i] = opts.LineData{Value: []any{pt.At, pt.TokensPerSecond}}
 		active[i] = opts.LineData{Value: []any{pt.At, pt.Active}}
 		capacity[i] = opts.LineData{Value: []any{pt.At, pt.Capacity}}

@@ -264,7 +264,10 @@ func TestAxisNamesInside(t *testing.T) {
 
 // TestModelMarks: a model's load, unload and swap are vertical lines on
 // every time chart, labelled with what happened and the model, the label
-// on the side facing the plot's middle; a mark outside the time axis is
+// on the side facing the plot's middle, along the line and bounded so it
+// stays in the plot, or across the top of the plot for a mark within a
+// twelfth of the axis of its start or end, where along the line it
+// would read as part of the value axis; a mark outside the time axis is
 // left out.
 func TestModelMarks(t *testing.T) {
 	tl := []snapshot.TimelinePoint{{At: 100_000}, {At: 160_000}}
@@ -276,9 +279,9 @@ func TestModelMarks(t *testing.T) {
 		{At: 10, Model: "org/old", Kind: snapshot.MarkLoad},    // before the window
 		{At: 163_000, Model: "org/c", Kind: snapshot.MarkLoad}, // after the newest point
 	}
-	ttft := func(p snapshot.TimelinePoint) *snapshot.Quantiles { return p.TTFTMs }
-	type mark struct{ name, side string }
-	want := []mark{{"load org/a", "insideEndBottom"}, {"swap org/b", "insideEndTop"}, {"unload org/a", "insideEndTop"}, {"load org/c", "insideEndTop"}}
+	ttft := TTFT
+	type mark struct{ name, side, align string }
+	want := []mark{{"load org/a", "end", "left"}, {"swap org/b", "insideEndTop", ""}, {"unload org/a", "insideEndTop", ""}, {"load org/c", "end", "right"}}
 	for _, tc := range []struct {
 		name   string
 		option []byte
@@ -297,7 +300,12 @@ func TestModelMarks(t *testing.T) {
 			var got []mark
 			for _, d := range ml["data"].([]any) {
 				d := d.(map[string]any)
-				got = append(got, mark{d["name"].(string), d["label"].(map[string]any)["position"].(string)})
+				label := d["label"].(map[string]any)
+				align, _ := label["align"].(string)
+				got = append(got, mark{d["name"].(string), label["position"].(string), align})
+				if label["overflow"] != "truncate" || label["width"] == nil {
+					t.Errorf("%s: label %v unbounded", d["name"], label)
+				}
 			}
 			if fmt.Sprint(got) != fmt.Sprint(want) {
 				t.Errorf("marks %v, want %v", got, want)

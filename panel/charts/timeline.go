@@ -3,7 +3,6 @@ package charts
 import (
 	"cmp"
 	"encoding/json"
-	"fmt"
 	"math"
 	"slices"
 
@@ -13,41 +12,81 @@ import (
 	"github.com/mlx-bun/mlx-metrics/shared/snapshot"
 )
 
-// MinP99Requests is the least number of requests an interval needs for
-// its p99 to be drawn: below it the p99 is the interval's slowest request,
-// the p95's line most of the time, and two lines on one read as one.
+// MinP99Requests is the least number of requests a p99 is drawn from:
+// below it the p99 is the slowest request, the p95's line most of the
+// time, and two lines on one read as one. A 5 s interval holds that many
+// only past 4 requests a second, so the p99 is the minute's to each point
+// (snapshot.Minute) wherever the backend sends one.
 const MinP99Requests = 20
 
+// Timing picks one timing's quantiles out of a timeline point and out of
+// its minute.
+type Timing struct {
+	Interval func(snapshot.TimelinePoint) *snapshot.Quantiles
+	Minute   func(*snapshot.Minute) *snapshot.Quantiles
+}
+
+// The timings the latency charts follow.
+var (
+	TTFT  = Timing{func(p snapshot.TimelinePoint) *snapshot.Quantiles { return p.TTFTMs }, func(m *snapshot.Minute) *snapshot.Quantiles { return m.TTFTMs }}
+	TPOT  = Timing{func(p snapshot.TimelinePoint) *snapshot.Quantiles { return p.TPOTMs }, func(m *snapshot.Minute) *snapshot.Quantiles { return m.TPOTMs }}
+	E2E   = Timing{func(p snapshot.TimelinePoint) *snapshot.Quantiles { return p.TotalMs }, func(m *snapshot.Minute) *snapshot.Quantiles { return m.TotalMs }}
+	Queue = Timing{func(p snapshot.TimelinePoint) *snapshot.Quantiles { return p.QueueMs }, func(m *snapshot.Minute) *snapshot.Quantiles { return m.QueueMs }}
+)
+
+// P99Name is the latency charts' p99 series: over the minute to each
+// point where the timeline carries minutes, else over the interval.
+func P99Name(tl []snapshot.TimelinePoint) string {
+	if hasMinutes(tl) {
+		return "p99 (1 min)"
+	}
+	return "p99"
+}
+
+func hasMinutes(tl []snapshot.TimelinePoint) bool {
+	for _, pt := range tl {
+		if pt.Minute != nil {
+			return true
+		}
+	}
+	return false
+}
+
 // Latency follows one timing's p50, p95 and p99 over the timeline, one
-// point per interval (a gap where no request reported it, shaded and
-// labelled "no requests" where none finished), with the model marks as
-// vertical lines. The p99 is drawn where an interval held MinP99Requests
-// or more, and the p95 over it, so neither hides the other.
-func Latency(tl []snapshot.TimelinePoint, marks []snapshot.ModelMark, get func(snapshot.TimelinePoint) *snapshot.Quantiles, unit string, p Palette) []byte {
+// point per interval (a gap where no request reported it, shaded where
+// none finished), with the model marks as vertical lines. The p50 and
+// p95 are the interval's; the p99 the minute's to the interval (an older
+// backend's timeline has no minutes: then the interval's), drawn where
+// it holds MinP99Requests or more.
+func Latency(tl []snapshot.TimelinePoint, marks []snapshot.ModelMark, get Timing, unit string, p Palette) []byte {
 	c := charts.NewLine()
 	c.SetGlobalOptions(timeGlobals(tl, unit, p)...)
-	var p50, p95, p99 []opts.LineData
-	for _, pt := range tl {
-		q := get(pt)
-		if q == nil {
-			p50 = append(p50, opts.LineData{Value: []any{pt.At, nil}})
-			p95 = append(p95, opts.LineData{Value: []any{pt.At, nil}})
-			p99 = append(p99, opts.LineData{Value: []any{pt.At, nil}})
-			continue
+	minutes := hasMinutes(tl)
+	p50 := make([]opts.LineData, len(tl))
+	p95 := make([]opts.LineData, len(tl))
+	p99 := make([]opts.LineData, len(tl))
+	for i, pt := range tl {
+		var v50, v95, v99 any
+		if q := get.Interval(pt); q != nil {
+			v50, v95 = round1(q.P50), round1(q.P95)
+			if !minutes && pt.Requests >= MinP99Requests {
+				v99 = round1(q.P99)
+			}
 		}
-		p50 = append(p50, opts.LineData{Value: []any{pt.At, round1(q.P50)}})
-		p95 = append(p95, opts.LineData{Value: []any{pt.At, round1(q.P95)}})
-		var v99 any
-		if pt.Requests >= MinP99Requests {
-			v99 = round1(q.P99)
+		if m := pt.Minute; minutes && m != nil && m.Requests >= MinP99Requests {
+			if q := get.Minute(m); q != nil {
+				v99 = round1(q.P99)
+			}
 		}
-		p99 = append(p99, opts.LineData{Value: []any{pt.At, v99}})
+		p50[i] = opts.LineData{Value: []any{pt.At, v50}}
+		p95[i] = opts.LineData{Value: []any{pt.At, v95}}
+		p99[i] = opts.LineData{Value: []any{pt.At, v99}}
 	}
 	line := charts.WithLineChartOpts(opts.LineChart{ShowSymbol: opts.Bool(len(tl) < 3), ConnectNulls: opts.Bool(false)})
 	c.AddSeries("p50", p50, line, charts.WithItemStyleOpts(opts.ItemStyle{Color: p.color(0)}))
-	c.AddSeries(fmt.Sprintf("p99 (intervals of %d+ requests)", MinP99Requests), p99, line,
-		charts.WithLineStyleOpts(opts.LineStyle{Type: "dashed"}), charts.WithItemStyleOpts(opts.ItemStyle{Color: p.color(2)}))
 	c.AddSeries("p95", p95, line, charts.WithItemStyleOpts(opts.ItemStyle{Color: p.color(1)}))
+	c.AddSeries(P99Name(tl), p99, line,
+		charts.WithLineStyleOpts(opts.LineStyle{Type: "dashed"}), charts.WithItemStyleOpts(opts.ItemStyle{Color: p.color(2)}))
 	return withQuiet(withMarks(encode(c, p), marks, p), tl, p)
 }
 
@@ -104,11 +143,12 @@ func TokenRates(tl []snapshot.TimelinePoint, intervalMs int64, marks []snapshot.
 	return withMarks(encode(c, p), marks, p)
 }
 
-// withQuiet shades each stretch of intervals in which no request finished,
-// labelled so, where a latency line breaks for want of requests rather
-// than for a fault.
-func withQuiet(option []byte, tl []snapshot.TimelinePoint, p Palette) []byte {
-	var areas []any
+// Quiet is the stretches of intervals in which no request finished, as
+// [from, to) in epoch ms: where a latency line breaks for want of
+// requests rather than for a fault. The newest interval, still filling,
+// is not one.
+func Quiet(tl []snapshot.TimelinePoint) []Span {
+	var out []Span
 	for i := 0; i < len(tl); i++ {
 		if tl[i].Requests > 0 {
 			continue
@@ -122,9 +162,21 @@ func withQuiet(option []byte, tl []snapshot.TimelinePoint, p Palette) []byte {
 			end = tl[j+1].At
 		}
 		if end > tl[i].At {
-			areas = append(areas, []any{map[string]any{"name": "no requests", "xAxis": tl[i].At}, map[string]any{"xAxis": end}})
+			out = append(out, Span{From: tl[i].At, To: end})
 		}
 		i = j
+	}
+	return out
+}
+
+// withQuiet shades each Quiet stretch, unlabelled: at one request a
+// second a few 5 s intervals in ten minutes see none finish, and a label
+// on each piled into one unreadable strip; the chart's caption says once
+// what the shade means.
+func withQuiet(option []byte, tl []snapshot.TimelinePoint, p Palette) []byte {
+	var areas []any
+	for _, q := range Quiet(tl) {
+		areas = append(areas, []any{map[string]any{"xAxis": q.From}, map[string]any{"xAxis": q.To}})
 	}
 	return withArea(option, areas, p.Muted, 0.18, p)
 }
@@ -189,7 +241,11 @@ func withArea(option []byte, areas []any, colour string, opacity float64, p Pale
 			pair := a.([]any)
 			first := pair[0].(map[string]any)
 			first["itemStyle"] = map[string]any{"color": colour, "opacity": opacity}
-			first["label"] = map[string]any{"color": p.Text, "fontSize": 10, "position": "insideTop"}
+			label := map[string]any{"color": p.Text, "fontSize": 10, "position": "insideTop"}
+			if name, _ := first["name"].(string); name == "" {
+				label["show"] = false
+			}
+			first["label"] = label
 			ma["data"] = append(ma["data"].([]any), pair)
 		}
 		last["markArea"] = ma
@@ -223,8 +279,19 @@ func FinishRate(tl []snapshot.TimelinePoint, intervalMs int64, marks []snapshot.
 	return withMarks(encode(c, p), marks, p)
 }
 
-// CacheUse is KV cache use and the prefix cache's hit rate over the
-// timeline, both in percent.
+// PrefixName is the cache chart's prefix hit rate series: over the minute
+// to each point where the timeline carries minutes (as Grafana reads
+// rate(hits[1m]) / rate(queries[1m])), else over the interval, whose few
+// lookups swing it from 0 to 95 %.
+func PrefixName(tl []snapshot.TimelinePoint) string {
+	if hasMinutes(tl) {
+		return "prefix hit rate (1 min)"
+	}
+	return "prefix hit rate"
+}
+
+// CacheUse is KV cache use as of each interval and the prefix cache's hit
+// rate (PrefixName) over the timeline, both in percent.
 func CacheUse(tl []snapshot.TimelinePoint, marks []snapshot.ModelMark, p Palette) []byte {
 	c := charts.NewLine()
 	g := timeGlobals(tl, "%", p)
@@ -232,13 +299,21 @@ func CacheUse(tl []snapshot.TimelinePoint, marks []snapshot.ModelMark, p Palette
 	c.SetGlobalOptions(g...)
 	kv := make([]opts.LineData, len(tl))
 	hit := make([]opts.LineData, len(tl))
+	minutes := hasMinutes(tl)
 	for i, pt := range tl {
 		kv[i] = opts.LineData{Value: []any{pt.At, percentOrNil(pt.KVUsage)}}
-		hit[i] = opts.LineData{Value: []any{pt.At, percentOrNil(pt.PrefixHitRate)}}
+		rate := pt.PrefixHitRate
+		if minutes {
+			rate = nil
+			if pt.Minute != nil {
+				rate = pt.Minute.PrefixHitRate
+			}
+		}
+		hit[i] = opts.LineData{Value: []any{pt.At, percentOrNil(rate)}}
 	}
 	line := charts.WithLineChartOpts(opts.LineChart{ShowSymbol: opts.Bool(len(tl) < 3)})
 	c.AddSeries("KV cache use", kv, line, charts.WithAreaStyleOpts(opts.AreaStyle{Opacity: opts.Float(0.12)}))
-	c.AddSeries("prefix hit rate", hit, line)
+	c.AddSeries(PrefixName(tl), hit, line)
 	return withMarks(encode(c, p), marks, p)
 }
 
@@ -256,11 +331,30 @@ func timeGlobals(tl []snapshot.TimelinePoint, unit string, p Palette) []charts.G
 	}
 }
 
+// markEdge is the share of the time axis at either end (a twelfth: past
+// a minute of data, more than the first 5 s interval, wherever in it the
+// load fell) in which a mark's label lies across the plot's top rather
+// than along its line: along a line that close to the plot's edge, it
+// read as part of the value axis and its ticks (the load at the start of
+// the first minutes).
+const markEdge = 12
+
+// markLabelPx bounds a mark's label: along its line, the plot's height
+// at 390 px, so a long model name does not run past the plot onto the
+// time axis's labels; across the top, about a fifth of a chart at 1440 px.
+const (
+	markLabelAlongPx  = 110
+	markLabelAcrossPx = 160
+)
+
 // withMarks adds the model marks of the time axis's window to the first
 // series as vertical lines, labelled with the model and what happened. A
 // label runs along its line on the side facing the middle of the plot (to
 // the right of a mark in the left half, to the left of one in the right
-// half), so it never covers the value axes' labels at either edge.
+// half), so it never covers the value axes' labels at either edge; a mark
+// within a twelfth of the axis of either end has
+// its label across the top of the plot instead, towards the middle, clear
+// of the axes.
 func withMarks(option []byte, marks []snapshot.ModelMark, p Palette) []byte {
 	if len(marks) == 0 {
 		return option
@@ -268,12 +362,22 @@ func withMarks(option []byte, marks []snapshot.ModelMark, p Palette) []byte {
 	return editSeries(option, func(m map[string]any, series []any) bool {
 		lo, hi, ranged := timeRange(m)
 		if ranged {
+			step := firstStep(series[0])
 			// A mark after the newest point (a load in the interval still
-			// filling) stretches the axis to it rather than falling off.
+			// filling) stretches the axis to it rather than falling off; so
+			// does one less than a step of the data before the first point
+			// (the load that started the traffic, in the interval before its
+			// first event's), which would fall off as the time it reached
+			// the interval's boundary did.
 			for _, mk := range marks {
-				hi = max(hi, float64(mk.At))
+				at := float64(mk.At)
+				hi = max(hi, at)
+				if at < lo && lo-at <= step {
+					lo = at
+				}
 			}
-			m["xAxis"].([]any)[0].(map[string]any)["max"] = hi
+			x := m["xAxis"].([]any)[0].(map[string]any)
+			x["min"], x["max"] = lo, hi
 		}
 		data := make([]any, 0, len(marks))
 		// Labels closer than a twelfth of the axis to the last one labelled
@@ -285,11 +389,21 @@ func withMarks(option []byte, marks []snapshot.ModelMark, p Palette) []byte {
 			if ranged && at < lo {
 				continue // before the window: drawn outside the plot it would sit on an axis
 			}
-			side := "insideEndBottom" // right of a line drawn upwards
-			if ranged && at > (lo+hi)/2 {
-				side = "insideEndTop"
+			right := !ranged || at <= (lo+hi)/2 // the label's side of the line
+			label := map[string]any{"position": "insideEndBottom", "width": markLabelAlongPx, "overflow": "truncate"}
+			if !right {
+				label["position"] = "insideEndTop"
 			}
-			label := map[string]any{"position": side}
+			if edge := (hi - lo) / markEdge; ranged && (at-lo <= edge || hi-at <= edge) {
+				// Across the top, inside the plot: "end" is past the line's
+				// top end, and a negative distance brings it back in, a line
+				// down, under a bench run's label (WithBench: insideTop).
+				label = map[string]any{"position": "end", "distance": []any{0, -18}, "verticalAlign": "top",
+					"align": "left", "padding": []any{0, 0, 0, 4}, "width": markLabelAcrossPx, "overflow": "truncate"}
+				if !right {
+					label["align"], label["padding"] = "right", []any{0, 4, 0, 0}
+				}
+			}
 			if ranged && at-lastLabelled < minGap {
 				label["show"] = false
 			} else {
@@ -314,6 +428,31 @@ func withMarks(option []byte, marks []snapshot.ModelMark, p Palette) []byte {
 		}
 		return true
 	})
+}
+
+// firstStep is the time between a series' first two points, 0 with
+// fewer.
+func firstStep(series any) float64 {
+	s, _ := series.(map[string]any)
+	data, _ := s["data"].([]any)
+	at := func(i int) (float64, bool) {
+		d, _ := data[i].(map[string]any)
+		v, _ := d["value"].([]any)
+		if len(v) == 0 {
+			return 0, false
+		}
+		x, ok := v[0].(float64)
+		return x, ok
+	}
+	if len(data) < 2 {
+		return 0
+	}
+	a, ok1 := at(0)
+	b, ok2 := at(1)
+	if !ok1 || !ok2 || b < a {
+		return 0
+	}
+	return b - a
 }
 
 // editSeries decodes an encoded option, lets edit change it and encodes it

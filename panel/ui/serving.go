@@ -2,6 +2,7 @@ package ui
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/maxence-charriere/go-app/v10/pkg/app"
 
@@ -73,6 +74,35 @@ func RequestsPerSecond(s *snapshot.Snapshot) (rate float64, ok bool) {
 		n += pt.Requests
 	}
 	return float64(n) * 1000 / float64(int64(end-start)*s.IntervalMs), true
+}
+
+// ThroughputWindowMs is the span the Throughput tile averages over.
+const ThroughputWindowMs = 30_000
+
+// MeanThroughput is the tokens per second of the timeline's last complete
+// intervals within ThroughputWindowMs (six at 5 s): the mean of their
+// scheduler samples, each summed over the models (snapshot.IntervalScheduler).
+// One sample jumps 83–184 tok/s between frames at the reference engine's
+// default traffic. ok is false where those intervals hold no sample (an
+// older backend's timeline, or an engine that stopped sampling).
+func MeanThroughput(s *snapshot.Snapshot) (tps float64, ok bool) {
+	if s == nil || s.IntervalMs <= 0 {
+		return 0, false
+	}
+	var sum float64
+	var n int
+	end := s.At - s.At%s.IntervalMs // where the interval still filling began
+	for _, pt := range s.Timeline {
+		if pt.At+s.IntervalMs > end || pt.At < end-ThroughputWindowMs || pt.Scheduler == nil {
+			continue // still filling, too old, or no sample
+		}
+		sum += pt.Scheduler.TokensPerSecond * float64(pt.Scheduler.Samples)
+		n += pt.Scheduler.Samples
+	}
+	if n == 0 {
+		return 0, false
+	}
+	return sum / float64(n), true
 }
 
 // CacheTotals is the caches summed over models: KV bytes over capacity
@@ -167,8 +197,12 @@ func (v *ServingView) tiles(s *snapshot.Snapshot) []app.UI {
 		}
 	}
 	over := "last " + format.Count(int64(w.Count)) + " " + plural.Word(w.Count, "request", "requests")
+	tps, tpsHint := t.TokensPerSecond, "latest sample, "+plural.Count(len(s.Schedulers), "model", "models")
+	if mean, ok := MeanThroughput(s); ok {
+		tps, tpsHint = mean, "mean of the last "+span(ThroughputWindowMs)+", "+plural.Count(len(s.Schedulers), "model", "models")
+	}
 	return []app.UI{
-		tile("throughput", "Throughput", format.Rate(t.TokensPerSecond), plural.Count(len(s.Schedulers), "model", "models")+" sampled"),
+		tile("throughput", "Throughput", format.Rate(tps), tpsHint),
 		tile("requests", "Requests", reqRate, format.Count(s.Requests.Finished)+" finished since start"),
 		multiTile("ttft", "TTFT p50 · p95 · p99", []string{q(w.TTFTMs, p50), q(w.TTFTMs, p95), q(w.TTFTMs, p99)}, over),
 		multiTile("tpot", "TPOT p50 · p95", []string{q(w.TPOTMs, p50), q(w.TPOTMs, p95)}, "per output token after the first"),
@@ -251,53 +285,112 @@ func (v *ServingView) perModel(s *snapshot.Snapshot) app.UI {
 	)
 }
 
-// charts is the grid of time charts: two columns where the width allows.
-func (v *ServingView) charts(s *snapshot.Snapshot) app.UI {
-	tl, marks, pal := s.Timeline, s.Marks, v.Palette
-	plain := func(id, title, label string, has bool, option func() []byte) app.UI {
-		return app.Section().Class("card chart-card").DataSet("chart-card", id).Body(
-			app.H2().Text(title),
-			app.If(!has, func() app.UI { return empty("Nothing measured yet.") }).
-				Else(func() app.UI { return &Chart{ID: id, Label: label, Option: option()} }),
-		)
+// span is a chart's window or resolution in words: "5 s", "10 min",
+// "2 min 30 s".
+func span(ms int64) string {
+	if ms >= 60_000 && ms%60_000 == 0 {
+		return fmt.Sprintf("%d min", ms/60_000)
 	}
+	return format.Whole(time.Duration(ms) * time.Millisecond)
+}
+
+// ChartNotes are the captions of the Serving view's charts, by chart ID:
+// what each covers (its window and resolution), how its quantiles are
+// taken, and once, where the timeline has one, what the shade of a
+// stretch without a finished request means.
+func ChartNotes(s *snapshot.Snapshot) map[string]string {
+	tl := s.Timeline
+	window := span(max(int64(len(tl))*s.IntervalMs, charts.MinWindowMs))
+	each := "each " + span(s.IntervalMs)
+	last := "; the last " + window + "."
+	quiet := ""
+	if len(charts.Quiet(tl)) > 0 {
+		quiet = " Shaded: no request finished."
+	}
+	p99 := "p99 of the minute to it where it holds " + fmt.Sprint(charts.MinP99Requests) + " or more"
+	if charts.P99Name(tl) == "p99" {
+		p99 = "p99 where " + fmt.Sprint(charts.MinP99Requests) + " or more finished in it"
+	}
+	latency := "p50 and p95 of the requests finished in " + each + ", " + p99 + last + quiet
+	prefix := "prefix hits over the lookups of the minute to it"
+	if charts.PrefixName(tl) == "prefix hit rate" {
+		prefix = "prefix hits over the lookups of " + each
+	}
+	throughput := "Mean tokens/s of " + each + ", rows and queue as of its last sample" + last
+	if !charts.SchedulerPerInterval(tl) {
+		throughput = "The scheduler's last " + plural.Count(len(s.Series), "sample", "samples") + "."
+	}
+	return map[string]string{
+		"chart-throughput":  throughput,
+		"chart-token-rates": "Tokens of the requests finished in " + each + last,
+		"chart-ttft":        latency,
+		"chart-tpot":        latency,
+		"chart-e2e":         latency,
+		"chart-queue":       latency,
+		"chart-phases":      "p50 and p95 of the requests finished in " + each + last + quiet,
+		"chart-finish":      "Requests finished in " + each + last,
+		"chart-cache":       "KV use as of " + each + ", " + prefix + last,
+		"chart-lengths":     "The last " + plural.Count(s.Requests.Window.Count, "request", "requests") + ".",
+	}
+}
+
+// servingChart is one chart of the Serving view's grid: has says whether
+// there is anything to draw, option builds what ECharts draws.
+type servingChart struct {
+	id, title, label string
+	has              bool
+	option           func() []byte
+}
+
+// chartList is the Serving view's charts, in the grid's order.
+func (v *ServingView) chartList(s *snapshot.Snapshot) []servingChart {
+	tl, marks, pal := s.Timeline, s.Marks, v.Palette
 	hasTimeline := len(tl) > 0
 	// The time a bench run held the GPU is shaded on every time chart, while
 	// it runs and after: those figures are the benchmark's.
-	timed := func(option []byte) []byte { return charts.WithBench(option, v.BenchRuns, pal) }
-	chart := func(id, title, label string, has bool, option func() []byte) app.UI {
-		return plain(id, title, label, has, func() []byte { return timed(option()) })
+	timed := func(id, title, label string, has bool, option func() []byte) servingChart {
+		return servingChart{id, title, label, has, func() []byte { return charts.WithBench(option(), v.BenchRuns, pal) }}
 	}
-	return app.Div().Class("chart-grid").Body(
-		chart("chart-throughput", "Tokens per second, batch rows and queue", "tokens per second, active rows and queue depth over time",
-			len(s.Series) > 0, func() []byte { return charts.Throughput(s.Series, tl, marks, pal) }),
-		chart("chart-token-rates", "Prompt and generation tokens per second", "prompt and generation tokens per second of the requests finished, over time", hasTimeline,
+	latency := func(id, title, label string, t charts.Timing) servingChart {
+		return timed(id, title, label, hasTimeline, func() []byte { return charts.Latency(tl, marks, t, "ms", pal) })
+	}
+	return []servingChart{
+		timed("chart-throughput", "Tokens per second, batch rows and queue", "tokens per second, active rows and queue depth over time",
+			len(s.Series) > 0 || charts.SchedulerPerInterval(tl), func() []byte { return charts.Throughput(s.Series, tl, marks, pal) }),
+		timed("chart-token-rates", "Prompt and generation tokens per second", "prompt and generation tokens per second of the requests finished, over time", hasTimeline,
 			func() []byte { return charts.TokenRates(tl, s.IntervalMs, marks, pal) }),
-		chart("chart-ttft", "Time to first token", "TTFT p50, p95 and p99 over time", hasTimeline,
-			func() []byte {
-				return charts.Latency(tl, marks, func(p snapshot.TimelinePoint) *snapshot.Quantiles { return p.TTFTMs }, "ms", pal)
-			}),
-		chart("chart-tpot", "Time per output token", "TPOT p50, p95 and p99 over time", hasTimeline,
-			func() []byte {
-				return charts.Latency(tl, marks, func(p snapshot.TimelinePoint) *snapshot.Quantiles { return p.TPOTMs }, "ms", pal)
-			}),
-		chart("chart-e2e", "End-to-end latency", "request latency p50, p95 and p99 over time", hasTimeline,
-			func() []byte {
-				return charts.Latency(tl, marks, func(p snapshot.TimelinePoint) *snapshot.Quantiles { return p.TotalMs }, "ms", pal)
-			}),
-		chart("chart-queue", "Queue time", "queue time p50, p95 and p99 over time", hasTimeline,
-			func() []byte {
-				return charts.Latency(tl, marks, func(p snapshot.TimelinePoint) *snapshot.Quantiles { return p.QueueMs }, "ms", pal)
-			}),
-		chart("chart-phases", "Prefill and decode time", "prefill time (TTFT less the queue) and decode time, p50 and p95, over time", hasTimeline,
+		latency("chart-ttft", "Time to first token", "TTFT p50, p95 and p99 over time", charts.TTFT),
+		latency("chart-tpot", "Time per output token", "TPOT p50, p95 and p99 over time", charts.TPOT),
+		latency("chart-e2e", "End-to-end latency", "request latency p50, p95 and p99 over time", charts.E2E),
+		latency("chart-queue", "Queue time", "queue time p50, p95 and p99 over time", charts.Queue),
+		timed("chart-phases", "Prefill and decode time", "prefill time (TTFT less the queue) and decode time, p50 and p95, over time", hasTimeline,
 			func() []byte { return charts.Phases(tl, marks, pal) }),
-		chart("chart-finish", "Requests per second by finish reason", "finished requests per second by finish reason over time", hasTimeline,
+		timed("chart-finish", "Requests per second by finish reason", "finished requests per second by finish reason over time", hasTimeline,
 			func() []byte { return charts.FinishRate(tl, s.IntervalMs, marks, pal) }),
-		chart("chart-cache", "KV cache use and prefix hit rate", "KV cache use and prefix-cache hit rate over time", hasTimeline,
+		timed("chart-cache", "KV cache use and prefix hit rate", "KV cache use and prefix-cache hit rate over time", hasTimeline,
 			func() []byte { return charts.CacheUse(tl, marks, pal) }),
-		plain("chart-lengths", "Prompt and generation length", "the window's requests by prompt and by generation length in tokens",
-			s.Requests.Window.Lengths != nil, func() []byte { return charts.Lengths(s.Requests.Window.Lengths, pal) }),
-	)
+		{"chart-lengths", "Prompt and generation length", "the window's requests by prompt and by generation length in tokens",
+			s.Requests.Window.Lengths != nil, func() []byte { return charts.Lengths(s.Requests.Window.Lengths, pal) }},
+	}
+}
+
+// charts is the grid of charts: two columns where the width allows, each
+// with its caption (ChartNotes).
+func (v *ServingView) charts(s *snapshot.Snapshot) app.UI {
+	list, notes := v.chartList(s), ChartNotes(s)
+	return app.Div().Class("chart-grid").Body(app.Range(list).Slice(func(i int) app.UI {
+		c := list[i]
+		return app.Section().Class("card chart-card").DataSet("chart-card", c.id).Body(
+			app.H2().Text(c.title),
+			app.If(!c.has, func() app.UI { return empty("Nothing measured yet.") }).
+				Else(func() app.UI {
+					return app.Div().Body(
+						app.P().Class("chart-note").DataSet("note", c.id).Text(notes[c.id]),
+						&Chart{ID: c.id, Label: c.label, Option: c.option()},
+					)
+				}),
+		)
+	}))
 }
 
 // staleNote says the figures are no longer live, and as of when (the

@@ -169,7 +169,7 @@ func TestViews(t *testing.T) {
 		{
 			name:  "serving in the singular",
 			compo: &ServingView{Snap: one, Palette: charts.Light},
-			want:  []string{"1 model sampled", "1 of 1 row decoding", "last 1 request<"},
+			want:  []string{"latest sample, 1 model<", "1 of 1 row decoding", "last 1 request<"},
 		},
 		{
 			name:  "requests in the singular",

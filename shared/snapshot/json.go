@@ -457,6 +457,40 @@ func (e *encoder) timelinePoint(p *TimelinePoint) {
 	e.optFloat(p.KVUsage)
 	e.key(`,"prefixHitRate":`)
 	e.optFloat(p.PrefixHitRate)
+	e.key(`,"scheduler":`)
+	if sc := p.Scheduler; sc == nil {
+		e.raw("null")
+	} else {
+		e.key(`{"samples":`)
+		e.int(int64(sc.Samples))
+		e.key(`,"tokensPerSecond":`)
+		e.float(sc.TokensPerSecond)
+		e.key(`,"active":`)
+		e.int(int64(sc.Active))
+		e.key(`,"capacity":`)
+		e.int(int64(sc.Capacity))
+		e.key(`,"queued":`)
+		e.int(int64(sc.Queued))
+		e.raw("}")
+	}
+	e.key(`,"minute":`)
+	if m := p.Minute; m == nil {
+		e.raw("null")
+	} else {
+		e.key(`{"requests":`)
+		e.int(int64(m.Requests))
+		e.key(`,"ttftMs":`)
+		e.quantiles(m.TTFTMs)
+		e.key(`,"tpotMs":`)
+		e.quantiles(m.TPOTMs)
+		e.key(`,"totalMs":`)
+		e.quantiles(m.TotalMs)
+		e.key(`,"queueMs":`)
+		e.quantiles(m.QueueMs)
+		e.key(`,"prefixHitRate":`)
+		e.optFloat(m.PrefixHitRate)
+		e.raw("}")
+	}
 	e.raw("}")
 }
 

@@ -100,8 +100,9 @@ func FuzzAppendJSON(f *testing.F) {
 			Requests: Requests{ByFinish: map[string]int64{text: n, model: 1}, Window: Window{
 				TTFTMs: &Distribution{Mean: x, P50: y}, CachedPromptShare: &y, PerModel: map[string]*Window{model: {Count: 1}},
 				Lengths: &Lengths{Bounds: []int64{n}, Prompt: []int{1, 2}}}},
-			Marks:    []ModelMark{{Model: model, Kind: text, Ms: &y}},
-			Timeline: []TimelinePoint{{KVUsage: &x, TTFTMs: &Quantiles{P99: y}, PrefillMs: &Quantiles{P50: x}, PromptTokens: n}},
+			Marks: []ModelMark{{Model: model, Kind: text, Ms: &y}},
+			Timeline: []TimelinePoint{{KVUsage: &x, TTFTMs: &Quantiles{P99: y}, PrefillMs: &Quantiles{P50: x}, PromptTokens: n,
+				Scheduler: &IntervalScheduler{Samples: 1, TokensPerSecond: x}, Minute: &Minute{Requests: 2, QueueMs: &Quantiles{P95: y}, PrefixHitRate: &x}}},
 		}
 		got, sanitized := AppendJSON(nil, &s)
 		if !json.Valid(got) {

@@ -316,6 +316,46 @@ type TimelinePoint struct {
 	// PrefixHitRate is the prefix-cache lookups that hit, over the lookups
 	// made during the interval; null when none were.
 	PrefixHitRate *float64 `json:"prefixHitRate"`
+	// Scheduler is the scheduler over the interval (addition); null when
+	// no model sampled its scheduler in it.
+	Scheduler *IntervalScheduler `json:"scheduler"`
+	// Minute is the minute that ends with the interval (addition): a 5 s
+	// interval at one request a second holds five requests, too few for a
+	// p99, and its prefix hit rate swings with the few prompts looked up.
+	Minute *Minute `json:"minute"`
+}
+
+// IntervalScheduler is the scheduler over one timeline interval, summed
+// over the resident models as at each scheduler sample in it:
+// TokensPerSecond is the mean of those sums, Active, Capacity and Queued
+// the sums as of the interval's last sample, Samples how many samples
+// the interval held.
+type IntervalScheduler struct {
+	Samples         int     `json:"samples"`
+	TokensPerSecond float64 `json:"tokensPerSecond"`
+	Active          int     `json:"active"`
+	Capacity        int     `json:"capacity"`
+	Queued          int     `json:"queued"`
+}
+
+// MinuteMs is the span of a TimelinePoint's Minute: the intervals of the
+// 60 s that end with the point's (twelve at 5 s), or the point's own
+// interval alone when it is a minute or longer.
+const MinuteMs = 60_000
+
+// Minute summarises the intervals of the minute that ends with a timeline
+// point's (fewer at the start of the timeline): the requests that
+// finished in them and the quantiles of their timings, null when none
+// reported the value (the same histograms as an interval's, merged), and
+// the prefix-cache lookups made in them that hit, over those lookups
+// (null when none were): what Grafana's rate(...[1m]) reads.
+type Minute struct {
+	Requests      int        `json:"requests"`
+	TTFTMs        *Quantiles `json:"ttftMs"`
+	TPOTMs        *Quantiles `json:"tpotMs"`
+	TotalMs       *Quantiles `json:"totalMs"`
+	QueueMs       *Quantiles `json:"queueMs"`
+	PrefixHitRate *float64   `json:"prefixHitRate"`
 }
 
 // FinishCounts counts finished requests by finish reason.

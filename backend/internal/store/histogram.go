@@ -103,6 +103,17 @@ func (h *histogram) addRange(lo, hi float64, c int64) {
 
 func (h *histogram) reset() { *h = histogram{} }
 
+// merge adds o's values to h.
+func (h *histogram) merge(o *histogram) {
+	if o.n == 0 {
+		return
+	}
+	h.n += o.n
+	for i, c := range o.bins {
+		h.bins[i] += c
+	}
+}
+
 // quantiles are nearest-rank p50, p95 and p99; nil when empty.
 func (h *histogram) quantiles() *snapshot.Quantiles {
 	if h.n == 0 {

@@ -305,6 +305,18 @@ func (s *Store) applyScheduler(at int64, p *events.SchedulerSample) bool {
 	sc.SchedulerSample = *p
 	sc.At = at
 	s.series.add(at, p)
+	// The resident models' scheduler as it now stands, summed in their
+	// first-seen order (a float sum in map order would not be the same
+	// sum twice).
+	var tps float64
+	var active, capacity, queued int
+	for _, m := range s.order {
+		if c := s.schedulers[m.view.Model]; c != nil {
+			tps += c.TokensPerSecond
+			active, capacity, queued = active+c.Active, capacity+c.Capacity, queued+c.Queued
+		}
+	}
+	s.timeline.sampleScheduler(at, tps, active, capacity, queued)
 	return true
 }
 

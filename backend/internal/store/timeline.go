@@ -19,6 +19,11 @@ type timeline struct {
 	// The caches' running sums over resident models, sampled into the
 	// interval of each cache sample.
 	prefixHits, prefixLookups int64
+
+	// perMinute is how many intervals a point's minute spans; scratch holds
+	// the merged ttft, tpot, total and queue histograms of one minute.
+	perMinute int64
+	scratch   [4]histogram
 }
 
 type interval struct {
@@ -35,15 +40,26 @@ type interval struct {
 	startHits, startLookups int64
 	endHits, endLookups     int64
 	prefixSampled           bool
+	// The scheduler: samples, the sum of their summed tokens/s, and the
+	// rows and queue as of the last.
+	schedSamples                  int
+	schedTPS                      float64
+	schedActive, schedCap, schedQ int
 
 	dirty bool
 	view  snapshot.TimelinePoint
+	// minute is the view's Minute, over the intervals from minuteFrom on;
+	// computed again when one of them changed or the oldest interval kept
+	// moved into the minute.
+	minute     *snapshot.Minute
+	minuteFrom int64
 }
 
 const maxMarks = 64
 
 func newTimeline(n int, width int64) *timeline {
-	t := &timeline{width: width, slots: make([]interval, n), newest: -1, marks: newRing[snapshot.ModelMark](maxMarks)}
+	t := &timeline{width: width, slots: make([]interval, n), newest: -1, marks: newRing[snapshot.ModelMark](maxMarks),
+		perMinute: max(1, snapshot.MinuteMs/width)}
 	for i := range t.slots {
 		t.slots[i].num = -1
 	}
@@ -191,6 +207,19 @@ func (t *timeline) sampleCaches(at int64, caches map[string]*modelCaches) {
 	t.prefixHits, t.prefixLookups = hits, lookups
 }
 
+// sampleScheduler records the resident models' scheduler as it stands
+// after a scheduler sample at at: their summed tokens/s, rows, capacity
+// and queue.
+func (t *timeline) sampleScheduler(at int64, tps float64, active, capacity, queued int) {
+	s := t.slot(at)
+	if s == nil {
+		return
+	}
+	s.schedSamples++
+	s.schedTPS += tps
+	s.schedActive, s.schedCap, s.schedQ = active, capacity, queued
+}
+
 // hitRate is the share of the interval's lookups that hit.
 func (s *interval) hitRate() *float64 {
 	if d := s.endLookups - s.startLookups; s.prefixSampled && d > 0 {
@@ -212,10 +241,18 @@ func (t *timeline) points() []snapshot.TimelinePoint {
 		first++
 	}
 	out := make([]snapshot.TimelinePoint, 0, t.newest-first+1)
+	lastDirty := first - t.perMinute // the newest changed interval seen so far
 	for num := first; num <= t.newest; num++ {
 		s := &t.slots[num%int64(len(t.slots))]
+		// The point's minute is its intervals kept from from on: computed
+		// again when one of them changed, or when the ring moved on past
+		// its start (from moved) whether or not any changed.
+		from := max(first, num-t.perMinute+1)
+		stale := lastDirty >= from
 		if s.num != num {
-			out = append(out, snapshot.TimelinePoint{At: num * t.width})
+			pt := snapshot.TimelinePoint{At: num * t.width}
+			pt.Minute = t.minute(num, first)
+			out = append(out, pt)
 			continue
 		}
 		if s.dirty {
@@ -228,9 +265,57 @@ func (t *timeline) points() []snapshot.TimelinePoint {
 				s.view.TTFTMs, s.view.TPOTMs, s.view.TotalMs = s.ttft.quantiles(), s.tpot.quantiles(), s.total.quantiles()
 				s.view.QueueMs, s.view.PrefillMs, s.view.DecodeMs = s.queue.quantiles(), s.prefill.quantiles(), s.decode.quantiles()
 			}
-			s.dirty = false
+			if s.schedSamples > 0 {
+				s.view.Scheduler = &snapshot.IntervalScheduler{Samples: s.schedSamples, TokensPerSecond: s.schedTPS / float64(s.schedSamples),
+					Active: s.schedActive, Capacity: s.schedCap, Queued: s.schedQ}
+			}
+			s.dirty, lastDirty, stale = false, num, true
 		}
-		out = append(out, s.view)
+		if stale || s.minute == nil || s.minuteFrom != from {
+			s.minute, s.minuteFrom = t.minute(num, first), from
+		}
+		pt := s.view
+		pt.Minute = s.minute
+		out = append(out, pt)
 	}
 	return out
+}
+
+// minute summarises the intervals kept of the minute that ends with
+// interval num (those from first on).
+func (t *timeline) minute(num, first int64) *snapshot.Minute {
+	m := &snapshot.Minute{}
+	var hits, lookups int64
+	merged := false
+	for n := max(first, num-t.perMinute+1); n <= num; n++ {
+		s := &t.slots[n%int64(len(t.slots))]
+		if s.num != n {
+			continue
+		}
+		m.Requests += s.requests
+		if s.prefixSampled {
+			hits += s.endHits - s.startHits
+			lookups += s.endLookups - s.startLookups
+		}
+		if s.total == nil || s.requests == 0 {
+			continue
+		}
+		if !merged {
+			for i := range t.scratch {
+				t.scratch[i].reset()
+			}
+			merged = true
+		}
+		for i, h := range [...]*histogram{s.ttft, s.tpot, s.total, s.queue} {
+			t.scratch[i].merge(h)
+		}
+	}
+	if merged {
+		m.TTFTMs, m.TPOTMs = t.scratch[0].quantiles(), t.scratch[1].quantiles()
+		m.TotalMs, m.QueueMs = t.scratch[2].quantiles(), t.scratch[3].quantiles()
+	}
+	if lookups > 0 {
+		m.PrefixHitRate = ptr(float64(hits) / float64(lookups))
+	}
+	return m
 }

@@ -1,6 +1,8 @@
 package store
 
 import (
+	"bytes"
+	"encoding/json"
 	"math"
 	"testing"
 
@@ -189,5 +191,113 @@ func TestTimelinePhasesAndLengths(t *testing.T) {
 	if l == nil || l.Prompt[0] != 1 || l.Prompt[7] != 2 || l.Prompt[11] != 1 || l.Generation[6] != 4 ||
 		len(l.Prompt) != len(l.Bounds)+1 {
 		t.Errorf("lengths %+v", l)
+	}
+}
+
+// Each point carries the minute that ends with its interval: the requests
+// of its twelve intervals and their merged quantiles (a p99 where each
+// interval holds too few requests for one), and the prefix hits over the
+// lookups made in it; and the interval's scheduler: the mean of the
+// models' summed tokens/s at each sample, the rows and queue as of the
+// last.
+func TestTimelineMinuteAndScheduler(t *testing.T) {
+	const w = DefaultIntervalMs
+	base := (t0 / w) * w
+	s := New(t0, Options{})
+	s.Apply(load(base, "a", events.PhaseFinished, f(1)))
+	s.Apply(load(base, "b", events.PhaseFinished, f(1)))
+	// 15 intervals of 5 requests each, TTFT 100 ms but one slow request of
+	// 900 ms in the second; a lookup of 10 prompt tokens per interval, all
+	// hits from the eighth on.
+	var hits, misses int64
+	for i := range int64(15) {
+		for r := range int64(5) {
+			ttft := 100.0
+			if i == 1 && r == 2 {
+				ttft = 900
+			}
+			s.Apply(reqFull(base+i*w+10+r, events.FinishStop, f(ttft), f(50), 1000))
+		}
+		if i >= 7 {
+			hits += 10
+		} else {
+			misses += 10
+		}
+		s.Apply(cache(base+i*w+100, "a", events.CachePrefix, 1, i64(hits), i64(misses)))
+	}
+	// Interval 14's scheduler: a at 100 then 300 tok/s, b at 50 between.
+	s.Apply(sched(base+14*w+200, "a", 2, 0, 100))
+	s.Apply(sched(base+14*w+300, "b", 1, 3, 50))
+	s.Apply(sched(base+14*w+400, "a", 4, 1, 300))
+	tl := s.Snapshot(t0).Timeline
+	if len(tl) != 15 {
+		t.Fatalf("%d points", len(tl))
+	}
+	for _, tc := range []struct {
+		name      string
+		got, want any
+	}{
+		{"first point's minute: itself", tl[0].Minute.Requests, 5},
+		{"fifth: five intervals", tl[4].Minute.Requests, 25},
+		{"twelfth on: twelve intervals", tl[11].Minute.Requests, 60},
+		{"last: twelve intervals", tl[14].Minute.Requests, 60},
+		{"an interval's own p99 is its slowest of five", near(tl[1].TTFTMs.P99, 900), true},
+		{"the minute's p99 of 25 is its slowest too", near(tl[4].Minute.TTFTMs.P99, 900), true},
+		{"its p50", near(tl[4].Minute.TTFTMs.P50, 100), true},
+		{"a minute of 60 with the slow one: its p99 (the 60th)", near(tl[12].Minute.TTFTMs.P99, 900), true},
+		{"but not its p95 (the 57th)", near(tl[12].Minute.TTFTMs.P95, 100), true},
+		{"the minute past the slow interval", near(tl[13].Minute.TTFTMs.P99, 100), true},
+		{"tpot merged too", near(tl[14].Minute.TPOTMs.P50, 20), true},
+		{"queue not reported: null", tl[14].Minute.QueueMs, (*snapshot.Quantiles)(nil)},
+		// The first sample's lookups count from zero: 10 misses.
+		{"prefix, first minute: no hits", *tl[0].Minute.PrefixHitRate, 0.0},
+		{"prefix at the eighth: 10 hits of 80 lookups", *tl[7].Minute.PrefixHitRate, 10.0 / 80},
+		{"prefix at the last: 8 of 12 intervals all hits", *tl[14].Minute.PrefixHitRate, 80.0 / 120},
+		{"the interval's own rate", *tl[14].PrefixHitRate, 1.0},
+		{"no scheduler sample: null", tl[13].Scheduler, (*snapshot.IntervalScheduler)(nil)},
+		// Sums as sampled: a 100; a 100 + b 50; a 300 + b 50.
+		{"scheduler samples", tl[14].Scheduler.Samples, 3},
+		{"scheduler tokens/s mean of the sums", tl[14].Scheduler.TokensPerSecond, (100.0 + 150 + 350) / 3},
+		{"rows as of the last sample", tl[14].Scheduler.Active, 5},
+		{"capacity as of the last sample", tl[14].Scheduler.Capacity, 16},
+		{"queue as of the last sample", tl[14].Scheduler.Queued, 4},
+	} {
+		if tc.got != tc.want {
+			t.Errorf("%s = %v, want %v", tc.name, tc.got, tc.want)
+		}
+	}
+}
+
+// The minutes do not depend on when snapshots were taken: one recorded
+// stream gives the same timeline snapshotted after every event as only at
+// its end, as the ring goes round and old intervals leave the minutes.
+func TestTimelineMinuteIndependentOfSnapshots(t *testing.T) {
+	const w = DefaultIntervalMs
+	base := (t0 / w) * w
+	var evs []events.Event
+	evs = append(evs, load(base, "a", events.PhaseFinished, f(1)))
+	var hits int64
+	for i := range int64(3 * DefaultTimeline / 2) {
+		if i%7 == 3 {
+			continue // a quiet interval
+		}
+		evs = append(evs, reqFull(base+i*w+1, events.FinishStop, f(float64(10+i%13)), f(40), float64(100+i)))
+		hits += i % 3
+		evs = append(evs, cache(base+i*w+2, "a", events.CachePrefix, 1, i64(hits), i64(i)))
+		evs = append(evs, sched(base+i*w+3, "a", int(i%4), 0, float64(i)))
+		if i%5 == 0 { // late: into the interval before
+			evs = append(evs, reqFull(base+i*w-w+4, events.FinishLength, f(7), nil, 9))
+		}
+	}
+	every, once := New(t0, Options{}), New(t0, Options{})
+	for _, ev := range evs {
+		every.Apply(ev)
+		_ = every.Snapshot(t0)
+		once.Apply(ev)
+	}
+	a, _ := json.Marshal(every.Snapshot(t0).Timeline)
+	b, _ := json.Marshal(once.Snapshot(t0).Timeline)
+	if !bytes.Equal(a, b) {
+		t.Fatalf("snapshotted after every event:\n%s\nonly at the end:\n%s", a, b)
 	}
 }
