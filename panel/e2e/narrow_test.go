@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/mlx-bun/mlx-metrics/shared/bench"
 )
 
 // longModel is a model id as long as Hugging Face's get, with break
@@ -23,13 +25,13 @@ const unbrokenModel = "AnUnusuallyLongModelNameWithoutAnySeparatorAtAllForTheTes
 
 // TestNarrowEveryTab: at 390 px every tab (Serving, Models, Caches,
 // Requests, Fleet from a fake query API, Benchmarks with a profile and
-// runs naming a long model) fits the frame without it scrolling sideways;
-// no two interactive elements or header cells overlap, nor does a control
-// cover a table cell; nothing is clipped without a title saying it; and a
-// model name breaks only at its separators (inside a word only where the
-// word alone is wider than its box). With E2E_SCREENSHOTS set it saves the
-// Serving, Fleet and Benchmarks tabs at 390 px, light and dark, as
-// narrow-<tab>-<theme>.png.
+// runs naming a long model, one run's detail with a head to head) fits
+// the frame without it scrolling sideways; no two interactive elements or
+// header cells overlap, nor does a control cover a table cell; nothing is
+// clipped without a title saying it; and a model name breaks only at its
+// separators (inside a word only where the word alone is wider than its
+// box). With E2E_SCREENSHOTS set it saves the Serving, Fleet and
+// Benchmarks tabs at 390 px, light and dark, as narrow-<tab>-<theme>.png.
 func TestNarrowEveryTab(t *testing.T) {
 	needBrowser(t)
 	query := fakeFleetAPI(t, []string{"gpu-host-01.lab.example:7878", "gpu-host-02.lab.example:7878"},
@@ -112,8 +114,8 @@ func fakeFleetAPI(t *testing.T, hosts, models []string) *httptest.Server {
 }
 
 // narrowBench gives b a profile naming the long model beside the shipped
-// ones, a complete run of a load sweep on it and a run that did not
-// complete, with problems.
+// ones, a complete run of a load sweep on it (with a head to head against
+// a reference cell of it) and a run that did not complete, with problems.
 func narrowBench(t *testing.T, b *backend) {
 	t.Helper()
 	plans := filepath.Join(b.home, "metrics", "bench", "plans")
@@ -136,6 +138,26 @@ func narrowBench(t *testing.T, b *backend) {
 	run.ID = "20261203T100000Z-long"
 	c := &run.Cells[0]
 	c.Model, c.Key = longModel, longModel+"/tree/default"
+	// A head to head on it: the tree cell against a reference cell of the
+	// long model, the figures of each and probes drifting apart.
+	decode := func(rates ...float64) []bench.Sample {
+		var ss []bench.Sample
+		for i, r := range rates {
+			ss = append(ss, bench.Sample{Phase: bench.PhaseDecode, Run: i + 1, Attempt: 1, CompletionTokens: 128, DecodeTokensPerSecond: r})
+		}
+		return ss
+	}
+	probes := func(raw int64) []bench.Probe {
+		return []bench.Probe{
+			{Kind: bench.ProbeRaw, PromptTokens: raw, CompletionTokens: 32, Finish: "length", Text: "The quick brown fox"},
+			{Kind: bench.ProbeChat, PromptTokens: 41, CompletionTokens: 32, Finish: "length", Text: "Hello there"},
+		}
+	}
+	c.ColdStartMs, c.PeakRSSBytes, c.Samples, c.Probes = ptr(1840.0), 2300<<20, decode(61.2, 62.8, 63.1), probes(12)
+	run.Cells = append(run.Cells, bench.CellResult{
+		Key: longModel + "/reference/default", Model: longModel, Kind: bench.KindReference, Configuration: "default",
+		Status: bench.CellMeasured, ColdStartMs: ptr(2010.0), PeakRSSBytes: 2500 << 20, Samples: decode(48.1, 48.9, 49.5), Probes: probes(14),
+	})
 	b.importRun(run)
 	failed := sweptRun(now.Add(-2 * time.Hour))
 	failed.ID, failed.Complete, failed.ExitCode = "20261202T100000Z-failed", false, 1
@@ -169,6 +191,7 @@ func showNarrow(t *testing.T, ctx context.Context, tab string) {
 		waitFrame(t, ctx, "history listed", `document.querySelectorAll('table.history tr[data-run]').length >= 2`, 10*time.Second)
 		click(t, ctx, `table.history tr[data-run="20261203T100000Z-long"] [data-action="open"]`)
 		waitFrame(t, ctx, "run detail", `!!document.querySelector('.detail table.cells tbody tr')`, 10*time.Second)
+		waitFrame(t, ctx, "its head to head", `document.querySelectorAll('.head-to-head .pair-figures tr[data-figure]').length === 3`, 10*time.Second)
 		wait = []string{"chart-load-ttft-0", "chart-trend"}
 	}
 	for _, c := range wait {

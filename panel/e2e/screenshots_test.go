@@ -26,8 +26,9 @@ import (
 // --reference-engine`: every view in light and in dark at 1440 px and in
 // light at 390 px, the Benchmarks view with two finished runs, a cancelled
 // one, a run's detail and the trend, a running job's progress and the
-// Serving view while it holds the GPU, and the Serving view once the
-// stream is lost. The serving charts are shot once the traffic fills their
+// Serving view while it holds the GPU, the head to head of a whole
+// standard run (in the same three), and the Serving view once the stream
+// is lost. The serving charts are shot once the traffic fills their
 // window. It runs only when E2E_SCREENSHOTS names the folder to write to
 // (relative to the repository root):
 //
@@ -75,17 +76,32 @@ func TestScreenshots(t *testing.T) {
 	waitJob(t, b, id, "cancelled")
 	benchRun(t, b, "smoke", "done")
 
-	for _, v := range []struct {
+	variants := []struct {
 		suffix string
 		dark   bool
 		width  int64
-	}{{"-1440", false, 1440}, {"-dark-1440", true, 1440}, {"-390", false, 390}} {
+	}{{"-1440", false, 1440}, {"-dark-1440", true, 1440}, {"-390", false, 390}}
+	for _, v := range variants {
 		openPanel(t, ctx, b, v.dark, v.width)
 		for _, tab := range []string{"serving", "models", "caches", "requests", "bench"} {
 			showView(t, ctx, tab)
 			fit(t, ctx, v.width)
 			save(tab + v.suffix)
 		}
+	}
+
+	// A head to head: standard run to its end (its tree cell, with the
+	// prefix cache, against its reference without), the block shot alone.
+	id = startRun(t, b, "standard")
+	waitJob(t, b, id, "done")
+	for _, v := range variants {
+		openPanel(t, ctx, b, v.dark, v.width)
+		click(t, ctx, `[data-tab="bench"]`)
+		waitFrame(t, ctx, "the standard run listed", fmt.Sprintf(`!!document.querySelector('table.history tr[data-run=%q]')`, id), 10*time.Second)
+		click(t, ctx, fmt.Sprintf(`table.history tr[data-run=%q] [data-action="open"]`, id))
+		waitFrame(t, ctx, "its head to head", `!!document.querySelector('.head-to-head .pair-figures tr[data-figure]')`, 10*time.Second)
+		fitTo(t, ctx, ".head-to-head", v.width)
+		save("bench-head-to-head" + v.suffix)
 	}
 
 	// The Serving view once the backend is gone: greyed, as of the last frame.

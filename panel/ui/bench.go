@@ -25,10 +25,10 @@ const requestTimeout = 10 * time.Second
 // their answers), bench_follow.go (the jobs' stream, polling and the
 // clock's tick), bench_profiles.go (the plans and Run), bench_job.go (the
 // running job and the last one that ended), bench_history.go (the list of
-// runs), bench_run.go (one run's detail), bench_compare.go with
-// bench_curves.go, bench_load_table.go and bench_load_csv.go (a run's load
-// sweeps, alone or over another run's) and bench_trend.go (a figure across
-// runs).
+// runs), bench_run.go (one run's detail) with bench_pairs.go (its
+// head-to-heads), bench_compare.go with bench_curves.go,
+// bench_load_table.go and bench_load_csv.go (a run's load sweeps, alone or
+// over another run's) and bench_trend.go (a figure across runs).
 type BenchView struct {
 	app.Compo
 

@@ -55,6 +55,7 @@ func (v *BenchView) renderDetail() app.UI {
 					return app.Li().Class("error-text").Text(ps[i])
 				}))
 			}),
+			renderHeadToHeads(e),
 			v.renderLoad(e),
 		),
 	)
