@@ -100,7 +100,7 @@ func TestRealServerWays(t *testing.T) {
 	tests := []struct {
 		name   string
 		answer func(kind string, n, asked int) reply
-		status string
+		status bench.CellStatus
 		// figures measured (non-nil medians) and not
 		measured, unmeasured []string
 		problems             []string // each in report.md

@@ -257,7 +257,10 @@ func TestRunFailuresDoNotHideCells(t *testing.T) {
 	if rec.ExitCode != ExitIncomplete || rec.Complete {
 		t.Fatalf("exit %d complete %v, want 1 and incomplete", rec.ExitCode, rec.Complete)
 	}
-	want := []struct{ status, noteHas, stderrHas string }{
+	want := []struct {
+		status             bench.CellStatus
+		noteHas, stderrHas string
+	}{
 		{bench.CellFailed, "exited", "decode-rate"},
 		{bench.CellSkipped, "needs an NVIDIA GPU", ""},
 		{bench.CellFailed, "failed twice", ""},

@@ -65,7 +65,10 @@ func (e HistoryEntry) Check(now time.Time) error {
 		texts = append(texts, e.Source.Tool, e.Source.Version)
 	}
 	for _, c := range e.Cells {
-		texts = append(texts, c.Key, c.Model, c.Kind, c.Configuration, c.Status, c.Note)
+		texts = append(texts, c.Key, c.Model, c.Kind, c.Configuration, string(c.Status), c.Note)
+		for _, p := range c.Probes {
+			texts = append(texts, p.Kind, p.Finish, p.Text, p.Error)
+		}
 		if c.MaxRate != nil {
 			texts = append(texts, c.MaxRate.Note)
 		}
@@ -95,6 +98,26 @@ func (e HistoryEntry) Check(now time.Time) error {
 		}
 		if err := checkLoad(c); err != nil {
 			return fmt.Errorf("cells[%d].%w", i, err)
+		}
+		if err := checkProbes(c.Probes); err != nil {
+			return fmt.Errorf("cells[%d].%w", i, err)
+		}
+	}
+	return nil
+}
+
+// MaxProbes bounds a cell's parity probes (two kinds are asked).
+const MaxProbes = 8
+
+// checkProbes reports too many probes or a token count outside
+// 0..MaxFigure.
+func checkProbes(ps []Probe) error {
+	if len(ps) > MaxProbes {
+		return fmt.Errorf("probes: %d, at most %d", len(ps), MaxProbes)
+	}
+	for i, p := range ps {
+		if p.PromptTokens < 0 || p.PromptTokens > MaxFigure || p.CompletionTokens < 0 || p.CompletionTokens > MaxFigure {
+			return fmt.Errorf("probes[%d]: token counts %d and %d, want 0 to %g", i, p.PromptTokens, p.CompletionTokens, float64(MaxFigure))
 		}
 	}
 	return nil

@@ -37,6 +37,12 @@ func TestHistoryEntryCheck(t *testing.T) {
 		{"too many problems", func(e *HistoryEntry) { e.Problems = make([]string, MaxProblems+1) }, "problems"},
 		{"a huge note", func(e *HistoryEntry) { e.Cells[0].Note = strings.Repeat("x", MaxText+1) }, "text"},
 		{"negative memory", func(e *HistoryEntry) { e.Machine.MemoryBytes = -1 }, "memoryBytes"},
+		{"parity probes", func(e *HistoryEntry) {
+			e.Cells[0].Probes = []Probe{{Kind: ProbeRaw, PromptTokens: 48, CompletionTokens: 32, Text: strings.Repeat("x", ProbeTextLimit)}}
+		}, ""},
+		{"a huge probe text", func(e *HistoryEntry) { e.Cells[0].Probes = []Probe{{Text: strings.Repeat("x", MaxText+1)}} }, "text"},
+		{"too many probes", func(e *HistoryEntry) { e.Cells[0].Probes = make([]Probe, MaxProbes+1) }, "probes"},
+		{"a negative probe count", func(e *HistoryEntry) { e.Cells[0].Probes = []Probe{{PromptTokens: -1}} }, "probes[0]"},
 		{"a load point", func(e *HistoryEntry) {
 			e.Cells[0].LoadPoints = []LoadPoint{{Point: 1, Repeat: 1, OfferedRate: 2, Requests: 10, Completed: 10, TTFT: Dist{Count: 10, Median: 50}}}
 			e.Cells[0].MaxRate = &MaxRate{Rate: 2, MinShare: 0.95}

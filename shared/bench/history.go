@@ -28,12 +28,12 @@ type Source struct {
 
 // CompactCell is one cell's medians; a figure that was not measured is null.
 type CompactCell struct {
-	Key           string `json:"key"`
-	Model         string `json:"model"`
-	Kind          string `json:"kind"`
-	Configuration string `json:"configuration,omitempty"` // left out when empty, as the original
-	Status        string `json:"status"`
-	Note          string `json:"note,omitempty"`
+	Key           string     `json:"key"`
+	Model         string     `json:"model"`
+	Kind          string     `json:"kind"`
+	Configuration string     `json:"configuration,omitempty"` // left out when empty, as the original
+	Status        CellStatus `json:"status"`
+	Note          string     `json:"note,omitempty"`
 	// Attached: the run measured a server it did not start, so ColdStartMs
 	// is null as not applicable rather than as not measured.
 	Attached              bool     `json:"attached,omitempty"`

@@ -20,11 +20,14 @@ const (
 	PhaseConcurrent  = "concurrent"
 )
 
+// CellStatus is how a cell's measurement ended; JSON "status".
+type CellStatus string
+
 // Cell statuses.
 const (
-	CellMeasured = "measured"
-	CellSkipped  = "skipped"
-	CellFailed   = "failed"
+	CellMeasured CellStatus = "measured"
+	CellSkipped  CellStatus = "skipped"
+	CellFailed   CellStatus = "failed"
 )
 
 // Sample is one measured request (or one concurrent batch, for the
@@ -61,13 +64,13 @@ type Sample struct {
 
 // CellResult is everything measured for one cell.
 type CellResult struct {
-	Key           string `json:"key"`
-	Model         string `json:"model"`
-	Kind          string `json:"kind"`
-	Configuration string `json:"configuration"`
-	Status        string `json:"status"`
-	Note          string `json:"note,omitempty"`
-	Unstable      bool   `json:"unstable,omitempty"`
+	Key           string     `json:"key"`
+	Model         string     `json:"model"`
+	Kind          string     `json:"kind"`
+	Configuration string     `json:"configuration"`
+	Status        CellStatus `json:"status"`
+	Note          string     `json:"note,omitempty"`
+	Unstable      bool       `json:"unstable,omitempty"`
 	// Attached is set when the runner measured a server it did not start.
 	Attached bool `json:"attached,omitempty"`
 	// ColdStartMs is spawn to ready; null when not measured (an attached

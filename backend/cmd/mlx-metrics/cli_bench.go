@@ -194,7 +194,7 @@ func printBenchEntry(w io.Writer, e bench.HistoryEntry) error {
 	}
 	fmt.Fprintln(tw)
 	for _, cell := range e.Cells {
-		fmt.Fprintf(tw, "%s\t%s", termSafe(cell.Key), termSafe(cell.Status))
+		fmt.Fprintf(tw, "%s\t%s", termSafe(cell.Key), termSafe(string(cell.Status)))
 		for _, f := range bench.Figures {
 			if f.Key == "cold_start" && cell.Attached {
 				fmt.Fprint(tw, "\tn/a")

@@ -53,7 +53,7 @@ func (cw *CSVWriter) Write(e bench.HistoryEntry) error {
 	}
 	for _, c := range e.Cells {
 		row := append(append([]string{}, run...),
-			CSVText(c.Key), CSVText(c.Model), CSVText(c.Kind), CSVText(c.Configuration), CSVText(c.Status), CSVText(c.Note))
+			CSVText(c.Key), CSVText(c.Model), CSVText(c.Kind), CSVText(c.Configuration), CSVText(string(c.Status)), CSVText(c.Note))
 		for _, f := range bench.Figures {
 			row = append(row, num(f.Get(c)))
 		}

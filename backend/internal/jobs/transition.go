@@ -388,7 +388,7 @@ func (j *jobState) addProblem(p string) {
 }
 
 func cellSummary(rec bench.RunRecord) string {
-	n := map[string]int{}
+	n := map[bench.CellStatus]int{}
 	for _, c := range rec.Cells {
 		n[c.Status]++
 	}

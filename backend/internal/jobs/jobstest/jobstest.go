@@ -104,7 +104,7 @@ func Runner(args []string) int {
 	start := time.Now()
 	rec := bench.RunRecord{ID: *id, Profile: *profile, Plan: plan, StartedAt: start.UnixMilli(),
 		Machine: bench.Machine{Chip: "fake", Host: "test", OS: "linux"}}
-	cell := func(key, status string, tps float64) bench.CellResult {
+	cell := func(key string, status bench.CellStatus, tps float64) bench.CellResult {
 		c := bench.CellResult{Key: key, Model: "m", Kind: bench.KindTree, Configuration: key, Status: status}
 		if tps > 0 {
 			c.Samples = []bench.Sample{{Phase: bench.PhaseDecode, DecodeTokensPerSecond: tps, CompletionTokens: 192}}
