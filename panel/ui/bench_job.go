@@ -44,7 +44,7 @@ func (v *BenchView) renderActive() app.UI {
 		return section("Running", alert, empty("No run in progress."), v.renderLastEnded())
 	}
 	pct := math.Max(0, math.Min(1, j.Progress)) * 100
-	status := j.Status
+	status := string(j.Status)
 	if j.Status == bench.StatusQueued && j.Position > 0 {
 		status = fmt.Sprintf("queued (position %d)", j.Position)
 	}
@@ -86,7 +86,7 @@ func (v *BenchView) renderLastEnded() app.UI {
 	return app.Div().Class("job job-ended").DataSet("job", j.ID).DataSet("status", j.Status).Body(
 		app.P().Body(
 			app.Strong().Text(j.Profile),
-			app.Span().Class("muted").Text(" "+j.ID+" · "+j.Status+" at "+format.Clock(j.FinishedAt)),
+			app.Span().Class("muted").Text(" "+j.ID+" · "+string(j.Status)+" at "+format.Clock(j.FinishedAt)),
 		),
 		app.If(why != "", func() app.UI {
 			class := "error-text"

@@ -56,10 +56,10 @@ type JobView struct {
 	ID string `json:"id"`
 	// Status is the original's: queued, running, done or failed. A
 	// cancelled job is failed there, and here too; Cancelled tells it.
-	Status   string  `json:"status"`
-	Progress float64 `json:"progress"`
-	Message  *string `json:"message"`
-	Error    *string `json:"error"`
+	Status   JobStatus `json:"status"`
+	Progress float64   `json:"progress"`
+	Message  *string   `json:"message"`
+	Error    *string   `json:"error"`
 	// StartedAt is when the job was submitted (the original's row was
 	// made then, before it waits for the GPU); EndedAt when it ended.
 	StartedAt string  `json:"startedAt"`

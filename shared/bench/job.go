@@ -1,21 +1,24 @@
 package bench
 
+// JobStatus is where a job is in its life; JSON "status".
+type JobStatus string
+
 // Job statuses.
 const (
-	StatusQueued    = "queued"
-	StatusRunning   = "running"
-	StatusDone      = "done"
-	StatusFailed    = "failed"
-	StatusCancelled = "cancelled"
+	StatusQueued    JobStatus = "queued"
+	StatusRunning   JobStatus = "running"
+	StatusDone      JobStatus = "done"
+	StatusFailed    JobStatus = "failed"
+	StatusCancelled JobStatus = "cancelled"
 )
 
 // Job is one bench-serve job: this module's record of it (job.json); the
 // API shows it as a JobView.
 type Job struct {
-	ID      string `json:"id"`
-	Kind    string `json:"kind"`
-	Profile string `json:"profile"`
-	Status  string `json:"status"`
+	ID      string    `json:"id"`
+	Kind    string    `json:"kind"`
+	Profile string    `json:"profile"`
+	Status  JobStatus `json:"status"`
 	// Position is the place in the GPU queue while queued (1 = next).
 	Position   int     `json:"position,omitempty"`
 	CreatedAt  int64   `json:"createdAt"`

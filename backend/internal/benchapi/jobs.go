@@ -93,16 +93,16 @@ func (a *API) start(c *fiber.Ctx) error {
 	return c.Status(fiber.StatusAccepted).JSON(j.View())
 }
 
-var statuses = map[string]bool{
+var statuses = map[bench.JobStatus]bool{
 	bench.StatusQueued: true, bench.StatusRunning: true, bench.StatusDone: true,
 	bench.StatusFailed: true, bench.StatusCancelled: true,
 }
 
 func (a *API) listJobs(c *fiber.Ctx) error {
-	status := c.Query("status")
+	status := bench.JobStatus(c.Query("status"))
 	if status != "" && !statuses[status] {
 		return server.Error(c, fiber.StatusBadRequest,
-			fmt.Sprintf("status %q is not one of queued, running, done, failed, cancelled", capEcho(status)))
+			fmt.Sprintf("status %q is not one of queued, running, done, failed, cancelled", capEcho(string(status))))
 	}
 	limit, err := parseLimit(c.Query("limit"), DefaultJobLimit, MaxJobLimit)
 	if err != nil {
@@ -154,7 +154,7 @@ func (a *API) followStream(c *fiber.Ctx, instead string, serve func(w *stream.Wr
 // at most one per jobsFrameInterval, so the panel follows runs without
 // polling. It ends when the job service closes.
 func (a *API) streamJobs(c *fiber.Ctx, f jobs.Filter) error {
-	f.Status = strings.Clone(f.Status) // Fiber reuses the request's memory
+	f.Status = bench.JobStatus(strings.Clone(string(f.Status))) // Fiber reuses the request's memory
 	clk := a.opts.Clock
 	a.followStream(c, "read GET /bench without Accept: text/event-stream", func(w *stream.Writer, keepalive <-chan time.Time) {
 		var frame []byte

@@ -249,7 +249,7 @@ func (s *Service) readFinal(id string) (*job, error) {
 		if j.Status == bench.StatusQueued {
 			msg = MsgStoppedQueued
 		}
-		j.Status, j.Stage, j.Message, j.Error = bench.StatusFailed, bench.StatusFailed, msg, msg
+		j.Status, j.Stage, j.Message, j.Error = bench.StatusFailed, string(bench.StatusFailed), msg, msg
 	}
 	return j, nil
 }

@@ -65,7 +65,7 @@ func (l *logRecorder) has(s string) bool {
 	return false
 }
 
-func diskStatus(t *testing.T, runs, id string) string {
+func diskStatus(t *testing.T, runs, id string) bench.JobStatus {
 	t.Helper()
 	var dj diskJob
 	if err := readJSON(filepath.Join(runs, id, jobFile), &dj); err != nil {
@@ -189,7 +189,7 @@ func TestOpenIndexFollowsJobs(t *testing.T) {
 	tests := []struct {
 		script string
 		cancel bool
-		status string
+		status bench.JobStatus
 	}{
 		{"ok", false, bench.StatusDone},
 		{"block", true, bench.StatusCancelled},

@@ -74,9 +74,9 @@ const (
 )
 
 // statusCodes are the learned statuses by code; only final ones are learned.
-var statusCodes = [...]string{1: bench.StatusDone, 2: bench.StatusFailed, 3: bench.StatusCancelled}
+var statusCodes = [...]bench.JobStatus{1: bench.StatusDone, 2: bench.StatusFailed, 3: bench.StatusCancelled}
 
-func statusCode(status string) uint8 {
+func statusCode(status bench.JobStatus) uint8 {
 	for c, s := range statusCodes {
 		if c > 0 && s == status {
 			return uint8(c)

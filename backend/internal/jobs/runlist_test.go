@@ -121,10 +121,11 @@ func TestRunListReadsBlocks(t *testing.T) {
 
 func TestRunListSkip(t *testing.T) {
 	tests := []struct {
-		kind, status string
-		notJob       bool
-		f            Filter
-		skip         bool
+		kind   string
+		status bench.JobStatus
+		notJob bool
+		f      Filter
+		skip   bool
 	}{
 		{bench.JobKind, bench.StatusDone, false, Filter{}, false},
 		{bench.JobKind, bench.StatusDone, false, Filter{Status: bench.StatusFailed}, true},

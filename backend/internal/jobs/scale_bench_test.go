@@ -60,7 +60,7 @@ func writeFinishedRuns(b *testing.B, runs string, n int) {
 		}
 		code := 0
 		putJob(b, runs, id, diskJob{Job: bench.Job{Profile: "quick", Status: status, CreatedAt: int64(i),
-			StartedAt: int64(i), FinishedAt: int64(i) + 1, Stage: status, Progress: 1, ExitCode: &code,
+			StartedAt: int64(i), FinishedAt: int64(i) + 1, Stage: string(status), Progress: 1, ExitCode: &code,
 			Message: "complete: 2 measured, 0 skipped, 0 failed of 2 cells", LogTail: tail}})
 		if err := os.WriteFile(filepath.Join(runs, id, eventsFile), events, 0o644); err != nil {
 			b.Fatal(err)

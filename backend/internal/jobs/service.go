@@ -280,12 +280,12 @@ func (s *Service) Get(id string) (bench.Job, error) {
 // Filter selects jobs for List; empty fields match anything.
 type Filter struct {
 	Kind   string
-	Status string
+	Status bench.JobStatus
 	// Limit bounds the answer (0: all).
 	Limit int
 }
 
-func (f Filter) match(kind, status string) bool {
+func (f Filter) match(kind string, status bench.JobStatus) bool {
 	return (f.Kind == "" || kind == f.Kind) && (f.Status == "" || status == f.Status)
 }
 
@@ -482,7 +482,7 @@ func (s *Service) viewLocked(j *job) bench.Job {
 	return v
 }
 
-func isFinal(status string) bool {
+func isFinal(status bench.JobStatus) bool {
 	switch status {
 	case bench.StatusDone, bench.StatusFailed, bench.StatusCancelled:
 		return true

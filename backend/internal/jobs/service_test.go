@@ -197,7 +197,7 @@ func TestLineWriter(t *testing.T) {
 func TestRunOutcomes(t *testing.T) {
 	tests := []struct {
 		script     string
-		status     string
+		status     bench.JobStatus
 		exit       int
 		errHas     string
 		problems   int
@@ -496,7 +496,9 @@ func TestRestartMidRun(t *testing.T) {
 
 	second := newHarness(t, dir, 0)
 	tests := []struct {
-		id, status, err string
+		id     string
+		status bench.JobStatus
+		err    string
 	}{
 		{running, bench.StatusFailed, MsgStoppedDuringRun},
 		{reused, bench.StatusFailed, MsgStoppedDuringRun},

@@ -152,7 +152,7 @@ func transition(j jobState, now time.Time, in input) (jobState, []bench.JobEvent
 	emit := func(typ, msg string, progress *float64) {
 		evs = append(evs, bench.JobEvent{At: now.UnixMilli(), Type: typ, Message: msg, Progress: progress})
 	}
-	finish := func(status, msg string) {
+	finish := func(status bench.JobStatus, msg string) {
 		j.finish(now, status, msg)
 		p := j.Progress
 		emit(finalEvent(status), msg, &p)
@@ -224,7 +224,7 @@ func transition(j jobState, now time.Time, in input) (jobState, []bench.JobEvent
 		// job.json still says the job runs, and a restart would say the
 		// backend stopped during it: the job failed here, for want of
 		// disk (ENOSPC, most likely). Say so.
-		j.Status, j.Stage = bench.StatusFailed, bench.StatusFailed
+		j.Status, j.Stage = bench.StatusFailed, string(bench.StatusFailed)
 		j.Message = fmt.Sprintf("could not save the job's final state (%s); the run had ended: %s", redact.Message(in.err), j.Message)
 		j.Error = j.Message
 		p := j.Progress
@@ -259,10 +259,10 @@ func transition(j jobState, now time.Time, in input) (jobState, []bench.JobEvent
 }
 
 // finish gives the job its final status.
-func (j *jobState) finish(now time.Time, status, msg string) {
+func (j *jobState) finish(now time.Time, status bench.JobStatus, msg string) {
 	j.Status = status
 	j.FinishedAt = now.UnixMilli()
-	j.Stage = status
+	j.Stage = string(status)
 	j.Message = msg
 	switch status {
 	case bench.StatusDone:
@@ -272,7 +272,7 @@ func (j *jobState) finish(now time.Time, status, msg string) {
 	}
 }
 
-func finalEvent(status string) string {
+func finalEvent(status bench.JobStatus) string {
 	switch status {
 	case bench.StatusDone:
 		return bench.EventDone
@@ -284,7 +284,7 @@ func finalEvent(status string) string {
 
 // settle is the final status and message of a job from its runner's
 // outcome (and its record's problems become the job's).
-func (j *jobState) settle(in settled) (status, msg string) {
+func (j *jobState) settle(in settled) (status bench.JobStatus, msg string) {
 	code := in.code
 	j.ExitCode = &code
 	rec, recErr := in.rec, in.recErr

@@ -56,7 +56,7 @@ func TestTransition(t *testing.T) {
 		name   string
 		from   jobState
 		in     input
-		status string
+		status bench.JobStatus
 		stage  string // "": unchanged
 		msg    string // the job's message ("": unchanged); also its error when final but done
 		events []string
@@ -190,7 +190,7 @@ func TestTransition(t *testing.T) {
 			status: bench.StatusFailed, msg: MsgStoppedDuringRun, events: []string{"failed " + MsgStoppedDuringRun}},
 		{name: "settled when final", from: doneState(), in: settled{code: 3, recErr: noRecord}, status: bench.StatusDone},
 		{name: "final save failed", from: doneState(), in: saveFailed{&fs.PathError{Op: "open", Path: "/runs/j/job.json.tmp", Err: fs.ErrExist}},
-			status: bench.StatusFailed, stage: bench.StatusFailed,
+			status: bench.StatusFailed, stage: string(bench.StatusFailed),
 			msg:    "could not save the job's final state (open: file already exists); the run had ended: complete: 2 measured, 0 skipped, 0 failed of 2 cells",
 			events: []string{"failed could not save the job's final state (open: file already exists); the run had ended: complete: 2 measured, 0 skipped, 0 failed of 2 cells"}},
 		{name: "recovered mid-run", from: runningState(), in: recovered{},
@@ -266,7 +266,7 @@ func TestTransition(t *testing.T) {
 			if wantStage == "" {
 				wantStage = tt.from.Stage
 				if isFinal(j.Status) && !isFinal(tt.from.Status) {
-					wantStage = j.Status
+					wantStage = string(j.Status)
 				}
 			}
 			if j.Stage != wantStage {
