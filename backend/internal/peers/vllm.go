@@ -126,6 +126,12 @@ func (r *result) vllmEntry(what string, raw []byte) {
 		r.naive = r.naive || naive
 		e.end = t
 		e.start = t.Add(-secondsDuration(p.DurationS))
+		if !e.start.After(earliest) {
+			// A duration reaching back before any result could be: the
+			// start is not known (history keeps no run older than 2020).
+			e.start = t
+			r.problem("a duration of %.0f s reaches back before 2020 from its date: the run is taken to start at its date", p.DurationS)
+		}
 	} else {
 		v.missing = append(v.missing, "date")
 	}
