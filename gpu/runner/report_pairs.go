@@ -23,7 +23,7 @@ func headToHead(rec bench.RunRecord) string {
 	fmt.Fprintf(&b, "\n## Head to head\n\nEach candidate (tree) against its model's reference, sent the same requests; a verdict is the candidate's. Threshold %.0f %%: %s.\n",
 		100*bench.HeadToHeadThreshold, bench.CompareRule)
 	for _, h := range hs {
-		same, both := sameRequests(rec.Cells[h.Candidate], rec.Cells[h.Reference])
+		same, both := bench.SameRequests(rec.Cells[h.Candidate], rec.Cells[h.Reference])
 		fmt.Fprintf(&b, "\n### %s against %s: %s\n\n%d of %d requests sent to both were identical (by their hash in run.json).\n",
 			h.CandidateCell.Key, h.ReferenceCell.Key, h.Verdict, same, both)
 		fmt.Fprintf(&b, "Parity: %s.\n", bench.ParityWord(h.Parity))
@@ -45,28 +45,4 @@ func headToHead(rec bench.RunRecord) string {
 		}
 	}
 	return b.String()
-}
-
-// sameRequests counts the requests both cells sent (one phase, run and
-// attempt) and how many of them were identical by hash.
-func sameRequests(a, b bench.CellResult) (same, both int) {
-	type key struct {
-		phase        string
-		run, attempt int
-	}
-	hashes := map[key]string{}
-	for _, s := range a.Samples {
-		if s.RequestHash != "" {
-			hashes[key{s.Phase, s.Run, s.Attempt}] = s.RequestHash
-		}
-	}
-	for _, s := range b.Samples {
-		if h, ok := hashes[key{s.Phase, s.Run, s.Attempt}]; ok && s.RequestHash != "" {
-			both++
-			if h == s.RequestHash {
-				same++
-			}
-		}
-	}
-	return same, both
 }

@@ -87,7 +87,7 @@ func complete(rec bench.RunRecord, e expect) error {
 	}
 	for _, p := range rec.Plan.Pairs() {
 		c, r := rec.Cells[p.Candidate], rec.Cells[p.Reference]
-		if same, both := identical(c, r); e.identical && (both == 0 || same != both) {
+		if same, both := bench.SameRequests(c, r); e.identical && (both == 0 || same != both) {
 			bad = append(bad, fmt.Sprintf("%s and %s: %d of %d requests sent to both identical", c.Key, r.Key, same, both))
 		}
 		if w := bench.ParityWord(bench.Parity(c.Probes, r.Probes)); e.parity != "" && w != e.parity {
@@ -128,26 +128,4 @@ func cellProblems(phases bench.Phases, c bench.CellResult, started bool) []strin
 		}
 	}
 	return bad
-}
-
-// identical counts the requests both cells sent (one phase, run and
-// attempt) and how many of them were the same by their hash.
-func identical(a, b bench.CellResult) (same, both int) {
-	type key struct {
-		phase        string
-		run, attempt int
-	}
-	hashes := map[key]string{}
-	for _, s := range a.Samples {
-		hashes[key{s.Phase, s.Run, s.Attempt}] = s.RequestHash
-	}
-	for _, s := range b.Samples {
-		if h, ok := hashes[key{s.Phase, s.Run, s.Attempt}]; ok {
-			both++
-			if h != "" && h == s.RequestHash {
-				same++
-			}
-		}
-	}
-	return same, both
 }

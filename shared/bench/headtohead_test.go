@@ -76,3 +76,16 @@ func TestHeadToHeads(t *testing.T) {
 		})
 	}
 }
+
+func TestSameRequests(t *testing.T) {
+	s := func(phase string, run, attempt int, hash string) Sample {
+		return Sample{Phase: phase, Run: run, Attempt: attempt, RequestHash: hash}
+	}
+	a := CellResult{Samples: []Sample{s(PhaseDecode, 1, 1, "x"), s(PhaseDecode, 2, 1, "y"), s(PhaseDecode, 2, 2, "z"), s(PhaseColdTTFT, 1, 1, "")}}
+	b := CellResult{Samples: []Sample{s(PhaseDecode, 1, 1, "x"), s(PhaseDecode, 2, 1, "w"), s(PhaseColdTTFT, 1, 1, ""), s(PhaseWarmTTFT, 1, 1, "v")}}
+	// decode 1: same; decode 2: differs; decode 2 attempt 2 and warm: one
+	// side only; cold: no hash, never the same.
+	if same, both := SameRequests(a, b); same != 1 || both != 3 {
+		t.Errorf("SameRequests = %d of %d, want 1 of 3", same, both)
+	}
+}

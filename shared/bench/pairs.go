@@ -38,3 +38,26 @@ func pairs(n int, cell func(int) (kind, model string)) []Pair {
 	}
 	return out
 }
+
+// SameRequests counts the requests both cells sent (one phase, run and
+// attempt of each: Sample.RequestHash) and how many of them were the same
+// by their hash; a sample without a hash is never the same.
+func SameRequests(a, b CellResult) (same, both int) {
+	type key struct {
+		phase        string
+		run, attempt int
+	}
+	hashes := map[key]string{}
+	for _, s := range a.Samples {
+		hashes[key{s.Phase, s.Run, s.Attempt}] = s.RequestHash
+	}
+	for _, s := range b.Samples {
+		if h, ok := hashes[key{s.Phase, s.Run, s.Attempt}]; ok {
+			both++
+			if h != "" && h == s.RequestHash {
+				same++
+			}
+		}
+	}
+	return same, both
+}
