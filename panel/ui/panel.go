@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"strings"
 	"time"
 
@@ -54,7 +55,9 @@ var Tabs = []struct{ Key, Label string }{
 	{"bench", "Benchmarks"},
 }
 
-// Retry backoff after an interruption: doubling from the first, capped.
+// Retry backoff after an interruption: doubling from the first, capped,
+// then spread by jitter (backoff), so that the tabs open on a restarted
+// backend do not all reconnect at the same instants.
 const (
 	firstRetry = 500 * time.Millisecond
 	maxRetry   = 5 * time.Second
@@ -355,7 +358,7 @@ func (p *Panel) Interrupt(now time.Time) {
 		p.lostAt = now
 	}
 	p.state, p.since = StateInterrupted, now
-	p.retryIn = backoff(p.failures)
+	p.retryIn = backoff(p.failures, rand.Float64())
 	p.failures++
 	p.lastErr = "stream lost at " + format.Clock(p.lostAt.UnixMilli()) + ": cannot reach " + p.conn.EventsURL
 }
@@ -376,9 +379,11 @@ func (p *Panel) interrupted(ctx app.Context, now time.Time) {
 	})
 }
 
-func backoff(failures int) time.Duration {
-	d := firstRetry << min(failures, 10)
-	return min(d, maxRetry)
+// backoff is the wait before retry number failures+1: half the doubled
+// (and capped) wait, plus jitter (0..1) of the other half ("equal jitter").
+func backoff(failures int, jitter float64) time.Duration {
+	d := min(firstRetry<<min(failures, 10), maxRetry)
+	return d/2 + time.Duration(jitter*float64(d/2))
 }
 
 // SetTab switches the view.

@@ -339,13 +339,16 @@ func TestPanelStates(t *testing.T) {
 func TestBackoff(t *testing.T) {
 	tests := []struct {
 		failures int
+		jitter   float64
 		want     time.Duration
 	}{
-		{0, 500 * time.Millisecond}, {1, time.Second}, {2, 2 * time.Second}, {3, 4 * time.Second}, {4, 5 * time.Second}, {40, 5 * time.Second},
+		{0, 1, 500 * time.Millisecond}, {1, 1, time.Second}, {2, 1, 2 * time.Second}, {3, 1, 4 * time.Second},
+		{4, 1, 5 * time.Second}, {40, 1, 5 * time.Second},
+		{0, 0, 250 * time.Millisecond}, {3, 0, 2 * time.Second}, {3, 0.5, 3 * time.Second}, {40, 0, 2500 * time.Millisecond},
 	}
 	for _, tt := range tests {
-		if got := backoff(tt.failures); got != tt.want {
-			t.Errorf("backoff(%d) = %v, want %v", tt.failures, got, tt.want)
+		if got := backoff(tt.failures, tt.jitter); got != tt.want {
+			t.Errorf("backoff(%d, %g) = %v, want %v", tt.failures, tt.jitter, got, tt.want)
 		}
 	}
 }
