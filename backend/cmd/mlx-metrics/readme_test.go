@@ -174,6 +174,18 @@ func TestReadmeLinks(t *testing.T) {
 	}
 }
 
+// README.md is for users and stays short (the project's rule: 250 lines
+// at most); internals and measurements go to docs/.
+func TestReadmeLength(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join(repoRoot(t), "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(string(b), "\n"); n > 250 {
+		t.Errorf("README.md has %d lines, at most 250: move detail to docs/", n)
+	}
+}
+
 func TestLinksHelpers(t *testing.T) {
 	text := "# The `serve` flags\n## Events in: the flat form\n## Events in: the flat form\n" +
 		"see [a](docs/a.md) and ![shot](docs/img/x.png), `[not](code.md)`\n```\n[no](fenced.md)\n```\n<img src=\"docs/b.png\">\n"
