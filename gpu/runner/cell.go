@@ -494,19 +494,13 @@ func (m *measurer) concurrent(ctx context.Context, attempt int) ([]bench.Sample,
 // phase's last attempt) spread more than limit allows (max/min); strict
 // makes a measured cell that is unstable a failed one.
 func checkSpread(res *bench.CellResult, limit float64, strict bool) {
-	lo, hi := 0.0, 0.0
+	var rates []float64
 	for _, s := range bench.PhaseSamples(res.Samples, bench.PhaseDecode) {
-		if s.DecodeTokensPerSecond <= 0 {
-			continue
-		}
-		if lo == 0 || s.DecodeTokensPerSecond < lo {
-			lo = s.DecodeTokensPerSecond
-		}
-		hi = max(hi, s.DecodeTokensPerSecond)
+		rates = append(rates, s.DecodeTokensPerSecond)
 	}
-	if lo > 0 && hi/lo > limit {
+	if spread := bench.Spread(rates); spread > limit {
 		res.Unstable = true
-		msg := fmt.Sprintf("unstable: decode runs spread %.2fx (max/min), over %.2f", hi/lo, limit)
+		msg := fmt.Sprintf("unstable: decode runs spread %.2fx (max/min), over %.2f", spread, limit)
 		res.Note = appendNote(res.Note, msg)
 		res.Problems = append(res.Problems, msg)
 		if strict && res.Status == bench.CellMeasured {

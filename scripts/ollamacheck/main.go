@@ -184,38 +184,16 @@ func check(base, model string, rec bench.RunRecord) (rows []row, steady string, 
 		replayRates = append(replayRates, t.evalRate())
 	}
 	limit := p.UnstableSpread
-	if s := spread(bench.PhaseSamples(cell.Samples, bench.PhaseDecode), decodeRate); s > limit {
+	var runRates []float64
+	for _, s := range bench.PhaseSamples(cell.Samples, bench.PhaseDecode) {
+		runRates = append(runRates, decodeRate(s))
+	}
+	if s := bench.Spread(runRates); s > limit {
 		steady = fmt.Sprintf("the run's decode runs spread %.2fx (over %.2f)", s, limit)
-	} else if s := spreadOf(replayRates); s > limit {
+	} else if s := bench.Spread(replayRates); s > limit {
 		steady = fmt.Sprintf("the replay's decode runs spread %.2fx (over %.2f)", s, limit)
 	}
 	return rows, steady, nil
-}
-
-// spread is max/min of f over samples (0 when none is positive).
-func spread(samples []bench.Sample, f func(bench.Sample) float64) float64 {
-	var vs []float64
-	for _, s := range samples {
-		vs = append(vs, f(s))
-	}
-	return spreadOf(vs)
-}
-
-func spreadOf(vs []float64) float64 {
-	lo, hi := 0.0, 0.0
-	for _, v := range vs {
-		if v <= 0 {
-			continue
-		}
-		if lo == 0 || v < lo {
-			lo = v
-		}
-		hi = max(hi, v)
-	}
-	if lo == 0 {
-		return 0
-	}
-	return hi / lo
 }
 
 type row struct {

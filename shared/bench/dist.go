@@ -88,3 +88,23 @@ func (c *Collector) Dist() Dist {
 		Sampled: c.n > len(c.kept),
 	}
 }
+
+// Spread is the greatest over the least of the positive values (the
+// runner's rule for a phase's runs: past the plan's UnstableSpread a cell
+// is unstable); 0 when none is positive.
+func Spread(vs []float64) float64 {
+	lo, hi := 0.0, 0.0
+	for _, v := range vs {
+		if v <= 0 {
+			continue
+		}
+		if lo == 0 || v < lo {
+			lo = v
+		}
+		hi = max(hi, v)
+	}
+	if lo == 0 {
+		return 0
+	}
+	return hi / lo
+}

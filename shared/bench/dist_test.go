@@ -59,3 +59,17 @@ func TestCollector(t *testing.T) {
 		})
 	}
 }
+
+func TestSpread(t *testing.T) {
+	tests := []struct {
+		vs   []float64
+		want float64
+	}{
+		{nil, 0}, {[]float64{0, -1}, 0}, {[]float64{100}, 1}, {[]float64{3.1, 3.9, 3.1}, 3.9 / 3.1}, {[]float64{0, 50, 100}, 2},
+	}
+	for _, tt := range tests {
+		if got := Spread(tt.vs); got != tt.want {
+			t.Errorf("Spread(%v) = %v, want %v", tt.vs, got, tt.want)
+		}
+	}
+}
