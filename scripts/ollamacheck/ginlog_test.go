@@ -25,6 +25,7 @@ func TestReadGIN(t *testing.T) {
 		{"200", 2308591486 * time.Nanosecond, "/v1/completions"},
 		{"200", 888243197 * time.Nanosecond, "/v1/chat/completions"},
 		{"500", 812 * time.Microsecond, "/v1/completions"},
+		{"200", 62500 * time.Millisecond, "/api/generate"},
 		{"200", 62500 * time.Millisecond, "/v1/completions"},
 	}
 	if len(got) != len(want) {
@@ -45,7 +46,7 @@ func FuzzReadGIN(f *testing.F) {
 	f.Fuzz(func(t *testing.T, log string) {
 		got, _ := readGIN(strings.NewReader(log))
 		for _, l := range got {
-			if !strings.HasPrefix(l.endpoint, "/v1/") || len(l.status) != 3 || l.latency < 0 {
+			if !strings.HasPrefix(l.endpoint, "/v1/") && !strings.HasPrefix(l.endpoint, "/api/") || len(l.status) != 3 || l.latency < 0 {
 				t.Errorf("read %+v", l)
 			}
 		}

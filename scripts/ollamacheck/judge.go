@@ -3,53 +3,10 @@ package main
 import (
 	"errors"
 	"fmt"
-	"math"
 	"strings"
 
 	"github.com/mlx-bun/mlx-metrics/shared/bench"
 )
-
-// judged says whether a row is held to the tolerance, and how.
-type judged int
-
-const (
-	shown      judged = iota // printed beside ollama's, not judged
-	judgedRate               // a rate: the fraction alone
-	judgedMs                 // a time: the fraction, or the floor in ms
-)
-
-// rule is the agreement the checked rows must meet: bench-serve's figure
-// within fraction of ollama's own, or, for a time, within floorMs of it.
-// The floor is for the times of a few milliseconds, where the client's
-// own part of a TTFT (HTTP, the OpenAI layer's JSON and template, ollama's
-// scheduler: none of it in prompt_eval_duration) is most of the figure.
-type rule struct{ fraction, floorMs float64 }
-
-func (r rule) ok(x row) bool {
-	if x.judged == shown {
-		return true
-	}
-	if x.bench <= 0 || x.ollama <= 0 {
-		return false
-	}
-	d := math.Abs(x.bench - x.ollama)
-	return d <= r.fraction*x.ollama || (x.judged == judgedMs && d <= r.floorMs)
-}
-
-// judge reports each checked row that misses the rule.
-func (r rule) judge(rows []row) error {
-	var bad []string
-	for _, x := range rows {
-		if !r.ok(x) {
-			bad = append(bad, fmt.Sprintf("%s: bench-serve %s, ollama %.1f", x.name, num(x.bench), x.ollama))
-		}
-	}
-	if len(bad) > 0 {
-		return fmt.Errorf("beyond ±%.0f %% of ollama's own timing of a replay: %s", 100*r.fraction, strings.Join(bad, "; "))
-	}
-	fmt.Printf("\nthe decode rate within ±%.0f %% of ollama's own timing of a replay\n", 100*r.fraction)
-	return nil
-}
 
 // expect is what complete holds a run to beyond every phase measured.
 type expect struct {

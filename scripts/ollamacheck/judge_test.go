@@ -7,32 +7,6 @@ import (
 	"github.com/mlx-bun/mlx-metrics/shared/bench"
 )
 
-func TestRule(t *testing.T) {
-	r := rule{fraction: 0.35, floorMs: 10}
-	tests := []struct {
-		name string
-		row  row
-		ok   bool
-	}{
-		{"a rate within the fraction", row{bench: 1300, ollama: 1000, judged: judgedRate}, true},
-		{"a rate past it", row{bench: 1400, ollama: 1000, judged: judgedRate}, false},
-		{"a rate below it", row{bench: 600, ollama: 1000, judged: judgedRate}, false},
-		{"a short time past the fraction, within the floor", row{bench: 12, ollama: 3, judged: judgedMs}, true},
-		{"a short time past both", row{bench: 14, ollama: 3, judged: judgedMs}, false},
-		{"a long time within the fraction", row{bench: 130, ollama: 100, judged: judgedMs}, true},
-		{"no floor for a rate", row{bench: 12, ollama: 3, judged: judgedRate}, false},
-		{"not measured", row{bench: -1, ollama: 3, judged: judgedMs}, false},
-		{"shown only", row{bench: -1, ollama: 3, judged: shown}, true},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			if got := r.ok(tt.row); got != tt.ok {
-				t.Errorf("ok(%+v) = %v, want %v", tt.row, got, tt.ok)
-			}
-		})
-	}
-}
-
 func TestComplete(t *testing.T) {
 	ms := 812.0
 	phases := bench.Phases{LongContextTokens: -1}
