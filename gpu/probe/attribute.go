@@ -5,6 +5,8 @@ import (
 	"math"
 	"strconv"
 	"strings"
+
+	"github.com/mlx-bun/mlx-metrics/shared/bytesize"
 )
 
 // UnattributedError says that NVML cannot tell which of the GPU's memory
@@ -134,7 +136,7 @@ func describeDevices(devs []Device) string {
 			names[i] = "GPU " + strconv.Itoa(d.Index)
 		}
 		if d.MemoryTotal > 0 {
-			names[i] += fmt.Sprintf(" (%.1f GiB)", float64(d.MemoryTotal)/(1<<30))
+			names[i] += " (" + bytesize.Format(d.MemoryTotal) + ")"
 		}
 	}
 	return strings.Join(names, ", ")

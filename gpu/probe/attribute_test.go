@@ -105,8 +105,8 @@ func TestDescribeDevices(t *testing.T) {
 		devs []Device
 		want string
 	}{
-		{[]Device{{Name: "NVIDIA H200", MemoryTotal: 143771 << 20}}, "NVIDIA H200 (140.4 GiB)"},
-		{[]Device{{Name: "A", MemoryTotal: 8 << 30}, {Index: 1, Name: "B"}}, "A (8.0 GiB), B"},
+		{[]Device{{Name: "NVIDIA H200", MemoryTotal: 143771 << 20}}, "NVIDIA H200 (140.40 GiB)"},
+		{[]Device{{Name: "A", MemoryTotal: 8 << 30}, {Index: 1, Name: "B"}}, "A (8.00 GiB), B"},
 		{[]Device{{Index: 2}}, "GPU 2"},
 		{nil, ""},
 	}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/mlx-bun/mlx-metrics/shared/bench"
+	"github.com/mlx-bun/mlx-metrics/shared/bytesize"
 	"github.com/mlx-bun/mlx-metrics/shared/duration"
 )
 
@@ -27,7 +28,7 @@ func Report(rec bench.RunRecord) string {
 		status = "incomplete"
 	}
 	fmt.Fprintf(&b, "- profile: %s (scope %s)\n", profile, rec.Plan.Scope)
-	fmt.Fprintf(&b, "- machine: %s, %s, %.1f GiB, %s; GPU: %s\n", rec.Machine.Host, rec.Machine.Chip, float64(rec.Machine.MemoryBytes)/(1<<30), rec.Machine.OS, orDash(rec.Machine.GPU))
+	fmt.Fprintf(&b, "- machine: %s, %s, %s, %s; GPU: %s\n", rec.Machine.Host, rec.Machine.Chip, bytesize.Format(rec.Machine.MemoryBytes), rec.Machine.OS, orDash(rec.Machine.GPU))
 	fmt.Fprintf(&b, "- started %s, took %s; %s (exit %d)\n",
 		time.UnixMilli(rec.StartedAt).UTC().Format(time.RFC3339),
 		duration.Ms(float64(rec.FinishedAt-rec.StartedAt)), status, rec.ExitCode)

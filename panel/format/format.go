@@ -5,63 +5,27 @@ package format
 import (
 	"fmt"
 	"math"
-	"strconv"
-	"strings"
 	"time"
 
+	"github.com/mlx-bun/mlx-metrics/shared/bytesize"
 	"github.com/mlx-bun/mlx-metrics/shared/duration"
 )
 
 // Dash stands for a value that was not measured.
 const Dash = "—"
 
-// SizeUnit is a binary unit of size.
-type SizeUnit struct {
-	Name  string // B, KiB, MiB, GiB, TiB
-	Bytes int64  // bytes in one unit
-}
+// SizeUnit, UnitOf, BytesIn and Bytes are the one rule for sizes
+// (package bytesize), which the command line's reports share.
+type SizeUnit = bytesize.Unit
 
-var sizeUnits = []SizeUnit{{"B", 1}, {"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30}, {"TiB", 1 << 40}}
+// UnitOf is the binary unit of the largest of sizes (bytesize.UnitOf).
+func UnitOf(sizes ...int64) SizeUnit { return bytesize.UnitOf(sizes...) }
 
-// UnitOf is the binary unit of the largest of sizes. A column of sizes, and
-// the chart beside it, show every size in it, so that one quantity reads
-// in one unit ("0.62 GiB" of KV beside "4.00 GiB" of weights, not "638.0
-// MiB").
-func UnitOf(sizes ...int64) SizeUnit {
-	var most int64
-	for _, n := range sizes {
-		most = max(most, n)
-	}
-	u := sizeUnits[0]
-	for _, next := range sizeUnits[1:] {
-		if most < next.Bytes {
-			break
-		}
-		u = next
-	}
-	return u
-}
+// BytesIn renders n in u (bytesize.In).
+func BytesIn(n int64, u SizeUnit) string { return bytesize.In(n, u) }
 
-// BytesIn renders n in u: two decimals from GiB up, one in KiB and MiB,
-// none in bytes. A size too small to show in u is "< 0.01 GiB", not zero.
-func BytesIn(n int64, u SizeUnit) string {
-	decimals := 1
-	switch {
-	case u.Bytes == 1:
-		return fmt.Sprintf("%d B", n)
-	case u.Bytes >= 1<<30:
-		decimals = 2
-	}
-	v := float64(n) / float64(u.Bytes)
-	s := strconv.FormatFloat(v, 'f', decimals, 64)
-	if n > 0 && strings.Trim(s, "0.") == "" {
-		return "< " + strconv.FormatFloat(math.Pow10(-decimals), 'f', decimals, 64) + " " + u.Name
-	}
-	return s + " " + u.Name
-}
-
-// Bytes renders n in its own binary unit.
-func Bytes(n int64) string { return BytesIn(n, UnitOf(n)) }
+// Bytes renders n in its own binary unit (bytesize.Format).
+func Bytes(n int64) string { return bytesize.Format(n) }
 
 // Rate renders tokens per second, with thousands separators as counts and
 // the charts' axes have them.

@@ -12,15 +12,8 @@ func TestFormat(t *testing.T) {
 	tests := []struct {
 		name, got, want string
 	}{
-		{"bytes small", Bytes(512), "512 B"},
-		{"bytes KiB", Bytes(1536), "1.5 KiB"},
 		{"bytes GiB", Bytes(3 << 30), "3.00 GiB"},
-		{"bytes MiB", Bytes(638 << 20), "638.0 MiB"},
 		{"bytes in the column's GiB", BytesIn(638<<20, UnitOf(638<<20, 4<<30)), "0.62 GiB"},
-		{"bytes too small for the unit", BytesIn(3<<20, UnitOf(3<<20, 4<<30)), "< 0.01 GiB"},
-		{"zero bytes in GiB", BytesIn(0, UnitOf(0, 4<<30)), "0.00 GiB"},
-		{"bytes in MiB", BytesIn(512<<10, UnitOf(512<<10, 300<<20)), "0.5 MiB"},
-		{"unit of nothing", UnitOf().Name, "B"},
 		{"rate high", Rate(1234.4), "1,234 tok/s"},
 		{"rate hundreds", Rate(327.5), "328 tok/s"},
 		{"rate mid", Rate(42.25), "42.2 tok/s"},

@@ -11,8 +11,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/dustin/go-humanize"
-
+	"github.com/mlx-bun/mlx-metrics/shared/bytesize"
 	"github.com/mlx-bun/mlx-metrics/shared/duration"
 	"github.com/mlx-bun/mlx-metrics/shared/snapshot"
 )
@@ -67,8 +66,8 @@ func printSnapshot(w io.Writer, s snapshot.Snapshot) error {
 	}
 	for _, m := range s.Models {
 		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\t%d\n", termSafe(m.Model), m.State, m.Loads, msOrDash(m.LastLoadMs),
-			humanize.IBytes(uint64(m.WeightsBytes)), humanize.IBytes(uint64(m.KVBytes)),
-			humanize.IBytes(uint64(m.PrefixCacheBytes)), m.Swaps)
+			bytesize.Format(m.WeightsBytes), bytesize.Format(m.KVBytes),
+			bytesize.Format(m.PrefixCacheBytes), m.Swaps)
 	}
 
 	fmt.Fprintln(tw, "\nSCHEDULER\tACTIVE\tCAPACITY\tQUEUED\tTOK/S")
@@ -84,9 +83,9 @@ func printSnapshot(w io.Writer, s snapshot.Snapshot) error {
 		fmt.Fprintln(tw, "(no samples)")
 	}
 	for _, c := range snapshot.Readings(s.Caches) {
-		used, capacity, usage := humanize.IBytes(uint64(c.Bytes)), "-", "-"
+		used, capacity, usage := bytesize.Format(c.Bytes), "-", "-"
 		if c.CapacityBytes != nil {
-			capacity = humanize.IBytes(uint64(*c.CapacityBytes))
+			capacity = bytesize.Format(*c.CapacityBytes)
 			if *c.CapacityBytes > 0 {
 				usage = fmt.Sprintf("%.1f%%", 100*float64(c.Bytes)/float64(*c.CapacityBytes))
 			}

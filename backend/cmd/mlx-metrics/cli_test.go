@@ -159,7 +159,7 @@ func TestClientCommands(t *testing.T) {
 		contains []string // in stdout, or in the error when code != 0
 	}{
 		{"snapshot table", snapshotCmd, []string{srv}, 0, []string{
-			"version 42", "up 1 min 00 s", "qwen3-8b  resident  1      4.20 s     8.0 GiB", "140.5", "75.0%",
+			"version 42", "up 1 min 00 s", "qwen3-8b  resident  1      4.20 s     8.00 GiB", "140.5", "75.0%",
 			"llama-8b kv - - 50.0% -", // a scraped ratio: no bytes to show
 			"5 finished, stop 4, length 1", "TIMING (ms)", "ttft", "85.0"}},
 		{"snapshot json", snapshotCmd, []string{srv, "--json"}, 0, []string{`"version":42`}},
