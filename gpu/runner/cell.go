@@ -374,20 +374,12 @@ func (m *measurer) decode(ctx context.Context, attempt int) ([]bench.Sample, err
 
 func (m *measurer) coldTTFT(ctx context.Context, attempt int) ([]bench.Sample, error) {
 	p := m.run.phases
-	var out []bench.Sample
-	for i := range p.ColdRuns {
-		s, res, err := m.request(ctx, bench.PhaseColdTTFT, i+1, attempt, loadgen.Completions, loadgen.Prompt(p.ColdPromptTokens, m.nonceFor(bench.PhaseColdTTFT, i+1, attempt)), p.ColdPromptTokens, 8)
-		out = append(out, s)
-		if err != nil {
-			if !m.goOn(ctx, err) {
-				return out, fmt.Errorf("cold TTFT run %d: %w", i+1, err)
-			}
-			continue
-		}
-		out[len(out)-1].PrefillTokensPerSecond = res.PrefillTokensPerSecond()
-		fmt.Fprintf(m.run.o.Out, "cold TTFT %d/%d: %s, prefill %.0f tok/s (%s)\n", i+1, p.ColdRuns, duration.Ms(s.TTFTMs), res.PrefillTokensPerSecond(), plural.Count(s.PromptTokens, "prompt token", "prompt tokens"))
+	prompt := func(run int) string {
+		return loadgen.Prompt(p.ColdPromptTokens, m.nonceFor(bench.PhaseColdTTFT, run, attempt))
 	}
-	return out, measured(out, "cold TTFT")
+	return m.ttftRuns(ctx, bench.PhaseColdTTFT, "cold TTFT", p.ColdRuns, attempt, prompt, func(run int, s bench.Sample, res loadgen.Result) {
+		fmt.Fprintf(m.run.o.Out, "cold TTFT %d/%d: %s, prefill %.0f tok/s (%s)\n", run, p.ColdRuns, duration.Ms(s.TTFTMs), s.PrefillTokensPerSecond, plural.Count(s.PromptTokens, "prompt token", "prompt tokens"))
+	})
 }
 
 // warmTTFT sends one prompt once unrecorded (it fills the server's prompt
@@ -400,24 +392,37 @@ func (m *measurer) warmTTFT(ctx context.Context, attempt int) ([]bench.Sample, e
 		return nil, fmt.Errorf("warm TTFT priming: %w", err)
 	}
 	m.tally = &tally{} // the priming is not one of the phase's runs
-	var out []bench.Sample
-	for i := range p.WarmRuns {
-		s, res, err := m.request(ctx, bench.PhaseWarmTTFT, i+1, attempt, loadgen.Completions, prompt, p.ColdPromptTokens, 8)
-		out = append(out, s)
-		if err != nil {
-			if !m.goOn(ctx, err) {
-				return out, fmt.Errorf("warm TTFT run %d: %w", i+1, err)
-			}
-			continue
-		}
-		out[len(out)-1].PrefillTokensPerSecond = res.PrefillTokensPerSecond()
+	same := func(int) string { return prompt }
+	return m.ttftRuns(ctx, bench.PhaseWarmTTFT, "warm TTFT", p.WarmRuns, attempt, same, func(run int, s bench.Sample, res loadgen.Result) {
 		cached := fmt.Sprintf("%d of %s cached", res.CachedTokens, plural.Count(s.PromptTokens, "prompt token", "prompt tokens"))
 		if !res.CachedReported {
 			cached = plural.Count(s.PromptTokens, "prompt token", "prompt tokens") + "; the server reports no cached count"
 		}
-		fmt.Fprintf(m.run.o.Out, "warm TTFT %d/%d: %s (%s)\n", i+1, p.WarmRuns, duration.Ms(s.TTFTMs), cached)
+		fmt.Fprintf(m.run.o.Out, "warm TTFT %d/%d: %s (%s)\n", run, p.WarmRuns, duration.Ms(s.TTFTMs), cached)
+	})
+}
+
+// ttftRuns is the TTFT phases' loop: runs completions of prompt(run) (the
+// plan's cold prompt size, 8 tokens out), each sample with its prefill
+// rate, said by say when measured; a run that failed is kept with its
+// error, and the phase goes on past it while goOn says so.
+func (m *measurer) ttftRuns(ctx context.Context, phase, name string, runs, attempt int, prompt func(run int) string, say func(run int, s bench.Sample, res loadgen.Result)) ([]bench.Sample, error) {
+	var out []bench.Sample
+	for i := range runs {
+		s, res, err := m.request(ctx, phase, i+1, attempt, loadgen.Completions, prompt(i+1), m.run.phases.ColdPromptTokens, 8)
+		if err == nil {
+			s.PrefillTokensPerSecond = res.PrefillTokensPerSecond()
+		}
+		out = append(out, s)
+		if err != nil {
+			if !m.goOn(ctx, err) {
+				return out, fmt.Errorf("%s run %d: %w", name, i+1, err)
+			}
+			continue
+		}
+		say(i+1, s, res)
 	}
-	return out, measured(out, "warm TTFT")
+	return out, measured(out, name)
 }
 
 func (m *measurer) longContext(ctx context.Context, attempt int) ([]bench.Sample, error) {
