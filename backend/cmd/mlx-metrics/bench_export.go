@@ -40,8 +40,8 @@ func benchExportCmd(ctx context.Context, args []string, env cliEnv) error {
 	if *format != "vllm" {
 		return usageErr("want --format vllm, got %q", termLine(*format))
 	}
-	if len(pos) != 1 {
-		return usageErr("want exactly one run directory or id, got %s", plural.Count(len(pos), "argument", "arguments"))
+	if err := exactlyOne(pos, "run directory or id"); err != nil {
+		return err
 	}
 	cells, finished, id, err := exportSource(ctx, pos[0], *server)
 	if err != nil {

@@ -43,21 +43,14 @@ func benchForgetCmd(ctx context.Context, args []string, env cliEnv) error {
 		"Removes one finished run from the backend's history, readable or not (as listed under\n"+
 		"problems by `bench list`). Its run directory, if any, is left on disk.\n\n"+
 		"example:\n  mlx-metrics bench forget 20261202T100000Z-bbbb", env, true)
-	pos, err := parseFlags(fs, args)
+	c, arg, err := oneArgClient(fs, server, token, args, "run ID")
 	if err != nil {
 		return err
 	}
-	if len(pos) != 1 {
-		return usageErr("want exactly one run ID, got %s", plural.Count(len(pos), "argument", "arguments"))
-	}
-	c, err := newClient(*server, *token)
-	if err != nil {
+	if err := c.Forget(ctx, arg); err != nil {
 		return err
 	}
-	if err := c.Forget(ctx, pos[0]); err != nil {
-		return err
-	}
-	fmt.Fprintf(env.stdout, "forgot run %s\n", pos[0])
+	fmt.Fprintf(env.stdout, "forgot run %s\n", arg)
 	return nil
 }
 
@@ -145,29 +138,22 @@ func printIndented(w io.Writer, raw []byte) error {
 }
 
 func benchShowCmd(ctx context.Context, args []string, env cliEnv) error {
-	fs, server, _ := clientFlags("bench show", "usage: mlx-metrics bench show [--server URL] [--json] ID\n\n"+
+	fs, server, token := clientFlags("bench show", "usage: mlx-metrics bench show [--server URL] [--json] ID\n\n"+
 		"Shows one finished run: its result, problems and per-cell medians.\n\n"+
 		"examples:\n  mlx-metrics bench show 20261202T100000Z-bbbb\n  mlx-metrics bench show --json 20261202T100000Z-bbbb > run.json", env, false)
 	asJSON := fs.Bool("json", false, "print the run's history entry as JSON (for export)")
-	pos, err := parseFlags(fs, args)
-	if err != nil {
-		return err
-	}
-	if len(pos) != 1 {
-		return usageErr("want exactly one run ID, got %s", plural.Count(len(pos), "argument", "arguments"))
-	}
-	c, err := newClient(*server, "")
+	c, arg, err := oneArgClient(fs, server, token, args, "run ID")
 	if err != nil {
 		return err
 	}
 	if *asJSON { // as the backend sent it: an export loses nothing a newer backend keeps
-		raw, err := c.HistoryEntryJSON(ctx, pos[0])
+		raw, err := c.HistoryEntryJSON(ctx, arg)
 		if err != nil {
 			return err
 		}
 		return printIndented(env.stdout, raw)
 	}
-	e, err := c.HistoryEntry(ctx, pos[0])
+	e, err := c.HistoryEntry(ctx, arg)
 	if err != nil {
 		return err
 	}

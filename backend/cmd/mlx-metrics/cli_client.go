@@ -12,6 +12,7 @@ import (
 	"github.com/mlx-bun/mlx-metrics/backend/internal/apiclient"
 	"github.com/mlx-bun/mlx-metrics/shared/cliflag"
 	"github.com/mlx-bun/mlx-metrics/shared/clock"
+	"github.com/mlx-bun/mlx-metrics/shared/plural"
 )
 
 // cliEnv is where the client subcommands write, so tests can capture it.
@@ -98,4 +99,28 @@ func newClient(server, token string) (*apiclient.Client, error) {
 		return nil, usageErr("--server %q: want an http(s) URL such as http://127.0.0.1:7878", server)
 	}
 	return c, nil
+}
+
+// exactlyOne refuses any number of positional arguments but one, naming
+// what the command wants ("run ID", "FILE").
+func exactlyOne(pos []string, what string) error {
+	if len(pos) != 1 {
+		return usageErr("want exactly one %s, got %s", what, plural.Count(len(pos), "argument", "arguments"))
+	}
+	return nil
+}
+
+// oneArgClient is the preamble of a client command that names one thing
+// (a run, a job, a profile): its flags parsed, its one argument, and the
+// client of the backend at *server (read once the flags are parsed).
+func oneArgClient(fs *flag.FlagSet, server, token *string, args []string, what string) (*apiclient.Client, string, error) {
+	pos, err := parseFlags(fs, args)
+	if err != nil {
+		return nil, "", err
+	}
+	if err := exactlyOne(pos, what); err != nil {
+		return nil, "", err
+	}
+	c, err := newClient(*server, *token)
+	return c, pos[0], err
 }

@@ -62,8 +62,8 @@ func replayCmd(ctx context.Context, args []string, env cliEnv) error {
 	if err != nil {
 		return err
 	}
-	if len(pos) != 1 {
-		return usageErr("want exactly one FILE, got %s", plural.Count(len(pos), "argument", "arguments"))
+	if err := exactlyOne(pos, "FILE"); err != nil {
+		return err
 	}
 	if !(*speed >= 0) || *batch < 1 { // !(>=) refuses NaN too
 		return usageErr("--speed must be >= 0 and --batch >= 1")

@@ -5,7 +5,6 @@ import (
 	"fmt"
 
 	"github.com/mlx-bun/mlx-metrics/shared/bench"
-	"github.com/mlx-bun/mlx-metrics/shared/plural"
 )
 
 // `bench start` and `bench cancel`: the panel's Run and Cancel buttons, for
@@ -27,18 +26,11 @@ func benchStartCmd(ctx context.Context, args []string, env cliEnv) error {
 		"<home>/metrics/bench/plans/, as the panel's Run button does) and prints the job: queued\n"+
 		"while another holds the GPU, else running. Follow it in the panel or with bench list.\n\n"+
 		"example:\n  mlx-metrics bench start smoke", env, true)
-	pos, err := parseFlags(fs, args)
+	c, arg, err := oneArgClient(fs, server, token, args, "PROFILE")
 	if err != nil {
 		return err
 	}
-	if len(pos) != 1 {
-		return usageErr("want exactly one PROFILE, got %s", plural.Count(len(pos), "argument", "arguments"))
-	}
-	c, err := newClient(*server, *token)
-	if err != nil {
-		return err
-	}
-	j, err := c.Start(ctx, pos[0])
+	j, err := c.Start(ctx, arg)
 	if err != nil {
 		return err
 	}
@@ -52,18 +44,11 @@ func benchCancelCmd(ctx context.Context, args []string, env cliEnv) error {
 		"Stops a queued or running bench-serve job (its runner stops its servers and writes its\n"+
 		"record first) and prints it. A job that had ended is printed as it ended.\n\n"+
 		"example:\n  mlx-metrics bench cancel 20261202T100000Z-bbbb", env, true)
-	pos, err := parseFlags(fs, args)
+	c, arg, err := oneArgClient(fs, server, token, args, "job ID")
 	if err != nil {
 		return err
 	}
-	if len(pos) != 1 {
-		return usageErr("want exactly one job ID, got %s", plural.Count(len(pos), "argument", "arguments"))
-	}
-	c, err := newClient(*server, *token)
-	if err != nil {
-		return err
-	}
-	j, err := c.Cancel(ctx, pos[0])
+	j, err := c.Cancel(ctx, arg)
 	if err != nil {
 		return err
 	}
