@@ -5,6 +5,9 @@ go 1.26
 require (
 	github.com/NVIDIA/go-nvml v0.13.4-1
 	github.com/mlx-bun/mlx-metrics/shared v0.0.0-00010101000000-000000000000
+	github.com/prometheus/procfs v0.22.0
 )
+
+require golang.org/x/sys v0.47.0 // indirect
 
 replace github.com/mlx-bun/mlx-metrics/shared => ../shared

@@ -1,13 +1,12 @@
 package jobs
 
 import (
-	"bytes"
-	"fmt"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
+	"sync"
 	"syscall"
+
+	"github.com/prometheus/procfs"
 )
 
 // isolate puts the runner in its own process group, so that SIGKILL after
@@ -32,67 +31,51 @@ func killGroup(pid int) error {
 	return syscall.Kill(-pid, syscall.SIGKILL)
 }
 
-// procStat is the fields of /proc/<pid>/stat after the command name: the
-// name may hold spaces and parentheses, so they start after the last ')'.
-// fields[0] is the state (field 3), fields[19] the start time (field 22).
-func procStat(pid int) ([][]byte, error) {
-	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+// procFS is /proc, read with prometheus/procfs.
+var procFS = sync.OnceValues(procfs.NewDefaultFS)
+
+// procStat is /proc/<pid>/stat.
+func procStat(pid int) (procfs.ProcStat, error) {
+	fs, err := procFS()
 	if err != nil {
-		return nil, err
+		return procfs.ProcStat{}, err
 	}
-	i := bytes.LastIndexByte(data, ')')
-	if i < 0 {
-		return nil, fmt.Errorf("/proc/%d/stat: no command name", pid)
+	p, err := fs.Proc(pid)
+	if err != nil {
+		return procfs.ProcStat{}, err
 	}
-	f := bytes.Fields(data[i+1:])
-	if len(f) < 20 {
-		return nil, fmt.Errorf("/proc/%d/stat: %d fields", pid, len(f))
-	}
-	return f, nil
+	return p.Stat()
 }
 
 // procStart is pid's start time in clock ticks since boot, which stays the
 // same for the process's life and differs for a later process given the
 // same pid.
 func procStart(pid int) (string, error) {
-	f, err := procStat(pid)
+	s, err := procStat(pid)
 	if err != nil {
 		return "", err
 	}
-	return string(f[19]), nil
+	return strconv.FormatUint(s.Starttime, 10), nil
 }
 
 // running reports whether p is still the process it was and has not
 // exited (a zombie waiting for its reaper has).
 func running(p runnerProc) bool {
-	f, err := procStat(p.Pid)
-	return err == nil && string(f[0]) != "Z" && string(f[19]) == p.Start
+	s, err := procStat(p.Pid)
+	return err == nil && s.State != "Z" && strconv.FormatUint(s.Starttime, 10) == p.Start
 }
 
 // children lists the processes whose parent is pid, from /proc.
 func children(pid int) []int {
-	stats, _ := filepath.Glob("/proc/[0-9]*/stat")
+	fs, err := procFS()
+	if err != nil {
+		return nil
+	}
+	procs, _ := fs.AllProcs()
 	var out []int
-	for _, path := range stats {
-		data, err := os.ReadFile(path)
-		if err != nil {
-			continue
-		}
-		// pid (comm) state ppid …; comm may hold spaces and parentheses.
-		i := bytes.LastIndexByte(data, ')')
-		if i < 0 {
-			continue
-		}
-		fields := bytes.Fields(data[i+1:])
-		if len(fields) < 2 {
-			continue
-		}
-		ppid, err := strconv.Atoi(string(fields[1]))
-		if err != nil || ppid != pid {
-			continue
-		}
-		if child, err := strconv.Atoi(filepath.Base(filepath.Dir(path))); err == nil {
-			out = append(out, child)
+	for _, p := range procs {
+		if s, err := p.Stat(); err == nil && s.PPID == pid { // else gone meanwhile
+			out = append(out, p.PID)
 		}
 	}
 	return out

@@ -4,7 +4,6 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -14,12 +13,8 @@ import (
 
 // alive reports whether pid runs (a zombie waiting for its reaper is dead).
 func alive(pid int) bool {
-	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return false
-	}
-	i := strings.LastIndexByte(string(data), ')')
-	return i >= 0 && !strings.HasPrefix(strings.TrimSpace(string(data[i+1:])), "Z")
+	s, err := procStat(pid)
+	return err == nil && s.State != "Z"
 }
 
 func TestKillAfterGraceReachesServers(t *testing.T) {
