@@ -11,7 +11,7 @@ import (
 // with the host, not "live", and /healthz is degraded.
 func TestUnreachedSource(t *testing.T) {
 	needBrowser(t)
-	closed := freePort(t) // listened on and closed: nothing answers there
+	closed := closedPort(t)
 	b := startBackend(t, "--events-url", "http://user:secret@"+closed+"/events")
 	ctx := browser(t)
 	navigate(t, ctx, b.URL()+"/")

@@ -81,17 +81,13 @@ func streamClients(b *backend) int {
 
 func TestForeignHost(t *testing.T) {
 	needBrowser(t)
-	// The host's port is known only once it listens, and the backend's CORS
-	// must name it: reserve the host's address first.
-	hostAddr := freePort(t)
+	// The backend's CORS must name the host's origin: the host listens first.
+	l := listen(t)
+	hostAddr := l.Addr().String()
 	hostOrigin := "http://" + hostAddr
 	b := startBackend(t, "--cors-origins", hostOrigin)
 	seed(b, "host-model", 11)
 
-	l, err := net.Listen("tcp", hostAddr)
-	if err != nil {
-		t.Fatal(err)
-	}
 	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
 		fmt.Fprint(w, hostHTML(b.URL(), absoluteConnection))
@@ -207,13 +203,10 @@ func waitFor(t *testing.T, what string, cond func() bool, timeout time.Duration)
 // backend the loader came from, not to its own origin.
 func TestForeignHostReadmeSnippet(t *testing.T) {
 	needBrowser(t)
-	hostAddr := freePort(t)
+	l := listen(t)
+	hostAddr := l.Addr().String()
 	b := startBackend(t, "--cors-origins", "http://"+hostAddr)
 	seed(b, "readme-model", 5)
-	l, err := net.Listen("tcp", hostAddr)
-	if err != nil {
-		t.Fatal(err)
-	}
 	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path != "/" {
 			http.NotFound(w, r) // the host has no /api/metrics of its own
@@ -249,12 +242,9 @@ func TestTokenFromTheConnection(t *testing.T) {
 		{"without it", absoluteConnection, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			hostAddr := freePort(t)
+			l := listen(t)
+			hostAddr := l.Addr().String()
 			b := startBackend(t, "--cors-origins", "http://"+hostAddr, "--token", "s3cret-token")
-			l, err := net.Listen("tcp", hostAddr)
-			if err != nil {
-				t.Fatal(err)
-			}
 			srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				w.Header().Set("Content-Type", "text/html; charset=utf-8")
 				fmt.Fprint(w, hostHTML(b.URL(), tc.conn))

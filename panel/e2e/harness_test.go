@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"regexp"
 	"sync"
 	"testing"
 	"time"
@@ -99,15 +100,18 @@ func needBrowser(t *testing.T) {
 // backend is one running `mlx-metrics serve`.
 type backend struct {
 	t    *testing.T
-	addr string
+	addr string // empty until the first start has bound a free port
 	home string
 	args []string
 	cmd  *exec.Cmd
-	log  *bytes.Buffer
-	mu   sync.Mutex
+	// exited has the backend's exit once it has ended (its Wait).
+	exited <-chan error
+	log    *serveLog
 }
 
-func freePort(t *testing.T) string {
+// closedPort is a loopback address that was listened on and closed:
+// nothing answers there.
+func closedPort(t *testing.T) string {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -117,10 +121,24 @@ func freePort(t *testing.T) string {
 	return l.Addr().String()
 }
 
-// startBackend runs the backend on a free loopback port with a fresh home.
+// listen is a loopback listener on a free port, for a host page served
+// beside the backend: listened on before the backend is told its address,
+// so no other process can take the port in between.
+func listen(t *testing.T) net.Listener {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	return l
+}
+
+// startBackend runs the backend with a fresh home on a free loopback port
+// it binds itself (--addr 127.0.0.1:0) and names in its log.
 func startBackend(t *testing.T, args ...string) *backend {
 	t.Helper()
-	b := &backend{t: t, addr: freePort(t), home: t.TempDir(), args: args}
+	b := &backend{t: t, home: t.TempDir(), args: args}
 	b.start()
 	t.Cleanup(b.stop)
 	return b
@@ -128,28 +146,61 @@ func startBackend(t *testing.T, args ...string) *backend {
 
 func (b *backend) URL() string { return "http://" + b.addr }
 
+// serveLog keeps the backend's output and hands over the address of its
+// "serving on http://ADDR" line, once.
+type serveLog struct {
+	mu    sync.Mutex
+	buf   bytes.Buffer
+	addr  chan string
+	found bool
+}
+
+var servingOn = regexp.MustCompile(`serving on http://(\S+) `)
+
+func (l *serveLog) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.buf.Write(p)
+	if m := servingOn.FindSubmatch(l.buf.Bytes()); m != nil && !l.found {
+		l.found = true
+		l.addr <- string(m[1])
+	}
+	return len(p), nil
+}
+
+func (l *serveLog) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.String()
+}
+
+// start runs the backend: on a port of its own choosing the first time,
+// on the same address again after a stop (a panel reconnects to it).
 func (b *backend) start() {
 	b.t.Helper()
-	b.log = &bytes.Buffer{}
-	args := append([]string{"serve", "--addr", b.addr, "--home", b.home}, b.args...)
+	addr := b.addr
+	if addr == "" {
+		addr = "127.0.0.1:0"
+	}
+	b.log = &serveLog{addr: make(chan string, 1)}
+	args := append([]string{"serve", "--addr", addr, "--home", b.home}, b.args...)
 	b.cmd = exec.Command(binary, args...)
 	b.cmd.Stdout, b.cmd.Stderr = b.log, b.log
 	dieWithTest(b.cmd)
 	if err := b.cmd.Start(); err != nil {
 		b.t.Fatal(err)
 	}
-	deadline := time.Now().Add(20 * time.Second)
-	for time.Now().Before(deadline) {
-		res, err := http.Get(b.URL() + "/healthz")
-		if err == nil {
-			res.Body.Close()
-			if res.StatusCode == http.StatusOK {
-				return
-			}
-		}
-		time.Sleep(50 * time.Millisecond) // polling a process we started; not synchronisation inside the test
+	exited := make(chan error, 1)
+	cmd := b.cmd
+	go func() { exited <- cmd.Wait() }()
+	b.exited = exited
+	select {
+	case b.addr = <-b.log.addr:
+	case err := <-exited:
+		b.t.Fatalf("backend exited before serving (%v):\n%s", err, b.log)
+	case <-time.After(20 * time.Second):
+		b.t.Fatalf("backend did not say where it serves within 20 s:\n%s", b.log)
 	}
-	b.t.Fatalf("backend did not come up on %s:\n%s", b.addr, b.log)
 }
 
 func (b *backend) stop() {
@@ -157,7 +208,7 @@ func (b *backend) stop() {
 		return
 	}
 	b.cmd.Process.Kill()
-	b.cmd.Wait()
+	<-b.exited
 	b.cmd = nil
 }
 

@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"fmt"
-	"net"
 	"net/http"
 	"net/http/httputil"
 	"net/url"
@@ -49,7 +48,8 @@ func readmeSnippets(t *testing.T) []string {
 func TestReadmeSnippets(t *testing.T) {
 	needBrowser(t)
 	snippets := readmeSnippets(t)
-	hostAddr := freePort(t)
+	hostL := listen(t) // the other origin's host: the backend's CORS names it
+	hostAddr := hostL.Addr().String()
 	b := startBackend(t, "--cors-origins", "http://"+hostAddr)
 	seed(b, "readme-model", 7)
 	backendURL, _ := url.Parse(b.URL())
@@ -62,15 +62,11 @@ func TestReadmeSnippets(t *testing.T) {
 		{"another origin", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			addr := hostAddr
+			l := hostL
 			if tc.proxy {
-				addr = freePort(t)
+				l = listen(t)
 			}
 			body := strings.ReplaceAll(snippets[i], "http://127.0.0.1:7878", b.URL())
-			l, err := net.Listen("tcp", addr)
-			if err != nil {
-				t.Fatal(err)
-			}
 			srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				if tc.proxy && strings.HasPrefix(r.URL.Path, "/api/metrics") {
 					r.Host = backendURL.Host // the backend answers its own loopback Host only
@@ -88,7 +84,7 @@ func TestReadmeSnippets(t *testing.T) {
 			t.Cleanup(func() { srv.Close() })
 
 			ctx := browser(t)
-			navigate(t, ctx, "http://"+addr+"/")
+			navigate(t, ctx, "http://"+l.Addr().String()+"/")
 			waitFrame(t, ctx, "the snippet's panel is live", `document.querySelector("#conn").dataset.state === "live"`, 30*time.Second)
 			waitFrame(t, ctx, "its figures are the backend's", tileValue("queued")+` === "7"`, 5*time.Second)
 		})

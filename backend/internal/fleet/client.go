@@ -205,7 +205,10 @@ const (
 
 // decodeVector reads an instant query's result: a vector (its first
 // MaxSeries series; more says how many were left out), or a scalar as one
-// sample. Its labels are cleaned (cleanLabels).
+// sample. Its labels are cleaned (cleanLabels). It streams the vector
+// rather than using client_golang's api/prometheus/v1, which decodes a
+// whole answer into a model.Vector before anyone can count its series:
+// bounding the bytes alone still lets one answer cost tens of megabytes.
 func decodeVector(typ string, raw json.RawMessage) (out []Sample, more int, err error) {
 	switch typ {
 	case "vector":
