@@ -53,7 +53,7 @@ func goldenTimeline() []snapshot.TimelinePoint {
 // goldenOptions is an option of every builder, from inputs that reach
 // each of its branches: marks at the axis's ends and inside it, bench runs,
 // a comparison of load curves with SLO and max rate marks.
-func goldenOptions() map[string][]byte {
+func goldenOptions() map[string]*Option {
 	tl := goldenTimeline()
 	marks := []snapshot.ModelMark{
 		{At: 100_500, Model: "org/a", Kind: snapshot.MarkLoad},
@@ -80,7 +80,7 @@ func goldenOptions() map[string][]byte {
 	beyond := bench.CompactCell{LoadPoints: []bench.LoadPoint{loadPoint(1, 1, 1, 100, 100, 200, 20, 26)},
 		MaxRate: &bench.MaxRate{Rate: 1.5}, SLO: &bench.SLO{TTFTMs: 5000}}
 	runs := []Span{{From: 130_000}, {From: 90_000, To: 110_000}}
-	return map[string][]byte{
+	return map[string]*Option{
 		"throughput-samples":   Throughput(samples, nil, nil, Dark),
 		"throughput-timeline":  Throughput(samples, tl, marks, Light),
 		"memory":               Memory(models, Light),
@@ -107,7 +107,7 @@ func TestOptionsGolden(t *testing.T) {
 	for name, option := range goldenOptions() {
 		t.Run(name, func(t *testing.T) {
 			var got any
-			if err := json.Unmarshal(option, &got); err != nil {
+			if err := json.Unmarshal(option.JSON(), &got); err != nil {
 				t.Fatalf("option is not JSON: %v", err)
 			}
 			path := filepath.Join("testdata", "golden", name+".json")
