@@ -45,9 +45,9 @@ var (
 // this package's, holding the fields of go-echarts' charts.BaseConfiguration
 // and charts.SingleSeries that the panel sets, under the same JSON names:
 // the charts package brings its HTML renderer and templates
-// (html/template) into the wasm, and it has no field for a few options
-// the panel sets (the background, the text colour, an axis name's style,
-// mark labels' width), which the types below add by wrapping.
+// (html/template) into the wasm. What go-echarts has no field for (the
+// text colour, an axis name's style, mark labels' width...) the types
+// below add by wrapping opts types.
 type Option struct {
 	// Animation is off: a live chart redrawn with every frame would
 	// never be still.
@@ -193,8 +193,8 @@ func (o *Option) addX(x opts.XAxis, p Palette) {
 	o.XAxis = append(o.XAxis, xAxis{XAxis: x, NameTextStyle: &opts.TextStyle{Color: p.Text}})
 }
 
-// addY adds a value axis in the palette's colours, its name, drawn above
-// the axis, kept inside the chart: centred on the axis line (ECharts'
+// addY adds a vertical axis in the palette's colours, its name, drawn
+// above the axis, kept inside the chart: centred on the axis line (ECharts'
 // default) a long name such as "decode (tok/s)" loses its first letters at
 // the left edge. The first axis sits on the left, a second on the right
 // unless placed otherwise.
