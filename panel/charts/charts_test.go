@@ -10,8 +10,10 @@ import (
 	"github.com/mlx-bun/mlx-metrics/shared/snapshot"
 )
 
-func decode(t *testing.T, b []byte) map[string]any {
+// decode is the option as echarts.setOption gets it, decoded.
+func decode(t *testing.T, o *Option) map[string]any {
 	t.Helper()
+	b := o.JSON()
 	var m map[string]any
 	if err := json.Unmarshal(b, &m); err != nil {
 		t.Fatalf("option is not JSON: %v\n%s", err, b)
@@ -242,7 +244,7 @@ func TestTrendRuns(t *testing.T) {
 func TestAxisNamesInside(t *testing.T) {
 	tests := []struct {
 		name   string
-		option []byte
+		option *Option
 		want   []string // nameTextStyle.align of each y axis
 	}{
 		{"trend", Trend(nil, "smoke", bench.Figures[0], false, Light), []string{"left"}},
@@ -284,7 +286,7 @@ func TestModelMarks(t *testing.T) {
 	want := []mark{{"load org/a", "end", "left"}, {"swap org/b", "insideEndTop", ""}, {"unload org/a", "insideEndTop", ""}, {"load org/c", "end", "right"}}
 	for _, tc := range []struct {
 		name   string
-		option []byte
+		option *Option
 	}{
 		{"throughput", Throughput(pts, nil, marks, Light)},
 		{"latency", Latency(tl, marks, ttft, "ms", Light)},

@@ -6,7 +6,6 @@ import (
 	"math"
 	"slices"
 
-	"github.com/go-echarts/go-echarts/v2/charts"
 	"github.com/go-echarts/go-echarts/v2/opts"
 
 	"github.com/mlx-bun/mlx-metrics/panel/format"
@@ -169,12 +168,16 @@ func maxRateX(c bench.CompactCell, axis LoadAxis) (float64, bool) {
 // is a triangle. Each run's SLO bound on f is a horizontal line (one,
 // named for no run, when the runs share it) and the max rate its search
 // found a vertical one; an axis stretches to a mark beyond its data.
-func LoadCurve(runs []CurveRun, f LoadFigure, axis LoadAxis, p Palette) []byte {
-	c := charts.NewLine()
+func LoadCurve(runs []CurveRun, f LoadFigure, axis LoadAxis, p Palette) *Option {
+	o := newOption(p)
+	// The tooltip is each point's: its name says the load offered.
+	o.Tooltip.Trigger = "item"
+	// The x axis's name goes under its labels, as the lengths chart's.
+	o.Grid = []opts.Grid{{Left: "8", Right: "24", Top: legendGap, Bottom: "28", ContainLabel: opts.Bool(true)}}
 	// ECharts leaves a markLine beyond the data's extent off the plot: an
 	// axis is stretched when a mark lies past its data.
 	var dataX, dataY, markX, markY float64
-	marks := make([][]any, len(runs))
+	marks := make([][]any, len(runs)) // markLineItems, on each run's p50
 	// An SLO line per bound, named for its run unless every run has it.
 	shared := true
 	for _, r := range runs {
@@ -194,12 +197,14 @@ func LoadCurve(runs []CurveRun, f LoadFigure, axis LoadAxis, p Palette) []byte {
 			p99[j] = opts.LineData{Name: pt.name(), Value: []any{round2(pt.x), round1(pt.p99)}, Symbol: symbol}
 			dataX, dataY = max(dataX, pt.x), max(dataY, pt.p50, pt.p99)
 		}
-		style := charts.WithItemStyleOpts(opts.ItemStyle{Color: p.color(i)})
-		line := charts.WithLineChartOpts(opts.LineChart{ShowSymbol: opts.Bool(true), SymbolSize: 7})
 		// The chart's title and axis name the figure: the legend stays
 		// short enough for a phone's width.
-		c.AddSeries(r.prefix()+"p50", p50, line, style)
-		c.AddSeries(r.prefix()+"p99", p99, line, style, charts.WithLineStyleOpts(opts.LineStyle{Type: "dashed"}))
+		line := func(name string, data []opts.LineData) *seriesOption {
+			return &seriesOption{Name: r.prefix() + name, Type: "line", Data: data, ShowSymbol: opts.Bool(true), SymbolSize: 7,
+				ItemStyle: &opts.ItemStyle{Color: p.color(i)}}
+		}
+		o.Series = append(o.Series, line("p50", p50), line("p99", p99))
+		o.Series[len(o.Series)-1].LineStyle = &opts.LineStyle{Type: "dashed"}
 
 		if b := r.bound(f); b > 0 && !slices.Contains(drawn, b) {
 			drawn = append(drawn, b)
@@ -208,20 +213,19 @@ func LoadCurve(runs []CurveRun, f LoadFigure, axis LoadAxis, p Palette) []byte {
 			if !shared {
 				name = r.prefix() + name
 			}
-			marks[i] = append(marks[i], map[string]any{
-				"name": name, "yAxis": b,
-				"lineStyle": map[string]any{"color": p.color(4), "type": "dashed", "width": 1.5},
+			marks[i] = append(marks[i], markLineItem{MarkLineNameXAxisItem: opts.MarkLineNameXAxisItem{Name: name}, YAxis: b,
+				LineStyle: &opts.LineStyle{Color: p.color(4), Type: "dashed", Width: 1.5},
 				// At the left, where the latencies are low: the curves
 				// climb through it to the right.
-				"label": map[string]any{"position": "insideStartTop", "color": p.color(4)},
+				Label: &markLabel{Label: opts.Label{Position: "insideStartTop", Color: p.color(4)}},
 			})
 		}
 		if x, ok := maxRateX(r.Cell, axis); ok {
 			markX = max(markX, x)
-			marks[i] = append(marks[i], map[string]any{
-				"name": r.prefix() + "max " + format.Requests(r.Cell.MaxRate.Rate), "xAxis": round2(x),
-				"lineStyle": map[string]any{"color": p.color(i), "type": "dotted", "width": 1.5},
-				"label":     map[string]any{"position": "insideEndBottom", "color": p.Text},
+			marks[i] = append(marks[i], markLineItem{
+				MarkLineNameXAxisItem: opts.MarkLineNameXAxisItem{Name: r.prefix() + "max " + format.Requests(r.Cell.MaxRate.Rate), XAxis: round2(x)},
+				LineStyle:             &opts.LineStyle{Color: p.color(i), Type: "dotted", Width: 1.5},
+				Label:                 &markLabel{Label: opts.Label{Position: "insideEndBottom", Color: p.Text}},
 			})
 		}
 	}
@@ -233,28 +237,17 @@ func LoadCurve(runs []CurveRun, f LoadFigure, axis LoadAxis, p Palette) []byte {
 	if markY > dataY {
 		y.Max = niceCeil(markY * 1.1)
 	}
-	c.SetGlobalOptions(
-		charts.WithLegendOpts(legend()),
-		charts.WithTooltipOpts(opts.Tooltip{Show: opts.Bool(true), Trigger: "item"}),
-		// The x axis's name goes under its labels, as the lengths chart's.
-		charts.WithGridOpts(opts.Grid{Left: "8", Right: "24", Top: legendGap, Bottom: "28", ContainLabel: opts.Bool(true)}),
-		charts.WithXAxisOpts(x),
-		charts.WithYAxisOpts(y),
-	)
-	return editSeries(encode(c, p), func(_ map[string]any, series []any) bool {
-		for i, data := range marks {
-			if len(data) == 0 {
-				continue
-			}
-			series[2*i].(map[string]any)["markLine"] = map[string]any{ // on the run's p50
-				"symbol": []any{"none", "none"},
-				"silent": true,
-				"label":  map[string]any{"show": true, "formatter": "{b}", "fontSize": 10},
-				"data":   data,
-			}
+	o.addX(x, p)
+	o.addY(y, p)
+	for i, data := range marks {
+		if len(data) > 0 {
+			o.Series[2*i].MarkLine = &markLine{Silent: true, MarkLines: opts.MarkLines{Data: data, MarkLineStyle: opts.MarkLineStyle{
+				Symbol: []string{"none", "none"},
+				Label:  &opts.Label{Show: opts.Bool(true), Formatter: "{b}", FontSize: 10},
+			}}}
 		}
-		return true
-	})
+	}
+	return o
 }
 
 // niceCeil rounds v up to a round number (1, 1.2, 1.5, 2, 2.5, 3, 4, 5,

@@ -2,11 +2,9 @@ package charts
 
 import (
 	"cmp"
-	"encoding/json"
 	"math"
 	"slices"
 
-	"github.com/go-echarts/go-echarts/v2/charts"
 	"github.com/go-echarts/go-echarts/v2/opts"
 
 	"github.com/mlx-bun/mlx-metrics/shared/snapshot"
@@ -58,9 +56,8 @@ func hasMinutes(tl []snapshot.TimelinePoint) bool {
 // p95 are the interval's; the p99 the minute's to the interval (an older
 // backend's timeline has no minutes: then the interval's), drawn where
 // it holds MinP99Requests or more.
-func Latency(tl []snapshot.TimelinePoint, marks []snapshot.ModelMark, get Timing, unit string, p Palette) []byte {
-	c := charts.NewLine()
-	c.SetGlobalOptions(timeGlobals(tl, unit, p)...)
+func Latency(tl []snapshot.TimelinePoint, marks []snapshot.ModelMark, get Timing, unit string, p Palette) *Option {
+	o := timeOption(tl, unit, p)
 	minutes := hasMinutes(tl)
 	p50 := make([]opts.LineData, len(tl))
 	p95 := make([]opts.LineData, len(tl))
@@ -82,19 +79,19 @@ func Latency(tl []snapshot.TimelinePoint, marks []snapshot.ModelMark, get Timing
 		p95[i] = opts.LineData{Value: []any{pt.At, v95}}
 		p99[i] = opts.LineData{Value: []any{pt.At, v99}}
 	}
-	line := charts.WithLineChartOpts(opts.LineChart{ShowSymbol: opts.Bool(len(tl) < 3), ConnectNulls: opts.Bool(false)})
-	c.AddSeries("p50", p50, line, charts.WithItemStyleOpts(opts.ItemStyle{Color: p.color(0)}))
-	c.AddSeries("p95", p95, line, charts.WithItemStyleOpts(opts.ItemStyle{Color: p.color(1)}))
-	c.AddSeries(P99Name(tl), p99, line,
-		charts.WithLineStyleOpts(opts.LineStyle{Type: "dashed"}), charts.WithItemStyleOpts(opts.ItemStyle{Color: p.color(2)}))
-	return withQuiet(withMarks(encode(c, p), marks, p), tl, p)
+	line := func(name string, data []opts.LineData, i int) *seriesOption {
+		return &seriesOption{Name: name, Type: "line", Data: data, ShowSymbol: opts.Bool(len(tl) < 3), ConnectNulls: opts.Bool(false),
+			ItemStyle: &opts.ItemStyle{Color: p.color(i)}}
+	}
+	o.Series = []*seriesOption{line("p50", p50, 0), line("p95", p95, 1), line(P99Name(tl), p99, 2)}
+	o.Series[2].LineStyle = &opts.LineStyle{Type: "dashed"}
+	return withQuiet(withMarks(o, marks, timelineStep(tl), p), tl, p)
 }
 
 // Phases is the prefill time (time to first token less the queue) and the
 // decode time (the rest of the request), p50 and p95 of each interval.
-func Phases(tl []snapshot.TimelinePoint, marks []snapshot.ModelMark, p Palette) []byte {
-	c := charts.NewLine()
-	c.SetGlobalOptions(timeGlobals(tl, "ms", p)...)
+func Phases(tl []snapshot.TimelinePoint, marks []snapshot.ModelMark, p Palette) *Option {
+	o := timeOption(tl, "ms", p)
 	series := []struct {
 		name string
 		get  func(snapshot.TimelinePoint) *snapshot.Quantiles
@@ -115,21 +112,20 @@ func Phases(tl []snapshot.TimelinePoint, marks []snapshot.ModelMark, p Palette) 
 			}
 			data[j] = opts.LineData{Value: []any{pt.At, v}}
 		}
-		style := opts.LineStyle{}
+		style := &opts.LineStyle{}
 		if s.dash {
 			style.Type = "dashed"
 		}
-		c.AddSeries(s.name, data, charts.WithLineChartOpts(opts.LineChart{ShowSymbol: opts.Bool(len(tl) < 3)}),
-			charts.WithLineStyleOpts(style), charts.WithItemStyleOpts(opts.ItemStyle{Color: p.color(i / 2)}))
+		o.Series = append(o.Series, &seriesOption{Name: s.name, Type: "line", Data: data, ShowSymbol: opts.Bool(len(tl) < 3),
+			LineStyle: style, ItemStyle: &opts.ItemStyle{Color: p.color(i / 2)}})
 	}
-	return withQuiet(withMarks(encode(c, p), marks, p), tl, p)
+	return withQuiet(withMarks(o, marks, timelineStep(tl), p), tl, p)
 }
 
 // TokenRates is prompt and generation tokens per second of each interval:
 // the tokens of the requests that finished in it over its width.
-func TokenRates(tl []snapshot.TimelinePoint, intervalMs int64, marks []snapshot.ModelMark, p Palette) []byte {
-	c := charts.NewLine()
-	c.SetGlobalOptions(timeGlobals(tl, "tok/s", p)...)
+func TokenRates(tl []snapshot.TimelinePoint, intervalMs int64, marks []snapshot.ModelMark, p Palette) *Option {
+	o := timeOption(tl, "tok/s", p)
 	per := 1000 / float64(max(intervalMs, 1))
 	prompt := make([]opts.LineData, len(tl))
 	gen := make([]opts.LineData, len(tl))
@@ -137,10 +133,12 @@ func TokenRates(tl []snapshot.TimelinePoint, intervalMs int64, marks []snapshot.
 		prompt[i] = opts.LineData{Value: []any{pt.At, round1(float64(pt.PromptTokens) * per)}}
 		gen[i] = opts.LineData{Value: []any{pt.At, round1(float64(pt.GenerationTokens) * per)}}
 	}
-	line := charts.WithLineChartOpts(opts.LineChart{ShowSymbol: opts.Bool(len(tl) < 3)})
-	c.AddSeries("prompt tokens/s", prompt, line)
-	c.AddSeries("generation tokens/s", gen, line, charts.WithAreaStyleOpts(opts.AreaStyle{Opacity: opts.Float(0.12)}))
-	return withMarks(encode(c, p), marks, p)
+	symbols := opts.Bool(len(tl) < 3)
+	o.Series = []*seriesOption{
+		{Name: "prompt tokens/s", Type: "line", Data: prompt, ShowSymbol: symbols},
+		{Name: "generation tokens/s", Type: "line", Data: gen, ShowSymbol: symbols, AreaStyle: &opts.AreaStyle{Opacity: opts.Float(0.12)}},
+	}
+	return withMarks(o, marks, timelineStep(tl), p)
 }
 
 // Quiet is the stretches of intervals in which no request finished, as
@@ -173,12 +171,18 @@ func Quiet(tl []snapshot.TimelinePoint) []Span {
 // second a few 5 s intervals in ten minutes see none finish, and a label
 // on each piled into one unreadable strip; the chart's caption says once
 // what the shade means.
-func withQuiet(option []byte, tl []snapshot.TimelinePoint, p Palette) []byte {
-	var areas []any
+func withQuiet(o *Option, tl []snapshot.TimelinePoint, p Palette) *Option {
+	var areas []area
 	for _, q := range Quiet(tl) {
-		areas = append(areas, []any{map[string]any{"xAxis": q.From}, map[string]any{"xAxis": q.To}})
+		areas = append(areas, area{from: float64(q.From), to: float64(q.To)})
 	}
-	return withArea(option, areas, p.Muted, 0.18, p)
+	return withArea(o, areas, p.Muted, 0.18, p)
+}
+
+// area is a stretch of the time axis to shade, named or not.
+type area struct {
+	name     string
+	from, to float64
 }
 
 // Span is a stretch of time in epoch ms; To zero is open (still going).
@@ -188,20 +192,16 @@ type Span struct{ From, To int64 }
 // end of the axis), labelled so: serving figures of that time are the
 // benchmark's. Spans outside the axis are left out, those across its start
 // cut at it.
-func WithBench(option []byte, runs []Span, p Palette) []byte {
+func WithBench(o *Option, runs []Span, p Palette) *Option {
 	if len(runs) == 0 {
-		return option
+		return o
 	}
-	var m map[string]any
-	if json.Unmarshal(option, &m) != nil {
-		return option
-	}
-	lo, hi, ok := timeRange(m)
+	lo, hi, ok := timeRange(o)
 	runs = slices.SortedFunc(slices.Values(runs), func(a, b Span) int { return cmp.Compare(a.From, b.From) })
 	// As with the marks, a label closer than a twelfth of the axis to the
 	// last one would run into it ("bencbench run"): its area goes unnamed.
 	minGap, lastLabelled := (hi-lo)/12, math.Inf(-1)
-	var areas []any
+	var areas []area
 	for _, r := range runs {
 		from, to := float64(r.From), float64(r.To)
 		if r.To == 0 {
@@ -217,49 +217,42 @@ func WithBench(option []byte, runs []Span, p Palette) []byte {
 		if !ok || from-lastLabelled >= minGap {
 			name, lastLabelled = "bench run", from
 		}
-		areas = append(areas, []any{map[string]any{"name": name, "xAxis": from}, map[string]any{"xAxis": to}})
+		areas = append(areas, area{name: name, from: from, to: to})
 	}
-	return withArea(option, areas, p.color(4), 0.10, p)
+	return withArea(o, areas, p.color(4), 0.10, p)
 }
 
-// withArea adds areas (pairs of {xAxis} ends, the first named) to the
-// option's last series as a mark area of colour; a series of its own
-// holds no data, so its legend entry would show nothing.
-func withArea(option []byte, areas []any, colour string, opacity float64, p Palette) []byte {
-	if len(areas) == 0 {
-		return option
+// withArea adds areas to the option's last series as a mark area of
+// colour; a series of its own holds no data, so its legend entry would
+// show nothing. An option without series is left as it is.
+func withArea(o *Option, areas []area, colour string, opacity float64, p Palette) *Option {
+	if len(areas) == 0 || len(o.Series) == 0 {
+		return o
 	}
-	return editSeries(option, func(m map[string]any, series []any) bool {
-		last := series[len(series)-1].(map[string]any)
-		ma, _ := last["markArea"].(map[string]any)
-		if ma == nil {
-			ma = map[string]any{"silent": true, "data": []any{}}
+	last := o.Series[len(o.Series)-1]
+	if last.MarkArea == nil {
+		last.MarkArea = &markArea{Silent: true, MarkAreas: opts.MarkAreas{Data: []any{}}}
+	}
+	// Each area carries its own style, so a quiet stretch and a bench run
+	// on one series look apart.
+	for _, a := range areas {
+		label := &opts.Label{Color: p.Text, FontSize: 10, Position: "insideTop"}
+		if a.name == "" {
+			label.Show = opts.Bool(false)
 		}
-		// Each area carries its own style, so a quiet stretch and a bench run
-		// on one series look apart.
-		for _, a := range areas {
-			pair := a.([]any)
-			first := pair[0].(map[string]any)
-			first["itemStyle"] = map[string]any{"color": colour, "opacity": opacity}
-			label := map[string]any{"color": p.Text, "fontSize": 10, "position": "insideTop"}
-			if name, _ := first["name"].(string); name == "" {
-				label["show"] = false
-			}
-			first["label"] = label
-			ma["data"] = append(ma["data"].([]any), pair)
-		}
-		last["markArea"] = ma
-		return true
-	})
+		from := opts.MarkAreaData{Name: a.name, XAxis: a.from, MarkAreaStyle: opts.MarkAreaStyle{
+			Label: label, ItemStyle: &opts.ItemStyle{Color: colour, Opacity: opts.Float(float32(opacity))}}}
+		last.MarkArea.Data = append(last.MarkArea.Data, []opts.MarkAreaData{from, {XAxis: a.to}})
+	}
+	return o
 }
 
 // FinishRate is requests per second in each interval, stacked by finish
 // reason.
-func FinishRate(tl []snapshot.TimelinePoint, intervalMs int64, marks []snapshot.ModelMark, p Palette) []byte {
-	c := charts.NewBar()
-	c.SetGlobalOptions(timeGlobals(tl, "req/s", p)...)
+func FinishRate(tl []snapshot.TimelinePoint, intervalMs int64, marks []snapshot.ModelMark, p Palette) *Option {
+	o := timeOption(tl, "req/s", p)
 	per := 1000 / float64(max(intervalMs, 1))
-	series := []struct {
+	reasons := []struct {
 		name string
 		get  func(snapshot.FinishCounts) int
 	}{
@@ -268,15 +261,14 @@ func FinishRate(tl []snapshot.TimelinePoint, intervalMs int64, marks []snapshot.
 		{"cancelled", func(f snapshot.FinishCounts) int { return f.Cancelled }},
 		{"error", func(f snapshot.FinishCounts) int { return f.Error }},
 	}
-	stack := charts.WithBarChartOpts(opts.BarChart{Stack: "finish", BarCategoryGap: "10%"})
-	for _, s := range series {
+	for _, s := range reasons {
 		data := make([]opts.BarData, len(tl))
 		for i, pt := range tl {
 			data[i] = opts.BarData{Value: []any{pt.At, round2(float64(s.get(pt.ByFinish)) * per)}}
 		}
-		c.AddSeries(s.name, data, stack)
+		o.Series = append(o.Series, &seriesOption{Name: s.name, Type: "bar", Stack: "finish", BarCategoryGap: "10%", Data: data})
 	}
-	return withMarks(encode(c, p), marks, p)
+	return withMarks(o, marks, timelineStep(tl), p)
 }
 
 // PrefixName is the cache chart's prefix hit rate series: over the minute
@@ -292,11 +284,9 @@ func PrefixName(tl []snapshot.TimelinePoint) string {
 
 // CacheUse is KV cache use as of each interval and the prefix cache's hit
 // rate (PrefixName) over the timeline, both in percent.
-func CacheUse(tl []snapshot.TimelinePoint, marks []snapshot.ModelMark, p Palette) []byte {
-	c := charts.NewLine()
-	g := timeGlobals(tl, "%", p)
-	g = append(g, charts.WithYAxisOpts(opts.YAxis{Name: "%", Type: "value", Min: 0, Max: 100}))
-	c.SetGlobalOptions(g...)
+func CacheUse(tl []snapshot.TimelinePoint, marks []snapshot.ModelMark, p Palette) *Option {
+	o := timeOption(tl, "%", p)
+	o.YAxis[0].Max = 100
 	kv := make([]opts.LineData, len(tl))
 	hit := make([]opts.LineData, len(tl))
 	minutes := hasMinutes(tl)
@@ -311,24 +301,23 @@ func CacheUse(tl []snapshot.TimelinePoint, marks []snapshot.ModelMark, p Palette
 		}
 		hit[i] = opts.LineData{Value: []any{pt.At, percentOrNil(rate)}}
 	}
-	line := charts.WithLineChartOpts(opts.LineChart{ShowSymbol: opts.Bool(len(tl) < 3)})
-	c.AddSeries("KV cache use", kv, line, charts.WithAreaStyleOpts(opts.AreaStyle{Opacity: opts.Float(0.12)}))
-	c.AddSeries(PrefixName(tl), hit, line)
-	return withMarks(encode(c, p), marks, p)
+	symbols := opts.Bool(len(tl) < 3)
+	o.Series = []*seriesOption{
+		{Name: "KV cache use", Type: "line", Data: kv, ShowSymbol: symbols, AreaStyle: &opts.AreaStyle{Opacity: opts.Float(0.12)}},
+		{Name: PrefixName(tl), Type: "line", Data: hit, ShowSymbol: symbols},
+	}
+	return withMarks(o, marks, timelineStep(tl), p)
 }
 
-// timeGlobals are the options every timeline chart shares: legend on top,
-// axis tooltip, a time axis over the timeline (at least MinWindowMs), and
-// a value axis from zero named with unit.
-func timeGlobals(tl []snapshot.TimelinePoint, unit string, p Palette) []charts.GlobalOpts {
-	x := timelineAxis(tl)
-	return []charts.GlobalOpts{
-		charts.WithLegendOpts(legend()),
-		charts.WithTooltipOpts(opts.Tooltip{Show: opts.Bool(true), Trigger: "axis"}),
-		charts.WithGridOpts(opts.Grid{Left: "8", Right: "16", Top: legendGap, Bottom: "8", ContainLabel: opts.Bool(true)}),
-		charts.WithXAxisOpts(x),
-		charts.WithYAxisOpts(opts.YAxis{Name: unit, Type: "value", Min: 0}),
-	}
+// timeOption is what every timeline chart shares: legend on top, axis
+// tooltip, a time axis over the timeline (at least MinWindowMs), and a
+// value axis from zero named with unit.
+func timeOption(tl []snapshot.TimelinePoint, unit string, p Palette) *Option {
+	o := newOption(p)
+	o.Grid = []opts.Grid{{Left: "8", Right: "16", Top: legendGap, Bottom: "8", ContainLabel: opts.Bool(true)}}
+	o.addX(timelineAxis(tl), p)
+	o.addY(opts.YAxis{Name: unit, Type: "value", Min: 0}, p)
+	return o
 }
 
 // markEdge is the share of the time axis at either end (a twelfth: past
@@ -355,135 +344,107 @@ const (
 // within a twelfth of the axis of either end has
 // its label across the top of the plot instead, towards the middle, clear
 // of the axes.
-func withMarks(option []byte, marks []snapshot.ModelMark, p Palette) []byte {
-	if len(marks) == 0 {
-		return option
+func withMarks(o *Option, marks []snapshot.ModelMark, step float64, p Palette) *Option {
+	if len(marks) == 0 || len(o.Series) == 0 {
+		return o
 	}
-	return editSeries(option, func(m map[string]any, series []any) bool {
-		lo, hi, ranged := timeRange(m)
-		if ranged {
-			step := firstStep(series[0])
-			// A mark after the newest point (a load in the interval still
-			// filling) stretches the axis to it rather than falling off; so
-			// does one less than a step of the data before the first point
-			// (the load that started the traffic, in the interval before its
-			// first event's), which would fall off as the time it reached
-			// the interval's boundary did.
-			for _, mk := range marks {
-				at := float64(mk.At)
-				hi = max(hi, at)
-				if at < lo && lo-at <= step {
-					lo = at
-				}
-			}
-			x := m["xAxis"].([]any)[0].(map[string]any)
-			x["min"], x["max"] = lo, hi
-		}
-		data := make([]any, 0, len(marks))
-		// Labels closer than a twelfth of the axis to the last one labelled
-		// would run into it; those marks keep their line, unlabelled.
-		minGap := (hi - lo) / 12
-		lastLabelled := math.Inf(-1)
+	lo, hi, ranged := timeRange(o)
+	if ranged {
+		// A mark after the newest point (a load in the interval still
+		// filling) stretches the axis to it rather than falling off; so
+		// does one less than a step of the data before the first point
+		// (the load that started the traffic, in the interval before its
+		// first event's), which would fall off as the time it reached
+		// the interval's boundary did.
 		for _, mk := range marks {
 			at := float64(mk.At)
-			if ranged && at < lo {
-				continue // before the window: drawn outside the plot it would sit on an axis
+			hi = max(hi, at)
+			if at < lo && lo-at <= step {
+				lo = at
 			}
-			right := !ranged || at <= (lo+hi)/2 // the label's side of the line
-			label := map[string]any{"position": "insideEndBottom", "width": markLabelAlongPx, "overflow": "truncate"}
+		}
+	}
+	data := make([]any, 0, len(marks))
+	// Labels closer than a twelfth of the axis to the last one labelled
+	// would run into it; those marks keep their line, unlabelled.
+	minGap := (hi - lo) / 12
+	lastLabelled := math.Inf(-1)
+	for _, mk := range marks {
+		at := float64(mk.At)
+		if ranged && at < lo {
+			continue // before the window: drawn outside the plot it would sit on an axis
+		}
+		right := !ranged || at <= (lo+hi)/2 // the label's side of the line
+		label := &markLabel{Label: opts.Label{Position: "insideEndBottom"}, Width: markLabelAlongPx, Overflow: "truncate"}
+		if !right {
+			label.Position = "insideEndTop"
+		}
+		if edge := (hi - lo) / markEdge; ranged && (at-lo <= edge || hi-at <= edge) {
+			// Across the top, inside the plot: "end" is past the line's
+			// top end, and a negative distance brings it back in, a line
+			// down, under a bench run's label (WithBench: insideTop).
+			label = &markLabel{Label: opts.Label{Position: "end", VerticalAlign: "top", Align: "left"},
+				Distance: []int{0, -18}, Padding: []int{0, 0, 0, 4}, Width: markLabelAcrossPx, Overflow: "truncate"}
 			if !right {
-				label["position"] = "insideEndTop"
+				label.Align, label.Padding = "right", []int{0, 4, 0, 0}
 			}
-			if edge := (hi - lo) / markEdge; ranged && (at-lo <= edge || hi-at <= edge) {
-				// Across the top, inside the plot: "end" is past the line's
-				// top end, and a negative distance brings it back in, a line
-				// down, under a bench run's label (WithBench: insideTop).
-				label = map[string]any{"position": "end", "distance": []any{0, -18}, "verticalAlign": "top",
-					"align": "left", "padding": []any{0, 0, 0, 4}, "width": markLabelAcrossPx, "overflow": "truncate"}
-				if !right {
-					label["align"], label["padding"] = "right", []any{0, 4, 0, 0}
-				}
-			}
-			if ranged && at-lastLabelled < minGap {
-				label["show"] = false
-			} else {
-				lastLabelled = at
-			}
-			data = append(data, map[string]any{
-				"name":  mk.Kind + " " + mk.Model,
-				"xAxis": mk.At,
-				"label": label,
-			})
 		}
-		if len(data) == 0 {
-			return false
+		if ranged && at-lastLabelled < minGap {
+			label.Show = opts.Bool(false)
+		} else {
+			lastLabelled = at
 		}
-		first := series[0].(map[string]any)
-		first["markLine"] = map[string]any{
-			"symbol":    []any{"none", "none"},
-			"silent":    true,
-			"lineStyle": map[string]any{"color": p.Muted, "type": "dotted", "width": 1},
-			"label":     map[string]any{"show": true, "formatter": "{b}", "color": p.Text, "fontSize": 10},
-			"data":      data,
-		}
-		return true
-	})
+		data = append(data, markLineItem{MarkLineNameXAxisItem: opts.MarkLineNameXAxisItem{Name: mk.Kind + " " + mk.Model, XAxis: mk.At}, Label: label})
+	}
+	if len(data) == 0 {
+		return o
+	}
+	if ranged {
+		o.XAxis[0].Min, o.XAxis[0].Max = lo, hi
+	}
+	o.Series[0].MarkLine = &markLine{Silent: true, MarkLines: opts.MarkLines{Data: data, MarkLineStyle: opts.MarkLineStyle{
+		Symbol:    []string{"none", "none"},
+		LineStyle: &opts.LineStyle{Color: p.Muted, Type: "dotted", Width: 1},
+		Label:     &opts.Label{Show: opts.Bool(true), Formatter: "{b}", Color: p.Text, FontSize: 10},
+	}}}
+	return o
 }
 
-// firstStep is the time between a series' first two points, 0 with
-// fewer.
-func firstStep(series any) float64 {
-	s, _ := series.(map[string]any)
-	data, _ := s["data"].([]any)
-	at := func(i int) (float64, bool) {
-		d, _ := data[i].(map[string]any)
-		v, _ := d["value"].([]any)
-		if len(v) == 0 {
-			return 0, false
-		}
-		x, ok := v[0].(float64)
-		return x, ok
-	}
-	if len(data) < 2 {
+// step is the time between the first two of n points at times at(i), the
+// data's step, 0 with fewer (or out of order).
+func step(n int, at func(i int) int64) float64 {
+	if n < 2 || at(1) < at(0) {
 		return 0
 	}
-	a, ok1 := at(0)
-	b, ok2 := at(1)
-	if !ok1 || !ok2 || b < a {
-		return 0
-	}
-	return b - a
+	return float64(at(1) - at(0))
 }
 
-// editSeries decodes an encoded option, lets edit change it and encodes it
-// again; an option without series, or one edit left alone (it returned
-// false), comes back as it was.
-func editSeries(option []byte, edit func(m map[string]any, series []any) bool) []byte {
-	var m map[string]any
-	if json.Unmarshal(option, &m) != nil {
-		return option
-	}
-	series, _ := m["series"].([]any)
-	if len(series) == 0 || !edit(m, series) {
-		return option
-	}
-	out, err := json.Marshal(m)
-	if err != nil {
-		return option
-	}
-	return out
+// timelineStep is the timeline's step (its intervals' width).
+func timelineStep(tl []snapshot.TimelinePoint) float64 {
+	return step(len(tl), func(i int) int64 { return tl[i].At })
 }
 
 // timeRange is the first x axis's min and max, when the option sets both.
-func timeRange(m map[string]any) (lo, hi float64, ok bool) {
-	axes, _ := m["xAxis"].([]any)
-	if len(axes) == 0 {
+func timeRange(o *Option) (lo, hi float64, ok bool) {
+	if len(o.XAxis) == 0 {
 		return 0, 0, false
 	}
-	x, _ := axes[0].(map[string]any)
-	lo, ok1 := x["min"].(float64)
-	hi, ok2 := x["max"].(float64)
+	lo, ok1 := number(o.XAxis[0].Min)
+	hi, ok2 := number(o.XAxis[0].Max)
 	return lo, hi, ok1 && ok2 && hi > lo
+}
+
+// number is an axis bound (opts' Min and Max are any) as a float64.
+func number(v any) (float64, bool) {
+	switch n := v.(type) {
+	case int64:
+		return float64(n), true
+	case int:
+		return float64(n), true
+	case float64:
+		return n, true
+	}
+	return 0, false
 }
 
 func percentOrNil(v *float64) any {

@@ -104,7 +104,8 @@ func TestQuietStretchesUnlabelled(t *testing.T) {
 	if n := len(Quiet(tl)); n != 13 {
 		t.Fatalf("%d quiet stretches, want 13", n)
 	}
-	for name, option := range map[string][]byte{"latency": Latency(tl, nil, TTFT, "ms", Light), "phases": Phases(tl, nil, Light)} {
+	for name, o := range map[string]*Option{"latency": Latency(tl, nil, TTFT, "ms", Light), "phases": Phases(tl, nil, Light)} {
+		option := o.JSON()
 		if strings.Contains(string(option), "no requests") || strings.Count(string(option), `"show":false`) < 13 {
 			t.Errorf("%s: quiet stretches labelled", name)
 		}
@@ -116,20 +117,21 @@ func TestQuietStretchesUnlabelled(t *testing.T) {
 // axis is left out, one across its start cut at it; labels do not collide.
 func TestWithBench(t *testing.T) {
 	tl := points([]int{5, 5, 5}, &snapshot.Quantiles{P50: 1}) // an axis from -50 s to 10 s
-	opt := TokenRates(tl, 5000, nil, Light)
-	if string(WithBench(opt, nil, Light)) != string(opt) {
+	opt := TokenRates(tl, 5000, nil, Light).JSON()
+	if string(WithBench(TokenRates(tl, 5000, nil, Light), nil, Light).JSON()) != string(opt) {
 		t.Error("no run, but the option changed")
 	}
 	// Newest first, as the job list has them; the last starts a second
 	// after another, closer than a twelfth of the axis: unlabelled.
 	runs := []Span{{From: 6000, To: 7000}, {From: 5000}, {From: -70000, To: -40000}, {From: -90000, To: -60000}}
-	ss := series(decode(t, WithBench(opt, runs, Light)))
+	ss := series(decode(t, WithBench(TokenRates(tl, 5000, nil, Light), runs, Light)))
 	areas := ss[len(ss)-1]["markArea"].(map[string]any)["data"].([]any)
 	var got [][2]float64
 	var names []any
 	for _, a := range areas {
 		pair := a.([]any)
-		names = append(names, pair[0].(map[string]any)["name"])
+		name, _ := pair[0].(map[string]any)["name"].(string) // unnamed: no name
+		names = append(names, name)
 		got = append(got, [2]float64{pair[0].(map[string]any)["xAxis"].(float64), pair[1].(map[string]any)["xAxis"].(float64)})
 	}
 	if want := [][2]float64{{-50000, -40000}, {5000, 10000}, {6000, 7000}}; fmt.Sprint(got) != fmt.Sprint(want) {

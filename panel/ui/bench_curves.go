@@ -52,8 +52,8 @@ func (l *LoadCurves) options() (ttft, tpot []byte) {
 	for i, r := range l.Runs {
 		runs[i] = charts.CurveRun{Label: r.Label, Cell: r.Cell}
 	}
-	return charts.LoadCurve(runs, charts.LoadTTFT, l.axis(), l.Palette),
-		charts.LoadCurve(runs, charts.LoadTPOT, l.axis(), l.Palette)
+	return charts.LoadCurve(runs, charts.LoadTTFT, l.axis(), l.Palette).JSON(),
+		charts.LoadCurve(runs, charts.LoadTPOT, l.axis(), l.Palette).JSON()
 }
 
 func (l *LoadCurves) Render() app.UI {

@@ -44,7 +44,7 @@ func (v *BenchView) renderTrend() app.UI {
 				app.Text(" include runs that did not complete"),
 			),
 		),
-		&Chart{ID: "chart-trend", Label: "trend of " + f.Name, Option: charts.Trend(v.history, v.trendProfile, f, v.withIncomplete, v.Palette)},
+		&Chart{ID: "chart-trend", Label: "trend of " + f.Name, Option: charts.Trend(v.history, v.trendProfile, f, v.withIncomplete, v.Palette).JSON()},
 		v.trendNote(),
 	)
 }

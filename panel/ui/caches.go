@@ -100,7 +100,7 @@ func (v *CachesView) cache(i int, c snapshot.Reading) app.UI {
 			ID:     fmt.Sprintf("gauge-%s-%d", c.Cache, i),
 			Class:  "chart chart-gauge",
 			Label:  title + " fill",
-			Option: charts.Gauge(title, share*100, v.Palette),
+			Option: charts.Gauge(title, share*100, v.Palette).JSON(),
 		}
 	}
 	hit := ""

@@ -55,7 +55,7 @@ func (v *ModelsView) Render() app.UI {
 			),
 		),
 		section("Memory per model",
-			&Chart{ID: "chart-memory", Label: "memory per model", Class: "chart chart-bars", Option: charts.Memory(ms, v.Palette)},
+			&Chart{ID: "chart-memory", Label: "memory per model", Class: "chart chart-bars", Option: charts.Memory(ms, v.Palette).JSON()},
 		),
 	)
 }

@@ -348,29 +348,29 @@ func (v *ServingView) chartList(s *snapshot.Snapshot) []servingChart {
 	hasTimeline := len(tl) > 0
 	// The time a bench run held the GPU is shaded on every time chart, while
 	// it runs and after: those figures are the benchmark's.
-	timed := func(id, title, label string, has bool, option func() []byte) servingChart {
-		return servingChart{id, title, label, has, func() []byte { return charts.WithBench(option(), v.BenchRuns, pal) }}
+	timed := func(id, title, label string, has bool, option func() *charts.Option) servingChart {
+		return servingChart{id, title, label, has, func() []byte { return charts.WithBench(option(), v.BenchRuns, pal).JSON() }}
 	}
 	latency := func(id, title, label string, t charts.Timing) servingChart {
-		return timed(id, title, label, hasTimeline, func() []byte { return charts.Latency(tl, marks, t, "ms", pal) })
+		return timed(id, title, label, hasTimeline, func() *charts.Option { return charts.Latency(tl, marks, t, "ms", pal) })
 	}
 	return []servingChart{
 		timed("chart-throughput", "Tokens per second, batch rows and queue", "tokens per second, active rows and queue depth over time",
-			len(s.Series) > 0 || charts.SchedulerPerInterval(tl), func() []byte { return charts.Throughput(s.Series, tl, marks, pal) }),
+			len(s.Series) > 0 || charts.SchedulerPerInterval(tl), func() *charts.Option { return charts.Throughput(s.Series, tl, marks, pal) }),
 		timed("chart-token-rates", "Prompt and generation tokens per second", "prompt and generation tokens per second of the requests finished, over time", hasTimeline,
-			func() []byte { return charts.TokenRates(tl, s.IntervalMs, marks, pal) }),
+			func() *charts.Option { return charts.TokenRates(tl, s.IntervalMs, marks, pal) }),
 		latency("chart-ttft", "Time to first token", "TTFT p50, p95 and p99 over time", charts.TTFT),
 		latency("chart-tpot", "Time per output token", "TPOT p50, p95 and p99 over time", charts.TPOT),
 		latency("chart-e2e", "End-to-end latency", "request latency p50, p95 and p99 over time", charts.E2E),
 		latency("chart-queue", "Queue time", "queue time p50, p95 and p99 over time", charts.Queue),
 		timed("chart-phases", "Prefill and decode time", "prefill time (TTFT less the queue) and decode time, p50 and p95, over time", hasTimeline,
-			func() []byte { return charts.Phases(tl, marks, pal) }),
+			func() *charts.Option { return charts.Phases(tl, marks, pal) }),
 		timed("chart-finish", "Requests per second by finish reason", "finished requests per second by finish reason over time", hasTimeline,
-			func() []byte { return charts.FinishRate(tl, s.IntervalMs, marks, pal) }),
+			func() *charts.Option { return charts.FinishRate(tl, s.IntervalMs, marks, pal) }),
 		timed("chart-cache", "KV cache use and prefix hit rate", "KV cache use and prefix-cache hit rate over time", hasTimeline,
-			func() []byte { return charts.CacheUse(tl, marks, pal) }),
+			func() *charts.Option { return charts.CacheUse(tl, marks, pal) }),
 		{"chart-lengths", "Prompt and generation length", "the window's requests by prompt and by generation length in tokens",
-			s.Requests.Window.Lengths != nil, func() []byte { return charts.Lengths(s.Requests.Window.Lengths, pal) }},
+			s.Requests.Window.Lengths != nil, func() []byte { return charts.Lengths(s.Requests.Window.Lengths, pal).JSON() }},
 	}
 }
 
