@@ -73,6 +73,7 @@ type Panel struct {
 	since    time.Time
 	failures int
 	retryIn  time.Duration
+	jitter   func() float64 // the backoff's spread, 0..1; nil: rand.Float64
 	lastErr  string
 	tab      string
 	palette  charts.Palette
@@ -358,7 +359,11 @@ func (p *Panel) Interrupt(now time.Time) {
 		p.lostAt = now
 	}
 	p.state, p.since = StateInterrupted, now
-	p.retryIn = backoff(p.failures, rand.Float64())
+	jitter := rand.Float64
+	if p.jitter != nil {
+		jitter = p.jitter
+	}
+	p.retryIn = backoff(p.failures, jitter())
 	p.failures++
 	p.lastErr = "stream lost at " + format.Clock(p.lostAt.UnixMilli()) + ": cannot reach " + p.conn.EventsURL
 }
@@ -371,12 +376,20 @@ func (p *Panel) interrupted(ctx app.Context, now time.Time) {
 	p.s.close()
 	p.Interrupt(now)
 	ctx.After(p.retryIn, func(ctx app.Context) {
-		if p.state != StateInterrupted { // reconnected, or paused, since
-			return
+		if p.retry() {
+			p.connect(ctx)
 		}
-		p.state = StateRetrying
-		p.connect(ctx)
 	})
+}
+
+// retry marks the stream retrying when its retry is due, and reports
+// whether it is: not when it reconnected, or was paused, meanwhile.
+func (p *Panel) retry() bool {
+	if p.state != StateInterrupted {
+		return false
+	}
+	p.state = StateRetrying
+	return true
 }
 
 // backoff is the wait before retry number failures+1: half the doubled

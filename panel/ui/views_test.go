@@ -249,8 +249,8 @@ func TestReferenceSnapshot(t *testing.T) {
 
 func TestRequestsPerModel(t *testing.T) {
 	rec := recorded(t, "recorded")
-	if len(rec.Requests.Window.PerModel) < 2 {
-		t.Skip("recorded snapshot has no per-model windows")
+	if len(rec.Requests.Window.PerModel) < 2 { // the store's golden recording is what this tests
+		t.Fatalf("the recorded snapshot has %d per-model windows, want at least 2", len(rec.Requests.Window.PerModel))
 	}
 	tests := []struct {
 		model string
@@ -280,6 +280,7 @@ func TestRecentNewestFirst(t *testing.T) {
 func TestPanelStates(t *testing.T) {
 	now := time.UnixMilli(1764690060000)
 	busy := recorded(t, "busy")
+	eventsURL := DefaultConnection.EventsURL
 	// The same figures, from a backend that follows a host: reached, and
 	// not reached.
 	following := func(state string) *snapshot.Snapshot {
@@ -298,14 +299,19 @@ func TestPanelStates(t *testing.T) {
 		{"live", func(p *Panel) { p.Apply(busy, now) }, []string{`data-state="live"`, ">live<", "updated 15:40:59", "327 tok/s"}, nil},
 		{"interrupted keeps the last snapshot", func(p *Panel) {
 			p.Apply(busy, now)
-			p.state, p.failures, p.retryIn, p.lastErr = StateInterrupted, 1, 500*time.Millisecond, "stream lost at 15:41:00"
-		}, []string{`data-state="interrupted"`, "stream lost at 15:41:00; retrying in 500 ms (attempt 1)", "327 tok/s"}, nil},
+			p.Interrupt(now)
+		}, []string{`data-state="interrupted"`, "stream lost at 15:41:00: cannot reach " + eventsURL + "; retrying in 500 ms (attempt 1)", "327 tok/s"}, nil},
 		// The page hidden: the stream closed, the figures kept, dimmed.
 		{"paused keeps the last snapshot", func(p *Panel) { p.Apply(busy, now); p.pause() },
 			[]string{`data-state="paused"`, ">paused<", "while the page is hidden", "327 tok/s", `class="body stale"`}, nil},
 		{"retrying", func(p *Panel) {
-			p.state, p.failures, p.lastErr = StateRetrying, 2, "stream lost at 15:41:00"
-		}, []string{`data-state="retrying"`, "reconnecting (attempt 2)"}, nil},
+			p.Interrupt(now) // the first retry's stream lost too
+			p.retry()
+			p.Interrupt(now.Add(time.Second))
+			if !p.retry() {
+				t.Error("an interrupted stream's retry did not start")
+			}
+		}, []string{`data-state="retrying"`, "stream lost at 15:41:00: cannot reach " + eventsURL + "; reconnecting (attempt 2)"}, nil},
 		{"live with a frame that failed to decode", func(p *Panel) {
 			p.Apply(busy, now)
 			p.lastErr = "bad snapshot: unexpected end of JSON input"
@@ -330,6 +336,7 @@ func TestPanelStates(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			p := NewPanel(DefaultConnection, "")
+			p.jitter = func() float64 { return 1 } // the whole doubled wait
 			tt.setup(p)
 			checkHTML(t, render(t, p), tt.want, tt.notWant)
 		})
