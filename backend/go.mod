@@ -7,6 +7,7 @@ require (
 	github.com/dgraph-io/badger/v4 v4.9.6
 	github.com/dgraph-io/ristretto/v2 v2.2.0
 	github.com/gofiber/fiber/v2 v2.52.15
+	github.com/hashicorp/golang-lru/v2 v2.0.7
 	github.com/mattn/go-isatty v0.0.20
 	github.com/mlx-bun/mlx-metrics/gpu v0.0.0-00010101000000-000000000000
 	github.com/mlx-bun/mlx-metrics/shared v0.0.0-00010101000000-000000000000

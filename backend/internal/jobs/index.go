@@ -1,7 +1,6 @@
 package jobs
 
 import (
-	"container/list"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -10,6 +9,8 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+
+	lru "github.com/hashicorp/golang-lru/v2"
 
 	"github.com/mlx-bun/mlx-metrics/shared/bench"
 )
@@ -144,45 +145,15 @@ func (s *Service) saveIndexLocked() error {
 	return err
 }
 
-// finalCache keeps the final jobs read last, least recently used out
+// newFinalCache keeps the final jobs read last, least recently used out
 // first; a nil job marks an id that is not a job, so asking again does not
 // read the disk (or log) again.
-type finalCache struct {
-	max   int
-	order *list.List // of *cached, most recent first
-	byID  map[string]*list.Element
-}
-
-type cached struct {
-	id string
-	j  *job
-}
-
-func newFinalCache(max int) *finalCache {
-	return &finalCache{max: max, order: list.New(), byID: map[string]*list.Element{}}
-}
-
-func (c *finalCache) get(id string) (*job, bool) {
-	e, ok := c.byID[id]
-	if !ok {
-		return nil, false
+func newFinalCache(size int) *lru.Cache[string, *job] {
+	c, err := lru.New[string, *job](size)
+	if err != nil {
+		panic(err) // size is a positive constant
 	}
-	c.order.MoveToFront(e)
-	return e.Value.(*cached).j, true
-}
-
-func (c *finalCache) put(id string, j *job) {
-	if e, ok := c.byID[id]; ok {
-		e.Value.(*cached).j = j
-		c.order.MoveToFront(e)
-		return
-	}
-	c.byID[id] = c.order.PushFront(&cached{id: id, j: j})
-	if c.order.Len() > c.max {
-		last := c.order.Back()
-		c.order.Remove(last)
-		delete(c.byID, last.Value.(*cached).id)
-	}
+	return c
 }
 
 // lookupLocked finds a job by id: in memory when this backend runs it,
@@ -195,7 +166,7 @@ func (s *Service) lookupLocked(id string) (*job, error) {
 	if j, ok := s.live[id]; ok {
 		return j, nil
 	}
-	if j, ok := s.final.get(id); ok {
+	if j, ok := s.final.Get(id); ok {
 		if j == nil {
 			return nil, ErrNotFound
 		}
@@ -204,11 +175,11 @@ func (s *Service) lookupLocked(id string) (*job, error) {
 	j, err := s.readFinal(id)
 	if err != nil {
 		if errors.Is(err, ErrNotFound) {
-			s.final.put(id, nil)
+			s.final.Add(id, nil)
 		}
 		return nil, err
 	}
-	s.final.put(id, j)
+	s.final.Add(id, j)
 	return j, nil
 }
 
@@ -261,7 +232,7 @@ var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); retu
 // read from disk from now on, and leaves the open index.
 func (s *Service) retireLocked(j *job) {
 	delete(s.live, j.ID)
-	s.final.put(j.ID, j)
+	s.final.Add(j.ID, j)
 	s.runs.learnID(j.ID, j)
 	if s.indexReady {
 		s.saveIndexLocked() // on failure the entry stays: one read at the next start

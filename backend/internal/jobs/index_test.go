@@ -340,7 +340,7 @@ func TestListReadsNewestFirst(t *testing.T) {
 		}
 	}
 	h.svc.mu.Lock()
-	cached := h.svc.final.order.Len()
+	cached := h.svc.final.Len()
 	h.svc.mu.Unlock()
 	if cached != cacheSize {
 		t.Errorf("%d final jobs cached, bound %d", cached, cacheSize)

@@ -34,6 +34,8 @@ import (
 	"sync"
 	"time"
 
+	lru "github.com/hashicorp/golang-lru/v2"
+
 	"github.com/mlx-bun/mlx-metrics/gpu/lease"
 	"github.com/mlx-bun/mlx-metrics/shared/bench"
 	"github.com/mlx-bun/mlx-metrics/shared/clock"
@@ -101,7 +103,7 @@ type Service struct {
 	// backend runs or recovers, and those whose final save failed. They
 	// are the open index's entries.
 	live  map[string]*job
-	final *finalCache // final jobs read from disk
+	final *lru.Cache[string, *job] // final jobs read from disk (newFinalCache)
 	runs  runList
 	// stray holds the jobs read from disk whose job.json is not final
 	// though the index did not name them: the next start recovers them.
