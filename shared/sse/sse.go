@@ -196,7 +196,9 @@ func (d *Decoder) NextField() (Field, error) {
 			return Field{}, ErrNeedMore
 		}
 		if len(line) == 0 && !long {
-			d.lastID, d.began = d.idBuf, false
+			if d.lastID != d.idBuf {
+				d.lastID = d.idBuf
+			}
 			continue
 		}
 		name, value, tooLong, known := d.parse(line, long)
@@ -244,8 +246,10 @@ func (d *Decoder) nextLine() (line []byte, long, ok bool) {
 		if i >= 0 {
 			seg = d.p[:i]
 		}
-		if j := bytes.IndexByte(seg, '\r'); j >= 0 {
-			i = j
+		if len(seg) > 0 {
+			if j := bytes.IndexByte(seg, '\r'); j >= 0 {
+				i = j
+			}
 		}
 		if i < 0 {
 			d.hold(d.p)
@@ -267,7 +271,10 @@ func (d *Decoder) nextLine() (line []byte, long, ok bool) {
 			d.hold(line)
 			line, long, d.carried, d.long = d.carry, d.long, true, false
 		}
-		return d.first(line), long, true
+		if !d.started {
+			line = d.first(line)
+		}
+		return line, long, true
 	}
 	if d.eof && (len(d.carry) > 0 || d.long) {
 		line, long, d.carried, d.long = d.carry, d.long, true, false
@@ -314,11 +321,13 @@ func (d *Decoder) parse(line []byte, long bool) (name string, value []byte, tooL
 		return "", nil, false, false
 	}
 	field := line
-	if i := bytes.IndexByte(line, ':'); i >= 0 {
+	if len(line) >= 5 && line[4] == ':' && string(line[:4]) == "data" {
+		field, value = line[:4], line[5:] // most lines: no search for the colon
+	} else if i := bytes.IndexByte(line, ':'); i >= 0 {
 		field, value = line[:i], line[i+1:]
-		if len(value) > 0 && value[0] == ' ' {
-			value = value[1:]
-		}
+	}
+	if len(value) > 0 && value[0] == ' ' {
+		value = value[1:]
 	}
 	switch string(field) {
 	case "data":
