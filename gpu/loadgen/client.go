@@ -5,7 +5,6 @@
 package loadgen
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"crypto/sha256"
@@ -23,6 +22,7 @@ import (
 
 	"github.com/mlx-bun/mlx-metrics/shared/arrival"
 	"github.com/mlx-bun/mlx-metrics/shared/clock"
+	"github.com/mlx-bun/mlx-metrics/shared/sse"
 )
 
 // Endpoints.
@@ -329,25 +329,32 @@ type chunk struct {
 	} `json:"server_timing"`
 }
 
+// maxChunk bounds one data line of a stream.
+const maxChunk = 16 << 20
+
 // read parses server-sent events until [DONE] or the end of the body,
 // timing each chunk by its arrival stamp on conn, when conn is not nil
-// and gives one, or else by when it is read.
+// and gives one, or else by when it is read. Each data line is a chunk
+// once it is read, not at its event's blank line (sse's NextField): so a
+// chunk is timed by the line that carries it, and one a server ends the
+// stream without its blank line still counts.
 func (c *Client) read(body io.Reader, res *Result, conn arrival.Stamped) error {
-	br := bufio.NewReaderSize(body, 64<<10)
+	rd := sse.NewReader(body, sse.Options{Clock: c.clock, MaxBytes: maxChunk})
 	for {
-		line, err := br.ReadSlice('\n')
-		if errors.Is(err, bufio.ErrBufferFull) {
-			// A chunk longer than the buffer: gather it whole.
-			rest, err2 := br.ReadBytes('\n')
-			line, err = append(append([]byte{}, line...), rest...), err2
-		}
-		if err == io.EOF && len(line) == 0 {
+		f, err := rd.NextField()
+		switch {
+		case err == io.EOF:
 			return nil
-		}
-		if err != nil && err != io.EOF {
+		case errors.Is(err, sse.ErrTooLong) && f.Name != "data":
+			continue
+		case errors.Is(err, sse.ErrTooLong):
+			return fmt.Errorf("a stream chunk over %d bytes", maxChunk)
+		case err != nil:
 			return err
+		case f.Name != "data":
+			continue
 		}
-		readAt := c.clock.Now()
+		readAt := f.At
 		at, stamped := readAt, false
 		if conn != nil {
 			at, stamped = arrivedAt(readAt, conn)
@@ -358,23 +365,17 @@ func (c *Client) read(body io.Reader, res *Result, conn arrival.Stamped) error {
 			// later stamp (arrival time) could come out before it.
 			at, stamped = readAt, false
 		}
-		data, ok := bytes.CutPrefix(bytes.TrimRight(line, "\r\n"), []byte("data:"))
-		if ok {
-			data = bytes.TrimSpace(data)
-			if bytes.Equal(data, []byte("[DONE]")) {
-				res.Done = true
-				return nil
-			}
-			first := res.ContentChunks == 0
-			if err := res.add(data, at); err != nil {
-				return err
-			}
-			if first && res.ContentChunks > 0 {
-				res.Stamped = stamped
-			}
-		}
-		if err == io.EOF {
+		data := bytes.TrimSpace(f.Value)
+		if bytes.Equal(data, []byte("[DONE]")) {
+			res.Done = true
 			return nil
+		}
+		first := res.ContentChunks == 0
+		if err := res.add(data, at); err != nil {
+			return err
+		}
+		if first && res.ContentChunks > 0 {
+			res.Stamped = stamped
 		}
 	}
 }

@@ -24,7 +24,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -45,6 +44,7 @@ import (
 	"time"
 
 	"github.com/mlx-bun/mlx-metrics/shared/bench"
+	"github.com/mlx-bun/mlx-metrics/shared/sse"
 )
 
 type config struct {
@@ -297,35 +297,33 @@ func stream(ctx context.Context, s *side, body []byte) (ttft, hop, sendLeg time.
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
 		return 0, 0, 0, 0, fmt.Errorf("status %d: %s", resp.StatusCode, b)
 	}
-	rd := bufio.NewReaderSize(resp.Body, 8<<10)
+	rd := sse.NewReader(resp.Body, sse.Options{BufferSize: 8 << 10})
 	var first time.Time
 	var timing *serverTiming
 	done := false
 	for {
-		line, err := rd.ReadSlice('\n')
-		if data, ok := bytes.CutPrefix(line, []byte("data: ")); ok {
-			if first.IsZero() {
-				first = time.Now()
-			}
-			switch {
-			case bytes.HasPrefix(data, []byte("[DONE]")):
-				done = true
-			case bytes.Contains(data, []byte(`"server_timing"`)):
-				var c struct {
-					ServerTiming *serverTiming `json:"server_timing"`
-				}
-				if json.Unmarshal(data, &c) == nil {
-					timing = c.ServerTiming
-				}
-			case bytes.Contains(data, []byte(`"text":`)):
-				tokens++
-			}
-		}
+		ev, err := rd.Next()
 		if err == io.EOF {
 			break
 		}
-		if err != nil && !errors.Is(err, bufio.ErrBufferFull) {
+		if err != nil {
 			return 0, 0, 0, 0, err
+		}
+		if first.IsZero() {
+			first = ev.At
+		}
+		switch data := ev.Data; {
+		case bytes.HasPrefix(data, []byte("[DONE]")):
+			done = true
+		case bytes.Contains(data, []byte(`"server_timing"`)):
+			var c struct {
+				ServerTiming *serverTiming `json:"server_timing"`
+			}
+			if json.Unmarshal(data, &c) == nil {
+				timing = c.ServerTiming
+			}
+		case bytes.Contains(data, []byte(`"text":`)):
+			tokens++
 		}
 	}
 	if !done || first.IsZero() {

@@ -45,6 +45,7 @@ import (
 	"time"
 
 	"github.com/mlx-bun/mlx-metrics/shared/arrival"
+	"github.com/mlx-bun/mlx-metrics/shared/sse"
 )
 
 var reqPrefix = []byte(`"requestId":"p-`)
@@ -104,28 +105,15 @@ func clientsMain(addr string, n int) error {
 			readers.Add(1)
 			go func() {
 				defer readers.Done()
-				var long []byte // a line longer than the buffer, gathered
+				rd := sse.NewReader(body, sse.Options{MaxBytes: maxFrame})
 				for {
-					line, err := body.ReadSlice('\n')
-					if err == bufio.ErrBufferFull || len(long) > 0 {
-						// Only then copied: a line in the buffer is read
-						// where it lies.
-						long = append(long, line...)
-						if err == bufio.ErrBufferFull {
-							continue
-						}
-						line = long
-					}
+					ev, err := rd.Next()
 					if err != nil {
 						return
 					}
-					if data, ok := bytes.CutPrefix(line, dataPrefix); ok {
-						now := time.Now().UnixNano()
-						if req := newestRequest(data); req > 0 {
-							*mine = append(*mine, seen{req, now, lastArrival(conn)})
-						}
+					if req := newestRequest(ev.Data); req > 0 {
+						*mine = append(*mine, seen{req, ev.At.UnixNano(), lastArrival(conn)})
 					}
-					long = long[:0]
 				}
 			}()
 		}()
@@ -167,9 +155,10 @@ func openStream(addr string) (net.Conn, *bufio.Reader, error) {
 		conn.Close()
 		return nil, nil, err
 	}
-	// The body is read as it comes, chunk-size lines and all: each event
-	// is one chunk, so every "data: " line is whole, and a client spares
-	// the chunked reader's work.
+	// The body is read as it comes, chunk-size lines and all, and a client
+	// spares the chunked reader's work: each event is one chunk, whose size
+	// line is a field the SSE reader ignores and whose CRLF after the event
+	// is a blank line.
 	br := bufio.NewReaderSize(conn, 64<<10)
 	resp, err := http.ReadResponse(br, req)
 	if err != nil {

@@ -40,6 +40,7 @@ import (
 	"time"
 
 	"github.com/mlx-bun/mlx-metrics/shared/bench"
+	"github.com/mlx-bun/mlx-metrics/shared/sse"
 )
 
 const probeModel = "bench-probe"
@@ -478,7 +479,7 @@ func (p *poster) sentAt(at int64) (time.Time, bool) {
 // client is one reading stream client.
 type client struct {
 	conn net.Conn
-	body *bufio.Reader
+	body io.Reader
 	p    *poster
 
 	mu         sync.Mutex
@@ -510,7 +511,7 @@ func dial(addr string, p *poster) (*client, error) {
 		conn.Close()
 		return nil, fmt.Errorf("GET /stream: %d", resp.StatusCode)
 	}
-	return &client{conn: conn, body: bufio.NewReaderSize(resp.Body, 4<<10), p: p}, nil
+	return &client{conn: conn, body: resp.Body, p: p}, nil
 }
 
 // dialSlow opens a stream and never reads it.
@@ -525,43 +526,38 @@ func dialSlow(addr string) (net.Conn, error) {
 }
 
 var (
-	dataPrefix = []byte("data: ")
 	schedulers = []byte(`"schedulers":[`)
 	probeKey   = []byte(`{"model":"` + probeModel + `"`)
 	atKey      = []byte(`"at":`)
 )
 
-// read reads frames until the connection closes, timing each new probe.
+// maxFrame bounds one frame a client reads.
+const maxFrame = 64 << 20
+
+// read reads frames until the connection closes, timing each new probe by
+// when its frame began to be read.
 func (c *client) read() {
-	var line []byte
+	rd := sse.NewReader(c.body, sse.Options{BufferSize: 4 << 10, MaxBytes: maxFrame})
 	for {
-		part, err := c.body.ReadSlice('\n')
-		line = append(line, part...)
-		if err == bufio.ErrBufferFull {
-			continue
-		}
+		ev, err := rd.Next()
 		if err != nil {
 			c.mu.Lock()
 			c.err = err
 			c.mu.Unlock()
 			return
 		}
-		if data, ok := bytes.CutPrefix(line, dataPrefix); ok {
-			now := time.Now()
-			at := probeAt(data)
-			c.mu.Lock()
-			c.frames++
-			c.frameBytes = max(c.frameBytes, len(data))
-			if at > c.lastProbe {
-				c.lastProbe = at
-				if sent, ok := c.p.sentAt(at); ok {
-					c.lags = append(c.lags, now.Sub(sent))
-					c.lagAt = append(c.lagAt, at)
-				}
+		at := probeAt(ev.Data)
+		c.mu.Lock()
+		c.frames++
+		c.frameBytes = max(c.frameBytes, len(ev.Data))
+		if at > c.lastProbe {
+			c.lastProbe = at
+			if sent, ok := c.p.sentAt(at); ok {
+				c.lags = append(c.lags, ev.At.Sub(sent))
+				c.lagAt = append(c.lagAt, at)
 			}
-			c.mu.Unlock()
 		}
-		line = line[:0]
+		c.mu.Unlock()
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/mlx-bun/mlx-metrics/shared/events"
+	"github.com/mlx-bun/mlx-metrics/shared/sse"
 )
 
 const (
@@ -246,7 +247,7 @@ func TestDecodeSSE(t *testing.T) {
 				rejected []int
 				ids      []string
 			)
-			retry, err := decodeSSE(strings.NewReader(strings.Join(tc.input, "\n")),
+			retry, err := decodeSSE(strings.NewReader(strings.Join(tc.input, "\n")), sse.Options{},
 				func(ev events.Event, _ Rejection) { accepted = append(accepted, ev.Type) },
 				func(r Rejection) { rejected = append(rejected, r.Line) },
 				func(id string) { ids = append(ids, id) })

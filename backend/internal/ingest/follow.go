@@ -1,14 +1,13 @@
 package ingest
 
 import (
-	"bufio"
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"mime"
 	"net/http"
-	"strconv"
 	"sync"
 	"time"
 
@@ -18,6 +17,7 @@ import (
 	"github.com/mlx-bun/mlx-metrics/shared/clock"
 	"github.com/mlx-bun/mlx-metrics/shared/events"
 	"github.com/mlx-bun/mlx-metrics/shared/snapshot"
+	"github.com/mlx-bun/mlx-metrics/shared/sse"
 )
 
 // Follower follows a host's event stream at URL, server-sent events or
@@ -228,7 +228,7 @@ func (f *Follower) once(ctx context.Context) (accepted int, retry time.Duration,
 	body := &idleReader{r: ctxReader{ctx, resp.Body}, watchdog: watchdog, idle: idle}
 	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
 	if mt == "text/event-stream" {
-		retry, err = decodeSSE(body, accept, f.reject, f.setLastID)
+		retry, err = decodeSSE(body, sse.Options{Clock: f.clock, LastEventID: f.LastID()}, accept, f.reject, f.setLastID)
 	} else {
 		err = Decode(body, accept, f.reject)
 	}
@@ -244,82 +244,58 @@ func (f *Follower) LastID() string {
 
 func (f *Follower) setLastID(id string) { f.update(func(s *FollowStatus) { s.LastEventID = id }) }
 
-// decodeSSE reads server-sent events whose data is one event object (or
-// an array of them). Comments and event names are ignored; an event's
-// number is its position in the stream, for rejections. Each id: field is
-// passed to setID once the event it ends is dispatched, as an EventSource
-// sets its last event ID; an event still open when the stream ends is
-// never dispatched.
-func decodeSSE(r io.Reader, accept func(events.Event, Rejection), reject func(Rejection), setID func(string)) (retry time.Duration, err error) {
-	var data bytes.Buffer
+// decodeSSE reads server-sent events (package sse, with opts) whose data
+// is one event object (or an array of them). Comments and event names are
+// ignored; an event's number is its position in the stream, for
+// rejections. setID is called with the last event ID whenever a dispatch
+// changes it from opts.LastEventID, as an EventSource sets it, unless it
+// is over 1024 bytes (the header it goes in stays bounded); an event still
+// open when the stream ends is never dispatched. retry is the server's
+// last valid advice above 0.
+func decodeSSE(r io.Reader, opts sse.Options, accept func(events.Event, Rejection), reject func(Rejection), setID func(string)) (retry time.Duration, err error) {
+	opts.MaxBytes = events.MaxLineBytes
+	rd := sse.NewReader(r, opts)
+	lastID := opts.LastEventID
 	dispatched := 0
-	id, idChanged := "", false
-	dispatch := func() {
-		if idChanged {
+	for {
+		ev, err := rd.Next()
+		if id := rd.LastEventID(); id != lastID && len(id) <= maxLastEventID {
+			lastID = id
 			setID(id)
-			idChanged = false
 		}
-		if data.Len() == 0 {
-			return
+		if d, ok := rd.Retry(); ok && d > 0 {
+			retry = d
+		}
+		switch {
+		case err == io.EOF:
+			// An event the stream ends inside, before its blank line, is
+			// discarded with its id, as the SSE spec says: it may be cut
+			// short, and a host that resumes from the last id dispatched
+			// sends it again.
+			return retry, nil
+		case errors.Is(err, sse.ErrTooLong):
+			dispatched++
+			reject(Rejection{Line: dispatched, Reason: fmt.Sprintf("event is over %d bytes", events.MaxLineBytes)})
+			continue
+		case err != nil:
+			return retry, err
+		case len(ev.Data) == 0:
+			continue
 		}
 		dispatched++
 		n := dispatched
-		_ = Decode(bytes.NewReader(data.Bytes()), func(ev events.Event, _ Rejection) {
+		_ = Decode(bytes.NewReader(ev.Data), func(ev events.Event, _ Rejection) {
 			accept(ev, Rejection{Line: n})
 		}, func(rj Rejection) {
 			rj.Line = n
 			rj.Index = nil
 			reject(rj)
 		})
-		data.Reset()
 	}
-	tooLong := false
-	err = eachLine(bufio.NewReaderSize(r, 64<<10), func(_ int, line []byte, skipped int) {
-		if skipped > 0 {
-			tooLong = true
-			return
-		}
-		line = bytes.TrimSuffix(line, []byte("\r"))
-		if len(line) == 0 {
-			if tooLong {
-				dispatched++
-				reject(Rejection{Line: dispatched, Reason: fmt.Sprintf("event is over %d bytes", events.MaxLineBytes)})
-				tooLong = false
-				data.Reset()
-				return
-			}
-			dispatch()
-			return
-		}
-		field, value, _ := bytes.Cut(line, []byte(":"))
-		value = bytes.TrimPrefix(value, []byte(" "))
-		switch string(field) {
-		case "data":
-			if data.Len()+len(value) > events.MaxLineBytes {
-				tooLong = true
-				return
-			}
-			if data.Len() > 0 {
-				data.WriteByte('\n')
-			}
-			data.Write(value)
-		case "id":
-			// An id with a NUL is ignored, as the SSE spec says; one is
-			// bounded like a line so it cannot grow the header it goes in.
-			if bytes.IndexByte(value, 0) < 0 && len(value) <= 1024 {
-				id, idChanged = string(value), true
-			}
-		case "retry":
-			if ms, err := strconv.ParseInt(string(value), 10, 64); err == nil && ms > 0 {
-				retry = time.Duration(ms) * time.Millisecond
-			}
-		}
-	})
-	// An event the stream ends inside, before its blank line, is discarded
-	// with its id, as the SSE spec says: it may be cut short, and a host
-	// that resumes from the last id dispatched sends it again.
-	return retry, err
 }
+
+// maxLastEventID bounds the id sent back as Last-Event-ID.
+const maxLastEventID = 1024
 
 // idleReader pushes the watchdog back each time bytes arrive.
 type idleReader struct {

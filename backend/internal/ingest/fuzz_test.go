@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/mlx-bun/mlx-metrics/shared/events"
+	"github.com/mlx-bun/mlx-metrics/shared/sse"
 )
 
 var fuzzSeeds = []string{
@@ -58,7 +59,7 @@ func FuzzDecodeSSE(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
-		_, _ = decodeSSE(bytes.NewReader(body), func(ev events.Event, pos Rejection) {
+		_, _ = decodeSSE(bytes.NewReader(body), sse.Options{}, func(ev events.Event, pos Rejection) {
 			if ev.Type == "" || pos.Line <= 0 {
 				t.Fatalf("accepted %#v at %+v", ev, pos)
 			}

@@ -8,14 +8,15 @@ import (
 
 	"github.com/mlx-bun/mlx-metrics/backend/internal/printable"
 	"github.com/mlx-bun/mlx-metrics/shared/events"
+	"github.com/mlx-bun/mlx-metrics/shared/sse"
 )
 
 // maxJSONBody bounds how much of a non-streamed answer the meter keeps to
 // read its usage; the client still gets every byte.
 const maxJSONBody = 8 << 20
 
-// maxSSELine bounds one buffered SSE line; longer lines are passed through
-// but not measured.
+// maxSSELine bounds the value of one SSE data line that the meter reads;
+// longer lines are passed through but not measured.
 const maxSSELine = 1 << 20
 
 // meter measures one generation request from the bytes passing through.
@@ -32,10 +33,9 @@ type meter struct {
 	failed     bool   // the upstream reported an error
 	sse        bool   // the answer is an event stream
 
-	line    []byte // SSE: the incomplete line so far
-	skip    bool   // SSE: the current line overflowed maxSSELine
-	body    []byte // JSON: the answer so far
-	tooLong bool   // JSON: over maxJSONBody
+	lines   *sse.Decoder // SSE: the answer's lines, from the first write
+	body    []byte       // JSON: the answer so far
+	tooLong bool         // JSON: over maxJSONBody
 }
 
 // request is the part of a completions request the meter reads.
@@ -86,7 +86,9 @@ func newMeter(start time.Time, body []byte) *meter {
 	return &meter{start: start, request: body}
 }
 
-// write takes bytes of the answer as they arrive at time at.
+// write takes bytes of the answer as they arrive at time at. An event
+// stream's data lines are read as each arrives, not at their event's blank
+// line: an answer the upstream ends without one was still sent.
 func (m *meter) write(p []byte, at time.Time) {
 	if !m.sse {
 		if !m.tooLong && len(m.body)+len(p) <= maxJSONBody {
@@ -96,38 +98,23 @@ func (m *meter) write(p []byte, at time.Time) {
 		}
 		return
 	}
-	for len(p) > 0 {
-		i := bytes.IndexByte(p, '\n')
-		if i < 0 {
-			m.buffer(p)
+	if m.lines == nil {
+		m.lines = sse.NewDecoder(sse.Options{MaxBytes: maxSSELine})
+	}
+	m.lines.Feed(p, at)
+	for {
+		f, err := m.lines.NextField()
+		if err == sse.ErrNeedMore {
 			return
 		}
-		m.buffer(p[:i])
-		if !m.skip {
-			m.sseLine(m.line, at)
+		if err == nil && f.Name == "data" { // one over maxSSELine is not measured
+			m.sseData(f.Value, f.At)
 		}
-		m.line, m.skip = m.line[:0], false
-		p = p[i+1:]
 	}
 }
 
-func (m *meter) buffer(p []byte) {
-	if m.skip {
-		return
-	}
-	if len(m.line)+len(p) > maxSSELine {
-		m.skip, m.line = true, m.line[:0]
-		return
-	}
-	m.line = append(m.line, p...)
-}
-
-func (m *meter) sseLine(line []byte, at time.Time) {
-	line = bytes.TrimRight(line, "\r")
-	data, ok := bytes.CutPrefix(line, []byte("data:"))
-	if !ok {
-		return // event:, id:, comments, blank separators
-	}
+// sseData reads the value of one data line that arrived at at.
+func (m *meter) sseData(data []byte, at time.Time) {
 	data = bytes.TrimSpace(data)
 	if len(data) == 0 || bytes.Equal(data, []byte("[DONE]")) {
 		return

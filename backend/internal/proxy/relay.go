@@ -5,6 +5,8 @@ import (
 	"errors"
 	"io"
 	"time"
+
+	"github.com/mlx-bun/mlx-metrics/shared/sse"
 )
 
 // relay is a measured answer, or an unmeasured one of unknown length, as
@@ -15,12 +17,12 @@ import (
 // its length as it reads, flushing as its buffer fills.
 //
 // For an event stream a Read returns whole events where it can: up to the
-// last blank line in what the upstream has sent. Bytes after it, the start
-// of an event, wait in carry for the rest of their event, and a Read that
-// has no complete event yet reads on instead of returning. So a flush
-// carries every complete event that has arrived, never holds one back, and
-// never goes out for half an event. Any other answer is returned read by
-// read, as it has no boundaries to wait for.
+// last blank line in what the upstream has sent (sse.EventEnd). Bytes after
+// it, the start of an event, wait in carry for the rest of their event, and
+// a Read that has no complete event yet reads on instead of returning. So
+// a flush carries every complete event that has arrived, never holds one
+// back, and never goes out for half an event. Any other answer is returned
+// read by read, as it has no boundaries to wait for.
 //
 // The client gets the bytes first: the meter reads a copy of what a Read
 // returned at the next Read, once fasthttp has written it, stamped with
@@ -74,7 +76,7 @@ func (r *relay) Read(p []byte) (int, error) {
 			}
 			continue
 		}
-		if cut := eventEnd(r.prev, p[:n], from); cut > 0 {
+		if cut := sse.EventEnd(r.prev, p[:n], from); cut > 0 {
 			r.carry = append(r.carry[:0], p[cut:n]...)
 			n = cut
 			break
@@ -137,26 +139,4 @@ func (r *relay) Close() error {
 	r.o.status = r.status
 	r.p.finish(r.m, r.o)
 	return err
-}
-
-// eventEnd is the length of b up to the end of its last blank line (the
-// end of an SSE event: "\n\n", "\n\r\n" or "\r\r"), 0 when it has none.
-// prev are the two bytes before b, which a blank line may begin in; b[:from]
-// is known to end none, so only blank lines ending from from on are looked
-// for.
-func eventEnd(prev [2]byte, b []byte, from int) int {
-	at := func(i int) byte {
-		if i < 0 {
-			return prev[2+i]
-		}
-		return b[i]
-	}
-	for i := len(b) - 1; i >= from; i-- {
-		c, before := b[i], at(i-1)
-		if c == '\n' && before == '\n' || c == '\r' && before == '\r' ||
-			c == '\n' && before == '\r' && at(i-2) == '\n' {
-			return i + 1
-		}
-	}
-	return 0
 }

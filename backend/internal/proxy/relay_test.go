@@ -164,37 +164,6 @@ func TestRelayMetersAsItSends(t *testing.T) {
 	}
 }
 
-func TestEventEnd(t *testing.T) {
-	none := [2]byte{}
-	tests := []struct {
-		prev [2]byte
-		in   string
-		from int
-		want int
-	}{
-		{none, "data: a\n\n", 0, 9},
-		{none, "data: a\n\ndata: b", 0, 9},
-		{none, "data: a\n\ndata: b\n\nda", 0, 18},
-		{none, "data: a\n", 0, 0},
-		{none, "data: a\r\n\r\n", 0, 11},
-		{none, "data: a\r\rx", 0, 9},
-		{none, "data: a\n\n", 8, 9}, // the blank line begins before from
-		{none, "data: a\r\n\r\n", 10, 11},
-		{none, "\n\nxx", 2, 0}, // ending before from: known to end none
-		{[2]byte{'a', '\n'}, "\ndata: b", 0, 1},
-		{[2]byte{'\n', '\r'}, "\ndata: b", 0, 1},
-		{[2]byte{'a', '\r'}, "\rx", 0, 1},
-		{[2]byte{'a', 'b'}, "\nx", 0, 0},
-		{none, "", 0, 0},
-		{none, "\n", 0, 0},
-	}
-	for _, tc := range tests {
-		if got := eventEnd(tc.prev, []byte(tc.in), tc.from); got != tc.want {
-			t.Errorf("eventEnd(%q, %q, %d) = %d, want %d", tc.prev, tc.in, tc.from, got, tc.want)
-		}
-	}
-}
-
 // A complete event reaches the client while the upstream still holds the
 // rest of the next one: the start of an event after it does not hold it
 // back. The upstream writes one event and the start of the next in one
