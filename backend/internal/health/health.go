@@ -110,10 +110,13 @@ func (h *Health) Report() map[string]any {
 
 // Mount serves GET /healthz at the root and under the API group.
 func (h *Health) Mount(root *fiber.App, api fiber.Router) {
-	handler := func(c *fiber.Ctx) error {
-		c.Set(fiber.HeaderCacheControl, "no-store")
-		return c.JSON(h.Report())
-	}
-	root.Get("/healthz", handler)
-	api.Get("/healthz", handler)
+	root.Get("/healthz", h.Handle)
+	api.Get("/healthz", h.Handle)
+}
+
+// Handle answers GET /healthz (at the root and under the API) with the
+// report.
+func (h *Health) Handle(c *fiber.Ctx) error {
+	c.Set(fiber.HeaderCacheControl, "no-store")
+	return c.JSON(h.Report())
 }

@@ -170,11 +170,15 @@ func (l *Live) Close() {
 
 // Mount serves GET /snapshot and GET /stream under the API group.
 func (l *Live) Mount(_ *fiber.App, api fiber.Router) {
-	api.Get("/snapshot", l.handleSnapshot)
-	api.Get("/stream", l.hub.Handler)
+	api.Get("/snapshot", l.HandleSnapshot)
+	api.Get("/stream", l.HandleStream)
 }
 
-func (l *Live) handleSnapshot(c *fiber.Ctx) error {
+// HandleStream answers GET /stream: the snapshot as server-sent events.
+func (l *Live) HandleStream(c *fiber.Ctx) error { return l.hub.Handler(c) }
+
+// HandleSnapshot answers GET /snapshot.
+func (l *Live) HandleSnapshot(c *fiber.Ctx) error {
 	c.Set(fiber.HeaderCacheControl, "no-store")
 	c.Set(fiber.HeaderContentType, fiber.MIMEApplicationJSON)
 	snap := l.Snapshot(l.clock.Now())

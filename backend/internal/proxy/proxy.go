@@ -152,10 +152,11 @@ func (p *Proxy) Upstream() string { return p.base }
 
 // Mount serves /v1/* on the app's root.
 func (p *Proxy) Mount(root *fiber.App, _ fiber.Router) {
-	root.All(routes.Proxy+"/*", p.handle)
+	root.All(routes.Proxy+"/*", p.Handle)
 }
 
-func (p *Proxy) handle(c *fiber.Ctx) error {
+// Handle relays a request to /v1/* (any method) to the upstream.
+func (p *Proxy) Handle(c *fiber.Ctx) error {
 	start := p.clock.Now()
 	uri := c.Request().URI()
 	path, decoded, err := cleanPath(string(uri.PathOriginal()))
