@@ -1,6 +1,7 @@
 // Package benchapi answers the bench-serve routes under /api/metrics: the
 // profiles a run can start from, the jobs (start, list, get, cancel, their
-// event log and report) and the history of finished runs.
+// event log and report) and the history of finished runs. The route table
+// (app.Routes) wires its Handlers.
 package benchapi
 
 import (
@@ -96,35 +97,6 @@ func (a *API) Handlers() Handlers {
 		Profiles: h(a.listProfiles), Start: h(a.start), Jobs: h(a.listJobs), Job: h(a.getJob), Cancel: h(a.cancelJob),
 		JobEvents: h(a.jobEvents), JobReport: h(a.jobReport), JobRequests: h(a.jobRequests),
 		History: h(a.listHistory), Import: h(a.importRun), Run: h(a.getHistory), Forget: h(a.deleteHistory),
-	}
-}
-
-// Mount adds the routes; /bench/profiles comes before /bench/:id.
-func (a *API) Mount(_ *fiber.App, api fiber.Router) {
-	h := a.Handlers()
-	routes := []struct {
-		method, path string
-		handler      fiber.Handler
-	}{
-		{fiber.MethodGet, "/bench/profiles", h.Profiles},
-		{fiber.MethodPost, "/bench", h.Start},
-		{fiber.MethodGet, "/bench", h.Jobs},
-		{fiber.MethodGet, "/bench/:id", h.Job},
-		{fiber.MethodDelete, "/bench/:id", h.Cancel},
-		{fiber.MethodGet, "/bench/:id/events", h.JobEvents},
-		{fiber.MethodGet, "/bench/:id/report", h.JobReport},
-		{fiber.MethodGet, "/bench/:id/requests/:file", h.JobRequests},
-		{fiber.MethodGet, "/history", h.History},
-		{fiber.MethodPost, "/history", h.Import},
-		{fiber.MethodGet, "/history/:id", h.Run},
-		{fiber.MethodDelete, "/history/:id", h.Forget},
-	}
-	for _, r := range routes {
-		if r.method == fiber.MethodGet {
-			api.Get(r.path, r.handler) // with HEAD, as every GET route of the API
-			continue
-		}
-		api.Add(r.method, r.path, r.handler)
 	}
 }
 

@@ -16,11 +16,6 @@ import (
 // show no Fleet tab.
 type Feature struct{ S *Service }
 
-// Mount serves the route.
-func (f Feature) Mount(_ *fiber.App, api fiber.Router) {
-	api.Get("/fleet", f.Handle)
-}
-
 // Handle answers GET /api/metrics/fleet.
 func (f Feature) Handle(c *fiber.Ctx) error {
 	if f.S == nil {

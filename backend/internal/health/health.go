@@ -108,12 +108,6 @@ func (h *Health) Report() map[string]any {
 	return out
 }
 
-// Mount serves GET /healthz at the root and under the API group.
-func (h *Health) Mount(root *fiber.App, api fiber.Router) {
-	root.Get("/healthz", h.Handle)
-	api.Get("/healthz", h.Handle)
-}
-
 // Handle answers GET /healthz (at the root and under the API) with the
 // report.
 func (h *Health) Handle(c *fiber.Ctx) error {

@@ -27,11 +27,6 @@ func NewHTTP(b *bus.Bus, opts Options) *HTTP {
 	return &HTTP{Source: NewSource("POST /events", b, Live, opts)}
 }
 
-// Mount serves POST /events under the API group.
-func (h *HTTP) Mount(_ *fiber.App, api fiber.Router) {
-	api.Post("/events", h.Handle)
-}
-
 // Reply is the answer to POST /events: core events accepted, valid events
 // of other types ignored (catalog.changed, job.state, module events), and
 // rejections. When events were rejected and no core event was accepted the

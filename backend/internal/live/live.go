@@ -1,5 +1,5 @@
 // Package live is the feature that serves the live metrics: it feeds the
-// bus's events to the store and mounts GET /snapshot and GET /stream.
+// bus's events to the store and answers GET /snapshot and GET /stream.
 package live
 
 import (
@@ -166,12 +166,6 @@ func (l *Live) StreamStats() stream.Stats { return l.hub.Stats() }
 func (l *Live) Close() {
 	l.unsubscribe()
 	l.hub.Close()
-}
-
-// Mount serves GET /snapshot and GET /stream under the API group.
-func (l *Live) Mount(_ *fiber.App, api fiber.Router) {
-	api.Get("/snapshot", l.HandleSnapshot)
-	api.Get("/stream", l.HandleStream)
 }
 
 // HandleStream answers GET /stream: the snapshot as server-sent events.

@@ -28,7 +28,7 @@ const MaxModels = store.DefaultMaxModels
 const OtherModels = "(other models)"
 
 // Exporter reduces serving events to Prometheus metrics. It is a bus
-// subscriber (Observe) and a server feature (Mount). Its registry is
+// subscriber (Observe) and a route handler (Handle). Its registry is
 // private, so nothing registered elsewhere in the process leaks into it.
 type Exporter struct {
 	reg  *prometheus.Registry // the mlx_ families (what OTLP pushes)
@@ -105,13 +105,6 @@ func (e *Exporter) Gatherer() prometheus.Gatherer {
 		return prometheus.Gatherers{e.vreg, e.preg}
 	}
 	return prometheus.Gatherers{e.reg, e.vreg, e.preg}
-}
-
-// Mount serves GET /api/metrics/prometheus, and GET /metrics to whatever
-// the panel's page passes on there (a scraper, not a browser).
-func (e *Exporter) Mount(root *fiber.App, api fiber.Router) {
-	api.Get("/prometheus", e.Handle)
-	root.Get("/metrics", e.Handle)
 }
 
 // Handle serves the exposition: GET /api/metrics/prometheus, and GET

@@ -90,16 +90,6 @@ func New(opts Options) (*UI, error) {
 // Built reports whether the panel was built into the binary.
 func (u *UI) Built() bool { return u.built }
 
-// Mount registers the panel's routes.
-func (u *UI) Mount(root *fiber.App, api fiber.Router) {
-	root.Get("/", u.Page)
-	root.Get("/metrics", u.PageForBrowsers)
-	root.Get("/metrics/", u.MetricsSlash)
-	api.Get("/panel.js", u.Loader)
-	api.Get("/panel", u.Frame)
-	api.Get("/panel/*", u.Frame)
-}
-
 // MetricsSlash redirects /metrics/ to /metrics; routing is not strict, so
 // it sees /metrics too, and passes that on.
 func (u *UI) MetricsSlash(c *fiber.Ctx) error {
