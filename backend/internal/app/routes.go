@@ -35,8 +35,8 @@ type Handlers struct {
 // unless said), whether it streams (no write timeout: it bounds a slow
 // reader itself) and which token opens it (none unless said). The server
 // takes each request's body limit and write timeout from it, the access
-// guard the token it asks for; the module manifest's routes are held to it
-// (TestManifestRoutes).
+// guard the token it asks for; README.md's table of routes is held to it
+// (TestReadmeRoutes), and so is the module manifest's (TestManifestRoutes).
 func Routes(h Handlers) []server.Route {
 	const api = routes.Prefix
 	get, post, del := fiber.MethodGet, fiber.MethodPost, fiber.MethodDelete

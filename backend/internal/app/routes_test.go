@@ -1,9 +1,13 @@
 package app
 
 import (
+	"os"
+	"path/filepath"
 	"reflect"
+	"regexp"
 	"runtime"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/gofiber/fiber/v2"
@@ -30,6 +34,62 @@ func table() []server.Route {
 // methodPath is a row as the README says it: "GET /api/metrics/snapshot",
 // "any /v1/*".
 func methodPath(r server.Route) string { return r.Method + " " + r.Path }
+
+// The README's table of routes (the section "## Routes") is the route
+// table: each of its rows names one method and the paths it serves, in
+// backquotes, and every row of the table is there, nothing else.
+func TestReadmeRoutes(t *testing.T) {
+	root, err := filepath.Abs(filepath.Join("..", "..", ".."))
+	if err != nil {
+		t.Fatal(err)
+	}
+	readme, err := os.ReadFile(filepath.Join(root, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const heading = "## Routes"
+	_, section, ok := strings.Cut(string(readme), "\n"+heading+"\n")
+	if !ok {
+		t.Fatalf("README.md has no %q section", heading)
+	}
+	if next := strings.Index(section, "\n## "); next >= 0 {
+		section = section[:next]
+	}
+	path := regexp.MustCompile("`(/[^`]*)`")
+	listed := map[string]bool{}
+	for _, line := range strings.Split(section, "\n") {
+		cells := strings.Split(strings.Trim(line, "|"), "|")
+		if !strings.HasPrefix(line, "|") || len(cells) < 3 {
+			continue
+		}
+		method := strings.TrimSpace(cells[0])
+		if method == "method" || strings.Trim(method, "-") == "" {
+			continue // the header and the rule
+		}
+		paths := path.FindAllStringSubmatch(cells[1], -1)
+		if len(paths) == 0 {
+			t.Errorf("README.md: the row %q names no path", line)
+		}
+		for _, p := range paths {
+			listed[method+" "+p[1]] = true
+		}
+	}
+	if len(listed) == 0 {
+		t.Fatalf("README.md's %q section has no routes", heading)
+	}
+	served := map[string]bool{}
+	for _, r := range table() {
+		served[methodPath(r)] = true
+		if !listed[methodPath(r)] {
+			t.Errorf("README.md's table of routes lacks %s", methodPath(r))
+		}
+	}
+	for r := range listed {
+		if !served[r] {
+			t.Errorf("README.md lists %s, which is no route", r)
+		}
+	}
+}
 
 // The module manifest's routes (../shared/seed-manifest.txt beside the
 // repository, written down here) are all served, under routes.Prefix, and
