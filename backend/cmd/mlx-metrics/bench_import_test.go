@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mlx-bun/mlx-metrics/backend/internal/app"
 	"github.com/mlx-bun/mlx-metrics/backend/internal/benchapi"
 	"github.com/mlx-bun/mlx-metrics/backend/internal/history"
 	"github.com/mlx-bun/mlx-metrics/backend/internal/server"
@@ -39,13 +40,13 @@ func writeRun(t *testing.T, id string) string {
 // serveHistory runs the history routes over h on loopback, as serve does.
 func serveHistory(t *testing.T, h *history.Store) string {
 	t.Helper()
-	app := server.New(server.Options{}, benchapi.New(nil, h, nil, nil, benchapi.Options{}))
+	srv := server.New(server.Options{}, app.Routes(app.Handlers{Bench: benchapi.New(nil, h, nil, nil, benchapi.Options{})})...)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	go app.Listener(ln)
-	t.Cleanup(func() { app.Shutdown() })
+	go srv.Listener(ln)
+	t.Cleanup(func() { srv.Shutdown() })
 	return "http://" + ln.Addr().String()
 }
 

@@ -29,7 +29,7 @@ const killParentEnv = "MLX_METRICS_TEST_KILL_PARENT"
 
 // apiGet answers GET path from b's routes, in process.
 func apiGet(b *app.Bench, method, path, body string) (int, []byte, error) {
-	srv := server.New(server.Options{}, b.Features()...)
+	srv := server.New(server.Options{}, routesOf(b)...)
 	req := httptest.NewRequest(method, server.APIPrefix+path, strings.NewReader(body))
 	if body != "" {
 		req.Header.Set("Content-Type", "application/json")

@@ -12,6 +12,13 @@ import (
 	"github.com/mlx-bun/mlx-metrics/shared/bench"
 )
 
+// routesOf are the route table's rows that the part p serves.
+func routesOf(p app.Part) []server.Route {
+	var h app.Handlers
+	p.Handlers(&h)
+	return app.Routes(h)
+}
+
 // bench start and bench cancel against the real bench-serve on a loopback
 // port: a smoke job started from its profile, then cancelled, ends
 // cancelled; a profile not there is refused with the ones that are.
@@ -21,7 +28,7 @@ func TestBenchStartAndCancel(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer b.Close(context.Background())
-	srv := server.New(server.Options{}, b.Features()...)
+	srv := server.New(server.Options{}, routesOf(b)...)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

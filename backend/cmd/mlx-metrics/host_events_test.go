@@ -149,7 +149,7 @@ func TestHostFlatEventsThroughEveryPath(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer s.Close(context.Background())
-			srv := server.New(server.Options{}, s.Features()...)
+			srv := server.New(server.Options{}, routesOf(s)...)
 			ln, err := net.Listen("tcp", "127.0.0.1:0")
 			if err != nil {
 				t.Fatal(err)

@@ -49,8 +49,9 @@ func TestLiveFlags(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer s.Close(context.Background())
-			if len(s.Features()) != 2 {
-				t.Fatalf("%d features", len(s.Features()))
+			var served app.Handlers
+			if s.Handlers(&served); served.Live == nil || served.Events == nil {
+				t.Fatalf("handlers %+v, want the store's and POST /events'", served)
 			}
 			rep := h.Report()
 			for _, k := range []string{"ingest", "stream"} {

@@ -126,7 +126,7 @@ func TestSmokeEndToEnd(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer b.Close(context.Background())
-	srv := server.New(server.Options{}, b.Features()...)
+	srv := server.New(server.Options{}, routesOf(b)...)
 	get := func(path string, v any) string {
 		t.Helper()
 		res, err := srv.Test(httptest.NewRequest("GET", server.APIPrefix+path, nil), -1)

@@ -1,16 +1,17 @@
-// Package access guards the backend's HTTP surface: who may change state
-// (bearer tokens), from which pages (Origin against the CORS list), through
-// which names (Host, against DNS rebinding, when bound to loopback) and with
-// what bodies (JSON or NDJSON, decompressed within a bound). It also answers
-// CORS for the host origins the operator configured.
+// Package access guards the backend's HTTP surface: who may use a route
+// (bearer tokens), change state from which pages (Origin against the CORS
+// list), through which names (Host, against DNS rebinding, when bound to
+// loopback) and with what bodies (JSON or NDJSON, decompressed within a
+// bound). It also answers CORS for the host origins the operator
+// configured.
 //
-// Reads (GET, HEAD, OPTIONS) stay open, as the panel and Prometheus need;
-// every other method under the API prefix is a change and is guarded, so a
-// route added later is covered without naming it here. A change through
-// the measuring proxy (routes.Proxy: a generation is a POST that takes the
-// GPU) gets the Origin and body-type checks too, and no decompression (its
-// body goes on as it came); every request through it, reads too, needs the
-// proxy's own token when one is set (Options.ProxyToken).
+// Which token opens a route is its row's in the route table
+// (server.Route.Token, app.Routes): none for the reads, the API's token
+// for its changes, the producer's too for POST /events, and the proxy's
+// for every request through the measuring proxy (/v1), reads too. Every
+// change (any method but GET, HEAD and OPTIONS) also gets the Origin and
+// body-type checks, and has its body decompressed, but through the proxy
+// (its body goes on as it came).
 package access
 
 import (
@@ -24,23 +25,20 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/mlx-bun/mlx-metrics/backend/internal/server"
-	"github.com/mlx-bun/mlx-metrics/shared/routes"
 )
 
 // DefaultMaxBody bounds a request body after decompression, as
 // server.Options.BodyLimit bounds it on the wire.
 const DefaultMaxBody = 32 << 20
 
-// EventsPath is the one route the producer token opens, under the prefix.
-const EventsPath = "/events"
-
 // Options configure the guard.
 type Options struct {
 	// Token is required, as "Authorization: Bearer <token>", of every
 	// change under the API. Empty requires none.
 	Token string
-	// ProducerToken is accepted for POST /events alone: an event source
-	// holds it without being able to start or cancel GPU jobs. When it is
+	// ProducerToken is accepted for the routes of server.EventsToken alone
+	// (POST /events): an event source holds it without being able to
+	// start or cancel GPU jobs. When it is
 	// set and Token is not, it guards every change (it is then the only
 	// token, and a bench route left open would defeat it).
 	ProducerToken string
@@ -60,9 +58,10 @@ type Options struct {
 	// (DefaultMaxDecodes when 0): each may take MaxBody and more.
 	MaxDecodes int
 	// ProxyToken, when set, is required as "Authorization: Bearer <token>"
-	// of every request through the measuring proxy (routes.Proxy), reads
-	// too: it stands in front of the engine's GPU as an API key does. The
-	// header is removed once checked, so the upstream never sees it.
+	// of every request to a route of server.ProxyToken (the measuring
+	// proxy's), reads too: it stands in front of the engine's GPU as an
+	// API key does. The header is removed once checked, so the upstream
+	// never sees it.
 	ProxyToken string
 }
 
@@ -71,7 +70,7 @@ type Options struct {
 // sends one batch at a time.
 const DefaultMaxDecodes = 4
 
-// Guard is the access feature: mount it before every other feature.
+// Guard is the server's guard (server.Options.Guard).
 type Guard struct {
 	opts    Options
 	anyOrig bool
@@ -125,14 +124,14 @@ func (g *Guard) ProxyProtected() bool { return g.opts.ProxyToken != "" }
 // without a token, any page the user opens may then change state.
 func (g *Guard) AnyOrigin() bool { return g.anyOrig }
 
-// Mount registers, ahead of every route: the Host check (all routes), CORS
-// for the configured origins, then the checks on changes under the API.
-func (g *Guard) Mount(root *fiber.App, _ fiber.Router) {
-	root.Use(g.checkHost)
+// Use is what every request passes before it is routed: the Host check,
+// then CORS for the configured origins (a preflight is answered there).
+func (g *Guard) Use() []fiber.Handler {
+	use := []fiber.Handler{g.checkHost}
 	if g.cors != nil {
-		root.Use(g.cors)
+		use = append(use, g.cors)
 	}
-	root.Use(g.checkChange)
+	return use
 }
 
 func (g *Guard) checkHost(c *fiber.Ctx) error {
@@ -142,54 +141,51 @@ func (g *Guard) checkHost(c *fiber.Ctx) error {
 	return c.Next()
 }
 
-// change says where a request that may change state goes: under the API,
-// through the proxy, or neither (a read, or another route). Routes match
-// case-insensitively, so the prefixes do too.
-func change(c *fiber.Ctx) (api, proxied bool) {
-	switch c.Method() {
-	case fiber.MethodGet, fiber.MethodHead, fiber.MethodOptions:
-		return false, false
+// Check is the check ahead of r's handler: the token its row names, and,
+// for a change, the Origin and the body; none for a read that needs no
+// token.
+func (g *Guard) Check(r server.Route) fiber.Handler {
+	if r.Token == server.NoToken && (r.Method == fiber.MethodGet || r.Method == fiber.MethodHead) {
+		return nil
 	}
-	return under(c.Path(), server.APIPrefix), under(c.Path(), routes.Proxy)
+	return func(c *fiber.Ctx) error { return g.check(c, r.Token) }
 }
 
-// under reports whether path is prefix or below it; routes match
-// case-insensitively, so this does too.
-func under(path, prefix string) bool {
-	p := strings.ToLower(path)
-	return p == prefix || strings.HasPrefix(p, prefix+"/")
-}
-
-func (g *Guard) checkChange(c *fiber.Ctx) error {
-	if g.opts.ProxyToken != "" && c.Method() != fiber.MethodOptions && under(c.Path(), routes.Proxy) {
-		if !g.admitsProxy(c.Get(fiber.HeaderAuthorization)) {
+// check passes a request to a route that token opens, or answers why not:
+// 401 without the token (the proxy's asked first, and removed so that the
+// upstream never sees it), 403 for a change from a foreign page, 415 for
+// a body of another type. A CORS preflight carries no token.
+func (g *Guard) check(c *fiber.Ctx, token server.Token) error {
+	method := c.Method()
+	if method == fiber.MethodOptions {
+		return c.Next()
+	}
+	change := method != fiber.MethodGet && method != fiber.MethodHead
+	proxied := token == server.ProxyToken
+	if proxied {
+		if !g.admits(token, c.Get(fiber.HeaderAuthorization)) {
 			c.Set(fiber.HeaderWWWAuthenticate, `Bearer realm="mlx-metrics proxy"`)
 			return fiber.NewError(fiber.StatusUnauthorized, "missing or wrong bearer token: the proxy at /v1 takes Authorization: Bearer <token> (the backend's --proxy-token, else its --token)")
 		}
 		c.Request().Header.Del(fiber.HeaderAuthorization) // the proxy's, not the upstream's
 	}
-	api, proxied := change(c)
-	if !api && !proxied {
-		return c.Next()
-	}
-	if o := c.Get(fiber.HeaderOrigin); o != "" && !g.originAllowed(c, o) {
+	if o := c.Get(fiber.HeaderOrigin); change && o != "" && !g.originAllowed(c, o) {
 		return fiber.NewError(fiber.StatusForbidden, "changes are refused from pages of other origins: add the page's origin to --cors-origins")
 	}
-	if proxied {
-		if err := checkContentType(c); err != nil {
-			return err
-		}
-		return c.Next()
-	}
-	if !g.authorized(c) {
+	if !proxied && !g.admits(token, c.Get(fiber.HeaderAuthorization)) {
 		c.Set(fiber.HeaderWWWAuthenticate, `Bearer realm="mlx-metrics"`)
 		return fiber.NewError(fiber.StatusUnauthorized, "missing or wrong bearer token: send Authorization: Bearer <token> (the backend's --token)")
+	}
+	if !change {
+		return c.Next()
 	}
 	if err := checkContentType(c); err != nil {
 		return err
 	}
-	if err := g.decodeBody(c); err != nil {
-		return err
+	if !proxied { // the proxy's body goes on as it came
+		if err := g.decodeBody(c); err != nil {
+			return err
+		}
 	}
 	return c.Next()
 }
@@ -212,50 +208,32 @@ func (g *Guard) originAllowed(c *fiber.Ctx, origin string) bool {
 	return false
 }
 
-func (g *Guard) authorized(c *fiber.Ctx) bool {
-	return g.admits(c.Method(), c.Path(), c.Get(fiber.HeaderAuthorization))
-}
-
-// admits reports whether a change of method to path carrying the
-// Authorization header authorization has a token that lets it through.
-func (g *Guard) admits(method, path, authorization string) bool {
-	if g.opts.Token == "" {
+// admits reports whether the Authorization header authorization has a
+// token that opens a route of token.
+func (g *Guard) admits(token server.Token, authorization string) bool {
+	want := g.opts.Token
+	switch token {
+	case server.NoToken:
+		return true
+	case server.ProxyToken:
+		want = g.opts.ProxyToken
+	}
+	if want == "" {
 		return true
 	}
 	got, ok := bearer(authorization)
 	if !ok {
 		return false
 	}
-	if equal(got, g.opts.Token) {
-		return true
-	}
-	return g.opts.ProducerToken != "" && method == fiber.MethodPost &&
-		strings.EqualFold(strings.TrimRight(path, "/"), server.APIPrefix+EventsPath) &&
-		equal(got, g.opts.ProducerToken)
+	return equal(got, want) ||
+		token == server.EventsToken && g.opts.ProducerToken != "" && equal(got, g.opts.ProducerToken)
 }
 
-// admitsProxy reports whether the Authorization header authorization
-// opens the proxy.
-func (g *Guard) admitsProxy(authorization string) bool {
-	if g.opts.ProxyToken == "" {
-		return true
-	}
-	got, ok := bearer(authorization)
-	return ok && equal(got, g.opts.ProxyToken)
-}
-
-// AdmitsBody reports whether a request may send a large body, from its
-// header alone (server.BodyGate): not a change to the API, nor a request
-// through the proxy, without the token it needs, which would be refused
-// once its body was read.
-func (g *Guard) AdmitsBody(h *fasthttp.RequestHeader, path string) bool {
-	if under(path, routes.Proxy) {
-		return g.admitsProxy(string(h.Peek(fiber.HeaderAuthorization)))
-	}
-	if !under(path, server.APIPrefix) {
-		return true // the route decides
-	}
-	return g.admits(string(h.Method()), path, string(h.Peek(fiber.HeaderAuthorization)))
+// Admits reports, from a request's header alone, whether it has the token
+// of a route of token (server.Guard): a large body without it is refused
+// before it is read, as the request would be once it was.
+func (g *Guard) Admits(h *fasthttp.RequestHeader, token server.Token) bool {
+	return g.admits(token, string(h.Peek(fiber.HeaderAuthorization)))
 }
 
 // bearer is the credentials of an "Authorization: Bearer <token>" header;

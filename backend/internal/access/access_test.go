@@ -14,12 +14,10 @@ import (
 	"github.com/mlx-bun/mlx-metrics/shared/apierror"
 )
 
-// fakeRoutes stands for the features: changes and reads under the API, the
-// standalone page and a proxied route outside it. A change answers the
-// body it got.
-type fakeRoutes struct{}
-
-func (fakeRoutes) Mount(root *fiber.App, api fiber.Router) {
+// fakeRoutes stands for the route table: changes and reads under the API,
+// the standalone page and proxied routes outside it, each with the token
+// its row in the table names. A change answers the body it got.
+func fakeRoutes() []server.Route {
 	echo := func(c *fiber.Ctx) error { return c.Send(c.Body()) }
 	post := func(c *fiber.Ctx) error {
 		if len(c.Body()) == 0 {
@@ -27,34 +25,38 @@ func (fakeRoutes) Mount(root *fiber.App, api fiber.Router) {
 		}
 		return c.Send(c.Body())
 	}
-	// As ingest answers: a body of blanks is empty too.
-	api.Post("/events", func(c *fiber.Ctx) error {
-		if len(bytes.TrimSpace(c.Body())) == 0 {
-			return fiber.NewError(fiber.StatusBadRequest, "empty body")
-		}
-		return c.Send(c.Body())
-	})
-	api.Post("/bench", post)
-	// As the bench routes answer: written with server.Error, not returned.
-	api.Post("/history", func(c *fiber.Ctx) error {
-		if len(c.Body()) == 0 {
-			return server.Error(c, fiber.StatusBadRequest, "empty body")
-		}
-		if len(c.Body()) > 16 {
-			return server.Error(c, fiber.StatusRequestEntityTooLarge, "over 16 bytes")
-		}
-		return c.Send(c.Body())
-	})
-	api.Delete("/bench/:id", echo)
-	api.Delete("/history/:id", echo)
-	api.Get("/snapshot", func(c *fiber.Ctx) error { return c.SendString("snapshot") })
-	root.Get("/", func(c *fiber.Ctx) error { return c.SendString("page") })
 	// As the proxy reads it: the body as it came, still encoded.
 	raw := func(c *fiber.Ctx) error { return c.Send(c.Request().Body()) }
-	root.Post("/v1/chat/completions", raw)
-	root.Post("/v1/completions", raw)
-	root.Get("/v1/models", func(c *fiber.Ctx) error { return c.SendString("models") })
-	root.Get("/v1/authorization", func(c *fiber.Ctx) error { return c.SendString("[" + c.Get("Authorization") + "]") })
+	return []server.Route{
+		// As ingest answers: a body of blanks is empty too.
+		{Method: fiber.MethodPost, Path: "/api/metrics/events", Token: server.EventsToken, Handler: func(c *fiber.Ctx) error {
+			if len(bytes.TrimSpace(c.Body())) == 0 {
+				return fiber.NewError(fiber.StatusBadRequest, "empty body")
+			}
+			return c.Send(c.Body())
+		}},
+		{Method: fiber.MethodPost, Path: "/api/metrics/bench", Token: server.APIToken, Handler: post},
+		// As the bench routes answer: written with server.Error, not returned.
+		{Method: fiber.MethodPost, Path: "/api/metrics/history", Token: server.APIToken, Handler: func(c *fiber.Ctx) error {
+			if len(c.Body()) == 0 {
+				return server.Error(c, fiber.StatusBadRequest, "empty body")
+			}
+			if len(c.Body()) > 16 {
+				return server.Error(c, fiber.StatusRequestEntityTooLarge, "over 16 bytes")
+			}
+			return c.Send(c.Body())
+		}},
+		{Method: fiber.MethodDelete, Path: "/api/metrics/bench/:id", Token: server.APIToken, Handler: echo},
+		{Method: fiber.MethodDelete, Path: "/api/metrics/history/:id", Token: server.APIToken, Handler: echo},
+		{Method: fiber.MethodGet, Path: "/api/metrics/snapshot", Handler: func(c *fiber.Ctx) error { return c.SendString("snapshot") }},
+		{Method: fiber.MethodGet, Path: "/", Handler: func(c *fiber.Ctx) error { return c.SendString("page") }},
+		{Method: fiber.MethodPost, Path: "/v1/chat/completions", Token: server.ProxyToken, Handler: raw},
+		{Method: fiber.MethodPost, Path: "/v1/completions", Token: server.ProxyToken, Handler: raw},
+		{Method: fiber.MethodGet, Path: "/v1/models", Token: server.ProxyToken, Handler: func(c *fiber.Ctx) error { return c.SendString("models") }},
+		{Method: fiber.MethodGet, Path: "/v1/authorization", Token: server.ProxyToken, Handler: func(c *fiber.Ctx) error {
+			return c.SendString("[" + c.Get("Authorization") + "]")
+		}},
+	}
 }
 
 const (
@@ -99,7 +101,7 @@ func do(t *testing.T, app *fiber.App, r request) (int, string, map[string]string
 
 func newApp(opts Options) (*fiber.App, *Guard) {
 	g := New(opts)
-	return server.New(server.Options{OnError: g.Refused}, g, fakeRoutes{}), g
+	return server.New(server.Options{OnError: g.Refused, Guard: g}, fakeRoutes()...), g
 }
 
 func TestGuard(t *testing.T) {

@@ -190,7 +190,7 @@ func TestBombsStopAtTheLimit(t *testing.T) {
 // counted.
 func TestWireLimitCounted(t *testing.T) {
 	g := New(Options{Loopback: true})
-	app := server.New(server.Options{BodyLimit: 1 << 10, OnError: g.Refused}, g, fakeRoutes{})
+	app := server.New(server.Options{BodyLimit: 1 << 10, OnError: g.Refused, Guard: g}, fakeRoutes()...)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

@@ -15,7 +15,7 @@ import (
 	"github.com/mlx-bun/mlx-metrics/backend/internal/server"
 )
 
-func TestAdmitsBody(t *testing.T) {
+func TestAdmits(t *testing.T) {
 	both := New(Options{Token: token, ProducerToken: producer, Loopback: true})
 	open := New(Options{Loopback: true})
 	proxyGuarded := New(Options{Token: token, ProxyToken: "px", Loopback: true})
@@ -45,23 +45,31 @@ func TestAdmitsBody(t *testing.T) {
 		if tt.auth != "" {
 			h.Set("Authorization", tt.auth)
 		}
-		if got := tt.g.AdmitsBody(&h, tt.path); got != tt.want {
-			t.Errorf("%s: AdmitsBody = %v, want %v", tt.name, got, tt.want)
+		// The token of the route the request reaches, as the server has it.
+		r, _ := server.Find(largeRoutes(), tt.method, tt.path)
+		if got := tt.g.Admits(&h, r.Token); got != tt.want {
+			t.Errorf("%s: Admits = %v, want %v", tt.name, got, tt.want)
 		}
 	}
 }
 
-// largeRoutes takes large bodies at /api/metrics/events, as ingest does.
-type largeRoutes struct{ fakeRoutes }
-
-func (largeRoutes) BodyPaths() []string { return []string{"/api/metrics/events"} }
+// largeRoutes take large bodies at /api/metrics/events, as ingest does.
+func largeRoutes() []server.Route {
+	routes := fakeRoutes()
+	for i := range routes {
+		if routes[i].Path == "/api/metrics/events" {
+			routes[i].Body = server.LargeBody
+		}
+	}
+	return routes
+}
 
 // A request that declares a large body to a route that takes one, without
 // the token it needs, is refused before its body is read (it would be
 // refused after); with the token, the body is read.
 func TestLargeBodyNeedsTheToken(t *testing.T) {
 	g := New(Options{Token: token, Loopback: true})
-	app := server.New(server.Options{OnError: g.Refused}, g, largeRoutes{})
+	app := server.New(server.Options{OnError: g.Refused, Guard: g}, largeRoutes()...)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

@@ -1,6 +1,7 @@
 // Package app is serve's composition root. The backend is a few parts (the
 // live half, bench-serve, the export side, the HTTP server, the reference
-// engine), each offering its routes and ending with Close; an App holds them
+// engine), each offering the handlers of its routes and ending with Close;
+// the route table (Routes) wires the handlers; an App holds the parts
 // in the order they started and closes them in reverse, so teardown is one
 // call instead of a hand-ordered list of deferred stops. Start wires them
 // from one Config; cmd/mlx-metrics keeps only the flags that fill it.
@@ -11,16 +12,14 @@ import (
 	"errors"
 	"slices"
 	"sync"
-
-	"github.com/mlx-bun/mlx-metrics/backend/internal/server"
 )
 
-// A Part is one started piece of the backend: the features it mounts on the
-// server (none for some) and how it ends. Close ends what the part started
-// and releases what it holds; ctx bounds how long it may wait (a part that
-// needs its own bound derives it from ctx).
+// A Part is one started piece of the backend: the handlers of its routes
+// (none for some), which Handlers sets in h, and how it ends. Close ends
+// what the part started and releases what it holds; ctx bounds how long it
+// may wait (a part that needs its own bound derives it from ctx).
 type Part interface {
-	Features() []server.Feature
+	Handlers(h *Handlers)
 	Close(ctx context.Context) error
 }
 
@@ -40,15 +39,16 @@ func (a *App) Add(p Part) {
 	a.closed = append(a.closed, false)
 }
 
-// Features is every part's features, in the order the parts were added.
-func (a *App) Features() []server.Feature {
+// Handlers is every part's handlers, each part's set in the order the
+// parts were added.
+func (a *App) Handlers() Handlers {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	var fs []server.Feature
+	var h Handlers
 	for _, p := range a.parts {
-		fs = append(fs, p.Features()...)
+		p.Handlers(&h)
 	}
-	return fs
+	return h
 }
 
 // Close closes the parts not closed yet in the reverse order of Add, each

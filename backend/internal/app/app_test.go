@@ -6,22 +6,24 @@ import (
 	"slices"
 	"testing"
 	"time"
-
-	"github.com/gofiber/fiber/v2"
-
-	"github.com/mlx-bun/mlx-metrics/backend/internal/server"
 )
 
-// part records its Close in log, with the deadline it was given.
+// part records its Close in log, with the deadline it was given, and its
+// Handlers call in asked.
 type part struct {
 	name  string
 	err   error
 	log   *[]string
 	seen  *[]time.Time // the deadline each Close was given
+	asked *[]string
 	onEnd func(ctx context.Context) error
 }
 
-func (p *part) Features() []server.Feature { return []server.Feature{feature(p.name)} }
+func (p *part) Handlers(*Handlers) {
+	if p.asked != nil {
+		*p.asked = append(*p.asked, p.name)
+	}
+}
 
 func (p *part) Close(ctx context.Context) error {
 	*p.log = append(*p.log, p.name)
@@ -34,10 +36,6 @@ func (p *part) Close(ctx context.Context) error {
 	}
 	return p.err
 }
-
-type feature string
-
-func (feature) Mount(*fiber.App, fiber.Router) {}
 
 func TestClose(t *testing.T) {
 	errB, errD := errors.New("b failed"), errors.New("d failed")
@@ -67,10 +65,11 @@ func TestClose(t *testing.T) {
 				a     App
 				log   []string
 				seen  []time.Time
+				asked []string
 				parts = map[string]*part{}
 			)
 			for _, name := range tt.parts {
-				p := &part{name: name, err: tt.errs[name], log: &log, seen: &seen}
+				p := &part{name: name, err: tt.errs[name], log: &log, seen: &seen, asked: &asked}
 				if name == "server" {
 					p.onEnd = func(ctx context.Context) error {
 						var ps []Part
@@ -83,12 +82,9 @@ func TestClose(t *testing.T) {
 				parts[name] = p
 				a.Add(p)
 			}
-			var names []string
-			for _, f := range a.Features() {
-				names = append(names, string(f.(feature)))
-			}
-			if !slices.Equal(names, tt.parts) {
-				t.Errorf("features %v, want the start order %v", names, tt.parts)
+			a.Handlers()
+			if !slices.Equal(asked, tt.parts) {
+				t.Errorf("handlers asked of %v, want the start order %v", asked, tt.parts)
 			}
 
 			ctx, cancel := context.WithDeadline(context.Background(), deadline)

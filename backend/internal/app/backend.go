@@ -118,8 +118,9 @@ func Start(ctx context.Context, cfg Config) (_ *Backend, err error) {
 	if cfg.Home, err = filepath.Abs(cfg.Home); err != nil {
 		return nil, configErrorf("-home: %w", err)
 	}
-	// The guard mounts before every feature: Host, CORS, then the checks
-	// on changes. A producer's --events-token opens POST /events alone.
+	// The guard checks every request's Host, answers CORS, and checks each
+	// route's token (Routes names which). A producer's --events-token
+	// opens POST /events alone.
 	// A name in --addr is looked up once, here (bounded): one that
 	// resolves to loopback alone keeps the Host check.
 	loopback := access.IsLoopbackAddr(ctx, net.DefaultResolver, cfg.Addr)
@@ -197,10 +198,12 @@ func Start(ctx context.Context, cfg Config) (_ *Backend, err error) {
 	if !panelUI.Built() {
 		logf("panel not built (run scripts/build-panel); serving the API only")
 	}
-	// Features mount in order: the guard, the panel, /healthz, then the
-	// parts' in the order they started; add a part above to add yours.
-	features := append([]server.Feature{guard, panelUI, healthz}, b.parts.Features()...)
-	fiberApp := server.New(server.Options{OnError: guard.Refused, Budget: bodies}, features...)
+	// The routes are the table's (Routes), over the panel, /healthz and
+	// the parts' handlers: to add yours, add a part above and its rows to
+	// Routes.
+	handlers := b.parts.Handlers()
+	handlers.Panel, handlers.Health = panelUI, healthz
+	fiberApp := server.New(server.Options{OnError: guard.Refused, Budget: bodies, Guard: guard}, Routes(handlers)...)
 	b.addr = ln.Addr()
 	// The server starts after the live half and bench-serve, so it would
 	// close before them; but its Shutdown waits for the requests in flight,
@@ -322,6 +325,6 @@ func (h *homePart) setAddr(addr string) {
 	}
 }
 
-func (h *homePart) Features() []server.Feature { return nil }
+func (h *homePart) Handlers(*Handlers) {}
 
 func (h *homePart) Close(context.Context) error { return h.lock.Release() }

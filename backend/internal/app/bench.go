@@ -12,7 +12,6 @@ import (
 	"github.com/mlx-bun/mlx-metrics/backend/internal/history"
 	"github.com/mlx-bun/mlx-metrics/backend/internal/jobs"
 	"github.com/mlx-bun/mlx-metrics/backend/internal/profiles"
-	"github.com/mlx-bun/mlx-metrics/backend/internal/server"
 	"github.com/mlx-bun/mlx-metrics/gpu/lease"
 	"github.com/mlx-bun/mlx-metrics/gpu/plans"
 	"github.com/mlx-bun/mlx-metrics/shared/bench"
@@ -129,8 +128,8 @@ func (b *Bench) health() any {
 	return h
 }
 
-// Features are the bench and history routes.
-func (b *Bench) Features() []server.Feature { return []server.Feature{b.api} }
+// Handlers are the bench and history routes'.
+func (b *Bench) Handlers(h *Handlers) { h.Bench = b.api }
 
 // StopRuns cancels the runs in progress, giving each runner its grace
 // period (and ten seconds more, within ctx) to stop its servers and write

@@ -79,7 +79,7 @@ func TestStopWithAFollowedRun(t *testing.T) {
 	base := "http://" + ln.Addr().String() + server.APIPrefix
 	client := &http.Client{Timeout: time.Minute} // a safeguard against a hang
 	historyAtShutdown := make(chan int, 1)
-	parts.Add(Serve(server.New(server.Options{}, parts.Features()...), ln, func(ctx context.Context) error {
+	parts.Add(Serve(server.New(server.Options{}, Routes(parts.Handlers())...), ln, func(ctx context.Context) error {
 		err := b.StopRuns(ctx)
 		// A request still being answered when the server shuts down
 		// reads the history.
@@ -199,7 +199,7 @@ func TestOpenBenchDegraded(t *testing.T) {
 			if h := b.health().(map[string]any); h["status"] != "degraded" || h["reason"] != b.degraded {
 				t.Fatalf("health = %+v", h)
 			}
-			app := server.New(server.Options{}, b.api)
+			app := server.New(server.Options{}, Routes(Handlers{Bench: b.api})...)
 			for _, r := range []struct{ method, path string }{
 				{"GET", "/bench"}, {"POST", "/bench"}, {"GET", "/bench/profiles"}, {"GET", "/bench/x/events"},
 				{"GET", "/history"}, {"GET", "/history?format=csv"}, {"DELETE", "/history/x"},

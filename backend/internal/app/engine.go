@@ -9,7 +9,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/mlx-bun/mlx-metrics/backend/internal/server"
 	"github.com/mlx-bun/mlx-metrics/gpu/engine"
 	"github.com/mlx-bun/mlx-metrics/gpu/loadgen"
 )
@@ -103,8 +102,8 @@ func StartReferenceEngine(ctx context.Context, backendAddr, eventsToken string, 
 	return r, nil
 }
 
-// Features is none: the engine serves on its own loopback port.
-func (r *ReferenceEngine) Features() []server.Feature { return nil }
+// Handlers are none: the engine serves on its own loopback port.
+func (r *ReferenceEngine) Handlers(*Handlers) {}
 
 // Close stops the engine and the traffic and waits, within ctx, for both
 // to end.

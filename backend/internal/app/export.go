@@ -17,7 +17,6 @@ import (
 	"github.com/mlx-bun/mlx-metrics/backend/internal/prom"
 	"github.com/mlx-bun/mlx-metrics/backend/internal/proxy"
 	"github.com/mlx-bun/mlx-metrics/backend/internal/scrape"
-	"github.com/mlx-bun/mlx-metrics/backend/internal/server"
 )
 
 // MinScrapeInterval bounds --scrape-interval from below: an engine's
@@ -58,7 +57,9 @@ type ExportConfig struct {
 
 // Export is the export side running, a part of serve.
 type Export struct {
-	features    []server.Feature
+	prom        *prom.Exporter
+	fleet       *fleet.Feature
+	proxy       *proxy.Proxy       // nil without --proxy-to
 	cancel      context.CancelFunc // stops the scrapers
 	scrapers    sync.WaitGroup
 	proxied     *ingest.Source // the proxy's measurements; nil without --proxy-to
@@ -152,13 +153,12 @@ func StartExport(ctx context.Context, b *bus.Bus, healthz *health.Health, cfg Ex
 		healthz.Add("otlp", func() any { return pusher.Stats() })
 		logf("pushing metrics to %s (%s) every %s", pusher.Stats().Endpoint, o.Protocol, o.Interval)
 	}
-	side := &Export{features: []server.Feature{exp, fleetFeature(cfg.Fleet, healthz)}, pusher: pusher, proxied: proxied}
+	side := &Export{prom: exp, fleet: fleetFeature(cfg.Fleet, healthz), proxy: p, pusher: pusher, proxied: proxied}
 	// As long a queue as the store's: a burst the store takes must not
 	// cost the exporter's counters events (a drop is never made up). Four
 	// POSTs of 20,000 events at once lost some 500 with the bus's default.
 	side.unsubscribe = b.Subscribe("prometheus", live.DefaultQueue, exp.Observe)
 	if p != nil {
-		side.features = append(side.features, p)
 		logf("proxying /v1/* to %s", p.Upstream())
 	}
 	sctx, cancel := context.WithCancel(ctx)
@@ -179,8 +179,9 @@ type proxyHealth struct {
 	Events   ingest.Stats `json:"events"`
 }
 
-// Features are GET /prometheus and, with --proxy-to, the proxy at /v1/*.
-func (s *Export) Features() []server.Feature { return s.features }
+// Handlers are GET /prometheus's (and /metrics' for a scraper), GET
+// /fleet's and, with --proxy-to, the proxy's at /v1/*.
+func (s *Export) Handlers(h *Handlers) { h.Prom, h.Fleet, h.Proxy = s.prom, s.fleet, s.proxy }
 
 // Close stops the scrapers and the exporter's subscription, logs the
 // proxy's rejections not logged yet, then pushes to --otlp-endpoint a last
@@ -219,13 +220,13 @@ var promLabel = regexp.MustCompile(`^[a-zA-Z_][a-zA-Z0-9_]*$`)
 
 // fleetFeature is GET /api/metrics/fleet: off ({"enabled": false})
 // without a URL.
-func fleetFeature(c FleetConfig, healthz *health.Health) server.Feature {
+func fleetFeature(c FleetConfig, healthz *health.Health) *fleet.Feature {
 	if c.URL == "" {
-		return fleet.Feature{}
+		return &fleet.Feature{}
 	}
 	client, _ := fleet.NewClient(c.URL, fleet.Options{Timeout: c.Timeout,
 		BearerToken: c.BearerToken, Username: c.Username, Password: c.Password})
 	healthz.Add("fleet", func() any { return map[string]string{"source": client.URL(), "hostLabel": c.HostLabel} })
 	logf("fleet view from the query API at %s (hosts by %s)", client.URL(), c.HostLabel)
-	return fleet.Feature{S: fleet.NewService(client, fleet.Config{HostLabel: c.HostLabel})}
+	return &fleet.Feature{S: fleet.NewService(client, fleet.Config{HostLabel: c.HostLabel})}
 }

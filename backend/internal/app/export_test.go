@@ -37,7 +37,9 @@ func TestExportWiring(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer side.Close(context.Background())
-	app := server.New(server.Options{}, side.Features()...)
+	var h Handlers
+	side.Handlers(&h)
+	app := server.New(server.Options{}, Routes(h)...)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

@@ -11,7 +11,6 @@ import (
 	"github.com/mlx-bun/mlx-metrics/backend/internal/health"
 	"github.com/mlx-bun/mlx-metrics/backend/internal/ingest"
 	"github.com/mlx-bun/mlx-metrics/backend/internal/live"
-	"github.com/mlx-bun/mlx-metrics/backend/internal/server"
 	"github.com/mlx-bun/mlx-metrics/backend/internal/store"
 	"github.com/mlx-bun/mlx-metrics/shared/snapshot"
 )
@@ -40,11 +39,10 @@ type LiveConfig struct {
 // Live is the live half running, a part of serve: the store and stream,
 // and the event sources feeding the bus.
 type Live struct {
-	live     *live.Live
-	posted   *ingest.HTTP
-	features []server.Feature
-	cancel   context.CancelFunc
-	sources  sync.WaitGroup
+	live    *live.Live
+	posted  *ingest.HTTP
+	cancel  context.CancelFunc
+	sources sync.WaitGroup
 }
 
 // check refuses values the live half cannot run with.
@@ -81,7 +79,6 @@ func StartLive(ctx context.Context, b *bus.Bus, healthz *health.Health, cfg Live
 	s.live = live.New(b, live.Options{Store: store.Options{Window: cfg.Window, Recent: cfg.Recent, Series: cfg.Series}})
 	posted := ingest.NewHTTP(b, ingest.Options{Requests: cfg.requests})
 	s.posted = posted
-	s.features = []server.Feature{s.live, posted}
 	// Every source's counts, under one section: /healthz lists each one
 	// configured, and each logs its first rejection and then a paced count.
 	sources := map[string]func() any{"http": func() any { return posted.Stats() }}
@@ -151,8 +148,9 @@ func StartLive(ctx context.Context, b *bus.Bus, healthz *health.Health, cfg Live
 	return s, nil
 }
 
-// Features are the store's routes (GET /snapshot and /stream) and POST /events.
-func (s *Live) Features() []server.Feature { return s.features }
+// Handlers are the store's routes' (GET /snapshot and /stream) and POST
+// /events'.
+func (s *Live) Handlers(h *Handlers) { h.Live, h.Events = s.live, s.posted }
 
 // Close stops the sources (each logs the count of rejections it has not
 // logged yet) and ends every stream, so the server can shut down without

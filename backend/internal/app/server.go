@@ -41,8 +41,8 @@ func (s *Server) Done() <-chan struct{} { return s.done }
 // Err is why the server stopped serving; it is valid once Done is closed.
 func (s *Server) Err() error { return s.err }
 
-// Features is none: the features are mounted on the application already.
-func (s *Server) Features() []server.Feature { return nil }
+// Handlers are none: the routes are the application's already.
+func (s *Server) Handlers(*Handlers) {}
 
 // Close runs beforeShutdown, then shuts the server down within
 // server.ShutdownTimeout (server.Shutdown), unless it stopped serving on

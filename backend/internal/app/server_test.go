@@ -66,8 +66,9 @@ func TestServerClose(t *testing.T) {
 			if !tc.stopFirst && s.Err() != nil {
 				t.Errorf("Err after Close = %v", s.Err())
 			}
-			if s.Features() != nil {
-				t.Errorf("features %v, want none", s.Features())
+			var h Handlers
+			if s.Handlers(&h); h != (Handlers{}) {
+				t.Errorf("handlers %+v, want none", h)
 			}
 		})
 	}

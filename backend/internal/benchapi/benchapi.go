@@ -1,6 +1,7 @@
-// Package benchapi mounts the bench-serve routes under /api/metrics: the
+// Package benchapi answers the bench-serve routes under /api/metrics: the
 // profiles a run can start from, the jobs (start, list, get, cancel, their
-// event log and report) and the history of finished runs.
+// event log and report) and the history of finished runs. The route table
+// (app.Routes) wires its Handlers.
 package benchapi
 
 import (
@@ -66,35 +67,36 @@ func Unavailable(reason string) *API {
 	return &API{unavailable: reason, opts: Options{Clock: clock.Real{}}}
 }
 
-// Mount adds the routes; /bench/profiles comes before /bench/:id.
-func (a *API) Mount(_ *fiber.App, api fiber.Router) {
-	routes := []struct {
-		method, path string
-		handler      fiber.Handler
-	}{
-		{fiber.MethodGet, "/bench/profiles", a.listProfiles},
-		{fiber.MethodPost, "/bench", a.start},
-		{fiber.MethodGet, "/bench", a.listJobs},
-		{fiber.MethodGet, "/bench/:id", a.getJob},
-		{fiber.MethodDelete, "/bench/:id", a.cancelJob},
-		{fiber.MethodGet, "/bench/:id/events", a.jobEvents},
-		{fiber.MethodGet, "/bench/:id/report", a.jobReport},
-		{fiber.MethodGet, "/bench/:id/requests/:file", a.jobRequests},
-		{fiber.MethodGet, "/history", a.listHistory},
-		{fiber.MethodPost, "/history", a.importRun},
-		{fiber.MethodGet, "/history/:id", a.getHistory},
-		{fiber.MethodDelete, "/history/:id", a.deleteHistory},
-	}
-	for _, r := range routes {
-		h := r.handler
+// Handlers are bench-serve's route handlers, each the route's under
+// /api/metrics (the route table wires them).
+type Handlers struct {
+	Profiles    fiber.Handler // GET /bench/profiles
+	Start       fiber.Handler // POST /bench
+	Jobs        fiber.Handler // GET /bench: JSON, or a stream that follows the jobs
+	Job         fiber.Handler // GET /bench/:id
+	Cancel      fiber.Handler // DELETE /bench/:id
+	JobEvents   fiber.Handler // GET /bench/:id/events: JSON, or a stream that follows them
+	JobReport   fiber.Handler // GET /bench/:id/report
+	JobRequests fiber.Handler // GET /bench/:id/requests/:file
+	History     fiber.Handler // GET /history
+	Import      fiber.Handler // POST /history
+	Run         fiber.Handler // GET /history/:id
+	Forget      fiber.Handler // DELETE /history/:id
+}
+
+// Handlers are a's route handlers; while the storage is unavailable each
+// answers 503 with why.
+func (a *API) Handlers() Handlers {
+	h := func(handler fiber.Handler) fiber.Handler {
 		if a.unavailable != "" {
-			h = a.serveUnavailable
+			return a.serveUnavailable
 		}
-		if r.method == fiber.MethodGet {
-			api.Get(r.path, h) // with HEAD, as every GET route of the API
-			continue
-		}
-		api.Add(r.method, r.path, h)
+		return handler
+	}
+	return Handlers{
+		Profiles: h(a.listProfiles), Start: h(a.start), Jobs: h(a.listJobs), Job: h(a.getJob), Cancel: h(a.cancelJob),
+		JobEvents: h(a.jobEvents), JobReport: h(a.jobReport), JobRequests: h(a.jobRequests),
+		History: h(a.listHistory), Import: h(a.importRun), Run: h(a.getHistory), Forget: h(a.deleteHistory),
 	}
 }
 

@@ -29,6 +29,27 @@ import (
 	"github.com/mlx-bun/mlx-metrics/shared/clock"
 )
 
+// routes are bench-serve's rows of the route table (app.Routes).
+func routes(a *API) []server.Route {
+	h := a.Handlers()
+	const api = server.APIPrefix
+	get, post, del := fiber.MethodGet, fiber.MethodPost, fiber.MethodDelete
+	return []server.Route{
+		{Method: get, Path: api + "/bench/profiles", Handler: h.Profiles},
+		{Method: post, Path: api + "/bench", Handler: h.Start, Token: server.APIToken},
+		{Method: get, Path: api + "/bench", Handler: h.Jobs, Streams: true},
+		{Method: get, Path: api + "/bench/:id", Handler: h.Job},
+		{Method: del, Path: api + "/bench/:id", Handler: h.Cancel, Token: server.APIToken},
+		{Method: get, Path: api + "/bench/:id/events", Handler: h.JobEvents, Streams: true},
+		{Method: get, Path: api + "/bench/:id/report", Handler: h.JobReport},
+		{Method: get, Path: api + "/bench/:id/requests/:file", Handler: h.JobRequests},
+		{Method: get, Path: api + "/history", Handler: h.History},
+		{Method: post, Path: api + "/history", Handler: h.Import, Body: server.LargeBody, Token: server.APIToken},
+		{Method: get, Path: api + "/history/:id", Handler: h.Run},
+		{Method: del, Path: api + "/history/:id", Handler: h.Forget, Token: server.APIToken},
+	}
+}
+
 func TestMain(m *testing.M) {
 	jobstest.Main()
 	os.Exit(m.Run())
@@ -85,7 +106,7 @@ func newTestAPIOpts(t *testing.T, maxQueued int, opts Options) *testAPI {
 		hist.Close()
 	})
 	api := New(svc, hist, plans, l, opts)
-	return &testAPI{t: t, app: server.New(server.Options{}, api), api: api, clock: c}
+	return &testAPI{t: t, app: server.New(server.Options{}, routes(api)...), api: api, clock: c}
 }
 
 // follow opens path as a server-sent stream over a real loopback

@@ -68,7 +68,7 @@ func newHistoryAPI(t *testing.T, n int, bad map[int]string) *testAPI {
 		}
 	}
 	api := New(nil, hist, nil, nil, Options{})
-	return &testAPI{t: t, app: server.New(server.Options{}, api), api: api}
+	return &testAPI{t: t, app: server.New(server.Options{}, routes(api)...), api: api}
 }
 
 // TestUnreadableEntry: one bad value in history hides nothing else: the
@@ -151,7 +151,7 @@ func TestHistoryFullDisk(t *testing.T) {
 	free = history.MinFree - 1
 	var seen []int
 	api := New(nil, hist, nil, nil, Options{Clock: clock.NewFake(importNow)})
-	ta := &testAPI{t: t, app: server.New(server.Options{OnError: func(_ *fiber.Ctx, status int) { seen = append(seen, status) }}, api), api: api}
+	ta := &testAPI{t: t, app: server.New(server.Options{OnError: func(_ *fiber.Ctx, status int) { seen = append(seen, status) }}, routes(api)...), api: api}
 	tests := []struct {
 		name, method, path, body string
 	}{

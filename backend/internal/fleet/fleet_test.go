@@ -266,7 +266,7 @@ func TestRoute(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			app := server.New(server.Options{}, Feature{S: tt.s})
+			app := server.New(server.Options{}, server.Route{Method: "GET", Path: "/api/metrics/fleet", Handler: Feature{S: tt.s}.Handle})
 			res, err := app.Test(httptest.NewRequest("GET", "/api/metrics/fleet"+tt.query, nil), -1)
 			if err != nil {
 				t.Fatal(err)

@@ -16,12 +16,8 @@ import (
 // show no Fleet tab.
 type Feature struct{ S *Service }
 
-// Mount serves the route.
-func (f Feature) Mount(_ *fiber.App, api fiber.Router) {
-	api.Get("/fleet", f.handle)
-}
-
-func (f Feature) handle(c *fiber.Ctx) error {
+// Handle answers GET /api/metrics/fleet.
+func (f Feature) Handle(c *fiber.Ctx) error {
 	if f.S == nil {
 		return c.JSON(shared.View{Hosts: []shared.Host{}, Rows: []shared.Row{}})
 	}

@@ -108,12 +108,9 @@ func (h *Health) Report() map[string]any {
 	return out
 }
 
-// Mount serves GET /healthz at the root and under the API group.
-func (h *Health) Mount(root *fiber.App, api fiber.Router) {
-	handler := func(c *fiber.Ctx) error {
-		c.Set(fiber.HeaderCacheControl, "no-store")
-		return c.JSON(h.Report())
-	}
-	root.Get("/healthz", handler)
-	api.Get("/healthz", handler)
+// Handle answers GET /healthz (at the root and under the API) with the
+// report.
+func (h *Health) Handle(c *fiber.Ctx) error {
+	c.Set(fiber.HeaderCacheControl, "no-store")
+	return c.JSON(h.Report())
 }

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gofiber/fiber/v2"
+
 	"github.com/mlx-bun/mlx-metrics/backend/internal/server"
 	"github.com/mlx-bun/mlx-metrics/shared/clock"
 )
@@ -18,7 +20,9 @@ func TestHealthz(t *testing.T) {
 	h := New(start, Options{Clock: clock.NewFake(now)})
 	h.Add("gpu", func() any { return map[string]any{"lease": "free"} })
 	h.Add("bus", func() any { return []int{1} })
-	app := server.New(server.Options{}, h)
+	app := server.New(server.Options{},
+		server.Route{Method: fiber.MethodGet, Path: "/healthz", Handler: h.Handle},
+		server.Route{Method: fiber.MethodGet, Path: server.APIPrefix + "/healthz", Handler: h.Handle})
 
 	for _, path := range []string{"/healthz", "/api/metrics/healthz"} {
 		t.Run(path, func(t *testing.T) {

@@ -27,11 +27,6 @@ func NewHTTP(b *bus.Bus, opts Options) *HTTP {
 	return &HTTP{Source: NewSource("POST /events", b, Live, opts)}
 }
 
-// Mount serves POST /events under the API group.
-func (h *HTTP) Mount(_ *fiber.App, api fiber.Router) {
-	api.Post("/events", h.handle)
-}
-
 // Reply is the answer to POST /events: core events accepted, valid events
 // of other types ignored (catalog.changed, job.state, module events), and
 // rejections. When events were rejected and no core event was accepted the
@@ -49,7 +44,8 @@ type Reply struct {
 	Truncated  bool        `json:"errorsTruncated,omitempty"`
 }
 
-func (h *HTTP) handle(c *fiber.Ctx) error {
+// Handle answers POST /events.
+func (h *HTTP) Handle(c *fiber.Ctx) error {
 	body := c.Body()
 	if len(bytes.TrimSpace(body)) == 0 {
 		return fiber.NewError(fiber.StatusBadRequest, "empty body: send events as NDJSON (one JSON object a line) or a JSON array")

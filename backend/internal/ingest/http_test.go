@@ -17,7 +17,13 @@ import (
 	"github.com/mlx-bun/mlx-metrics/backend/internal/server"
 	"github.com/mlx-bun/mlx-metrics/shared/clock"
 	"github.com/mlx-bun/mlx-metrics/shared/events"
+	"github.com/mlx-bun/mlx-metrics/shared/routes"
 )
+
+// eventsRoute is POST /events' row of the route table (app.Routes).
+func eventsRoute(h *HTTP) server.Route {
+	return server.Route{Method: "POST", Path: routes.Events, Handler: h.Handle, Body: server.LargeBody, Token: server.EventsToken}
+}
 
 // sink records what reaches the bus.
 type sink struct {
@@ -58,7 +64,7 @@ type postReply struct {
 
 func post(t *testing.T, b *bus.Bus, h *HTTP, opts server.Options, body, auth string) postReply {
 	t.Helper()
-	app := server.New(opts, h)
+	app := server.New(opts, eventsRoute(h))
 	req := httptest.NewRequest("POST", "/api/metrics/events", strings.NewReader(body))
 	req.Header.Set("Content-Type", "application/x-ndjson")
 	if auth != "" {
@@ -234,7 +240,7 @@ func TestPostKeepsServing(t *testing.T) {
 // connection (the limit is enforced while reading it).
 func TestPostBodyLimit(t *testing.T) {
 	b := bus.New()
-	app := server.New(server.Options{BodyLimit: 4096}, NewHTTP(b, testOptions(t)))
+	app := server.New(server.Options{BodyLimit: 4096}, eventsRoute(NewHTTP(b, testOptions(t))))
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -282,7 +288,7 @@ func TestPostRetime(t *testing.T) {
 			if time.UnixMilli(t0).Sub(time.UnixMilli(1764495600000)) != daysAgo {
 				t.Fatal("the events are not 54 h old")
 			}
-			app := server.New(server.Options{}, h)
+			app := server.New(server.Options{}, eventsRoute(h))
 			req := httptest.NewRequest("POST", "/api/metrics/events"+tt.query, strings.NewReader(old))
 			req.Header.Set("Content-Type", "application/x-ndjson")
 			resp, err := app.Test(req, -1)
@@ -369,7 +375,7 @@ func TestPostRetimeBounds(t *testing.T) {
 			b := bus.New()
 			var s sink
 			defer b.Subscribe("test", 64, s.handle)()
-			app := server.New(server.Options{}, NewHTTP(b, testOptions(t)))
+			app := server.New(server.Options{}, eventsRoute(NewHTTP(b, testOptions(t))))
 			req := httptest.NewRequest("POST", "/api/metrics/events?retime=now", strings.NewReader(strings.Join(tt.body, "\n")))
 			req.Header.Set("Content-Type", "application/x-ndjson")
 			resp, err := app.Test(req, -1)

@@ -42,7 +42,7 @@ func FuzzPostThenSnapshot(f *testing.F) {
 		clk := clock.NewFake(time.UnixMilli(at))
 		l := New(b, Options{Clock: clk})
 		defer l.Close()
-		app := server.New(server.Options{}, l, ingest.NewHTTP(b, ingest.Options{Clock: clk}))
+		app := server.New(server.Options{}, liveRoutes(l, ingest.NewHTTP(b, ingest.Options{Clock: clk}))...)
 		for post := range 2 {
 			req := httptest.NewRequest("POST", "/api/metrics/events", bytes.NewReader(body))
 			req.Header.Set("Content-Type", "application/x-ndjson")

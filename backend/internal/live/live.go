@@ -1,5 +1,5 @@
 // Package live is the feature that serves the live metrics: it feeds the
-// bus's events to the store and mounts GET /snapshot and GET /stream.
+// bus's events to the store and answers GET /snapshot and GET /stream.
 package live
 
 import (
@@ -168,13 +168,11 @@ func (l *Live) Close() {
 	l.hub.Close()
 }
 
-// Mount serves GET /snapshot and GET /stream under the API group.
-func (l *Live) Mount(_ *fiber.App, api fiber.Router) {
-	api.Get("/snapshot", l.handleSnapshot)
-	api.Get("/stream", l.hub.Handler)
-}
+// HandleStream answers GET /stream: the snapshot as server-sent events.
+func (l *Live) HandleStream(c *fiber.Ctx) error { return l.hub.Handler(c) }
 
-func (l *Live) handleSnapshot(c *fiber.Ctx) error {
+// HandleSnapshot answers GET /snapshot.
+func (l *Live) HandleSnapshot(c *fiber.Ctx) error {
 	c.Set(fiber.HeaderCacheControl, "no-store")
 	c.Set(fiber.HeaderContentType, fiber.MIMEApplicationJSON)
 	snap := l.Snapshot(l.clock.Now())

@@ -17,8 +17,22 @@ import (
 	"github.com/mlx-bun/mlx-metrics/backend/internal/server"
 	"github.com/mlx-bun/mlx-metrics/shared/clock"
 	"github.com/mlx-bun/mlx-metrics/shared/events"
+	"github.com/mlx-bun/mlx-metrics/shared/routes"
 	"github.com/mlx-bun/mlx-metrics/shared/snapshot"
 )
+
+// liveRoutes are the store's rows of the route table (app.Routes), and
+// POST /events' when events is not nil.
+func liveRoutes(l *Live, events *ingest.HTTP) []server.Route {
+	rs := []server.Route{
+		{Method: "GET", Path: routes.Prefix + "/snapshot", Handler: l.HandleSnapshot},
+		{Method: "GET", Path: routes.Stream, Handler: l.HandleStream, Streams: true},
+	}
+	if events != nil {
+		rs = append(rs, server.Route{Method: "POST", Path: routes.Events, Handler: events.Handle, Body: server.LargeBody, Token: server.EventsToken})
+	}
+	return rs
+}
 
 var t0 = time.UnixMilli(1_764_690_000_000)
 
@@ -50,7 +64,7 @@ func TestPostedEventsReachTheSnapshot(t *testing.T) {
 	clk := clock.NewFake(t0)
 	l := New(b, Options{Clock: clk})
 	defer l.Close()
-	app := server.New(server.Options{}, l, ingest.NewHTTP(b, ingest.Options{Clock: clk}))
+	app := server.New(server.Options{}, liveRoutes(l, ingest.NewHTTP(b, ingest.Options{Clock: clk}))...)
 
 	resp, err := app.Test(httptest.NewRequest("POST", "/api/metrics/events", strings.NewReader(recorded)), -1)
 	if err != nil || resp.StatusCode != 200 {
@@ -97,7 +111,7 @@ func TestUnknownRoute(t *testing.T) {
 	b := bus.New()
 	l := New(b, Options{})
 	defer l.Close()
-	app := server.New(server.Options{}, l)
+	app := server.New(server.Options{}, liveRoutes(l, nil)...)
 	var body struct {
 		Error struct{ Message, Type string }
 	}
@@ -112,7 +126,7 @@ func TestStreamCarriesTheStore(t *testing.T) {
 	b := bus.New()
 	clk := clock.NewFake(t0)
 	l := New(b, Options{Clock: clk})
-	app := server.New(server.Options{}, l, ingest.NewHTTP(b, ingest.Options{Clock: clk}))
+	app := server.New(server.Options{}, liveRoutes(l, ingest.NewHTTP(b, ingest.Options{Clock: clk}))...)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

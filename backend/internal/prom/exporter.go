@@ -28,7 +28,7 @@ const MaxModels = store.DefaultMaxModels
 const OtherModels = "(other models)"
 
 // Exporter reduces serving events to Prometheus metrics. It is a bus
-// subscriber (Observe) and a server feature (Mount). Its registry is
+// subscriber (Observe) and a route handler (Handle). Its registry is
 // private, so nothing registered elsewhere in the process leaks into it.
 type Exporter struct {
 	reg  *prometheus.Registry // the mlx_ families (what OTLP pushes)
@@ -41,6 +41,9 @@ type Exporter struct {
 	v     *vllmMetrics
 	names Names
 	max   int // MaxModels; smaller in tests
+	// expose serves the exposition, at most maxExpositions at once across
+	// every route that serves it.
+	expose fiber.Handler
 
 	// mu serialises Observe, so that a label is never evicted between
 	// being chosen and being written to.
@@ -78,8 +81,14 @@ func newExporter(maxModels int, opts Options) *Exporter {
 	}
 	reg, vreg, preg := prometheus.NewRegistry(), prometheus.NewRegistry(), prometheus.NewRegistry()
 	preg.MustRegister(collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	return &Exporter{reg: reg, vreg: vreg, preg: preg, m: newMetrics(reg), v: newVLLMMetrics(vreg), names: opts.Names,
+	e := &Exporter{reg: reg, vreg: vreg, preg: preg, m: newMetrics(reg), v: newVLLMMetrics(vreg), names: opts.Names,
 		max: maxModels, models: map[string]*labelState{}, prefix: map[string]prefixTotals{}}
+	h := fasthttpadaptor.NewFastHTTPHandler(promhttp.HandlerFor(e.Gatherer(), promhttp.HandlerOpts{
+		ErrorHandling:     promhttp.ContinueOnError,
+		EnableOpenMetrics: true, // negotiated: plain text unless the scraper asks
+	}))
+	e.expose = bounded(h, make(chan struct{}, maxExpositions), slotWait)
+	return e
 }
 
 // Registry is the registry of the module's own (mlx_) families, which OTLP
@@ -98,17 +107,10 @@ func (e *Exporter) Gatherer() prometheus.Gatherer {
 	return prometheus.Gatherers{e.reg, e.vreg, e.preg}
 }
 
-// Mount serves GET /api/metrics/prometheus, and GET /metrics to whatever
-// the panel's page passes on there (a scraper, not a browser).
-func (e *Exporter) Mount(root *fiber.App, api fiber.Router) {
-	h := fasthttpadaptor.NewFastHTTPHandler(promhttp.HandlerFor(e.Gatherer(), promhttp.HandlerOpts{
-		ErrorHandling:     promhttp.ContinueOnError,
-		EnableOpenMetrics: true, // negotiated: plain text unless the scraper asks
-	}))
-	serve := bounded(h, make(chan struct{}, maxExpositions), slotWait)
-	api.Get("/prometheus", serve)
-	root.Get("/metrics", serve)
-}
+// Handle serves the exposition: GET /api/metrics/prometheus, and GET
+// /metrics to whatever the panel's page passes on there (a scraper, not a
+// browser).
+func (e *Exporter) Handle(c *fiber.Ctx) error { return e.expose(c) }
 
 // Observe folds one event into the metrics. Types it does not export are
 // ignored. It is safe for concurrent use.

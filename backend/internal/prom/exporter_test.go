@@ -187,7 +187,7 @@ func TestSchedulerAndCacheGauges(t *testing.T) {
 func TestPrometheusRoute(t *testing.T) {
 	e := replay(t, "testdata/events.ndjson")
 	app := fiber.New()
-	e.Mount(app, app.Group("/api/metrics"))
+	app.Get("/api/metrics/prometheus", e.Handle)
 	tests := []struct {
 		accept      string
 		contentType string

@@ -32,7 +32,6 @@ import (
 	"github.com/mlx-bun/mlx-metrics/backend/internal/server"
 	"github.com/mlx-bun/mlx-metrics/shared/clock"
 	"github.com/mlx-bun/mlx-metrics/shared/events"
-	"github.com/mlx-bun/mlx-metrics/shared/routes"
 )
 
 // measuredPaths are the generation endpoints measured on POST.
@@ -150,12 +149,8 @@ func CheckUpstream(upstream string) error {
 // Upstream is the URL requests go to, without /v1.
 func (p *Proxy) Upstream() string { return p.base }
 
-// Mount serves /v1/* on the app's root.
-func (p *Proxy) Mount(root *fiber.App, _ fiber.Router) {
-	root.All(routes.Proxy+"/*", p.handle)
-}
-
-func (p *Proxy) handle(c *fiber.Ctx) error {
+// Handle relays a request to /v1/* (any method) to the upstream.
+func (p *Proxy) Handle(c *fiber.Ctx) error {
 	start := p.clock.Now()
 	uri := c.Request().URI()
 	path, decoded, err := cleanPath(string(uri.PathOriginal()))

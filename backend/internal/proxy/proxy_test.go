@@ -85,7 +85,9 @@ func startStopping(t *testing.T, upstream string) (string, *fiber.App, chan even
 // the app.
 func serve(tb testing.TB, p *Proxy) (string, *fiber.App) {
 	tb.Helper()
-	app := server.New(server.Options{}, p)
+	// The proxy's row of the route table (app.Routes).
+	app := server.New(server.Options{}, server.Route{Method: server.AnyMethod, Path: "/v1/*", Handler: p.Handle,
+		Body: server.LargeBody, Streams: true, Token: server.ProxyToken})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		tb.Fatal(err)

@@ -56,7 +56,7 @@ func (u *upstreamReader) Read(p []byte) (int, error) {
 
 // Close closes the upstream body and lifts the write deadline, which a
 // later answer on the same connection must not inherit (fasthttp sets
-// none for the proxy's routes, server.Streamer).
+// none for the proxy's route, which streams: server.Route.Streams).
 func (u *upstreamReader) Close() error {
 	_ = u.conn.SetWriteDeadline(time.Time{})
 	return u.body.Close()

@@ -69,7 +69,7 @@ func TestScrapeReferenceEngineThroughExporter(t *testing.T) {
 	send()
 
 	app := fiber.New()
-	exp.Mount(app, app.Group("/api/metrics"))
+	app.Get("/api/metrics/prometheus", exp.Handle)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

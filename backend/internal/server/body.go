@@ -15,7 +15,7 @@ import (
 // not fasthttp: fasthttp would allocate a body's declared length before a
 // byte of it arrived, so that 128 connections declaring 32 MiB held 4 GB.
 // readBody reads each body as its bytes arrive, within the request's limit
-// (bounds) and the server's Budget, before any feature's handler runs:
+// (bounds) and the server's Budget, before any route's handler runs:
 // every handler then finds Body() whole, in a buffer of the request's own
 // that fasthttp never reuses.
 

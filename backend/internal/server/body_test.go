@@ -18,7 +18,7 @@ import (
 // readBody takes its share only as bytes arrive.
 func TestDeclaredBodyHoldsNothing(t *testing.T) {
 	budget := NewBudget(1<<20, -1, nil)
-	addr := serve(t, New(Options{Budget: budget}, boundedRoutes{}))
+	addr := serve(t, New(Options{Budget: budget}, boundedRoutes...))
 	for range 16 {
 		conn, err := net.Dial("tcp", addr)
 		if err != nil {
@@ -44,7 +44,7 @@ func TestDeclaredBodyHoldsNothing(t *testing.T) {
 func TestBudgetBoundsBodiesTogether(t *testing.T) {
 	const size = 1 << 20
 	budget := NewBudget(size, -1, nil)
-	addr := serve(t, New(Options{Budget: budget}, boundedRoutes{}))
+	addr := serve(t, New(Options{Budget: budget}, boundedRoutes...))
 	// A declared body under the first share is read into one buffer of
 	// its length: two of 600 KiB do not fit in 1 MiB.
 	body := 600 << 10
@@ -95,7 +95,7 @@ func TestBudgetBoundsBodiesTogether(t *testing.T) {
 // one past the limit is refused with 413 and the connection closed (what
 // follows on it is the rest of that body).
 func TestChunkedBodyBounded(t *testing.T) {
-	addr := serve(t, New(Options{BodyLimit: 100 << 10}, boundedRoutes{}))
+	addr := serve(t, New(Options{BodyLimit: 100 << 10}, boundedRoutes...))
 	chunk := strings.Repeat("x", 64<<10)
 	var req strings.Builder
 	req.WriteString("POST /api/metrics/events HTTP/1.1\r\nHost: 127.0.0.1\r\nTransfer-Encoding: chunked\r\n\r\n")
@@ -159,7 +159,7 @@ func (zeros) Read(p []byte) (int, error) {
 
 // The read deadline is the body's too: a body that stops coming is a 408.
 func TestSlowBodyTimesOut(t *testing.T) {
-	addr := serve(t, New(Options{ReadTimeout: 200 * time.Millisecond}, boundedRoutes{}))
+	addr := serve(t, New(Options{ReadTimeout: 200 * time.Millisecond}, boundedRoutes...))
 	res, _ := send(t, addr, "POST /api/metrics/events HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 100000\r\n\r\n"+strings.Repeat("x", 20000))
 	msg, _ := io.ReadAll(res.Body)
 	if res.StatusCode != http.StatusRequestTimeout || !strings.Contains(string(msg), "read timeout") {

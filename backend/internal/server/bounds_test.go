@@ -12,19 +12,20 @@ import (
 	"github.com/valyala/fasthttp"
 )
 
-// boundedRoutes takes large bodies at /api/metrics/events and under /v1,
-// and streams at /api/metrics/stream and under /v1.
-type boundedRoutes struct{}
-
-func (boundedRoutes) Mount(_ *fiber.App, api fiber.Router) {
-	api.Post("/events", func(c *fiber.Ctx) error { return c.SendString(fmt.Sprint(len(c.Body()))) })
+// boundedRoutes takes large bodies at POST /api/metrics/events and under
+// /v1, and streams at /api/metrics/stream and under /v1.
+var boundedRoutes = []Route{
+	{Method: fiber.MethodPost, Path: "/api/metrics/events", Body: LargeBody,
+		Handler: func(c *fiber.Ctx) error { return c.SendString(fmt.Sprint(len(c.Body()))) }},
+	{Method: AnyMethod, Path: "/api/metrics/stream", Streams: true, Handler: answered},
+	{Method: AnyMethod, Path: "/v1/*", Body: LargeBody, Streams: true, Handler: answered},
 }
-func (boundedRoutes) BodyPaths() []string   { return []string{"/api/metrics/events", "/v1/*"} }
-func (boundedRoutes) StreamPaths() []string { return []string{"/api/metrics/stream", "/v1/*"} }
+
+func answered(*fiber.Ctx) error { return nil }
 
 func TestBoundsConfig(t *testing.T) {
 	const wt = 7 * time.Second
-	b := boundsOf([]Feature{boundedRoutes{}, streamRoutes{}}, 32<<20, wt)
+	b := boundsOf(append(boundedRoutes, streamRoutes(0)...), nil, 32<<20, wt)
 	tests := []struct {
 		uri           string
 		large, stream bool
@@ -72,7 +73,7 @@ func TestBoundsConfig(t *testing.T) {
 // that declares 32 MiB to a route that takes no large body is refused at
 // once, its body unsent; a route that takes one reads it as before.
 func TestDeclaredBodyBoundedByRoute(t *testing.T) {
-	addr := serve(t, New(Options{}, boundedRoutes{}))
+	addr := serve(t, New(Options{}, boundedRoutes...))
 	tests := []struct {
 		name, request, status string
 	}{

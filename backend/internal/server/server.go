@@ -1,5 +1,6 @@
-// Package server builds the Fiber application: the error convention, the
-// /api/metrics group, the timeouts, and the features mounted on it.
+// Package server builds the Fiber application from the route table: the
+// error convention, the body limits and timeouts each route's row says,
+// and the guard ahead of the routes.
 package server
 
 import (
@@ -18,7 +19,7 @@ import (
 	"github.com/mlx-bun/mlx-metrics/shared/routes"
 )
 
-// APIPrefix is where the manifest's routes are mounted.
+// APIPrefix is where the manifest's routes are served.
 const APIPrefix = routes.Prefix
 
 // Defaults of Options.
@@ -34,12 +35,6 @@ const (
 	ShutdownTimeout = 5 * time.Second
 )
 
-// Feature mounts one responsibility's routes. api is the /api/metrics group;
-// root is the app itself, for routes outside it (the standalone page).
-type Feature interface {
-	Mount(root *fiber.App, api fiber.Router)
-}
-
 // Options configure the application.
 type Options struct {
 	// BodyLimit bounds request bodies (event batches are the largest).
@@ -48,8 +43,9 @@ type Options struct {
 	// DefaultIdleTimeout when 0.
 	ReadTimeout, IdleTimeout time.Duration
 	// WriteTimeout bounds writing an answer (DefaultWriteTimeout when 0),
-	// but for a Streamer's routes: the event streams write for as long as
-	// the client reads, and bound what a client that stops reading holds.
+	// but for the routes that stream (Route.Streams): the event streams
+	// write for as long as the client reads, and bound what a client that
+	// stops reading holds.
 	WriteTimeout time.Duration
 	// Budget bounds the request bodies held at once, across requests
 	// (NewBudget's defaults when nil).
@@ -58,10 +54,14 @@ type Options struct {
 	// those made before any route ran (a body over BodyLimit, a request
 	// not read within ReadTimeout): /healthz counts refusals with it.
 	OnError func(c *fiber.Ctx, status int)
+	// Guard, when set, checks every request before it is routed, and each
+	// route's before its handler, from the token its row names.
+	Guard Guard
 }
 
-// New builds the app with every feature mounted in order.
-func New(opts Options, features ...Feature) *fiber.App {
+// New builds the app serving routes, in their order: a request reaches the
+// first that matches it (a handler may pass it on to the next with Next).
+func New(opts Options, routes ...Route) *fiber.App {
 	if opts.BodyLimit == 0 {
 		opts.BodyLimit = 32 << 20
 	}
@@ -105,7 +105,7 @@ func New(opts Options, features ...Feature) *fiber.App {
 		defer app.ReleaseCtx(c)
 		_ = errorHandler(c, err)
 	}
-	b := boundsOf(features, opts.BodyLimit, opts.WriteTimeout)
+	b := boundsOf(routes, opts.Guard, opts.BodyLimit, opts.WriteTimeout)
 	srv.HeaderReceived = b.config
 	parseFailed := srv.ErrorHandler
 	srv.ErrorHandler = func(ctx *fasthttp.RequestCtx, err error) {
@@ -133,13 +133,29 @@ func New(opts Options, features ...Feature) *fiber.App {
 		}
 		return c.Next()
 	}, b.readBody(opts.Budget))
-	api := app.Group(APIPrefix)
-	for _, f := range features {
-		f.Mount(app, api)
+	if opts.Guard != nil {
+		for _, h := range opts.Guard.Use() {
+			app.Use(h)
+		}
+	}
+	for _, r := range routes {
+		handlers := []fiber.Handler{r.Handler}
+		if opts.Guard != nil {
+			if check := opts.Guard.Check(r); check != nil {
+				handlers = []fiber.Handler{check, r.Handler}
+			}
+		}
+		switch r.Method {
+		case fiber.MethodGet:
+			app.Get(r.Path, handlers...) // with HEAD
+		case AnyMethod:
+			app.All(r.Path, handlers...)
+		default:
+			app.Add(r.Method, r.Path, handlers...)
+		}
 	}
 	// Anything unmatched answers in the API's error format, its path cut
 	// (Fiber's own 404 quotes it whole).
-	api.Use(unmatched)
 	app.Use(unmatched)
 	return app
 }

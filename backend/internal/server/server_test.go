@@ -13,21 +13,19 @@ import (
 	"github.com/mlx-bun/mlx-metrics/shared/apierror"
 )
 
-// failing is a Feature with a few handlers that fail in different ways.
-type failing struct{}
-
-func (failing) Mount(root *fiber.App, api fiber.Router) {
-	api.Get("/ok", func(c *fiber.Ctx) error { return c.JSON(fiber.Map{"ok": true}) })
-	api.Get("/conflict", func(c *fiber.Ctx) error { return fiber.NewError(fiber.StatusConflict, "queue full") })
-	api.Get("/broken", func(c *fiber.Ctx) error { return errors.New("disk on fire") })
-	api.Get("/explicit", func(c *fiber.Ctx) error { return Error(c, fiber.StatusBadRequest, "limit must be a number") })
-	api.Get("/angled", func(c *fiber.Ctx) error { return Error(c, fiber.StatusBadRequest, "send Bearer <token> & more") })
-	api.Delete("/ok", func(c *fiber.Ctx) error { return c.SendStatus(fiber.StatusNoContent) })
-	root.Get("/page", func(c *fiber.Ctx) error { return c.SendString("page") })
+// failing is a few routes whose handlers fail in different ways.
+var failing = []Route{
+	{Method: fiber.MethodGet, Path: "/api/metrics/ok", Handler: func(c *fiber.Ctx) error { return c.JSON(fiber.Map{"ok": true}) }},
+	{Method: fiber.MethodGet, Path: "/api/metrics/conflict", Handler: func(c *fiber.Ctx) error { return fiber.NewError(fiber.StatusConflict, "queue full") }},
+	{Method: fiber.MethodGet, Path: "/api/metrics/broken", Handler: func(c *fiber.Ctx) error { return errors.New("disk on fire") }},
+	{Method: fiber.MethodGet, Path: "/api/metrics/explicit", Handler: func(c *fiber.Ctx) error { return Error(c, fiber.StatusBadRequest, "limit must be a number") }},
+	{Method: fiber.MethodGet, Path: "/api/metrics/angled", Handler: func(c *fiber.Ctx) error { return Error(c, fiber.StatusBadRequest, "send Bearer <token> & more") }},
+	{Method: fiber.MethodDelete, Path: "/api/metrics/ok", Handler: func(c *fiber.Ctx) error { return c.SendStatus(fiber.StatusNoContent) }},
+	{Method: fiber.MethodGet, Path: "/page", Handler: func(c *fiber.Ctx) error { return c.SendString("page") }},
 }
 
 func TestErrorConvention(t *testing.T) {
-	app := New(Options{}, failing{})
+	app := New(Options{}, failing...)
 	tests := []struct {
 		method  string // GET when empty
 		path    string
@@ -98,7 +96,7 @@ func TestErrorConvention(t *testing.T) {
 // writes with Error, so /healthz counts refusals whichever way they are made.
 func TestOnErrorSeesEveryErrorAnswer(t *testing.T) {
 	var seen []int
-	app := New(Options{OnError: func(_ *fiber.Ctx, status int) { seen = append(seen, status) }}, failing{})
+	app := New(Options{OnError: func(_ *fiber.Ctx, status int) { seen = append(seen, status) }}, failing...)
 	for _, path := range []string{"/api/metrics/ok", "/api/metrics/conflict", "/api/metrics/explicit", "/api/metrics/missing"} {
 		resp, err := app.Test(httptest.NewRequest("GET", path, nil))
 		if err != nil {

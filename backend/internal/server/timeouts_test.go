@@ -56,15 +56,12 @@ func send(t *testing.T, addr, request string) (res *http.Response, r *bufio.Read
 	return res, r
 }
 
-// streamRoutes has one route streaming for as long as it is asked to, as
-// the SSE routes do.
-type streamRoutes struct{ lines int }
-
-func (s streamRoutes) Mount(_ *fiber.App, api fiber.Router) {
-	api.Get("/stream", func(c *fiber.Ctx) error {
+// streamRoutes has one route streaming lines events, as the SSE routes do.
+func streamRoutes(lines int) []Route {
+	return []Route{{Method: fiber.MethodGet, Path: "/api/metrics/stream", Streams: true, Handler: func(c *fiber.Ctx) error {
 		c.Set(fiber.HeaderContentType, "text/event-stream")
 		c.Context().SetBodyStreamWriter(func(w *bufio.Writer) {
-			for i := 0; i < s.lines; i++ {
+			for i := 0; i < lines; i++ {
 				_, _ = w.WriteString("data: x\n\n")
 				if w.Flush() != nil {
 					return
@@ -73,7 +70,7 @@ func (s streamRoutes) Mount(_ *fiber.App, api fiber.Router) {
 			}
 		})
 		return nil
-	})
+	}}}
 }
 
 // The read timeout cuts off a client that sends its header a line at a
@@ -92,7 +89,7 @@ func TestReadTimeout(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			app := New(Options{ReadTimeout: readTimeout, IdleTimeout: readTimeout}, streamRoutes{lines: 25})
+			app := New(Options{ReadTimeout: readTimeout, IdleTimeout: readTimeout}, streamRoutes(25)...)
 			addr := serve(t, app)
 			conn, err := net.Dial("tcp", addr)
 			if err != nil {
@@ -145,7 +142,7 @@ func TestShutdownBounded(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			app := New(Options{ReadTimeout: time.Hour, IdleTimeout: time.Hour}, failing{})
+			app := New(Options{ReadTimeout: time.Hour, IdleTimeout: time.Hour}, failing...)
 			ln, err := net.Listen("tcp", "127.0.0.1:0")
 			if err != nil {
 				t.Fatal(err)

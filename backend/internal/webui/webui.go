@@ -90,30 +90,27 @@ func New(opts Options) (*UI, error) {
 // Built reports whether the panel was built into the binary.
 func (u *UI) Built() bool { return u.built }
 
-// Mount registers the panel's routes.
-func (u *UI) Mount(root *fiber.App, api fiber.Router) {
-	root.Get("/", u.page)
-	root.Get("/metrics", u.pageForBrowsers)
-	root.Get("/metrics/", func(c *fiber.Ctx) error {
-		if !strings.HasSuffix(c.Path(), "/") {
-			return c.Next() // routing is not strict: this route sees /metrics too
-		}
-		return c.Redirect("/metrics", fiber.StatusMovedPermanently)
-	})
-	api.Get("/panel.js", func(c *fiber.Ctx) error { return u.serve(c, "panel.js") })
-	api.Get("/panel", u.frame)
-	api.Get("/panel/*", u.frame)
+// MetricsSlash redirects /metrics/ to /metrics; routing is not strict, so
+// it sees /metrics too, and passes that on.
+func (u *UI) MetricsSlash(c *fiber.Ctx) error {
+	if !strings.HasSuffix(c.Path(), "/") {
+		return c.Next()
+	}
+	return c.Redirect("/metrics", fiber.StatusMovedPermanently)
 }
 
-// pageForBrowsers serves the page at /metrics to a browser (its Accept
+// Loader serves the element's loader, panel.js.
+func (u *UI) Loader(c *fiber.Ctx) error { return u.serve(c, "panel.js") }
+
+// PageForBrowsers serves the page at /metrics to a browser (its Accept
 // names text/html) and passes anything else on to the route after it, the
 // Prometheus exposition: a scraper of /metrics by habit gets metrics.
-func (u *UI) pageForBrowsers(c *fiber.Ctx) error {
+func (u *UI) PageForBrowsers(c *fiber.Ctx) error {
 	if !WantsHTML(c.Get(fiber.HeaderAccept)) {
 		c.Vary(fiber.HeaderAccept)
 		return c.Next()
 	}
-	err := u.page(c)
+	err := u.Page(c)
 	c.Vary(fiber.HeaderAccept) // after the page's own Vary
 	return err
 }
@@ -133,7 +130,8 @@ func WantsHTML(accept string) bool {
 	return false
 }
 
-func (u *UI) page(c *fiber.Ctx) error {
+// Page serves the standalone page (or says the panel is not built).
+func (u *UI) Page(c *fiber.Ctx) error {
 	if !u.built {
 		c.Status(fiber.StatusServiceUnavailable).Type("html", "utf-8")
 		return c.SendString(notBuilt)
@@ -150,7 +148,9 @@ const notBuilt = `<!doctype html><meta charset="utf-8"><title>mlx-metrics: panel
 <p>This backend was compiled without the panel. Run <code>scripts/build-panel</code> and rebuild
 (or use <code>scripts/run</code>, which does both). The API under <code>/api/metrics</code> works regardless.</p>`
 
-func (u *UI) frame(c *fiber.Ctx) error {
+// Frame serves the panel's frame: its document at FramePath (the path
+// without its slash redirected there), its assets below it.
+func (u *UI) Frame(c *fiber.Ctx) error {
 	p := c.Params("*")
 	if p == "" && !strings.HasSuffix(c.Path(), "/") {
 		// go-app routes on the path below its prefix: "/" needs the slash.

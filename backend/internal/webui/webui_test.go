@@ -14,8 +14,22 @@ import (
 	"testing"
 	"testing/fstest"
 
+	"github.com/gofiber/fiber/v2"
+
 	"github.com/mlx-bun/mlx-metrics/backend/internal/server"
 )
+
+// routes are the panel's rows of the route table (app.Routes).
+func routes(u *UI) []server.Route {
+	return []server.Route{
+		{Method: fiber.MethodGet, Path: "/", Handler: u.Page},
+		{Method: fiber.MethodGet, Path: "/metrics", Handler: u.PageForBrowsers},
+		{Method: fiber.MethodGet, Path: "/metrics/", Handler: u.MetricsSlash},
+		{Method: fiber.MethodGet, Path: LoaderPath, Handler: u.Loader},
+		{Method: fiber.MethodGet, Path: server.APIPrefix + "/panel", Handler: u.Frame},
+		{Method: fiber.MethodGet, Path: FramePath + "*", Handler: u.Frame},
+	}
+}
 
 func gz(s string) []byte {
 	var b bytes.Buffer
@@ -143,7 +157,7 @@ func TestRoutes(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			app := server.New(server.Options{}, u)
+			app := server.New(server.Options{}, routes(u)...)
 			method := tt.method
 			if method == "" {
 				method = http.MethodGet
@@ -191,7 +205,7 @@ func sha256b64(s string) string {
 
 func TestETagRevalidation(t *testing.T) {
 	u, _ := New(Options{Assets: built})
-	app := server.New(server.Options{}, u)
+	app := server.New(server.Options{}, routes(u)...)
 	res, _ := app.Test(httptest.NewRequest("GET", "/api/metrics/panel.js", nil), -1)
 	etag := res.Header.Get("ETag")
 	if etag == "" {
@@ -211,7 +225,7 @@ func TestEmbeddedPlaceholderBuilds(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Either the placeholder alone (not built) or a full build: both serve.
-	app := server.New(server.Options{}, u)
+	app := server.New(server.Options{}, routes(u)...)
 	res, _ := app.Test(httptest.NewRequest("GET", "/", nil), -1)
 	want := http.StatusServiceUnavailable
 	if u.Built() {
@@ -241,7 +255,7 @@ func (c *countingFS) Open(name string) (fs.File, error) {
 func TestAssetsReadOnce(t *testing.T) {
 	assets := &countingFS{FS: built, opens: map[string]int{}}
 	u, _ := New(Options{Assets: assets})
-	app := server.New(server.Options{}, u)
+	app := server.New(server.Options{}, routes(u)...)
 	var etag string
 	for i := 0; i < 3; i++ {
 		req := httptest.NewRequest("GET", "/api/metrics/panel/web/app.wasm", nil)
