@@ -91,6 +91,9 @@ type Fake struct {
 	sleeps  []*fakeSleep
 	timers  []*fakeTimer
 	changed chan struct{} // closed and replaced when a ticker or sleep is added
+	// offering counts the ticks Advance is offering a ticker's receiver
+	// (its tests wait for one before they reset the ticker).
+	offering int
 }
 
 // NewFake returns a fake clock reading now.
@@ -322,10 +325,26 @@ func (f *Fake) Advance(d time.Duration) {
 		close(s.done)
 	}
 	for _, d := range due {
+		// A Stop or Reset since the tick fell due drops it. Checked before
+		// the tick is offered: select picks at random among ready cases,
+		// and the receiver that reset the ticker may already wait on it.
+		select {
+		case <-d.t.stop:
+			continue
+		case <-d.reset:
+			continue
+		default:
+		}
+		f.mu.Lock()
+		f.offering++
+		f.mu.Unlock()
 		select {
 		case d.t.c <- now:
 		case <-d.t.stop:
 		case <-d.reset: // reset meanwhile: this tick is stale
 		}
+		f.mu.Lock()
+		f.offering--
+		f.mu.Unlock()
 	}
 }

@@ -69,11 +69,14 @@ func TestFakeTickerReset(t *testing.T) {
 	// real ticker drops one pending in its channel.
 	done = make(chan struct{})
 	go func() { f.Advance(500 * time.Millisecond); close(done) }()
-	for {
+	for deadline := time.Now().Add(10 * time.Second); ; { // until the tick at 1.3 s is offered
+		if time.Now().After(deadline) {
+			t.Fatal("the tick at 1.3 s was never offered")
+		}
 		f.mu.Lock()
-		due := f.now.Equal(t0.Add(1300 * time.Millisecond))
+		offered := f.offering == 1
 		f.mu.Unlock()
-		if due {
+		if offered {
 			break
 		}
 		runtime.Gosched()
