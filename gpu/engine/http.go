@@ -397,11 +397,11 @@ func (e *Engine) serve(w http.ResponseWriter, r *http.Request, received time.Tim
 	}
 }
 
-func finishReason(f string) string {
+func finishReason(f events.FinishReason) string {
 	if f == events.FinishLength {
 		return "length"
 	}
-	return f
+	return string(f)
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {

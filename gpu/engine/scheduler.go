@@ -168,7 +168,7 @@ func (e *Engine) apply(chunks []int, t time.Time) {
 }
 
 // finish ends r, frees its pages and reports request.finished.
-func (e *Engine) finish(r *request, finish string, t time.Time) {
+func (e *Engine) finish(r *request, finish events.FinishReason, t time.Time) {
 	e.kv.used -= r.pages
 	r.pages = 0
 	res := Result{Finish: finish, PromptTokens: len(r.prompt), CachedPromptTokens: r.cached, CompletionTokens: r.generated}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"sync"
 	"time"
+
+	"github.com/mlx-bun/mlx-metrics/shared/events"
 )
 
 // Token is one generated token and when the scheduler produced it.
@@ -15,7 +17,7 @@ type Token struct {
 // Result is how a request ended. Counts are the engine's own, as usage
 // reports them.
 type Result struct {
-	Finish             string // events.Finish*
+	Finish             events.FinishReason
 	PromptTokens       int
 	CachedPromptTokens int
 	CompletionTokens   int

@@ -7,6 +7,7 @@ import (
 	"github.com/maxence-charriere/go-app/v10/pkg/app"
 
 	"github.com/mlx-bun/mlx-metrics/panel/format"
+	"github.com/mlx-bun/mlx-metrics/shared/events"
 	"github.com/mlx-bun/mlx-metrics/shared/plural"
 	"github.com/mlx-bun/mlx-metrics/shared/snapshot"
 )
@@ -98,7 +99,7 @@ func finishReasons(r snapshot.Requests) app.UI {
 		return empty("No finished requests yet.")
 	}
 	type kv struct {
-		k string
+		k events.FinishReason
 		n int64
 	}
 	var all []kv
@@ -143,7 +144,7 @@ func recentTable(recent []snapshot.Recent) app.UI {
 				app.Td().Text(format.Clock(q.At)),
 				app.Td().Body(modelName(q.Model)),
 				app.Td().Class("mono").Text(q.RequestID),
-				app.Td().Body(app.Span().Class("finish-tag "+finishClass(q.Finish)).Text(q.Finish)),
+				app.Td().Body(app.Span().Class("finish-tag "+finishClass(q.Finish)).Text(string(q.Finish))),
 				tdNum(fmt.Sprintf("%s (%s)", format.Count(q.PromptTokens), format.Count(q.CachedPromptTokens))),
 				tdNum(format.Count(q.CompletionTokens)),
 				tdNum(format.MsPtr(q.QueueMs)),
@@ -157,10 +158,10 @@ func recentTable(recent []snapshot.Recent) app.UI {
 
 // finishClass styles the known finish reasons; anything else a host sends
 // stays text and gets the neutral style.
-func finishClass(f string) string {
+func finishClass(f events.FinishReason) string {
 	switch f {
-	case "stop", "length", "cancelled", "error":
-		return "finish-" + f
+	case events.FinishStop, events.FinishLength, events.FinishCancelled, events.FinishError:
+		return "finish-" + string(f)
 	}
 	return "finish-other"
 }

@@ -105,13 +105,13 @@ func name(field, v string, max int) *Error {
 
 func isBidiControl(r rune) bool { return unicode.Is(unicode.Bidi_Control, r) }
 
-func oneOf(field, v string, allowed ...string) *Error {
+func oneOf[T ~string](field string, v T, allowed ...T) *Error {
 	for _, a := range allowed {
 		if v == a {
 			return nil
 		}
 	}
-	return reject(field, "%q is not one of %v", truncate(v, 32), allowed)
+	return reject(field, "%q is not one of %v", truncate(string(v), 32), allowed)
 }
 
 // number checks a finite quantity from 0 to max (durations and rates).

@@ -76,28 +76,32 @@ type ModelMemory struct {
 	PrefixCacheBytes int64  `json:"prefixCacheBytes"`
 }
 
+// FinishReason is why a generation request ended: request.finished's
+// finish.
+type FinishReason string
+
 // Finish reasons of request.finished.
 const (
-	FinishStop      = "stop"
-	FinishLength    = "length"
-	FinishCancelled = "cancelled"
-	FinishError     = "error"
+	FinishStop      FinishReason = "stop"
+	FinishLength    FinishReason = "length"
+	FinishCancelled FinishReason = "cancelled"
+	FinishError     FinishReason = "error"
 )
 
 // RequestFinished reports one finished generation request. Timings that did
 // not happen (a request cancelled before its first token) are null.
 type RequestFinished struct {
-	Model                  string   `json:"model"`
-	RequestID              string   `json:"requestId"`
-	Finish                 string   `json:"finish"`
-	PromptTokens           int64    `json:"promptTokens"`
-	CachedPromptTokens     int64    `json:"cachedPromptTokens"`
-	CompletionTokens       int64    `json:"completionTokens"`
-	QueueMs                *float64 `json:"queueMs"`
-	TTFTMs                 *float64 `json:"ttftMs"`
-	PrefillTokensPerSecond *float64 `json:"prefillTokensPerSecond"`
-	DecodeTokensPerSecond  *float64 `json:"decodeTokensPerSecond"`
-	TotalMs                float64  `json:"totalMs"`
+	Model                  string       `json:"model"`
+	RequestID              string       `json:"requestId"`
+	Finish                 FinishReason `json:"finish"`
+	PromptTokens           int64        `json:"promptTokens"`
+	CachedPromptTokens     int64        `json:"cachedPromptTokens"`
+	CompletionTokens       int64        `json:"completionTokens"`
+	QueueMs                *float64     `json:"queueMs"`
+	TTFTMs                 *float64     `json:"ttftMs"`
+	PrefillTokensPerSecond *float64     `json:"prefillTokensPerSecond"`
+	DecodeTokensPerSecond  *float64     `json:"decodeTokensPerSecond"`
+	TotalMs                float64      `json:"totalMs"`
 }
 
 // SchedulerSample is a model's batch scheduler at one instant: rows decoding
@@ -111,22 +115,25 @@ type SchedulerSample struct {
 	TokensPerSecond float64 `json:"tokensPerSecond"`
 }
 
+// CacheKind names a model's cache: cache.sample's cache.
+type CacheKind string
+
 // Cache kinds of cache.sample.
 const (
-	CacheKV     = "kv"
-	CachePrefix = "prefix"
+	CacheKV     CacheKind = "kv"
+	CachePrefix CacheKind = "prefix"
 )
 
 // CacheSample is a model's KV or prefix cache at one instant. Hits and
 // misses are running totals since the model loaded; null where the cache
 // does no lookups (kv).
 type CacheSample struct {
-	Model         string `json:"model"`
-	Cache         string `json:"cache"`
-	Bytes         int64  `json:"bytes"`
-	CapacityBytes *int64 `json:"capacityBytes"`
-	Hits          *int64 `json:"hits"`
-	Misses        *int64 `json:"misses"`
+	Model         string    `json:"model"`
+	Cache         CacheKind `json:"cache"`
+	Bytes         int64     `json:"bytes"`
+	CapacityBytes *int64    `json:"capacityBytes"`
+	Hits          *int64    `json:"hits"`
+	Misses        *int64    `json:"misses"`
 	// UsageRatio is the share of capacity in use, 0 to 1, from engines that
 	// report a ratio rather than bytes (vLLM, SGLang and llama.cpp scraped
 	// over their /metrics); absent when Bytes and CapacityBytes say it.

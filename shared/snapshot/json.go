@@ -388,7 +388,7 @@ func (e *encoder) recent(r *Recent) {
 	e.key(`,"requestId":`)
 	e.string(r.RequestID)
 	e.key(`,"finish":`)
-	e.string(r.Finish)
+	e.string(string(r.Finish))
 	e.key(`,"promptTokens":`)
 	e.int(r.PromptTokens)
 	e.key(`,"cachedPromptTokens":`)
@@ -527,7 +527,7 @@ func (e *encoder) finishTotals(f FinishTotals) {
 		if i > 0 {
 			e.b = append(e.b, ',')
 		}
-		e.string(k)
+		e.string(string(k))
 		e.b = append(e.b, ':')
 		e.int(f[k])
 	}

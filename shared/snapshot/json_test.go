@@ -6,6 +6,8 @@ import (
 	"math"
 	"reflect"
 	"testing"
+
+	"github.com/mlx-bun/mlx-metrics/shared/events"
 )
 
 // fill sets every field reachable from v to a value that is not the zero
@@ -50,7 +52,7 @@ func fillDepth(v reflect.Value, seed, depth int) {
 		for i, k := range []string{"zeta", "alpha"} {
 			e := reflect.New(v.Type().Elem()).Elem()
 			fillDepth(e, seed+i, depth+1)
-			m.SetMapIndex(reflect.ValueOf(k), e)
+			m.SetMapIndex(reflect.ValueOf(k).Convert(v.Type().Key()), e)
 		}
 		v.Set(m)
 	}
@@ -70,7 +72,7 @@ func TestAppendJSONIsJSON(t *testing.T) {
 		{"every field set", full},
 		{"empty", Snapshot{}},
 		{"empty lists", Snapshot{Models: []Model{}, Schedulers: []Scheduler{}, Caches: []Cache{}, Series: []SeriesPoint{},
-			Timeline: []TimelinePoint{}, Marks: []ModelMark{}, Sources: []Source{}, Requests: Requests{ByFinish: map[string]int64{}, Recent: []Recent{}}}},
+			Timeline: []TimelinePoint{}, Marks: []ModelMark{}, Sources: []Source{}, Requests: Requests{ByFinish: FinishTotals{}, Recent: []Recent{}}}},
 		{"a source without an error", Snapshot{Sources: []Source{{Kind: SourceFollow, Host: "h:1", State: SourceConnected}}}},
 		{"nulls inside", Snapshot{Caches: []Cache{{Model: "m"}}, Models: []Model{{}}, Timeline: []TimelinePoint{{}}}},
 	} {
@@ -97,7 +99,7 @@ func FuzzAppendJSON(f *testing.F) {
 		s := Snapshot{
 			At: n, Models: []Model{{Model: model, State: text, LastLoadMs: &x, LastError: &text, Loads: n}},
 			Schedulers: []Scheduler{{At: n}}, Series: []SeriesPoint{{At: n, TokensPerSecond: x}},
-			Requests: Requests{ByFinish: map[string]int64{text: n, model: 1}, Window: Window{
+			Requests: Requests{ByFinish: FinishTotals{events.FinishReason(text): n, events.FinishReason(model): 1}, Window: Window{
 				TTFTMs: &Distribution{Mean: x, P50: y}, CachedPromptShare: &y, PerModel: map[string]*Window{model: {Count: 1}},
 				Lengths: &Lengths{Bounds: []int64{n}, Prompt: []int{1, 2}}}},
 			Marks: []ModelMark{{Model: model, Kind: text, Ms: &y}},

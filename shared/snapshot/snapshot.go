@@ -140,14 +140,14 @@ type Requests struct {
 // FinishTotals counts finished requests by finish reason. In JSON its keys
 // come in the anchor's order, stop, length, cancelled, error, then any
 // other sorted, whichever encoder writes it.
-type FinishTotals map[string]int64
+type FinishTotals map[events.FinishReason]int64
 
 // finishOrder is the anchor's order of the finish reasons.
-var finishOrder = [...]string{events.FinishStop, events.FinishLength, events.FinishCancelled, events.FinishError}
+var finishOrder = [...]events.FinishReason{events.FinishStop, events.FinishLength, events.FinishCancelled, events.FinishError}
 
 // Keys are f's keys in the anchor's order.
-func (f FinishTotals) Keys() []string {
-	keys := make([]string, 0, len(f))
+func (f FinishTotals) Keys() []events.FinishReason {
+	keys := make([]events.FinishReason, 0, len(f))
 	for _, k := range finishOrder {
 		if _, ok := f[k]; ok {
 			keys = append(keys, k)
@@ -255,7 +255,7 @@ type SeriesPoint struct {
 // Hits and misses are set for a prefix cache only.
 type Reading struct {
 	Model         string
-	Cache         string // events.CacheKV or events.CachePrefix
+	Cache         events.CacheKind
 	At            int64
 	Bytes         int64
 	CapacityBytes *int64

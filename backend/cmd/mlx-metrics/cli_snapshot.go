@@ -106,7 +106,7 @@ func printSnapshot(w io.Writer, s snapshot.Snapshot) error {
 	r := s.Requests
 	fmt.Fprintf(tw, "\nREQUESTS\t%d finished", r.Finished)
 	for _, k := range r.ByFinish.Keys() {
-		fmt.Fprintf(tw, ", %s %d", termSafe(k), r.ByFinish[k])
+		fmt.Fprintf(tw, ", %s %d", termSafe(string(k)), r.ByFinish[k])
 	}
 	fmt.Fprintf(tw, "; last %d of window %d\n", r.Window.Count, r.Window.Size)
 	// Times by their slow tail (high), rates by theirs (low), as the

@@ -84,7 +84,7 @@ func newFakeBackend(t *testing.T) *fakeBackend {
 			Caches: []snapshot.Cache{{Model: "qwen3-8b", Prefix: &snapshot.PrefixCache{Bytes: 256 << 20,
 				CapacityBytes: pi(1 << 30), Hits: 3, Misses: 1, HitRate: p(0.75)}},
 				{Model: "llama-8b", KV: &snapshot.KVCache{UsageRatio: p(0.5)}}},
-			Requests: snapshot.Requests{Finished: 5, ByFinish: map[string]int64{"stop": 4, "length": 1},
+			Requests: snapshot.Requests{Finished: 5, ByFinish: snapshot.FinishTotals{events.FinishStop: 4, events.FinishLength: 1},
 				Window: snapshot.Window{Size: 200, Count: 5, TTFTMs: &snapshot.Distribution{Count: 5, P50: 85, P95: 120, P99: 120, Max: 120, Mean: 90}}},
 		})
 	})

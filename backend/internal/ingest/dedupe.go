@@ -29,7 +29,7 @@ func identity(ev events.Event) string {
 	case *events.SchedulerSample:
 		model = p.Model
 	case *events.CacheSample:
-		model, sub = p.Model, p.Cache
+		model, sub = p.Model, string(p.Cache)
 	default:
 		return "" // not reduced: nothing to guard
 	}

@@ -30,7 +30,7 @@ func BenchmarkGather(b *testing.B) {
 	q, ttft, dec := 3.0, 85.0, 40.0
 	for _, m := range []string{"a", "b", "c", "d", "e", "f", "g", "h"} {
 		e.Observe(events.Event{Type: events.TypeSchedulerSample, At: 1, Payload: &events.SchedulerSample{Model: m, Active: 1, Capacity: 8}})
-		for _, f := range []string{"stop", "length"} {
+		for _, f := range []events.FinishReason{events.FinishStop, events.FinishLength} {
 			e.Observe(events.Event{Type: events.TypeRequestFinished, At: 1, Payload: &events.RequestFinished{
 				Model: m, RequestID: "r", Finish: f, QueueMs: &q, TTFTMs: &ttft, DecodeTokensPerSecond: &dec, TotalMs: 5060}})
 		}

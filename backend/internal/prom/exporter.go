@@ -248,7 +248,7 @@ func (e *Exporter) evictIdle() bool {
 func LabelValue(s string) string { return printable.Cut(s, events.MaxModelName) }
 
 func (e *Exporter) observeCache(model string, p *events.CacheSample) {
-	cache := LabelValue(p.Cache)
+	cache := LabelValue(string(p.Cache))
 	// Engines scraped over their /metrics report a ratio and no bytes;
 	// a 0 here would claim an empty cache.
 	if p.UsageRatio == nil || p.Bytes > 0 {
@@ -290,7 +290,7 @@ func (e *Exporter) observeCache(model string, p *events.CacheSample) {
 // finishedReason is vLLM's finished_reason for one of the module's finish
 // values; ok is false for an error (or a value this module does not know),
 // which is no success.
-func finishedReason(finish string) (reason string, ok bool) {
+func finishedReason(finish events.FinishReason) (reason string, ok bool) {
 	switch finish {
 	case events.FinishStop:
 		return reasonStop, true

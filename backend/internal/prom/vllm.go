@@ -165,7 +165,7 @@ func newVLLMMetrics(reg prometheus.Registerer) *vllmMetrics {
 // created makes a model's counters that vLLM creates at its start, at 0:
 // every finished_reason and prompt token source.
 func (v *vllmMetrics) created(model string) {
-	for _, r := range []string{reasonStop, reasonLength, reasonAbort, events.FinishError} {
+	for _, r := range []string{reasonStop, reasonLength, reasonAbort, string(events.FinishError)} {
 		v.success.WithLabelValues(model, r)
 	}
 	v.cached.WithLabelValues(model)
@@ -222,7 +222,7 @@ func (v *vllmMetrics) request(model string, p *events.RequestFinished) {
 	count(v.bySource.WithLabelValues(model, sourceCompute), computed)
 	reason, ok := finishedReason(p.Finish)
 	if !ok {
-		v.success.WithLabelValues(model, events.FinishError).Inc()
+		v.success.WithLabelValues(model, string(events.FinishError)).Inc()
 		return
 	}
 	v.success.WithLabelValues(model, reason).Inc()

@@ -57,7 +57,7 @@ func hostTraffic(e *Exporter, model string, stop <-chan struct{}) {
 		}
 		at := time.Now().UnixMilli()
 		e.Observe(events.Event{Type: events.TypeRequestFinished, At: at, Payload: &events.RequestFinished{
-			Model: model, RequestID: "r", Finish: []string{events.FinishStop, events.FinishLength}[i%2],
+			Model: model, RequestID: "r", Finish: []events.FinishReason{events.FinishStop, events.FinishLength}[i%2],
 			PromptTokens: int64(200 + i%700), CachedPromptTokens: 100, CompletionTokens: int64(20 + i%100),
 			QueueMs: f(float64(5 + i%40)), TTFTMs: f(float64(60 + i%90)), PrefillTokensPerSecond: f(4000),
 			DecodeTokensPerSecond: f(float64(40 + i%30)), TotalMs: float64(900 + i%600)}})

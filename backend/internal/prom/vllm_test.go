@@ -21,7 +21,7 @@ import (
 	"github.com/mlx-bun/mlx-metrics/shared/tooltest"
 )
 
-func finished(model, finish string, totalMs float64) events.Event {
+func finished(model string, finish events.FinishReason, totalMs float64) events.Event {
 	return events.Event{Type: events.TypeRequestFinished, At: 1, Payload: &events.RequestFinished{
 		Model: model, RequestID: "r", Finish: finish, PromptTokens: 10, CompletionTokens: 5, TotalMs: totalMs}}
 }

@@ -30,7 +30,7 @@ func TestAttributionOnlyWhenAccepted(t *testing.T) {
 		status    int // 0: the upstream is down
 		body      string
 		model     string // the event's
-		finish    string
+		finish    events.FinishReason
 		wantModel bool // the store has a row and the exporter a series for "qwen"
 	}{
 		{"accepted", 200, okBody, "qwen", events.FinishStop, true},

@@ -122,7 +122,7 @@ func TestRelayMetersAsItSends(t *testing.T) {
 		atMs   []int
 		err    error
 		reads  int // Reads before Close; -1: to the end
-		finish string
+		finish events.FinishReason
 		ttft   float64
 	}{
 		{"token split over reads", []string{tok[:20], tok[20:] + "\n", "\n", done}, []int{5, 7, 9, 30}, nil, -1, events.FinishStop, 9},

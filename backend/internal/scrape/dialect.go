@@ -28,14 +28,14 @@ type dialect struct {
 
 	// The requests, read as their increase between two polls
 	// (requests.sample).
-	finished    []string          // finished requests by reason (counter)
-	reasonLabel string            // the reason's label on finished
-	reasons     map[string]string // the engine's reasons that are one of the events' finishes
-	failed      []string          // failed requests, counted apart from finished (counter, finish error)
-	requests    []string          // finished requests without a reason (counter), where finished is missing
-	promptTotal []string          // prompt tokens processed (counter)
-	cachedTotal []string          // of them, served from a cache (counter)
-	genTokens   []string          // generated tokens (counter) where genTotal is not one
+	finished    []string                       // finished requests by reason (counter)
+	reasonLabel string                         // the reason's label on finished
+	reasons     map[string]events.FinishReason // the engine's reasons that are one of the events' finishes
+	failed      []string                       // failed requests, counted apart from finished (counter, finish error)
+	requests    []string                       // finished requests without a reason (counter), where finished is missing
+	promptTotal []string                       // prompt tokens processed (counter)
+	cachedTotal []string                       // of them, served from a cache (counter)
+	genTokens   []string                       // generated tokens (counter) where genTotal is not one
 	// Timing histograms, in seconds.
 	queue, ttft, e2e, tpot, prefill, decode []string
 	// Length histograms, in tokens.
@@ -44,7 +44,7 @@ type dialect struct {
 
 // vllmReasons are vLLM's finished_reason values (and this module's, which
 // exports vLLM's).
-var vllmReasons = map[string]string{"stop": events.FinishStop, "length": events.FinishLength,
+var vllmReasons = map[string]events.FinishReason{"stop": events.FinishStop, "length": events.FinishLength,
 	"abort": events.FinishCancelled, "error": events.FinishError}
 
 var dialects = map[Kind]dialect{
@@ -402,10 +402,10 @@ func newMapper(kind Kind, defaultModel string) *mapper {
 
 // increases are one poll's counter and histogram increases by model.
 type increases struct {
-	counters map[string]map[string]float64           // family → model → increase
-	reasons  map[string]map[string]float64           // model → finish → increase of finished
-	hists    map[string]map[string]*events.Histogram // family → model → increase
-	seen     map[string]map[string]bool              // family → models with a series read before
+	counters map[string]map[string]float64              // family → model → increase
+	reasons  map[string]map[events.FinishReason]float64 // model → finish → increase of finished
+	hists    map[string]map[string]*events.Histogram    // family → model → increase
+	seen     map[string]map[string]bool                 // family → models with a series read before
 }
 
 // increases reads the increase of every counter and histogram series d
@@ -414,7 +414,7 @@ type increases struct {
 // for the next. A series seen for the first time is where its counting
 // starts, as in Prometheus.
 func (mp *mapper) increases(fams map[string]*dto.MetricFamily, d dialect) increases {
-	inc := increases{counters: map[string]map[string]float64{}, reasons: map[string]map[string]float64{},
+	inc := increases{counters: map[string]map[string]float64{}, reasons: map[string]map[events.FinishReason]float64{},
 		hists: map[string]map[string]*events.Histogram{}, seen: map[string]map[string]bool{}}
 	next := make(map[seriesKey]last, len(mp.prev))
 	note := func(name, model string) {
@@ -452,7 +452,7 @@ func (mp *mapper) increases(fams map[string]*dto.MetricFamily, d dialect) increa
 				if slices.Contains(d.finished, name) {
 					if f, ok := d.reasons[labelOf(m, d.reasonLabel)]; ok {
 						if inc.reasons[model] == nil {
-							inc.reasons[model] = map[string]float64{}
+							inc.reasons[model] = map[events.FinishReason]float64{}
 						}
 						inc.reasons[model][f] += delta
 					}

@@ -122,9 +122,9 @@ type eviction struct {
 	ms    float64
 }
 
-var finishNames = [...]string{events.FinishStop, events.FinishLength, events.FinishCancelled, events.FinishError}
+var finishNames = [...]events.FinishReason{events.FinishStop, events.FinishLength, events.FinishCancelled, events.FinishError}
 
-func finishIndex(f string) int {
+func finishIndex(f events.FinishReason) int {
 	for i, n := range finishNames {
 		if n == f {
 			return i
@@ -216,7 +216,7 @@ func (s *Store) Snapshot(now int64) snapshot.Snapshot {
 		}
 	}
 
-	byFinish := make(map[string]int64, len(finishNames))
+	byFinish := make(snapshot.FinishTotals, len(finishNames))
 	for i, n := range finishNames {
 		byFinish[n] = s.byFinish[i]
 	}

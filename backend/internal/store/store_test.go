@@ -162,11 +162,11 @@ func sched(at int64, model string, active, queued int, tps float64) events.Event
 	return events.Event{Type: events.TypeSchedulerSample, At: at, Payload: &events.SchedulerSample{Model: model, Active: active, Capacity: 8, Queued: queued, TokensPerSecond: tps}}
 }
 
-func cache(at int64, model, kind string, bytes int64, hits, misses *int64) events.Event {
+func cache(at int64, model string, kind events.CacheKind, bytes int64, hits, misses *int64) events.Event {
 	return events.Event{Type: events.TypeCacheSample, At: at, Payload: &events.CacheSample{Model: model, Cache: kind, Bytes: bytes, Hits: hits, Misses: misses}}
 }
 
-func request(at int64, model, finish string, total float64, ttft *float64) events.Event {
+func request(at int64, model string, finish events.FinishReason, total float64, ttft *float64) events.Event {
 	return events.Event{Type: events.TypeRequestFinished, At: at, Payload: &events.RequestFinished{
 		Model: model, RequestID: fmt.Sprintf("r%d", at), Finish: finish, PromptTokens: 100, CachedPromptTokens: 25,
 		CompletionTokens: 10, TTFTMs: ttft, TotalMs: total}}

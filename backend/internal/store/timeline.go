@@ -89,7 +89,7 @@ func (t *timeline) slot(at int64) *interval {
 	return s
 }
 
-func (t *timeline) addRequest(at int64, r *requestRecord, finish string) {
+func (t *timeline) addRequest(at int64, r *requestRecord, finish events.FinishReason) {
 	s := t.slot(at)
 	if s == nil {
 		return

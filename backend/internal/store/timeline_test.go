@@ -77,7 +77,7 @@ func repeat(v float64, n int) []float64 {
 	return out
 }
 
-func reqFull(at int64, finish string, ttft, decode *float64, total float64) events.Event {
+func reqFull(at int64, finish events.FinishReason, ttft, decode *float64, total float64) events.Event {
 	return events.Event{Type: events.TypeRequestFinished, At: at, Payload: &events.RequestFinished{
 		Model: "a", RequestID: "r", Finish: finish, PromptTokens: 10, CompletionTokens: 5,
 		TTFTMs: ttft, DecodeTokensPerSecond: decode, TotalMs: total}}
