@@ -39,6 +39,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/prometheus/procfs"
+
 	"github.com/mlx-bun/mlx-metrics/shared/bench"
 	"github.com/mlx-bun/mlx-metrics/shared/sse"
 )
@@ -325,35 +327,30 @@ func (s *server) usage() usage {
 	return usage{at: time.Now(), cpu: cpuTime(s.pid), rss: rssBytes(s.pid)}
 }
 
-// cpuTime is utime+stime from /proc/PID/stat, in clock ticks of 10 ms
-// (USER_HZ is 100 on Linux).
+// cpuTime is the process's user and system CPU time so far (procfs).
 func cpuTime(pid int) time.Duration {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	p, err := procfs.NewProc(pid)
 	if err != nil {
 		return 0
 	}
-	// The command name may hold spaces; fields count from after its ')'.
-	f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+2:]))
-	if len(f) < 13 {
+	st, err := p.Stat()
+	if err != nil {
 		return 0
 	}
-	ut, _ := strconv.ParseInt(f[11], 10, 64)
-	st, _ := strconv.ParseInt(f[12], 10, 64)
-	return time.Duration(ut+st) * 10 * time.Millisecond
+	return time.Duration(st.CPUTime() * float64(time.Second))
 }
 
+// rssBytes is the process's resident set (VmRSS, procfs).
 func rssBytes(pid int) int64 {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	p, err := procfs.NewProc(pid)
 	if err != nil {
 		return 0
 	}
-	for line := range strings.Lines(string(b)) {
-		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
-			kb, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
-			return kb << 10
-		}
+	st, err := p.NewStatus()
+	if err != nil {
+		return 0
 	}
-	return 0
+	return int64(st.VmRSS)
 }
 
 type rssPeak struct{ peak atomic.Int64 }

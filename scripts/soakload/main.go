@@ -37,7 +37,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -45,6 +44,7 @@ import (
 	"time"
 
 	"github.com/andybalholm/brotli"
+	"github.com/prometheus/procfs"
 )
 
 type config struct {
@@ -230,19 +230,17 @@ func (s *server) kill() {
 	}
 }
 
-// rss is the server's resident set in MB, from /proc.
+// rss is the server's resident set in MB (VmRSS, procfs).
 func (s *server) rss() float64 {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", s.cmd.Process.Pid))
+	p, err := procfs.NewProc(s.cmd.Process.Pid)
 	if err != nil {
 		return 0
 	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if f := strings.Fields(line); len(f) >= 2 && f[0] == "VmRSS:" {
-			kb, _ := strconv.ParseFloat(f[1], 64)
-			return kb / 1024
-		}
+	st, err := p.NewStatus()
+	if err != nil {
+		return 0
 	}
-	return 0
+	return float64(st.VmRSS) / (1 << 20)
 }
 
 func post(s *server, body string) (int, error) {
