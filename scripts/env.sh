@@ -11,3 +11,15 @@ fi
 # go-nvml's header marks functions it still binds as deprecated: the race
 # stage printed some 150 lines of those warnings, hiding what matters.
 export CGO_CFLAGS="${CGO_CFLAGS:-$(go env CGO_CFLAGS)} -Wno-deprecated-declarations"
+
+# build_tools DIR [TOOL...] builds the mlx-metrics binary into DIR, and
+# each named tool under scripts/ (a module of its own, outside go.work)
+# into DIR/TOOL: the benchmark and test scripts' common first step.
+build_tools() {
+	local dir=$1 tool
+	shift
+	go build -o "$dir/mlx-metrics" ./backend/cmd/mlx-metrics
+	for tool in "$@"; do
+		(cd "scripts/$tool" && GOWORK=off go build -o "$dir/$tool" .)
+	done
+}
