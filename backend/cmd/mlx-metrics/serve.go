@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"log/slog"
 	"net"
 	"os"
 	"path/filepath"
@@ -69,7 +70,7 @@ func runServe(ctx context.Context, args []string) error {
 	}
 	// Closed on every way out; each part bounds its own Close, so the
 	// context is one that a signal has not cancelled.
-	defer func() { app.LogErrors(os.Stderr, b.Close(context.WithoutCancel(ctx))) }()
+	defer func() { app.LogErrors(slog.Default(), b.Close(context.WithoutCancel(ctx))) }()
 	select {
 	case <-b.Done():
 		return b.Err()

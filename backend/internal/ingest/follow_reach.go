@@ -2,9 +2,11 @@ package ingest
 
 import (
 	"errors"
+	"fmt"
 	"net/url"
 	"time"
 
+	"github.com/mlx-bun/mlx-metrics/backend/internal/logging"
 	"github.com/mlx-bun/mlx-metrics/backend/internal/redact"
 	"github.com/mlx-bun/mlx-metrics/backend/internal/rejectlog"
 	"github.com/mlx-bun/mlx-metrics/shared/duration"
@@ -73,7 +75,7 @@ func (f *Follower) reached() {
 	})
 	if failed > 0 {
 		f.fails.Reset()
-		f.logf("%s: reached the host after %s", f.logName, plural.Count(failed, "failed attempt", "failed attempts"))
+		f.log.Info(fmt.Sprintf("%s: reached the host after %s", f.logName, plural.Count(failed, "failed attempt", "failed attempts")), logging.KeySource, f.logName)
 	}
 	f.changed()
 }
