@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/mlx-bun/mlx-metrics/shared/cliflag"
+	"github.com/mlx-bun/mlx-metrics/shared/logkey"
 )
 
 // UsageError is a bad flag or configuration (exit status 2).
@@ -125,7 +126,7 @@ func Serve(ctx context.Context, cfg Config, ln net.Listener, o ServeOptions) err
 			return &UsageError{err}
 		}
 		opts.Sink = pub.Send
-		o.Logger.Info("publishing events to "+pub.URL(), "url", pub.URL())
+		o.Logger.Info("publishing events to "+pub.URL(), logkey.URL, pub.URL())
 	}
 	e, err := New(cfg, opts)
 	if err != nil {

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/mlx-bun/mlx-metrics/shared/events"
+	"github.com/mlx-bun/mlx-metrics/shared/logkey"
 	"github.com/mlx-bun/mlx-metrics/shared/routes"
 )
 
@@ -101,10 +102,10 @@ func (p *Publisher) Run(ctx context.Context) {
 			p.dropped.Add(int64(len(batch)))
 			// Log the first failure of a streak, not every one.
 			if p.failures.Add(1) == 1 {
-				p.log.Warn("engine: publishing events to "+p.url+" failed (dropping them until it works)", "url", p.url, "err", err)
+				p.log.Warn("engine: publishing events to "+p.url+" failed (dropping them until it works)", logkey.URL, p.url, logkey.Err, err)
 			}
 		} else if p.failures.Swap(0) > 0 {
-			p.log.Info("engine: publishing events to "+p.url+" works again", "url", p.url)
+			p.log.Info("engine: publishing events to "+p.url+" works again", logkey.URL, p.url)
 		}
 		batch = batch[:0]
 	}

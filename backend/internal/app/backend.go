@@ -21,6 +21,7 @@ import (
 	"github.com/mlx-bun/mlx-metrics/backend/internal/server"
 	"github.com/mlx-bun/mlx-metrics/backend/internal/webui"
 	"github.com/mlx-bun/mlx-metrics/gpu/probe"
+	"github.com/mlx-bun/mlx-metrics/shared/logkey"
 )
 
 // Config is serve's whole configuration, one field or section per part
@@ -225,9 +226,9 @@ func Start(ctx context.Context, cfg Config) (_ *Backend, err error) {
 	// The message keeps the address inline: scripts and tests read it
 	// from "serving on http://ADDR " (panel/e2e, scripts/test-ollama).
 	log.Info(fmt.Sprintf("serving on http://%s (home %s)", ln.Addr(), cfg.Home),
-		logging.KeyAddr, ln.Addr().String(), logging.KeyHome, cfg.Home)
+		logkey.Addr, ln.Addr().String(), logkey.Home, cfg.Home)
 	if panelUI.Built() {
-		log.Info(fmt.Sprintf("open the panel at http://%s/", browsable(ln.Addr())), logging.KeyURL, "http://"+browsable(ln.Addr())+"/")
+		log.Info(fmt.Sprintf("open the panel at http://%s/", browsable(ln.Addr())), logkey.URL, "http://"+browsable(ln.Addr())+"/")
 	}
 	// --reference-engine: a simulator with synthetic traffic feeding this
 	// backend. The engine is an event producer: the producer token when
@@ -286,7 +287,7 @@ func browsable(addr net.Addr) string {
 func warnExposed(log *slog.Logger, addr string, loopback bool, guard *access.Guard, proxied bool) {
 	if proxied && !guard.ProxyProtected() && !loopback {
 		log.Warn(fmt.Sprintf("WARNING: the proxy at /v1 is open on %s, beyond loopback: anyone who can reach this port "+
-			"may generate on the engine behind it. Set --proxy-token or --token. See docs/security.md.", addr), logging.KeyAddr, addr)
+			"may generate on the engine behind it. Set --proxy-token or --token. See docs/security.md.", addr), logkey.Addr, addr)
 	}
 	if guard.Protected() {
 		return
@@ -294,7 +295,7 @@ func warnExposed(log *slog.Logger, addr string, loopback bool, guard *access.Gua
 	if !loopback {
 		log.Warn(fmt.Sprintf("WARNING: listening on %s, beyond loopback, with no --token: anyone who can reach this port "+
 			"may post events, start and cancel GPU bench runs, and delete history. Set --token "+
-			"(env MLX_METRICS_TOKEN) or bind 127.0.0.1. See docs/security.md.", addr), logging.KeyAddr, addr)
+			"(env MLX_METRICS_TOKEN) or bind 127.0.0.1. See docs/security.md.", addr), logkey.Addr, addr)
 	}
 	if guard.AnyOrigin() {
 		log.Warn("WARNING: --cors-origins '*' with no --token: any web page the user opens may post events, " +
@@ -317,7 +318,7 @@ func holdHome(log *slog.Logger, home string) (*homePart, error) {
 	case errors.As(err, &inUse):
 		return nil, err
 	case err != nil:
-		log.Warn(fmt.Sprintf("home %s: %v (serving without its lock)", home, err), logging.KeyHome, home, logging.Err(err))
+		log.Warn(fmt.Sprintf("home %s: %v (serving without its lock)", home, err), logkey.Home, home, logging.Err(err))
 	}
 	return &homePart{lock: l}, nil
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/mlx-bun/mlx-metrics/backend/internal/logging"
 	"github.com/mlx-bun/mlx-metrics/gpu/engine"
 	"github.com/mlx-bun/mlx-metrics/gpu/loadgen"
+	"github.com/mlx-bun/mlx-metrics/shared/logkey"
 )
 
 // ReferenceEngineConfig is serve's --reference-engine: the reference
@@ -94,7 +95,7 @@ func StartReferenceEngine(ctx context.Context, backendAddr, eventsToken string, 
 		base := "http://" + ln.Addr().String() + "/v1"
 		log := logging.Or(c.log)
 		log.Info(fmt.Sprintf("reference engine (a simulator) serving %q at %s with ~%g synthetic requests/s", cfg.Model, base, c.Rate),
-			logging.KeyModel, cfg.Model, logging.KeyURL, base)
+			logkey.Model, cfg.Model, logkey.URL, base)
 		r.wg.Go(func() {
 			client := loadgen.New(base, loadgen.Options{})
 			defer client.Close()

@@ -19,6 +19,7 @@ import (
 	"github.com/mlx-bun/mlx-metrics/backend/internal/prom"
 	"github.com/mlx-bun/mlx-metrics/backend/internal/proxy"
 	"github.com/mlx-bun/mlx-metrics/backend/internal/scrape"
+	"github.com/mlx-bun/mlx-metrics/shared/logkey"
 )
 
 // MinScrapeInterval bounds --scrape-interval from below: an engine's
@@ -157,7 +158,7 @@ func StartExport(ctx context.Context, b *bus.Bus, healthz *health.Health, cfg Ex
 		}
 		healthz.Add("otlp", func() any { return pusher.Stats() })
 		log.Info(fmt.Sprintf("pushing metrics to %s (%s) every %s", pusher.Stats().Endpoint, o.Protocol, o.Interval),
-			logging.KeyURL, pusher.Stats().Endpoint, logging.KeyInterval, o.Interval)
+			logkey.URL, pusher.Stats().Endpoint, logkey.Interval, o.Interval)
 	}
 	side := &Export{prom: exp, fleet: fleetFeature(log, cfg.Fleet, healthz), proxy: p, pusher: pusher, proxied: proxied}
 	// As long a queue as the store's: a burst the store takes must not
@@ -165,7 +166,7 @@ func StartExport(ctx context.Context, b *bus.Bus, healthz *health.Health, cfg Ex
 	// POSTs of 20,000 events at once lost some 500 with the bus's default.
 	side.unsubscribe = b.Subscribe("prometheus", live.DefaultQueue, exp.Observe)
 	if p != nil {
-		log.Info("proxying /v1/* to "+p.Upstream(), logging.KeyURL, p.Upstream())
+		log.Info("proxying /v1/* to "+p.Upstream(), logkey.URL, p.Upstream())
 	}
 	sctx, cancel := context.WithCancel(ctx)
 	side.cancel = cancel
@@ -174,7 +175,7 @@ func StartExport(ctx context.Context, b *bus.Bus, healthz *health.Health, cfg Ex
 		healthz.Add("scrape", func() any { return scrapers.Stats() })
 		side.scrapers.Go(func() { scrapers.Run(sctx, cfg.ScrapeInterval) })
 		log.Info(fmt.Sprintf("scraping %s every %s", cfg.Scrapes.String(), cfg.ScrapeInterval),
-			logging.KeyURL, cfg.Scrapes.String(), logging.KeyInterval, cfg.ScrapeInterval)
+			logkey.URL, cfg.Scrapes.String(), logkey.Interval, cfg.ScrapeInterval)
 	}
 	return side, nil
 }
@@ -234,6 +235,6 @@ func fleetFeature(log *slog.Logger, c FleetConfig, healthz *health.Health) *flee
 	client, _ := fleet.NewClient(c.URL, fleet.Options{Timeout: c.Timeout,
 		BearerToken: c.BearerToken, Username: c.Username, Password: c.Password})
 	healthz.Add("fleet", func() any { return map[string]string{"source": client.URL(), "hostLabel": c.HostLabel} })
-	log.Info(fmt.Sprintf("fleet view from the query API at %s (hosts by %s)", client.URL(), c.HostLabel), logging.KeyURL, client.URL())
+	log.Info(fmt.Sprintf("fleet view from the query API at %s (hosts by %s)", client.URL(), c.HostLabel), logkey.URL, client.URL())
 	return &fleet.Feature{S: fleet.NewService(client, fleet.Config{HostLabel: c.HostLabel})}
 }

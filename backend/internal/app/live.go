@@ -15,6 +15,7 @@ import (
 	"github.com/mlx-bun/mlx-metrics/backend/internal/live"
 	"github.com/mlx-bun/mlx-metrics/backend/internal/logging"
 	"github.com/mlx-bun/mlx-metrics/backend/internal/store"
+	"github.com/mlx-bun/mlx-metrics/shared/logkey"
 	"github.com/mlx-bun/mlx-metrics/shared/snapshot"
 )
 
@@ -128,7 +129,7 @@ func StartLive(ctx context.Context, b *bus.Bus, healthz *health.Health, cfg Live
 			}
 			mu.Unlock()
 			log.Info(fmt.Sprintf("replayed %s: accepted %d, ignored %d, rejected %d", cfg.Replay, st.Accepted, st.Ignored, st.Rejected),
-				logging.KeyPath, cfg.Replay)
+				logkey.Path, cfg.Replay)
 		}()
 		sources["replay"] = func() any {
 			mu.Lock()

@@ -12,6 +12,7 @@ import (
 	"github.com/mlx-bun/mlx-metrics/backend/internal/logging"
 	"github.com/mlx-bun/mlx-metrics/backend/internal/redact"
 	"github.com/mlx-bun/mlx-metrics/backend/internal/server"
+	"github.com/mlx-bun/mlx-metrics/shared/logkey"
 )
 
 // maxEcho bounds how much of a client's input a message quotes back.
@@ -38,7 +39,7 @@ func SafeMessage(err error) string { return redact.Message(err) }
 // reserve reached, or ENOSPC) is said by the error's type as well.
 func (a *API) storageError(c *fiber.Ctx, what string, err error) error {
 	logging.Or(a.opts.Logger).Error("benchapi: "+c.Method()+" "+c.Path()+": "+what, logging.Err(err),
-		slog.String(logging.KeyMethod, c.Method()), slog.String(logging.KeyRoute, c.Path()))
+		slog.String(logkey.Method, c.Method()), slog.String(logkey.Route, c.Path()))
 	msg := "could not " + what + ": " + SafeMessage(err)
 	if errors.Is(err, history.ErrFull) || errors.Is(err, syscall.ENOSPC) {
 		return server.StorageFull(c, msg)

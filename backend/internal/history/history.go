@@ -24,6 +24,7 @@ import (
 	"github.com/mlx-bun/mlx-metrics/backend/internal/redact"
 	"github.com/mlx-bun/mlx-metrics/shared/bench"
 	"github.com/mlx-bun/mlx-metrics/shared/clock"
+	"github.com/mlx-bun/mlx-metrics/shared/logkey"
 )
 
 // ErrNotFound is Get's answer for an unknown or malformed id.
@@ -89,7 +90,7 @@ type Options struct {
 
 // Open opens (creating) the history at dir.
 func Open(dir string, opts Options) (*Store, error) {
-	log := logging.Or(opts.Logger).With(logging.KeyPath, dir)
+	log := logging.Or(opts.Logger).With(logkey.Path, dir)
 	if opts.FreeSpace == nil {
 		opts.FreeSpace = freeSpace
 	}

@@ -12,8 +12,8 @@ import (
 
 	lru "github.com/hashicorp/golang-lru/v2"
 
-	"github.com/mlx-bun/mlx-metrics/backend/internal/logging"
 	"github.com/mlx-bun/mlx-metrics/shared/bench"
+	"github.com/mlx-bun/mlx-metrics/shared/logkey"
 )
 
 // What keeps the cost of the service flat however many runs are stored:
@@ -200,10 +200,10 @@ func (s *Service) readFinal(id string) (*job, error) {
 	case errors.As(err, &readErr):
 		return nil, err
 	case err != nil: // it does not decode
-		s.opts.Logger.Warn(fmt.Sprintf("jobs: skip %s: %s: %v", id, jobFile, err), logging.KeyJob, id)
+		s.opts.Logger.Warn(fmt.Sprintf("jobs: skip %s: %s: %v", id, jobFile, err), logkey.Job, id)
 		return nil, ErrNotFound
 	case dj.ID != id:
-		s.opts.Logger.Warn(fmt.Sprintf("jobs: skip %s: its %s names job %q", id, jobFile, clip(dj.ID)), logging.KeyJob, id)
+		s.opts.Logger.Warn(fmt.Sprintf("jobs: skip %s: its %s names job %q", id, jobFile, clip(dj.ID)), logkey.Job, id)
 		return nil, ErrNotFound
 	}
 	j := &job{jobState: jobState{Job: dj.Job}, dir: dir, log: finishedEventLog(dir), done: closedChan}
@@ -212,7 +212,7 @@ func (s *Service) readFinal(id string) (*job, error) {
 		// or a copy from another home. No process of this backend runs
 		// it; it reads as recovery would have left it, and goes into
 		// the index, so the next start settles it (keeping its record).
-		s.opts.Logger.Warn(fmt.Sprintf("jobs: %s: %s says %s, but the job was not in %s; the next start recovers it", id, jobFile, j.Status, openIndexFile), logging.KeyJob, id)
+		s.opts.Logger.Warn(fmt.Sprintf("jobs: %s: %s says %s, but the job was not in %s; the next start recovers it", id, jobFile, j.Status, openIndexFile), logkey.Job, id)
 		if _, ok := s.stray[id]; !ok && s.indexReady {
 			s.stray[id] = struct{}{}
 			s.saveIndexLocked()

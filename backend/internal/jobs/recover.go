@@ -8,8 +8,8 @@ import (
 	"path/filepath"
 	"syscall"
 
-	"github.com/mlx-bun/mlx-metrics/backend/internal/logging"
 	"github.com/mlx-bun/mlx-metrics/shared/bench"
+	"github.com/mlx-bun/mlx-metrics/shared/logkey"
 )
 
 // recover settles the jobs of an earlier backend, those the open index
@@ -114,7 +114,7 @@ func (s *Service) recoverOrphan(j *job, p runnerProc) error {
 	s.mu.Unlock()
 	o := orphan{proc: p, clock: s.opts.Clock, grace: s.opts.Grace}
 	if err := o.terminate(); err != nil {
-		s.opts.Logger.Warn(fmt.Sprintf("jobs: %s: SIGTERM to orphaned runner group %d: %v", j.ID, p.Pgid, err), logging.KeyJob, j.ID)
+		s.opts.Logger.Warn(fmt.Sprintf("jobs: %s: SIGTERM to orphaned runner group %d: %v", j.ID, p.Pgid, err), logkey.Job, j.ID)
 	}
 	s.wg.Add(1)
 	go func() {

@@ -40,6 +40,7 @@ import (
 	"github.com/mlx-bun/mlx-metrics/gpu/lease"
 	"github.com/mlx-bun/mlx-metrics/shared/bench"
 	"github.com/mlx-bun/mlx-metrics/shared/clock"
+	"github.com/mlx-bun/mlx-metrics/shared/logkey"
 	"github.com/mlx-bun/mlx-metrics/shared/plural"
 )
 
@@ -338,7 +339,7 @@ func (s *Service) List(f Filter) []bench.Job {
 			if errors.Is(err, ErrNotFound) {
 				s.runs.notJob(i)
 			} else {
-				s.opts.Logger.Warn(fmt.Sprintf("jobs: list: %s: %v", id, err), logging.KeyJob, id)
+				s.opts.Logger.Warn(fmt.Sprintf("jobs: list: %s: %v", id, err), logkey.Job, id)
 			}
 			continue
 		}
@@ -515,7 +516,7 @@ func (s *Service) applyLocked(j *job, in input) {
 	}
 	for _, ev := range evs {
 		if err := j.log.append(ev); err != nil {
-			s.opts.Logger.Error(fmt.Sprintf("jobs: %s: event log: %v", j.ID, err), logging.KeyJob, j.ID)
+			s.opts.Logger.Error(fmt.Sprintf("jobs: %s: event log: %v", j.ID, err), logkey.Job, j.ID)
 		}
 	}
 	if ended {
@@ -535,7 +536,7 @@ func (s *Service) saveLocked(j *job) error {
 	v.Position = 0
 	err := s.writeJSON(filepath.Join(j.dir, jobFile), v)
 	if err != nil {
-		s.opts.Logger.Error(fmt.Sprintf("jobs: %s: save: %v", j.ID, err), logging.KeyJob, j.ID)
+		s.opts.Logger.Error(fmt.Sprintf("jobs: %s: save: %v", j.ID, err), logkey.Job, j.ID)
 	}
 	return err
 }

@@ -2,7 +2,7 @@
 // text (slog's key=value lines) by default or JSON (one object a line),
 // on stderr. Every package that logs takes a *slog.Logger in its options
 // (nil meaning slog.Default(), which serve sets to this one); the keys
-// their lines carry are named once, in keys.go.
+// their lines carry are named once, in shared/logkey.
 package logging
 
 import (
@@ -10,6 +10,8 @@ import (
 	"io"
 	"log/slog"
 	"strings"
+
+	"github.com/mlx-bun/mlx-metrics/shared/logkey"
 )
 
 // The formats --log-format takes.
@@ -62,5 +64,5 @@ func Or(l *slog.Logger) *slog.Logger {
 // Discard is a logger that writes nothing.
 func Discard() *slog.Logger { return slog.New(slog.DiscardHandler) }
 
-// Err is the attribute of a failure, under KeyErr.
-func Err(err error) slog.Attr { return slog.Any(KeyErr, err) }
+// Err is the attribute of a failure, under logkey.Err.
+func Err(err error) slog.Attr { return slog.Any(logkey.Err, err) }

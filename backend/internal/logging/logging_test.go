@@ -7,6 +7,8 @@ import (
 	"log/slog"
 	"strings"
 	"testing"
+
+	"github.com/mlx-bun/mlx-metrics/shared/logkey"
 )
 
 func TestNew(t *testing.T) {
@@ -16,7 +18,7 @@ func TestNew(t *testing.T) {
 		t.Fatal(err)
 	}
 	l.Debug("hidden")
-	l.Info("serving on http://127.0.0.1:1 (home /h)", KeyAddr, "127.0.0.1:1")
+	l.Info("serving on http://127.0.0.1:1 (home /h)", logkey.Addr, "127.0.0.1:1")
 	if got := text.String(); strings.Contains(got, "hidden") ||
 		!strings.Contains(got, `level=INFO msg="serving on http://127.0.0.1:1 (home /h)" addr=127.0.0.1:1`) {
 		t.Errorf("text: %q", got)
@@ -31,7 +33,7 @@ func TestNew(t *testing.T) {
 	if err := json.Unmarshal(js.Bytes(), &m); err != nil {
 		t.Fatalf("%q: %v", js.String(), err)
 	}
-	if m["level"] != "WARN" || m["msg"] != "degraded" || m[KeyErr] != "disk full" {
+	if m["level"] != "WARN" || m["msg"] != "degraded" || m[logkey.Err] != "disk full" {
 		t.Errorf("json: %v", m)
 	}
 	if _, err := New(&js, "xml", ""); err == nil {

@@ -29,6 +29,7 @@ import (
 	"github.com/mlx-bun/mlx-metrics/backend/internal/logging"
 	"github.com/mlx-bun/mlx-metrics/backend/internal/printable"
 	"github.com/mlx-bun/mlx-metrics/shared/clock"
+	"github.com/mlx-bun/mlx-metrics/shared/logkey"
 )
 
 // The protocols of --otlp-protocol, named as OTEL_EXPORTER_OTLP_PROTOCOL
@@ -210,13 +211,13 @@ func (e *countingExporter) Export(ctx context.Context, rm *metricdata.ResourceMe
 		// reaches the log or the terminal showing it.
 		msg := printable.Cut(err.Error(), maxErrorText)
 		if msg != e.stat.LastError {
-			e.log.Warn(fmt.Sprintf("otlp push to %s: %s (logged again when it changes)", e.endpoint, msg), logging.KeyURL, e.endpoint)
+			e.log.Warn(fmt.Sprintf("otlp push to %s: %s (logged again when it changes)", e.endpoint, msg), logkey.URL, e.endpoint)
 		}
 		e.stat.LastError = msg
 		return nil
 	}
 	if e.stat.LastError != "" {
-		e.log.Info("otlp push to "+e.endpoint+": answering again", logging.KeyURL, e.endpoint)
+		e.log.Info("otlp push to "+e.endpoint+": answering again", logkey.URL, e.endpoint)
 	}
 	e.stat.Pushes++
 	e.stat.LastError = ""

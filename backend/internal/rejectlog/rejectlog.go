@@ -15,6 +15,7 @@ import (
 	"github.com/mlx-bun/mlx-metrics/backend/internal/logging"
 	"github.com/mlx-bun/mlx-metrics/shared/clock"
 	"github.com/mlx-bun/mlx-metrics/shared/duration"
+	"github.com/mlx-bun/mlx-metrics/shared/logkey"
 	"github.com/mlx-bun/mlx-metrics/shared/plural"
 )
 
@@ -26,7 +27,7 @@ type Options struct {
 	// Clock paces the lines and runs the interval's timer (clock.Real{}).
 	Clock clock.Clock
 	// Logger takes the lines, at Warn, with the source's name under
-	// logging.KeySource (slog.Default() when nil).
+	// logkey.Source (slog.Default() when nil).
 	Logger *slog.Logger
 	// Every is the least time between two lines (DefaultEvery).
 	Every time.Duration
@@ -63,7 +64,7 @@ func New(name string, opts Options) *Log {
 	if opts.Clock == nil {
 		opts.Clock = clock.Real{}
 	}
-	opts.Logger = logging.Or(opts.Logger).With(logging.KeySource, name)
+	opts.Logger = logging.Or(opts.Logger).With(logkey.Source, name)
 	if opts.Every <= 0 {
 		opts.Every = DefaultEvery
 	}

@@ -23,6 +23,7 @@ import (
 	"github.com/mlx-bun/mlx-metrics/backend/internal/rejectlog"
 	"github.com/mlx-bun/mlx-metrics/shared/clock"
 	"github.com/mlx-bun/mlx-metrics/shared/events"
+	"github.com/mlx-bun/mlx-metrics/shared/logkey"
 )
 
 // maxBody bounds one scrape; real engines answer in tens of kilobytes.
@@ -122,7 +123,7 @@ func (s *Scraper) Poll(ctx context.Context) (int, error) {
 		s.fails.Reject(err.Error())
 	case s.lastErr != "":
 		s.fails.Reset()
-		s.log.Info("scrape "+s.target.URL+": answering again", logging.KeyURL, s.target.URL)
+		s.log.Info("scrape "+s.target.URL+": answering again", logkey.URL, s.target.URL)
 	}
 	s.lastErr = errString(err)
 	s.statsMu.Lock()
