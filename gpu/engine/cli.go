@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"os"
@@ -14,6 +15,7 @@ import (
 	"time"
 
 	"github.com/mlx-bun/mlx-metrics/shared/cliflag"
+	"github.com/mlx-bun/mlx-metrics/shared/logkey"
 )
 
 // UsageError is a bad flag or configuration (exit status 2).
@@ -95,7 +97,7 @@ flags:
 		return err
 	}
 	fmt.Fprintf(stderr, "reference engine (a simulator, not a model) serving %q on http://%s/v1\n", cfg.Model, ln.Addr())
-	return Serve(ctx, cfg, ln, ServeOptions{PublishURL: *publish, PublishToken: *publishToken, Log: stderr})
+	return Serve(ctx, cfg, ln, ServeOptions{PublishURL: *publish, PublishToken: *publishToken, Logger: slog.New(slog.NewTextHandler(stderr, nil))})
 }
 
 // ServeOptions configure Serve. The zero value is the defaults.
@@ -105,27 +107,26 @@ type ServeOptions struct {
 	PublishURL string
 	// PublishToken is the bearer token for PublishURL.
 	PublishToken string
-	// Log receives what Serve has to say (io.Discard when nil).
-	Log io.Writer
+	// Logger takes what Serve has to say (slog.Default() when nil).
+	Logger *slog.Logger
 }
 
 // Serve runs an engine with cfg on ln until ctx ends, publishing its events
 // as o says.
 func Serve(ctx context.Context, cfg Config, ln net.Listener, o ServeOptions) error {
-	if o.Log == nil {
-		o.Log = io.Discard
+	if o.Logger == nil {
+		o.Logger = slog.Default()
 	}
 	var opts Options
 	var pub *Publisher
 	if o.PublishURL != "" {
 		var err error
-		logf := func(format string, args ...any) { fmt.Fprintf(o.Log, format+"\n", args...) }
-		if pub, err = NewPublisher(o.PublishURL, PublisherOptions{Token: o.PublishToken, Logf: logf}); err != nil {
+		if pub, err = NewPublisher(o.PublishURL, PublisherOptions{Token: o.PublishToken, Logger: o.Logger}); err != nil {
 			ln.Close()
 			return &UsageError{err}
 		}
 		opts.Sink = pub.Send
-		fmt.Fprintf(o.Log, "publishing events to %s\n", pub.URL())
+		o.Logger.Info("publishing events to "+pub.URL(), logkey.URL, pub.URL())
 	}
 	e, err := New(cfg, opts)
 	if err != nil {

@@ -6,7 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"log"
+	"log/slog"
 	"net/http"
 	"net/url"
 	"strings"
@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/mlx-bun/mlx-metrics/shared/events"
+	"github.com/mlx-bun/mlx-metrics/shared/logkey"
 	"github.com/mlx-bun/mlx-metrics/shared/routes"
 )
 
@@ -28,7 +29,7 @@ type Publisher struct {
 	ch       chan events.Event
 	dropped  atomic.Int64
 	failures atomic.Int64
-	logf     func(format string, args ...any)
+	log      *slog.Logger
 }
 
 // EventsPath is where a backend takes events.
@@ -46,8 +47,9 @@ type PublisherOptions struct {
 	// Token, when set, is sent as a bearer token (the backend's
 	// --events-token or --token); none when empty.
 	Token string
-	// Logf reports failed posts (log.Printf when nil).
-	Logf func(format string, args ...any)
+	// Logger reports failed posts, the first of a streak at Warn, and
+	// the backend answering again at Info (slog.Default() when nil).
+	Logger *slog.Logger
 }
 
 // NewPublisher checks target: a backend's base URL (http://host:port) or the
@@ -60,15 +62,15 @@ func NewPublisher(target string, opts PublisherOptions) (*Publisher, error) {
 	if p := strings.TrimRight(u.Path, "/"); p == "" {
 		u.Path = EventsPath
 	}
-	if opts.Logf == nil {
-		opts.Logf = log.Printf
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
 	}
 	return &Publisher{
 		url:    u.String(),
 		token:  opts.Token,
 		client: &http.Client{Timeout: 10 * time.Second},
 		ch:     make(chan events.Event, publishBuffer),
-		logf:   opts.Logf,
+		log:    opts.Logger,
 	}, nil
 }
 
@@ -100,10 +102,10 @@ func (p *Publisher) Run(ctx context.Context) {
 			p.dropped.Add(int64(len(batch)))
 			// Log the first failure of a streak, not every one.
 			if p.failures.Add(1) == 1 {
-				p.logf("engine: publishing events to %s failed (dropping them until it works): %v", p.url, err)
+				p.log.Warn("engine: publishing events to "+p.url+" failed (dropping them until it works)", logkey.URL, p.url, logkey.Err, err)
 			}
 		} else if p.failures.Swap(0) > 0 {
-			p.logf("engine: publishing events to %s works again", p.url)
+			p.log.Info("engine: publishing events to "+p.url+" works again", logkey.URL, p.url)
 		}
 		batch = batch[:0]
 	}

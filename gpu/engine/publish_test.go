@@ -2,9 +2,12 @@ package engine
 
 import (
 	"bufio"
+	"bytes"
 	"context"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"testing"
 
@@ -77,8 +80,8 @@ func TestPublisherDropsWhenDown(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var logged []string
-	p.logf = func(format string, args ...any) { logged = append(logged, format) }
+	var log bytes.Buffer
+	p.log = slog.New(slog.NewTextHandler(&log, nil))
 	for i := range publishBuffer + 10 { // 10 over the buffer: dropped at Send
 		p.Send(events.Event{Type: events.TypeSchedulerSample, At: int64(1_764_000_000_000 + i),
 			Payload: &events.SchedulerSample{Model: "m", Capacity: 1}})
@@ -89,7 +92,7 @@ func TestPublisherDropsWhenDown(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	p.Run(ctx)
-	if p.Dropped() != publishBuffer+10 || len(logged) != 1 {
+	if logged := strings.Split(strings.TrimSuffix(log.String(), "\n"), "\n"); p.Dropped() != publishBuffer+10 || len(logged) != 1 || !strings.Contains(logged[0], "level=WARN") {
 		t.Errorf("dropped %d (want %d), %d log lines (want 1: the first failure)", p.Dropped(), publishBuffer+10, len(logged))
 	}
 }

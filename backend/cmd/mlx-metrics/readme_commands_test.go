@@ -308,7 +308,7 @@ func (r *readmeRun) serve(owner *testing.T, cmd string) string {
 	go func() {
 		sc := bufio.NewScanner(stderr)
 		for sc.Scan() {
-			if rest, ok := strings.CutPrefix(sc.Text(), "mlx-metrics: serving on http://"); ok {
+			if _, rest, ok := strings.Cut(sc.Text(), "serving on http://"); ok {
 				addr <- strings.Fields(rest)[0]
 			}
 		}

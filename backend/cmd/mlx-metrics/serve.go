@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"log/slog"
 	"net"
 	"os"
 	"path/filepath"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/mlx-bun/mlx-metrics/backend/internal/app"
 	"github.com/mlx-bun/mlx-metrics/backend/internal/jobs"
+	"github.com/mlx-bun/mlx-metrics/backend/internal/logging"
 	"github.com/mlx-bun/mlx-metrics/backend/internal/otlp"
 	"github.com/mlx-bun/mlx-metrics/backend/internal/prom"
 	"github.com/mlx-bun/mlx-metrics/backend/internal/proxy"
@@ -38,7 +40,7 @@ var listenFlags = map[string]bool{"port": true, "host": true, "listen": true, "b
 func runServe(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	var env envDefaults
-	cfg := addServeFlags(fs, &env)
+	cfg, logFlags := addServeFlags(fs, &env)
 	fs.Usage = func() {
 		fmt.Fprintln(os.Stderr, "usage: mlx-metrics serve [flags]\n\n"+
 			"Runs the backend: the live metrics from the host's events (REST, server-sent events,\n"+
@@ -63,28 +65,45 @@ func runServe(ctx context.Context, args []string) error {
 	if err := env.err(); err != nil {
 		return &exitError{code: 2, err: err}
 	}
+	// The log is serve's from here on, and every package's that logs to
+	// slog.Default() (a nil Options.Logger).
+	log, err := logging.New(os.Stderr, logFlags.format, logFlags.level)
+	if err != nil {
+		return usageErr("%v", err)
+	}
+	slog.SetDefault(log)
+	cfg.Logger = log
 	b, err := app.Start(ctx, *cfg)
 	if err != nil {
 		return startError(err)
 	}
 	// Closed on every way out; each part bounds its own Close, so the
 	// context is one that a signal has not cancelled.
-	defer func() { app.LogErrors(os.Stderr, b.Close(context.WithoutCancel(ctx))) }()
+	defer func() { app.LogErrors(log, b.Close(context.WithoutCancel(ctx))) }()
 	select {
 	case <-b.Done():
 		return b.Err()
 	case <-ctx.Done():
 		// Stopping was asked for: the deferred Close does it and says
 		// what was cut.
-		fmt.Fprintln(os.Stderr, "mlx-metrics: stopping (interrupt again to stop at once)")
+		log.Info("stopping (interrupt again to stop at once)")
 		return nil
 	}
 }
 
+// serveLogFlags are --log-format and --log-level: internal/logging builds
+// serve's logger from them.
+type serveLogFlags struct{ format, level string }
+
 // addServeFlags defines serve's flags on fs, each defaulting to its
-// environment twin (read by env), and returns the configuration they fill.
-func addServeFlags(fs *flag.FlagSet, env *envDefaults) *app.Config {
-	cfg := &app.Config{}
+// environment twin (read by env), and returns the configuration they fill
+// and the log's flags.
+func addServeFlags(fs *flag.FlagSet, env *envDefaults) (*app.Config, *serveLogFlags) {
+	cfg, logs := &app.Config{}, &serveLogFlags{}
+	fs.StringVar(&logs.format, "log-format", env.text("MLX_METRICS_LOG_FORMAT", logging.FormatText),
+		"serve's log on stderr: `FORMAT` text (key=value lines) or json (one object a line) (env MLX_METRICS_LOG_FORMAT)")
+	fs.StringVar(&logs.level, "log-level", env.text("MLX_METRICS_LOG_LEVEL", "info"),
+		"log `LEVEL` and above: debug, info, warn or error (env MLX_METRICS_LOG_LEVEL)")
 	fs.StringVar(&cfg.Addr, "addr", env.text("MLX_METRICS_ADDR", "127.0.0.1:7878"), "listen on `HOST:PORT` (env MLX_METRICS_ADDR)")
 	fs.StringVar(&cfg.Home, "home", env.text("MLX_METRICS_HOME", defaultHome()), "data home `DIR`; storage lives under DIR/metrics (env MLX_METRICS_HOME)")
 	fs.StringVar(&cfg.CORSOrigins, "cors-origins", env.text("MLX_METRICS_CORS_ORIGINS", ""), "comma-separated host `ORIGINS` (scheme://host[:port]) allowed to embed the panel and call the API; none by default (env MLX_METRICS_CORS_ORIGINS)")
@@ -95,7 +114,7 @@ func addServeFlags(fs *flag.FlagSet, env *envDefaults) *app.Config {
 	addLiveFlags(fs, env, &cfg.Live)
 	addExportFlags(fs, env, &cfg.Export)
 	addReferenceEngineFlags(fs, env, &cfg.ReferenceEngine)
-	return cfg
+	return cfg, logs
 }
 
 func addLiveFlags(fs *flag.FlagSet, env *envDefaults, c *app.LiveConfig) {

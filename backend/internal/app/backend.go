@@ -5,9 +5,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
+	"log/slog"
 	"net"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -18,9 +17,11 @@ import (
 	"github.com/mlx-bun/mlx-metrics/backend/internal/health"
 	"github.com/mlx-bun/mlx-metrics/backend/internal/homelock"
 	"github.com/mlx-bun/mlx-metrics/backend/internal/ingest"
+	"github.com/mlx-bun/mlx-metrics/backend/internal/logging"
 	"github.com/mlx-bun/mlx-metrics/backend/internal/server"
 	"github.com/mlx-bun/mlx-metrics/backend/internal/webui"
 	"github.com/mlx-bun/mlx-metrics/gpu/probe"
+	"github.com/mlx-bun/mlx-metrics/shared/logkey"
 )
 
 // Config is serve's whole configuration, one field or section per part
@@ -42,6 +43,9 @@ type Config struct {
 	// Device is the GPU lease's word for the GPUs (probe.DescribeGPUs,
 	// read once, when empty).
 	Device string
+	// Logger takes serve's log (slog.Default() when nil): cmd/mlx-metrics
+	// builds it with internal/logging from --log-format and --log-level.
+	Logger *slog.Logger
 
 	Live            LiveConfig
 	Bench           BenchConfig
@@ -99,9 +103,11 @@ type Backend struct {
 // again.
 func Start(ctx context.Context, cfg Config) (_ *Backend, err error) {
 	b := new(Backend)
+	log := logging.Or(cfg.Logger)
+	cfg.Live.log, cfg.Bench.log, cfg.Export.log, cfg.ReferenceEngine.log = log, log, log, log
 	defer func() {
 		if err != nil {
-			LogErrors(os.Stderr, b.Close(context.WithoutCancel(ctx)))
+			LogErrors(log, b.Close(context.WithoutCancel(ctx)))
 		}
 	}()
 	origins, err := access.ParseOrigins(strings.Split(cfg.CORSOrigins, ","))
@@ -131,7 +137,7 @@ func Start(ctx context.Context, cfg Config) (_ *Backend, err error) {
 		Loopback:      loopback,
 		ProxyToken:    cmp.Or(cfg.Export.ProxyToken, cfg.Token),
 	})
-	warnExposed(os.Stderr, cfg.Addr, loopback, guard, cfg.Export.ProxyTo != "")
+	warnExposed(log, cfg.Addr, loopback, guard, cfg.Export.ProxyTo != "")
 	// Bind before any part starts: a taken port is said before storage is
 	// opened or recovery runs, and "serving on" is said only of a bound
 	// address. Connections wait in the listen queue until the server
@@ -150,7 +156,7 @@ func Start(ctx context.Context, cfg Config) (_ *Backend, err error) {
 	// serve on it is told which process has it, before any part starts.
 	// A home that cannot be locked (a full disk, no write access) is left
 	// to bench-serve, which comes up degraded and says why.
-	home, err := holdHome(cfg.Home)
+	home, err := holdHome(log, cfg.Home)
 	if err != nil {
 		return nil, err
 	}
@@ -196,7 +202,7 @@ func Start(ctx context.Context, cfg Config) (_ *Backend, err error) {
 		return nil, &ConfigError{err}
 	}
 	if !panelUI.Built() {
-		logf("panel not built (run scripts/build-panel); serving the API only")
+		log.Warn("panel not built (run scripts/build-panel); serving the API only")
 	}
 	// The routes are the table's (Routes), over the panel, /healthz and
 	// the parts' handlers: to add yours, add a part above and its rows to
@@ -217,9 +223,12 @@ func Start(ctx context.Context, cfg Config) (_ *Backend, err error) {
 	served = true
 	b.parts.Add(b.srv)
 	home.setAddr(ln.Addr().String())
-	logf("serving on http://%s (home %s)", ln.Addr(), cfg.Home)
+	// The message keeps the address inline: scripts and tests read it
+	// from "serving on http://ADDR " (panel/e2e, scripts/test-ollama).
+	log.Info(fmt.Sprintf("serving on http://%s (home %s)", ln.Addr(), cfg.Home),
+		logkey.Addr, ln.Addr().String(), logkey.Home, cfg.Home)
 	if panelUI.Built() {
-		logf("open the panel at http://%s/", browsable(ln.Addr()))
+		log.Info(fmt.Sprintf("open the panel at http://%s/", browsable(ln.Addr())), logkey.URL, "http://"+browsable(ln.Addr())+"/")
 	}
 	// --reference-engine: a simulator with synthetic traffic feeding this
 	// backend. The engine is an event producer: the producer token when
@@ -247,19 +256,19 @@ func (b *Backend) Err() error { return b.srv.Err() }
 // returns their errors joined.
 func (b *Backend) Close(ctx context.Context) error { return b.parts.Close(ctx) }
 
-// LogErrors writes each of the errors in err (an errors.Join of them,
-// nested or not) on a line of its own, as serve's log does.
-func LogErrors(w io.Writer, err error) {
+// LogErrors logs each of the errors in err (an errors.Join of them,
+// nested or not) on a line of its own, at Error.
+func LogErrors(log *slog.Logger, err error) {
 	if err == nil {
 		return
 	}
 	if j, ok := err.(interface{ Unwrap() []error }); ok {
 		for _, e := range j.Unwrap() {
-			LogErrors(w, e)
+			LogErrors(log, e)
 		}
 		return
 	}
-	fmt.Fprintf(w, "mlx-metrics: %v\n", err)
+	log.Error(err.Error())
 }
 
 // browsable is addr as a browser can open it: a listener on every
@@ -271,32 +280,27 @@ func browsable(addr net.Addr) string {
 	return addr.String()
 }
 
-// logf writes one line of serve's log.
-func logf(format string, args ...any) {
-	fmt.Fprintf(os.Stderr, "mlx-metrics: "+format+"\n", args...)
-}
-
 // warnExposed warns, loudly, when any client that reaches the server, or
 // any web page the user opens, may start GPU jobs: listening beyond
 // loopback (addr, not loopback), or letting every origin in
 // (--cors-origins '*'), with no token.
-func warnExposed(w io.Writer, addr string, loopback bool, guard *access.Guard, proxied bool) {
+func warnExposed(log *slog.Logger, addr string, loopback bool, guard *access.Guard, proxied bool) {
 	if proxied && !guard.ProxyProtected() && !loopback {
-		fmt.Fprintf(w, "mlx-metrics: WARNING: the proxy at /v1 is open on %s, beyond loopback: anyone who can reach this port\n"+
-			"mlx-metrics: WARNING: may generate on the engine behind it. Set --proxy-token or --token. See docs/security.md.\n", addr)
+		log.Warn(fmt.Sprintf("WARNING: the proxy at /v1 is open on %s, beyond loopback: anyone who can reach this port "+
+			"may generate on the engine behind it. Set --proxy-token or --token. See docs/security.md.", addr), logkey.Addr, addr)
 	}
 	if guard.Protected() {
 		return
 	}
 	if !loopback {
-		fmt.Fprintf(w, "mlx-metrics: WARNING: listening on %s, beyond loopback, with no --token: anyone who can reach this port\n"+
-			"mlx-metrics: WARNING: may post events, start and cancel GPU bench runs, and delete history. Set --token\n"+
-			"mlx-metrics: WARNING: (env MLX_METRICS_TOKEN) or bind 127.0.0.1. See docs/security.md.\n", addr)
+		log.Warn(fmt.Sprintf("WARNING: listening on %s, beyond loopback, with no --token: anyone who can reach this port "+
+			"may post events, start and cancel GPU bench runs, and delete history. Set --token "+
+			"(env MLX_METRICS_TOKEN) or bind 127.0.0.1. See docs/security.md.", addr), logkey.Addr, addr)
 	}
 	if guard.AnyOrigin() {
-		fmt.Fprint(w, "mlx-metrics: WARNING: --cors-origins '*' with no --token: any web page the user opens may post events,\n"+
-			"mlx-metrics: WARNING: start and cancel GPU bench runs, delete history and generate through the proxy.\n"+
-			"mlx-metrics: WARNING: List the host origins instead of '*', or set --token. See docs/security.md.\n")
+		log.Warn("WARNING: --cors-origins '*' with no --token: any web page the user opens may post events, " +
+			"start and cancel GPU bench runs, delete history and generate through the proxy. " +
+			"List the host origins instead of '*', or set --token. See docs/security.md.")
 	}
 }
 
@@ -307,14 +311,14 @@ type homePart struct{ lock *homelock.Lock }
 // holdHome takes home for this serve. Another process holding it is an
 // error (*homelock.InUseError); a lock that cannot be taken for another
 // reason is logged and serve goes on without it.
-func holdHome(home string) (*homePart, error) {
+func holdHome(log *slog.Logger, home string) (*homePart, error) {
 	l, err := homelock.Acquire(home, "serve")
 	var inUse *homelock.InUseError
 	switch {
 	case errors.As(err, &inUse):
 		return nil, err
 	case err != nil:
-		logf("home %s: %v (serving without its lock)", home, err)
+		log.Warn(fmt.Sprintf("home %s: %v (serving without its lock)", home, err), logkey.Home, home, logging.Err(err))
 	}
 	return &homePart{lock: l}, nil
 }

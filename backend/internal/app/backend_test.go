@@ -8,6 +8,7 @@ import (
 	"errors"
 	"io"
 	"io/fs"
+	"log/slog"
 	"net"
 	"net/http"
 	"os"
@@ -20,6 +21,7 @@ import (
 	"github.com/mlx-bun/mlx-metrics/backend/internal/history"
 	"github.com/mlx-bun/mlx-metrics/backend/internal/homelock"
 	"github.com/mlx-bun/mlx-metrics/backend/internal/jobs/jobstest"
+	"github.com/mlx-bun/mlx-metrics/backend/internal/logging"
 	"github.com/mlx-bun/mlx-metrics/shared/bench"
 )
 
@@ -51,7 +53,7 @@ func TestWarnExposed(t *testing.T) {
 	for _, tt := range tests {
 		var out bytes.Buffer
 		loopback := access.IsLoopbackAddr(context.Background(), net.DefaultResolver, tt.addr)
-		warnExposed(&out, tt.addr, loopback, access.New(access.Options{Token: tt.token, Origins: tt.origins,
+		warnExposed(slog.New(slog.NewTextHandler(&out, nil)), tt.addr, loopback, access.New(access.Options{Token: tt.token, Origins: tt.origins,
 			ProxyToken: cmp.Or(tt.proxyToken, tt.token)}), tt.proxied)
 		got := out.String()
 		if tt.warn == "" && got != "" || tt.warn != "" && !(strings.Contains(got, "WARNING") && strings.Contains(got, tt.warn)) {
@@ -166,11 +168,12 @@ func TestStart(t *testing.T) {
 }
 
 func TestLogErrors(t *testing.T) {
-	var out bytes.Buffer
-	LogErrors(&out, errors.Join(errors.New("a"), errors.Join(errors.New("b"), nil, errors.New("c"))))
-	LogErrors(&out, nil)
-	if want := "mlx-metrics: a\nmlx-metrics: b\nmlx-metrics: c\n"; out.String() != want {
-		t.Errorf("got %q, want %q", out.String(), want)
+	var out []string
+	log := logging.Func(func(level slog.Level, msg string) { out = append(out, level.String()+" "+msg) })
+	LogErrors(log, errors.Join(errors.New("a"), errors.Join(errors.New("b"), nil, errors.New("c"))))
+	LogErrors(log, nil)
+	if got, want := strings.Join(out, "\n"), "ERROR a\nERROR b\nERROR c"; got != want {
+		t.Errorf("got %q, want %q", got, want)
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"path/filepath"
 	"sync/atomic"
 	"time"
@@ -11,6 +12,7 @@ import (
 	"github.com/mlx-bun/mlx-metrics/backend/internal/benchapi"
 	"github.com/mlx-bun/mlx-metrics/backend/internal/history"
 	"github.com/mlx-bun/mlx-metrics/backend/internal/jobs"
+	"github.com/mlx-bun/mlx-metrics/backend/internal/logging"
 	"github.com/mlx-bun/mlx-metrics/backend/internal/profiles"
 	"github.com/mlx-bun/mlx-metrics/gpu/lease"
 	"github.com/mlx-bun/mlx-metrics/gpu/plans"
@@ -30,6 +32,8 @@ type BenchConfig struct {
 	// `bench run`) in tests.
 	Runner    []string
 	RunnerEnv []string
+	// log is serve's (Start sets it; slog.Default() when nil).
+	log *slog.Logger
 }
 
 // Bench is bench-serve in the backend: the plans directory (seeded with
@@ -70,10 +74,11 @@ func OpenBench(home, device string, cfg BenchConfig) (*Bench, error) {
 	if err := cfg.check(); err != nil {
 		return nil, err
 	}
+	cfg.log = logging.Or(cfg.log)
 	l := lease.New(device, lease.Options{})
 	b, err := openBenchStorage(home, l, cfg)
 	if err != nil {
-		logf("bench-serve storage unavailable, serving live metrics only: %v", err)
+		cfg.log.Warn(fmt.Sprintf("bench-serve storage unavailable, serving live metrics only: %v", err), logging.Err(err))
 		reason := benchapi.SafeMessage(err)
 		return &Bench{api: benchapi.Unavailable(reason), lease: l, degraded: reason}, nil
 	}
@@ -86,7 +91,7 @@ func openBenchStorage(home string, l *lease.Lease, cfg BenchConfig) (*Bench, err
 	if err := dir.Seed(plans.Ready()); err != nil {
 		return nil, fmt.Errorf("seed the ready bench profiles: %w", err)
 	}
-	hist, err := history.Open(filepath.Join(root, "history"), history.Options{RunsDir: filepath.Join(root, "bench", "runs")})
+	hist, err := history.Open(filepath.Join(root, "history"), history.Options{RunsDir: filepath.Join(root, "bench", "runs"), Logger: cfg.log})
 	if err != nil {
 		return nil, err
 	}
@@ -97,6 +102,7 @@ func openBenchStorage(home string, l *lease.Lease, cfg BenchConfig) (*Bench, err
 		MaxQueued: cfg.MaxQueued,
 		Runner:    cfg.Runner,
 		Env:       cfg.RunnerEnv,
+		Logger:    cfg.log,
 		Finished: func(rec bench.RunRecord, runDir string) error {
 			return hist.Put(bench.Compact(rec, runDir))
 		},
@@ -106,7 +112,7 @@ func openBenchStorage(home string, l *lease.Lease, cfg BenchConfig) (*Bench, err
 		return nil, fmt.Errorf("open the bench runs: %w", err)
 	}
 	return &Bench{
-		api:  benchapi.New(svc, hist, dir, l, benchapi.Options{}),
+		api:  benchapi.New(svc, hist, dir, l, benchapi.Options{Logger: cfg.log}),
 		hist: hist, jobs: svc, plans: dir, lease: l,
 	}, nil
 }

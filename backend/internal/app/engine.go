@@ -3,14 +3,16 @@ package app
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
-	"os"
 	"sync"
 	"time"
 
+	"github.com/mlx-bun/mlx-metrics/backend/internal/logging"
 	"github.com/mlx-bun/mlx-metrics/gpu/engine"
 	"github.com/mlx-bun/mlx-metrics/gpu/loadgen"
+	"github.com/mlx-bun/mlx-metrics/shared/logkey"
 )
 
 // ReferenceEngineConfig is serve's --reference-engine: the reference
@@ -21,6 +23,8 @@ type ReferenceEngineConfig struct {
 	Rate    float64 // --reference-traffic: requests per second, more than 0
 	// Engine replaces the default engine configuration (tests).
 	Engine *engine.Config
+	// log is serve's (Start sets it; slog.Default() when nil).
+	log *slog.Logger
 }
 
 // loopbackURL is how this process reaches its own listen address.
@@ -89,14 +93,16 @@ func StartReferenceEngine(ctx context.Context, backendAddr, eventsToken string, 
 			cfg = *c.Engine
 		}
 		base := "http://" + ln.Addr().String() + "/v1"
-		logf("reference engine (a simulator) serving %q at %s with ~%g synthetic requests/s", cfg.Model, base, c.Rate)
+		log := logging.Or(c.log)
+		log.Info(fmt.Sprintf("reference engine (a simulator) serving %q at %s with ~%g synthetic requests/s", cfg.Model, base, c.Rate),
+			logkey.Model, cfg.Model, logkey.URL, base)
 		r.wg.Go(func() {
 			client := loadgen.New(base, loadgen.Options{})
 			defer client.Close()
 			client.Traffic(ctx, loadgen.TrafficOptions{Model: cfg.Model, RatePerSecond: c.Rate, Seed: uint64(time.Now().UnixNano())}, nil)
 		})
-		if err := engine.Serve(ctx, cfg, ln, engine.ServeOptions{PublishURL: backend, PublishToken: eventsToken, Log: os.Stderr}); err != nil {
-			logf("reference engine: %v", err)
+		if err := engine.Serve(ctx, cfg, ln, engine.ServeOptions{PublishURL: backend, PublishToken: eventsToken, Logger: log}); err != nil {
+			log.Error(fmt.Sprintf("reference engine: %v", err), logging.Err(err))
 		}
 	})
 	return r, nil

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"regexp"
 	"sync"
 	"time"
@@ -13,10 +14,12 @@ import (
 	"github.com/mlx-bun/mlx-metrics/backend/internal/health"
 	"github.com/mlx-bun/mlx-metrics/backend/internal/ingest"
 	"github.com/mlx-bun/mlx-metrics/backend/internal/live"
+	"github.com/mlx-bun/mlx-metrics/backend/internal/logging"
 	"github.com/mlx-bun/mlx-metrics/backend/internal/otlp"
 	"github.com/mlx-bun/mlx-metrics/backend/internal/prom"
 	"github.com/mlx-bun/mlx-metrics/backend/internal/proxy"
 	"github.com/mlx-bun/mlx-metrics/backend/internal/scrape"
+	"github.com/mlx-bun/mlx-metrics/shared/logkey"
 )
 
 // MinScrapeInterval bounds --scrape-interval from below: an engine's
@@ -53,6 +56,8 @@ type ExportConfig struct {
 	// requests is the live side's (Start sets it): the proxy's reports of
 	// a request another source reports too count once.
 	requests *ingest.Requests
+	// log is serve's (Start sets it; slog.Default() when nil).
+	log *slog.Logger
 }
 
 // Export is the export side running, a part of serve.
@@ -121,6 +126,7 @@ func StartExport(ctx context.Context, b *bus.Bus, healthz *health.Health, cfg Ex
 	if err := cfg.check(); err != nil {
 		return nil, err
 	}
+	log := logging.Or(cfg.log)
 	var (
 		p       *proxy.Proxy
 		proxied *ingest.Source
@@ -130,7 +136,7 @@ func StartExport(ctx context.Context, b *bus.Bus, healthz *health.Health, cfg Ex
 		// against the events' bounds, counted in /healthz, their
 		// rejections logged. Streams in flight end with ctx, or they would
 		// hold serve's shutdown open until their generation finished.
-		proxied = ingest.NewSource(ingest.ProxySource, b, ingest.Live, ingest.Options{Requests: cfg.requests})
+		proxied = ingest.NewSource(ingest.ProxySource, b, ingest.Live, ingest.Options{Requests: cfg.requests, Logger: log})
 		var err error
 		if p, err = proxy.New(cfg.ProxyTo, proxied.Publish, proxy.Options{BaseContext: ctx,
 			HeadTimeout: cfg.ProxyHeadTimeout, IdleTimeout: cfg.ProxyIdleTimeout, UpstreamToken: cfg.ProxyUpstreamToken}); err != nil {
@@ -145,29 +151,31 @@ func StartExport(ctx context.Context, b *bus.Bus, healthz *health.Health, cfg Ex
 	var pusher *otlp.Pusher
 	if cfg.OTLP.Endpoint != "" {
 		o := cfg.OTLP
-		o.Logf = logf
+		o.Logger = log
 		var err error
 		if pusher, err = otlp.Start(ctx, exp.Registry(), o); err != nil {
 			return nil, configErrorf("--otlp-endpoint: %w", err)
 		}
 		healthz.Add("otlp", func() any { return pusher.Stats() })
-		logf("pushing metrics to %s (%s) every %s", pusher.Stats().Endpoint, o.Protocol, o.Interval)
+		log.Info(fmt.Sprintf("pushing metrics to %s (%s) every %s", pusher.Stats().Endpoint, o.Protocol, o.Interval),
+			logkey.URL, pusher.Stats().Endpoint, logkey.Interval, o.Interval)
 	}
-	side := &Export{prom: exp, fleet: fleetFeature(cfg.Fleet, healthz), proxy: p, pusher: pusher, proxied: proxied}
+	side := &Export{prom: exp, fleet: fleetFeature(log, cfg.Fleet, healthz), proxy: p, pusher: pusher, proxied: proxied}
 	// As long a queue as the store's: a burst the store takes must not
 	// cost the exporter's counters events (a drop is never made up). Four
 	// POSTs of 20,000 events at once lost some 500 with the bus's default.
 	side.unsubscribe = b.Subscribe("prometheus", live.DefaultQueue, exp.Observe)
 	if p != nil {
-		logf("proxying /v1/* to %s", p.Upstream())
+		log.Info("proxying /v1/* to "+p.Upstream(), logkey.URL, p.Upstream())
 	}
 	sctx, cancel := context.WithCancel(ctx)
 	side.cancel = cancel
 	if len(cfg.Scrapes) > 0 {
-		scrapers := scrape.NewGroup(cfg.Scrapes, b.Publish, scrape.Options{Logf: logf})
+		scrapers := scrape.NewGroup(cfg.Scrapes, b.Publish, scrape.Options{Logger: log})
 		healthz.Add("scrape", func() any { return scrapers.Stats() })
 		side.scrapers.Go(func() { scrapers.Run(sctx, cfg.ScrapeInterval) })
-		logf("scraping %s every %s", cfg.Scrapes.String(), cfg.ScrapeInterval)
+		log.Info(fmt.Sprintf("scraping %s every %s", cfg.Scrapes.String(), cfg.ScrapeInterval),
+			logkey.URL, cfg.Scrapes.String(), logkey.Interval, cfg.ScrapeInterval)
 	}
 	return side, nil
 }
@@ -220,13 +228,13 @@ var promLabel = regexp.MustCompile(`^[a-zA-Z_][a-zA-Z0-9_]*$`)
 
 // fleetFeature is GET /api/metrics/fleet: off ({"enabled": false})
 // without a URL.
-func fleetFeature(c FleetConfig, healthz *health.Health) *fleet.Feature {
+func fleetFeature(log *slog.Logger, c FleetConfig, healthz *health.Health) *fleet.Feature {
 	if c.URL == "" {
 		return &fleet.Feature{}
 	}
 	client, _ := fleet.NewClient(c.URL, fleet.Options{Timeout: c.Timeout,
 		BearerToken: c.BearerToken, Username: c.Username, Password: c.Password})
 	healthz.Add("fleet", func() any { return map[string]string{"source": client.URL(), "hostLabel": c.HostLabel} })
-	logf("fleet view from the query API at %s (hosts by %s)", client.URL(), c.HostLabel)
+	log.Info(fmt.Sprintf("fleet view from the query API at %s (hosts by %s)", client.URL(), c.HostLabel), logkey.URL, client.URL())
 	return &fleet.Feature{S: fleet.NewService(client, fleet.Config{HostLabel: c.HostLabel})}
 }

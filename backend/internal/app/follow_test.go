@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"log/slog"
 	"net/http"
 	"strings"
 	"testing"
@@ -12,6 +13,7 @@ import (
 	"github.com/mlx-bun/mlx-metrics/backend/internal/bus"
 	"github.com/mlx-bun/mlx-metrics/backend/internal/health"
 	"github.com/mlx-bun/mlx-metrics/backend/internal/ingest"
+	"github.com/mlx-bun/mlx-metrics/backend/internal/logging"
 	"github.com/mlx-bun/mlx-metrics/shared/clock"
 	"github.com/mlx-bun/mlx-metrics/shared/snapshot"
 )
@@ -48,7 +50,7 @@ func TestFollowedHostHealth(t *testing.T) {
 			clk := clock.NewFake(time.UnixMilli(1_764_690_000_000))
 			h := health.New(clk.Now(), health.Options{Clock: clk})
 			cfg := LiveConfig{EventsURL: tc.url, Window: 10, Recent: 10, Series: 10,
-				follow: ingest.FollowerOptions{Options: ingest.Options{Clock: clk, Logf: t.Logf}, Client: &http.Client{Transport: tc.host}}}
+				follow: ingest.FollowerOptions{Options: ingest.Options{Clock: clk, Logger: logging.Func(func(level slog.Level, msg string) { t.Log(level, msg) })}, Client: &http.Client{Transport: tc.host}}}
 			s, err := StartLive(context.Background(), bus.New(), h, cfg)
 			if err != nil {
 				t.Fatal(err)

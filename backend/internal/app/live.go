@@ -2,6 +2,8 @@ package app
 
 import (
 	"context"
+	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"sync"
@@ -11,7 +13,9 @@ import (
 	"github.com/mlx-bun/mlx-metrics/backend/internal/health"
 	"github.com/mlx-bun/mlx-metrics/backend/internal/ingest"
 	"github.com/mlx-bun/mlx-metrics/backend/internal/live"
+	"github.com/mlx-bun/mlx-metrics/backend/internal/logging"
 	"github.com/mlx-bun/mlx-metrics/backend/internal/store"
+	"github.com/mlx-bun/mlx-metrics/shared/logkey"
 	"github.com/mlx-bun/mlx-metrics/shared/snapshot"
 )
 
@@ -34,6 +38,8 @@ type LiveConfig struct {
 	// follow is the follower's clock and client, for tests (the defaults
 	// when zero).
 	follow ingest.FollowerOptions
+	// log is serve's (Start sets it; slog.Default() when nil).
+	log *slog.Logger
 }
 
 // Live is the live half running, a part of serve: the store and stream,
@@ -74,10 +80,11 @@ func StartLive(ctx context.Context, b *bus.Bus, healthz *health.Health, cfg Live
 	if err := cfg.check(); err != nil {
 		return nil, err
 	}
+	log := logging.Or(cfg.log)
 	ctx, cancel := context.WithCancel(ctx)
 	s := &Live{cancel: cancel}
 	s.live = live.New(b, live.Options{Store: store.Options{Window: cfg.Window, Recent: cfg.Recent, Series: cfg.Series}})
-	posted := ingest.NewHTTP(b, ingest.Options{Requests: cfg.requests})
+	posted := ingest.NewHTTP(b, ingest.Options{Requests: cfg.requests, Logger: log})
 	s.posted = posted
 	// Every source's counts, under one section: /healthz lists each one
 	// configured, and each logs its first rejection and then a paced count.
@@ -89,6 +96,9 @@ func StartLive(ctx context.Context, b *bus.Bus, healthz *health.Health, cfg Live
 		// cannot reach from one with nothing to report.
 		fo := cfg.follow
 		fo.Token, fo.Requests = cfg.EventsURLToken, cfg.requests
+		if fo.Logger == nil {
+			fo.Logger = log
+		}
 		fo.OnChange = func() { s.live.SetSource(follow.Reach()) }
 		f := ingest.NewFollower(b, cfg.EventsURL, fo)
 		follow = f
@@ -102,7 +112,7 @@ func StartLive(ctx context.Context, b *bus.Bus, healthz *health.Health, cfg Live
 	}
 	if cfg.Replay != "" {
 		var (
-			src   = ingest.NewSource("replay", b, ingest.Recorded, ingest.Options{})
+			src   = ingest.NewSource("replay", b, ingest.Recorded, ingest.Options{Logger: log})
 			mu    sync.Mutex // guards state
 			state = map[string]any{"file": filepath.Base(cfg.Replay), "done": false}
 		)
@@ -115,10 +125,11 @@ func StartLive(ctx context.Context, b *bus.Bus, healthz *health.Health, cfg Live
 			state["done"] = true
 			if err != nil && ctx.Err() == nil {
 				state["error"] = err.Error()
-				logf("replay: %v", err)
+				log.Error(fmt.Sprintf("replay: %v", err), logging.Err(err))
 			}
 			mu.Unlock()
-			logf("replayed %s: accepted %d, ignored %d, rejected %d", cfg.Replay, st.Accepted, st.Ignored, st.Rejected)
+			log.Info(fmt.Sprintf("replayed %s: accepted %d, ignored %d, rejected %d", cfg.Replay, st.Accepted, st.Ignored, st.Rejected),
+				logkey.Path, cfg.Replay)
 		}()
 		sources["replay"] = func() any {
 			mu.Lock()

@@ -5,6 +5,7 @@
 package benchapi
 
 import (
+	"log/slog"
 	"sync/atomic"
 	"time"
 
@@ -12,6 +13,7 @@ import (
 
 	"github.com/mlx-bun/mlx-metrics/backend/internal/history"
 	"github.com/mlx-bun/mlx-metrics/backend/internal/jobs"
+	"github.com/mlx-bun/mlx-metrics/backend/internal/logging"
 	"github.com/mlx-bun/mlx-metrics/backend/internal/profiles"
 	"github.com/mlx-bun/mlx-metrics/backend/internal/server"
 	"github.com/mlx-bun/mlx-metrics/gpu/lease"
@@ -42,6 +44,8 @@ type API struct {
 
 // Options configure an API. The zero value is the defaults.
 type Options struct {
+	// Logger reports a route's storage failing (slog.Default() when nil).
+	Logger *slog.Logger
 	// Clock judges an imported run's times and paces the streams
 	// (clock.Real when nil).
 	Clock clock.Clock
@@ -57,6 +61,7 @@ func New(svc *jobs.Service, hist *history.Store, plans *profiles.Dir, l *lease.L
 	if opts.Clock == nil {
 		opts.Clock = clock.Real{}
 	}
+	opts.Logger = logging.Or(opts.Logger)
 	return &API{jobs: svc, history: hist, profiles: plans, lease: l, opts: opts}
 }
 

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -21,6 +22,7 @@ import (
 	"github.com/mlx-bun/mlx-metrics/backend/internal/history"
 	"github.com/mlx-bun/mlx-metrics/backend/internal/jobs"
 	"github.com/mlx-bun/mlx-metrics/backend/internal/jobs/jobstest"
+	"github.com/mlx-bun/mlx-metrics/backend/internal/logging"
 	"github.com/mlx-bun/mlx-metrics/backend/internal/profiles"
 	"github.com/mlx-bun/mlx-metrics/backend/internal/server"
 	"github.com/mlx-bun/mlx-metrics/gpu/lease"
@@ -92,7 +94,7 @@ func newTestAPIOpts(t *testing.T, maxQueued int, opts Options) *testAPI {
 		RunsDir: filepath.Join(home, "metrics", "bench", "runs"),
 		Lease:   l, Runner: argv, Env: env, Clock: c, MaxQueued: maxQueued,
 		Finished: func(rec bench.RunRecord, dir string) error { return hist.Put(bench.Compact(rec, dir)) },
-		Logf:     t.Logf,
+		Logger:   logging.Func(func(level slog.Level, msg string) { t.Log(level, msg) }),
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -2,15 +2,17 @@ package benchapi
 
 import (
 	"errors"
-	"log"
+	"log/slog"
 	"syscall"
 	"unicode/utf8"
 
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/mlx-bun/mlx-metrics/backend/internal/history"
+	"github.com/mlx-bun/mlx-metrics/backend/internal/logging"
 	"github.com/mlx-bun/mlx-metrics/backend/internal/redact"
 	"github.com/mlx-bun/mlx-metrics/backend/internal/server"
+	"github.com/mlx-bun/mlx-metrics/shared/logkey"
 )
 
 // maxEcho bounds how much of a client's input a message quotes back.
@@ -35,8 +37,9 @@ func SafeMessage(err error) string { return redact.Message(err) }
 // server's storage, and may come back), with what failed and why but no
 // path; the full error goes to the server's log. A full disk (history's
 // reserve reached, or ENOSPC) is said by the error's type as well.
-func storageError(c *fiber.Ctx, what string, err error) error {
-	log.Printf("benchapi: %s %s: %s: %v", c.Method(), c.Path(), what, err)
+func (a *API) storageError(c *fiber.Ctx, what string, err error) error {
+	logging.Or(a.opts.Logger).Error("benchapi: "+c.Method()+" "+c.Path()+": "+what, logging.Err(err),
+		slog.String(logkey.Method, c.Method()), slog.String(logkey.Route, c.Path()))
 	msg := "could not " + what + ": " + SafeMessage(err)
 	if errors.Is(err, history.ErrFull) || errors.Is(err, syscall.ENOSPC) {
 		return server.StorageFull(c, msg)

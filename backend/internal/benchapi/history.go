@@ -60,7 +60,7 @@ func (a *API) listHistory(c *fiber.Ctx) error {
 			return nil
 		})
 		if err != nil && !errors.Is(err, errListFull) {
-			return storageError(c, "read the history", err)
+			return a.storageError(c, "read the history", err)
 		}
 		return c.JSON(bench.EncodedHistoryList(runs, problems, truncated))
 	case "csv":
@@ -87,7 +87,7 @@ func (a *API) listHistory(c *fiber.Ctx) error {
 		}
 		if err != nil {
 			c.Response().ResetBody()
-			return storageError(c, "read the history", err)
+			return a.storageError(c, "read the history", err)
 		}
 		if truncated {
 			c.Set(HeaderTruncated, "true")
@@ -114,7 +114,7 @@ func (a *API) getHistory(c *fiber.Ctx) error {
 			"run %s is in history, but %s; remove it with DELETE /api/metrics/history/%s or `mlx-metrics bench forget %s` (its run directory, if any, is untouched)",
 			id, SafeMessage(err), id, id))
 	case err != nil:
-		return storageError(c, "read the history", err)
+		return a.storageError(c, "read the history", err)
 	}
 	return c.JSON(e.View())
 }
@@ -128,7 +128,7 @@ func (a *API) deleteHistory(c *fiber.Ctx) error {
 		return server.Error(c, fiber.StatusNotFound, fmt.Sprintf("no finished run %q in history", capEcho(id)))
 	}
 	if err != nil {
-		return storageError(c, "delete from the history", err)
+		return a.storageError(c, "delete from the history", err)
 	}
 	return c.SendStatus(fiber.StatusNoContent)
 }

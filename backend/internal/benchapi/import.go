@@ -44,7 +44,7 @@ func (a *API) importRun(c *fiber.Ctx) error {
 		return server.Error(c, fiber.StatusConflict, fmt.Sprintf(
 			"run %s is in history already; to import it again, forget it first (DELETE /api/metrics/history/%s)", e.ID, e.ID))
 	case err != nil:
-		return storageError(c, "keep the run in history", err)
+		return a.storageError(c, "keep the run in history", err)
 	}
 	return c.Status(fiber.StatusCreated).JSON(e.View())
 }

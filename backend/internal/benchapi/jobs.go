@@ -24,7 +24,7 @@ import (
 func (a *API) listProfiles(c *fiber.Ctx) error {
 	ps, err := a.profiles.List()
 	if err != nil {
-		return storageError(c, "list the profiles", err)
+		return a.storageError(c, "list the profiles", err)
 	}
 	return c.JSON(bench.ProfileList{Profiles: ps})
 }
@@ -77,7 +77,7 @@ func (a *API) start(c *fiber.Ctx) error {
 		return server.Error(c, fiber.StatusBadRequest,
 			err.Error()+"; fix "+profiles.ShownFile(name)+" or write it again with `mlx-metrics bench plan --out "+profiles.ShownFile(name)+"`")
 	case err != nil:
-		return storageError(c, fmt.Sprintf("read profile %q", name), err)
+		return a.storageError(c, fmt.Sprintf("read profile %q", name), err)
 	}
 	j, err := a.jobs.Submit(name, plan)
 	switch {
@@ -87,7 +87,7 @@ func (a *API) start(c *fiber.Ctx) error {
 		return server.Error(c, fiber.StatusServiceUnavailable, err.Error()+"; start the run again once it is back")
 	}
 	if err != nil {
-		return storageError(c, fmt.Sprintf("start a run of profile %q", name), err)
+		return a.storageError(c, fmt.Sprintf("start a run of profile %q", name), err)
 	}
 	c.Location(c.BaseURL() + c.Path() + "/" + j.ID)
 	return c.Status(fiber.StatusAccepted).JSON(j.View())
@@ -193,7 +193,7 @@ func (a *API) streamJobs(c *fiber.Ctx, f jobs.Filter) error {
 func (a *API) getJob(c *fiber.Ctx) error {
 	j, err := a.jobs.Get(c.Params("id"))
 	if err != nil {
-		return jobError(c, err)
+		return a.jobError(c, err)
 	}
 	return c.JSON(j.View())
 }
@@ -204,7 +204,7 @@ func (a *API) getJob(c *fiber.Ctx) error {
 func (a *API) cancelJob(c *fiber.Ctx) error {
 	j, err := a.jobs.Cancel(c.Params("id"))
 	if err != nil && !errors.Is(err, jobs.ErrFinished) {
-		return jobError(c, err)
+		return a.jobError(c, err)
 	}
 	return c.JSON(j.View())
 }
@@ -236,7 +236,7 @@ func (a *API) jobEvents(c *fiber.Ctx) error {
 	// then reads on from where it ended.
 	evs, off, changed, ended, err := a.jobs.EventsAt(id, after, 0)
 	if err != nil {
-		return jobError(c, err)
+		return a.jobError(c, err)
 	}
 	if !acceptsEventStream(c) {
 		return c.JSON(EventList{Events: evs, Ended: ended})
@@ -282,7 +282,7 @@ func (a *API) jobReport(c *fiber.Ctx) error {
 	id := c.Params("id")
 	dir, err := a.jobs.Dir(id)
 	if err != nil {
-		return jobError(c, err)
+		return a.jobError(c, err)
 	}
 	data, err := os.ReadFile(filepath.Join(dir, jobs.ReportFile))
 	if errors.Is(err, os.ErrNotExist) {
@@ -290,15 +290,15 @@ func (a *API) jobReport(c *fiber.Ctx) error {
 		return server.Error(c, fiber.StatusNotFound, fmt.Sprintf("job %s (%s) has no report.md yet", id, j.Status))
 	}
 	if err != nil {
-		return storageError(c, "read the report of job "+id, err)
+		return a.storageError(c, "read the report of job "+id, err)
 	}
 	c.Set(fiber.HeaderContentType, "text/markdown; charset=utf-8")
 	return c.Send(data)
 }
 
-func jobError(c *fiber.Ctx, err error) error {
+func (a *API) jobError(c *fiber.Ctx, err error) error {
 	if errors.Is(err, jobs.ErrNotFound) {
 		return server.Error(c, fiber.StatusNotFound, fmt.Sprintf("no bench-serve job %q", capEcho(c.Params("id"))))
 	}
-	return storageError(c, "read the job", err)
+	return a.storageError(c, "read the job", err)
 }

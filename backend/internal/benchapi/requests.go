@@ -58,25 +58,25 @@ func (a *API) jobRequests(c *fiber.Ctx) error {
 	}
 	dir, err := a.jobs.Dir(id)
 	if err != nil {
-		return jobError(c, err)
+		return a.jobError(c, err)
 	}
 	f, err := os.Open(filepath.Join(dir, "requests", name))
 	if errors.Is(err, os.ErrNotExist) {
 		return server.Error(c, fiber.StatusNotFound, fmt.Sprintf("job %s has no requests file %s", capEcho(id), name))
 	}
 	if err != nil {
-		return storageError(c, "read the requests of job "+id, err)
+		return a.storageError(c, "read the requests of job "+id, err)
 	}
 	defer f.Close()
 	st, err := f.Stat()
 	if err != nil {
-		return storageError(c, "read the requests of job "+id, err)
+		return a.storageError(c, "read the requests of job "+id, err)
 	}
 	switch format := c.Query("format", "json"); format {
 	case "json":
 		return a.requestsPage(c, f, st.Size())
 	case "csv":
-		return requestsCSV(c, f, strings.TrimSuffix(name, ".ndjson"))
+		return a.requestsCSV(c, f, strings.TrimSuffix(name, ".ndjson"))
 	default:
 		return server.Error(c, fiber.StatusBadRequest, fmt.Sprintf("format %q is not json or csv", capEcho(format)))
 	}
@@ -92,7 +92,7 @@ func (a *API) requestsPage(c *fiber.Ctx, f *os.File, size int64) error {
 		return server.Error(c, fiber.StatusBadRequest, err.Error())
 	}
 	if _, err := f.Seek(cursor, io.SeekStart); err != nil {
-		return storageError(c, "read the requests", err)
+		return a.storageError(c, "read the requests", err)
 	}
 	page := RequestsPage{Records: []json.RawMessage{}, Size: size}
 	br := bufio.NewReaderSize(f, 64<<10)
@@ -152,7 +152,7 @@ func isRecord(line []byte) bool {
 var requestsCSVHeader = []string{"i", "warmup", "scheduledMs", "slotMs", "sentMs", "ttftMs", "tpotMs", "e2elMs",
 	"promptTokens", "outputTokens", "maxTokens", "finish", "error", "itlCount", "itlMeanMs", "itlMaxMs"}
 
-func requestsCSV(c *fiber.Ctx, f *os.File, name string) error {
+func (a *API) requestsCSV(c *fiber.Ctx, f *os.File, name string) error {
 	w := csv.NewWriter(c.Response().BodyWriter())
 	_ = w.Write(requestsCSVHeader)
 	br := bufio.NewReaderSize(f, 64<<10)
@@ -191,7 +191,7 @@ func requestsCSV(c *fiber.Ctx, f *os.File, name string) error {
 	w.Flush()
 	if err := w.Error(); err != nil {
 		c.Response().ResetBody()
-		return storageError(c, "write the requests CSV", err)
+		return a.storageError(c, "write the requests CSV", err)
 	}
 	if truncated {
 		c.Set(HeaderTruncated, "true")

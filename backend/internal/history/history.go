@@ -14,15 +14,17 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"log"
+	"log/slog"
 	"strings"
 	"sync"
 
 	badger "github.com/dgraph-io/badger/v4"
 
+	"github.com/mlx-bun/mlx-metrics/backend/internal/logging"
 	"github.com/mlx-bun/mlx-metrics/backend/internal/redact"
 	"github.com/mlx-bun/mlx-metrics/shared/bench"
 	"github.com/mlx-bun/mlx-metrics/shared/clock"
+	"github.com/mlx-bun/mlx-metrics/shared/logkey"
 )
 
 // ErrNotFound is Get's answer for an unknown or malformed id.
@@ -41,6 +43,7 @@ type Store struct {
 	db        *badger.DB
 	dir       string
 	freeSpace func(dir string) (uint64, error)
+	log       *slog.Logger
 
 	salvage *Salvage  // what Open did about damaged tables, if anything
 	upgrade []Upgrade // what Open did with the original module's files
@@ -69,6 +72,9 @@ func (s *Store) Upgraded() []Upgrade { return s.upgrade }
 
 // Options configure a Store.
 type Options struct {
+	// Logger reports a salvage, an upgrade and Badger's warnings
+	// (slog.Default() when nil).
+	Logger *slog.Logger
 	// Clock dates a salvage and an upgrade, and bounds imported times;
 	// the system clock when nil.
 	Clock clock.Clock
@@ -84,11 +90,12 @@ type Options struct {
 
 // Open opens (creating) the history at dir.
 func Open(dir string, opts Options) (*Store, error) {
+	log := logging.Or(opts.Logger).With(logkey.Path, dir)
 	if opts.FreeSpace == nil {
 		opts.FreeSpace = freeSpace
 	}
 	dbOpts := badger.DefaultOptions(dir).
-		WithLogger(quietLogger{}).
+		WithLogger(quietLogger{log}).
 		// Entries are a few KB; small tables keep memory and start-up
 		// modest on a laptop that also runs models.
 		WithMemTableSize(8 << 20).
@@ -106,13 +113,13 @@ func Open(dir string, opts Options) (*Store, error) {
 	// The original module's files, in this folder, go aside before Badger
 	// opens it; they are imported once it has.
 	if aside, err := moveOriginal(dir, now); err != nil {
-		log.Printf("history: moving the original module's history files aside (into %s): %v", aside, err)
+		log.Warn(fmt.Sprintf("history: moving the original module's history files aside (into %s): %v", aside, err))
 	}
 	var sv *Salvage
 	if cause := checkFiles(dir, dbOpts); errors.Is(cause, ErrDamaged) {
-		log.Printf("history: %s is damaged, rebuilding it from what it still reads: %v", dir, cause)
+		log.Warn(fmt.Sprintf("history: %s is damaged, rebuilding it from what it still reads: %v", dir, cause))
 		got, err := rebuild(dir, dbOpts, cause, opts.RunsDir, now)
-		log.Printf("history: salvage: %+v", got)
+		log.Warn(fmt.Sprintf("history: salvage: %+v", got))
 		if err != nil {
 			return nil, fmt.Errorf("open history: %w", err)
 		}
@@ -128,22 +135,22 @@ func Open(dir string, opts Options) (*Store, error) {
 	}
 	missing, err := runsOnDisk(db, opts.RunsDir)
 	if err != nil {
-		log.Printf("history: reading the run directories: %v", err)
+		log.Error(fmt.Sprintf("history: reading the run directories: %v", err))
 	}
 	if len(missing) > 0 {
 		cause := fmt.Errorf("%w: it lacks %d finished runs whose run.json is on disk", ErrDamaged, len(missing))
-		log.Printf("history: %s is damaged, salvaging what it still reads: %v", dir, cause)
+		log.Warn(fmt.Sprintf("history: %s is damaged, salvaging what it still reads: %v", dir, cause))
 		var got Salvage
 		if db, got = salvage(db, dir, dbOpts, cause, now, missing); db == nil {
 			return nil, fmt.Errorf("open history after salvaging it: %w", cause)
 		}
-		log.Printf("history: salvage: %+v", got)
+		log.Warn(fmt.Sprintf("history: salvage: %+v", got))
 		if sv != nil {
 			got.Cause = sv.Cause + "; then " + got.Cause
 		}
 		sv = &got
 	}
-	s := &Store{db: db, dir: dir, freeSpace: opts.FreeSpace, unreadable: map[string]bool{}, salvage: sv}
+	s := &Store{db: db, dir: dir, log: log, freeSpace: opts.FreeSpace, unreadable: map[string]bool{}, salvage: sv}
 	s.upgrade = s.importOriginal(now)
 	return s, nil
 }
@@ -456,11 +463,15 @@ func (s *Store) noteUnreadable(id string, bad bool) {
 	}
 }
 
-// quietLogger passes Badger's warnings and errors to the standard logger and
-// drops its chatter.
-type quietLogger struct{}
+// quietLogger passes Badger's warnings and errors to the history's logger
+// and drops its chatter.
+type quietLogger struct{ log *slog.Logger }
 
-func (quietLogger) Errorf(f string, a ...any)   { log.Printf("history: badger: "+f, a...) }
-func (quietLogger) Warningf(f string, a ...any) { log.Printf("history: badger: "+f, a...) }
-func (quietLogger) Infof(string, ...any)        {}
-func (quietLogger) Debugf(string, ...any)       {}
+func (l quietLogger) Errorf(f string, a ...any) {
+	l.log.Error(strings.TrimSpace(fmt.Sprintf("history: badger: "+f, a...)))
+}
+func (l quietLogger) Warningf(f string, a ...any) {
+	l.log.Warn(strings.TrimSpace(fmt.Sprintf("history: badger: "+f, a...)))
+}
+func (quietLogger) Infof(string, ...any)  {}
+func (quietLogger) Debugf(string, ...any) {}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"log"
 	"os"
 	"path/filepath"
 	"sort"
@@ -120,7 +119,11 @@ func (s *Store) importOriginal(now time.Time) []Upgrade {
 				up.Failed = "writing its note: " + redact.Message(err)
 			}
 		}
-		log.Printf("history: %s", up.Summary())
+		if up.Failed != "" {
+			s.log.Warn("history: " + up.Summary())
+		} else {
+			s.log.Info("history: " + up.Summary())
+		}
 		ups = append(ups, up)
 	}
 	return ups

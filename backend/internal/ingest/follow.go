@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"mime"
 	"net/http"
 	"sync"
@@ -40,7 +41,7 @@ type Follower struct {
 	clock   clock.Clock
 	seen    *seenSet
 	logName string // "follow " and the URL, its password masked
-	logf    func(format string, args ...any)
+	log     *slog.Logger
 	fails   *rejectlog.Log // the failed attempts to connect
 
 	mu     sync.Mutex
@@ -112,8 +113,8 @@ func NewFollower(b *bus.Bus, url string, opts FollowerOptions) *Follower {
 	src := NewSource(name, b, Live, opts.Options)
 	o := src.opts
 	return &Follower{url: url, cfg: opts, Source: src, clock: o.Clock, seen: newSeenSet(DedupeWindow),
-		logName: name, logf: o.Logf,
-		fails:  rejectlog.New(name, rejectlog.Options{Clock: o.Clock, Logf: o.Logf, Every: o.LogEvery, Words: failWords}),
+		logName: name, log: o.Logger,
+		fails:  rejectlog.New(name, rejectlog.Options{Clock: o.Clock, Logger: o.Logger, Every: o.LogEvery, Words: failWords}),
 		status: FollowStatus{State: snapshot.SourceConnecting, Since: o.Clock.Now().UnixMilli()}}
 }
 

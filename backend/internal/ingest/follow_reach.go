@@ -2,12 +2,14 @@ package ingest
 
 import (
 	"errors"
+	"fmt"
 	"net/url"
 	"time"
 
 	"github.com/mlx-bun/mlx-metrics/backend/internal/redact"
 	"github.com/mlx-bun/mlx-metrics/backend/internal/rejectlog"
 	"github.com/mlx-bun/mlx-metrics/shared/duration"
+	"github.com/mlx-bun/mlx-metrics/shared/logkey"
 	"github.com/mlx-bun/mlx-metrics/shared/plural"
 	"github.com/mlx-bun/mlx-metrics/shared/snapshot"
 )
@@ -73,7 +75,7 @@ func (f *Follower) reached() {
 	})
 	if failed > 0 {
 		f.fails.Reset()
-		f.logf("%s: reached the host after %s", f.logName, plural.Count(failed, "failed attempt", "failed attempts"))
+		f.log.Info(fmt.Sprintf("%s: reached the host after %s", f.logName, plural.Count(failed, "failed attempt", "failed attempts")), logkey.Source, f.logName)
 	}
 	f.changed()
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"strings"
 	"sync"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"github.com/mlx-bun/mlx-metrics/backend/internal/bus"
+	"github.com/mlx-bun/mlx-metrics/backend/internal/logging"
 	"github.com/mlx-bun/mlx-metrics/shared/clock"
 	"github.com/mlx-bun/mlx-metrics/shared/snapshot"
 )
@@ -104,14 +106,14 @@ func TestFollowerReach(t *testing.T) {
 				lines   []string
 				changes []string // the states OnChange read
 			)
-			logf := func(format string, args ...any) {
+			logger := logging.Func(func(_ slog.Level, msg string) {
 				mu.Lock()
-				lines = append(lines, fmt.Sprintf(format, args...))
+				lines = append(lines, msg)
 				mu.Unlock()
-			}
+			})
 			var f *Follower
 			f = NewFollower(bus.New(), "http://u:secret@host:9/events?k=v", FollowerOptions{
-				Options: Options{Clock: clk, Logf: logf}, Client: scriptedHost(tt.steps),
+				Options: Options{Clock: clk, Logger: logger}, Client: scriptedHost(tt.steps),
 				MinBackoff: every, MaxBackoff: every,
 				OnChange: func() { mu.Lock(); changes = append(changes, f.Reach().State); mu.Unlock() },
 			})

@@ -47,7 +47,7 @@ func TestFollowerReconnects(t *testing.T) {
 	got := make(chan events.Event, 16)
 	defer b.Subscribe("sink", 64, func(ev events.Event) { got <- ev })()
 	clk := clock.NewFake(time.UnixMilli(t0))
-	f := NewFollower(b, srv.URL, FollowerOptions{Options: Options{Clock: clk, Logf: t.Logf}, Token: "tok", MaxBackoff: 3 * time.Second})
+	f := NewFollower(b, srv.URL, FollowerOptions{Options: Options{Clock: clk, Logger: testLogger(t)}, Token: "tok", MaxBackoff: 3 * time.Second})
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel() // before srv.Close, which waits for the follower's connection
@@ -112,7 +112,7 @@ func TestReplay(t *testing.T) {
 	b := bus.New()
 	var n atomic.Int64
 	defer b.Subscribe("sink", 2*replayBatch, func(events.Event) { n.Add(1) })()
-	c := NewSource("replay", b, Recorded, Options{Logf: t.Logf})
+	c := NewSource("replay", b, Recorded, Options{Logger: testLogger(t)})
 	if err := Replay(context.Background(), path, c, 0); err != nil {
 		t.Fatal(err)
 	}
@@ -140,7 +140,7 @@ func TestReplayCancelled(t *testing.T) {
 	defer b.Subscribe("sink", 2*replayBatch, func(events.Event) { n.Add(1) })()
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	c := NewSource("replay", b, Recorded, Options{Logf: t.Logf})
+	c := NewSource("replay", b, Recorded, Options{Logger: testLogger(t)})
 	if err := Replay(ctx, path, c, 0); !errors.Is(err, context.Canceled) {
 		t.Fatalf("error %v, want context.Canceled", err)
 	}
@@ -156,7 +156,7 @@ func TestReplayPaced(t *testing.T) {
 	got := make(chan int64, 8)
 	defer b.Subscribe("sink", 64, func(ev events.Event) { got <- ev.At })()
 	clk := clock.NewFake(time.UnixMilli(t0))
-	c := NewSource("replay", b, Recorded, Options{Clock: clk, Logf: t.Logf})
+	c := NewSource("replay", b, Recorded, Options{Clock: clk, Logger: testLogger(t)})
 	done := make(chan error, 1)
 	go func() { done <- Replay(context.Background(), path, c, 2) }()
 
@@ -207,7 +207,7 @@ func TestFollowerIdleTimeout(t *testing.T) {
 	}))
 	defer srv.Close()
 	clk := clock.NewFake(time.UnixMilli(t0))
-	f := NewFollower(bus.New(), srv.URL, FollowerOptions{Options: Options{Clock: clk, Logf: t.Logf}, IdleTimeout: 50 * time.Millisecond})
+	f := NewFollower(bus.New(), srv.URL, FollowerOptions{Options: Options{Clock: clk, Logger: testLogger(t)}, IdleTimeout: 50 * time.Millisecond})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { f.Run(ctx); close(done) }()
@@ -245,7 +245,7 @@ func TestFollowerHugeArrayElement(t *testing.T) {
 	body := &endless{prefix: "[" + okLine + `,{"type":"catalog.changed","at":1,"pad":"`, fill: 'A'}
 	clk := clock.NewFake(time.UnixMilli(t0))
 	f := NewFollower(bus.New(), "http://host/events", FollowerOptions{
-		Options: Options{Clock: clk, Logf: t.Logf}, Client: endlessHost(body)})
+		Options: Options{Clock: clk, Logger: testLogger(t)}, Client: endlessHost(body)})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { f.Run(ctx); close(done) }()
@@ -275,7 +275,7 @@ func TestFollowerStopsInsideEndlessBody(t *testing.T) {
 	body := &cancelAfter{r: &endless{prefix: okLine + "\n", fill: 'A'}, n: 1 << 20, cancel: cancel}
 	clk := clock.NewFake(time.UnixMilli(t0))
 	f := NewFollower(bus.New(), "http://host/events", FollowerOptions{
-		Options: Options{Clock: clk, Logf: t.Logf}, Client: endlessHost(body)})
+		Options: Options{Clock: clk, Logger: testLogger(t)}, Client: endlessHost(body)})
 	done := make(chan struct{})
 	go func() { f.Run(ctx); close(done) }()
 	wctx, wcancel := context.WithTimeout(context.Background(), 10*time.Second)

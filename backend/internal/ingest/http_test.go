@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -14,6 +15,7 @@ import (
 	"time"
 
 	"github.com/mlx-bun/mlx-metrics/backend/internal/bus"
+	"github.com/mlx-bun/mlx-metrics/backend/internal/logging"
 	"github.com/mlx-bun/mlx-metrics/backend/internal/server"
 	"github.com/mlx-bun/mlx-metrics/shared/clock"
 	"github.com/mlx-bun/mlx-metrics/shared/events"
@@ -54,7 +56,7 @@ const hostFlat = `{"type":"model.load","at":1764690000000,"model":"mlx-community
 
 // testOptions puts the clock at t0, when the test events happen.
 func testOptions(t *testing.T) Options {
-	return Options{Clock: clock.NewFake(time.UnixMilli(t0)), Logf: t.Logf}
+	return Options{Clock: clock.NewFake(time.UnixMilli(t0)), Logger: testLogger(t)}
 }
 
 type postReply struct {
@@ -407,4 +409,9 @@ func TestPostRetimeBounds(t *testing.T) {
 			}
 		})
 	}
+}
+
+// testLogger logs into the test's output.
+func testLogger(t testing.TB) *slog.Logger {
+	return logging.Func(func(level slog.Level, msg string) { t.Log(level, msg) })
 }

@@ -3,6 +3,7 @@ package ingest
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/mlx-bun/mlx-metrics/backend/internal/bus"
+	"github.com/mlx-bun/mlx-metrics/backend/internal/logging"
 	"github.com/mlx-bun/mlx-metrics/backend/internal/server"
 	"github.com/mlx-bun/mlx-metrics/shared/clock"
 	"github.com/mlx-bun/mlx-metrics/shared/events"
@@ -88,7 +90,7 @@ func TestFollowerResumesWithoutDoubleCounting(t *testing.T) {
 				}
 			})()
 			clk := clock.NewFake(time.UnixMilli(t0))
-			f := NewFollower(b, srv.URL, FollowerOptions{Options: Options{Clock: clk, Logf: t.Logf}})
+			f := NewFollower(b, srv.URL, FollowerOptions{Options: Options{Clock: clk, Logger: testLogger(t)}})
 			if tc.window > 0 {
 				f.seen = newSeenSet(tc.window)
 			}
@@ -145,7 +147,7 @@ func TestRejectionLogIsPaced(t *testing.T) {
 	clk := clock.NewFake(time.UnixMilli(t0))
 	var lines []string
 	src := NewSource("POST /events", bus.New(), Live, Options{Clock: clk, LogEvery: time.Minute,
-		Logf: func(f string, a ...any) { lines = append(lines, fmt.Sprintf(f, a...)) }})
+		Logger: logging.Func(func(_ slog.Level, msg string) { lines = append(lines, msg) })})
 	for _, step := range []struct {
 		advance time.Duration
 		rejects int
@@ -220,11 +222,11 @@ func TestSourcesLogPendingWhenTheyEnd(t *testing.T) {
 				mu    sync.Mutex
 				lines []string
 			)
-			opts := Options{Clock: clock.NewFake(time.UnixMilli(t0)), Logf: func(f string, a ...any) {
+			opts := Options{Clock: clock.NewFake(time.UnixMilli(t0)), Logger: logging.Func(func(_ slog.Level, msg string) {
 				mu.Lock()
-				lines = append(lines, fmt.Sprintf(f, a...))
+				lines = append(lines, msg)
 				mu.Unlock()
-			}}
+			})}
 			tc.run(t, bus.New(), opts)
 			mu.Lock()
 			defer mu.Unlock()

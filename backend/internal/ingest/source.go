@@ -2,11 +2,13 @@ package ingest
 
 import (
 	"fmt"
+	"log/slog"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/mlx-bun/mlx-metrics/backend/internal/bus"
+	"github.com/mlx-bun/mlx-metrics/backend/internal/logging"
 	"github.com/mlx-bun/mlx-metrics/backend/internal/rejectlog"
 	"github.com/mlx-bun/mlx-metrics/shared/clock"
 	"github.com/mlx-bun/mlx-metrics/shared/duration"
@@ -17,8 +19,8 @@ import (
 type Options struct {
 	// Clock stamps the time checks and the log's pace (clock.Real{}).
 	Clock clock.Clock
-	// Logf writes a log line (to stderr, prefixed "mlx-metrics: ").
-	Logf func(format string, args ...any)
+	// Logger takes the source's log lines (slog.Default() when nil).
+	Logger *slog.Logger
 	// LogEvery is how often a source logs a count of its rejections after
 	// the first, which it logs at once (rejectlog.DefaultEvery).
 	LogEvery time.Duration
@@ -45,9 +47,7 @@ func (o Options) withDefaults() Options {
 	if o.Clock == nil {
 		o.Clock = clock.Real{}
 	}
-	if o.Logf == nil {
-		o.Logf = rejectlog.Stderr
-	}
+	o.Logger = logging.Or(o.Logger)
 	if o.MaxSkew <= 0 {
 		o.MaxSkew = DefaultMaxSkew
 	}
@@ -92,7 +92,7 @@ const (
 func NewSource(name string, b *bus.Bus, age Age, opts Options) *Source {
 	opts = opts.withDefaults()
 	return &Source{name: name, bus: b, age: age, opts: opts,
-		log: rejectlog.New(name, rejectlog.Options{Clock: opts.Clock, Logf: opts.Logf, Every: opts.LogEvery})}
+		log: rejectlog.New(name, rejectlog.Options{Clock: opts.Clock, Logger: opts.Logger, Every: opts.LogEvery})}
 }
 
 // FlushLog writes the count of rejections not logged yet, if any: call it

@@ -13,6 +13,7 @@ import (
 	lru "github.com/hashicorp/golang-lru/v2"
 
 	"github.com/mlx-bun/mlx-metrics/shared/bench"
+	"github.com/mlx-bun/mlx-metrics/shared/logkey"
 )
 
 // What keeps the cost of the service flat however many runs are stored:
@@ -140,7 +141,7 @@ func (s *Service) saveIndexLocked() error {
 	sort.Strings(idx.Open)
 	err := s.writeJSON(filepath.Join(s.opts.RunsDir, openIndexFile), idx)
 	if err != nil {
-		s.opts.Logf("jobs: save %s: %v", openIndexFile, err)
+		s.opts.Logger.Error(fmt.Sprintf("jobs: save %s: %v", openIndexFile, err))
 	}
 	return err
 }
@@ -199,10 +200,10 @@ func (s *Service) readFinal(id string) (*job, error) {
 	case errors.As(err, &readErr):
 		return nil, err
 	case err != nil: // it does not decode
-		s.opts.Logf("jobs: skip %s: %s: %v", id, jobFile, err)
+		s.opts.Logger.Warn(fmt.Sprintf("jobs: skip %s: %s: %v", id, jobFile, err), logkey.Job, id)
 		return nil, ErrNotFound
 	case dj.ID != id:
-		s.opts.Logf("jobs: skip %s: its %s names job %q", id, jobFile, clip(dj.ID))
+		s.opts.Logger.Warn(fmt.Sprintf("jobs: skip %s: its %s names job %q", id, jobFile, clip(dj.ID)), logkey.Job, id)
 		return nil, ErrNotFound
 	}
 	j := &job{jobState: jobState{Job: dj.Job}, dir: dir, log: finishedEventLog(dir), done: closedChan}
@@ -211,7 +212,7 @@ func (s *Service) readFinal(id string) (*job, error) {
 		// or a copy from another home. No process of this backend runs
 		// it; it reads as recovery would have left it, and goes into
 		// the index, so the next start settles it (keeping its record).
-		s.opts.Logf("jobs: %s: %s says %s, but the job was not in %s; the next start recovers it", id, jobFile, j.Status, openIndexFile)
+		s.opts.Logger.Warn(fmt.Sprintf("jobs: %s: %s says %s, but the job was not in %s; the next start recovers it", id, jobFile, j.Status, openIndexFile), logkey.Job, id)
 		if _, ok := s.stray[id]; !ok && s.indexReady {
 			s.stray[id] = struct{}{}
 			s.saveIndexLocked()

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
@@ -15,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mlx-bun/mlx-metrics/backend/internal/logging"
 	"github.com/mlx-bun/mlx-metrics/shared/bench"
 )
 
@@ -46,12 +48,14 @@ type logRecorder struct {
 	lines []string
 }
 
-func (l *logRecorder) logf(format string, args ...any) {
-	l.t.Helper()
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.lines = append(l.lines, fmt.Sprintf(format, args...))
-	l.t.Logf(format, args...)
+// logger is the service's logger, recording its lines.
+func (l *logRecorder) logger() *slog.Logger {
+	return logging.Func(func(_ slog.Level, msg string) {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		l.lines = append(l.lines, msg)
+		l.t.Log(msg)
+	})
 }
 
 func (l *logRecorder) has(s string) bool {
@@ -123,7 +127,7 @@ func TestRecoverReadsOpenJobs(t *testing.T) {
 				os.WriteFile(filepath.Join(runs, openIndexFile), []byte(tt.index), 0o644)
 			}
 			logs := &logRecorder{t: t}
-			h := newHarnessLog(t, runs, 0, logs.logf)
+			h := newHarnessLog(t, runs, 0, logs.logger())
 
 			for _, id := range []string{running, queued} {
 				want := bench.StatusRunning
@@ -172,7 +176,7 @@ func TestRecoverReadsOpenJobs(t *testing.T) {
 			if open := openIDs(t, runs); !slices.Equal(open, []string{queued}) {
 				t.Errorf("open index after reading the stray = %q", open)
 			}
-			newHarnessLog(t, runs, 0, logs.logf)
+			newHarnessLog(t, runs, 0, logs.logger())
 			if got := diskStatus(t, runs, queued); got != bench.StatusFailed {
 				t.Errorf("stray after the next start: %s", got)
 			}

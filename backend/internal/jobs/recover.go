@@ -2,12 +2,14 @@ package jobs
 
 import (
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"syscall"
 
 	"github.com/mlx-bun/mlx-metrics/shared/bench"
+	"github.com/mlx-bun/mlx-metrics/shared/logkey"
 )
 
 // recover settles the jobs of an earlier backend, those the open index
@@ -23,7 +25,7 @@ func (s *Service) recover() error {
 	indexed := err == nil
 	if err != nil {
 		if !errors.Is(err, fs.ErrNotExist) {
-			s.opts.Logf("jobs: %v: reading every job instead", err)
+			s.opts.Logger.Warn(fmt.Sprintf("jobs: %v: reading every job instead", err))
 		}
 		if ids, err = runIDs(s.opts.RunsDir); err != nil {
 			return err
@@ -52,12 +54,12 @@ func (s *Service) recoverJob(id string) error {
 	dj, err := readJob(dir)
 	if err != nil {
 		if !errors.Is(err, os.ErrNotExist) && !errors.Is(err, syscall.ENOTDIR) {
-			s.opts.Logf("jobs: skip %s: %v", dir, err)
+			s.opts.Logger.Warn(fmt.Sprintf("jobs: skip %s: %v", dir, err))
 		}
 		return nil // a run made outside the backend, or not a job
 	}
 	if dj.ID != id {
-		s.opts.Logf("jobs: skip %s: its %s names job %q", dir, jobFile, clip(dj.ID))
+		s.opts.Logger.Warn(fmt.Sprintf("jobs: skip %s: its %s names job %q", dir, jobFile, clip(dj.ID)))
 		return nil
 	}
 	if isFinal(dj.Status) {
@@ -112,7 +114,7 @@ func (s *Service) recoverOrphan(j *job, p runnerProc) error {
 	s.mu.Unlock()
 	o := orphan{proc: p, clock: s.opts.Clock, grace: s.opts.Grace}
 	if err := o.terminate(); err != nil {
-		s.opts.Logf("jobs: %s: SIGTERM to orphaned runner group %d: %v", j.ID, p.Pgid, err)
+		s.opts.Logger.Warn(fmt.Sprintf("jobs: %s: SIGTERM to orphaned runner group %d: %v", j.ID, p.Pgid, err), logkey.Job, j.ID)
 	}
 	s.wg.Add(1)
 	go func() {

@@ -1,11 +1,13 @@
 package jobs
 
 import (
+	"fmt"
 	"os"
 	"runtime"
 
 	"github.com/mlx-bun/mlx-metrics/backend/internal/redact"
 	"github.com/mlx-bun/mlx-metrics/shared/bench"
+	"github.com/mlx-bun/mlx-metrics/shared/logkey"
 )
 
 // run waits for the job's turn on the GPU, runs the runner and settles the
@@ -77,7 +79,7 @@ func (s *Service) runProcess(j *job) (code int, err error) {
 	j.sup = sup
 	p, err := sup.proc()
 	if err != nil {
-		s.opts.Logf("jobs: %s: runner start time: %v", j.ID, err)
+		s.opts.Logger.Warn(fmt.Sprintf("jobs: %s: runner start time: %v", j.ID, err), logkey.Job, j.ID)
 	}
 	s.applyLocked(j, spawned{p})
 	s.saveLocked(j)
@@ -132,7 +134,7 @@ func (s *Service) keepRecord(j *job, rec bench.RunRecord) error {
 	}
 	err := s.opts.Finished(rec, j.dir)
 	if err != nil {
-		s.opts.Logf("jobs: %s: history: %v", j.ID, err)
+		s.opts.Logger.Error(fmt.Sprintf("jobs: %s: history: %v", j.ID, err), logkey.Job, j.ID)
 		s.mu.Lock()
 		s.applyLocked(j, problem{"history: " + redact.Message(err)})
 		s.mu.Unlock()

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mlx-bun/mlx-metrics/backend/internal/logging"
 	"github.com/mlx-bun/mlx-metrics/gpu/lease"
 	"github.com/mlx-bun/mlx-metrics/shared/bench"
 )
@@ -77,7 +78,7 @@ func writeFinishedRuns(b *testing.B, runs string, n int) {
 func openBenchService(b *testing.B, runs string) *Service {
 	b.Helper()
 	s, err := New(Options{RunsDir: runs, Lease: lease.New("no GPU found", lease.Options{}), Runner: []string{"true"},
-		Logf: func(string, ...any) {}})
+		Logger: logging.Discard()})
 	if err != nil {
 		b.Fatal(err)
 	}

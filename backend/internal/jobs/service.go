@@ -25,7 +25,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"log"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
@@ -36,9 +36,11 @@ import (
 
 	lru "github.com/hashicorp/golang-lru/v2"
 
+	"github.com/mlx-bun/mlx-metrics/backend/internal/logging"
 	"github.com/mlx-bun/mlx-metrics/gpu/lease"
 	"github.com/mlx-bun/mlx-metrics/shared/bench"
 	"github.com/mlx-bun/mlx-metrics/shared/clock"
+	"github.com/mlx-bun/mlx-metrics/shared/logkey"
 	"github.com/mlx-bun/mlx-metrics/shared/plural"
 )
 
@@ -86,8 +88,9 @@ type Options struct {
 	// Finished receives the record of every run that wrote one (complete,
 	// incomplete or cancelled), to keep in history. An error fails the job.
 	Finished func(rec bench.RunRecord, runDir string) error
-	// Logf reports what no job owns (a corrupt job.json); default log.Printf.
-	Logf func(format string, args ...any)
+	// Logger reports what no job owns (a corrupt job.json), and a job's
+	// own failures to save or record (slog.Default() when nil).
+	Logger *slog.Logger
 }
 
 // Service is the bench-serve job service.
@@ -155,9 +158,7 @@ func New(opts Options) (*Service, error) {
 	if opts.Clock == nil {
 		opts.Clock = clock.Real{}
 	}
-	if opts.Logf == nil {
-		opts.Logf = log.Printf
-	}
+	opts.Logger = logging.Or(opts.Logger)
 	if err := os.MkdirAll(opts.RunsDir, 0o755); err != nil {
 		return nil, err
 	}
@@ -313,13 +314,13 @@ func (s *Service) List(f Filter) []bench.Job {
 		return out
 	}
 	if err := s.runs.open(s.opts.RunsDir); err != nil {
-		s.opts.Logf("jobs: list the runs: %v", err)
+		s.opts.Logger.Error(fmt.Sprintf("jobs: list the runs: %v", err))
 		return out
 	}
 	for i := 0; f.Limit <= 0 || len(out) < f.Limit; i++ {
 		if more, err := s.runs.has(i); !more {
 			if err != nil {
-				s.opts.Logf("jobs: list the runs: %v", err)
+				s.opts.Logger.Error(fmt.Sprintf("jobs: list the runs: %v", err))
 			}
 			break
 		}
@@ -338,7 +339,7 @@ func (s *Service) List(f Filter) []bench.Job {
 			if errors.Is(err, ErrNotFound) {
 				s.runs.notJob(i)
 			} else {
-				s.opts.Logf("jobs: list: %s: %v", id, err)
+				s.opts.Logger.Warn(fmt.Sprintf("jobs: list: %s: %v", id, err), logkey.Job, id)
 			}
 			continue
 		}
@@ -515,7 +516,7 @@ func (s *Service) applyLocked(j *job, in input) {
 	}
 	for _, ev := range evs {
 		if err := j.log.append(ev); err != nil {
-			s.opts.Logf("jobs: %s: event log: %v", j.ID, err)
+			s.opts.Logger.Error(fmt.Sprintf("jobs: %s: event log: %v", j.ID, err), logkey.Job, j.ID)
 		}
 	}
 	if ended {
@@ -535,7 +536,7 @@ func (s *Service) saveLocked(j *job) error {
 	v.Position = 0
 	err := s.writeJSON(filepath.Join(j.dir, jobFile), v)
 	if err != nil {
-		s.opts.Logf("jobs: %s: save: %v", j.ID, err)
+		s.opts.Logger.Error(fmt.Sprintf("jobs: %s: save: %v", j.ID, err), logkey.Job, j.ID)
 	}
 	return err
 }

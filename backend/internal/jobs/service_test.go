@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math"
 	"os"
 	"path/filepath"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/mlx-bun/mlx-metrics/backend/internal/jobs/jobstest"
 	"github.com/mlx-bun/mlx-metrics/backend/internal/leaktest"
+	"github.com/mlx-bun/mlx-metrics/backend/internal/logging"
 	"github.com/mlx-bun/mlx-metrics/gpu/lease"
 	"github.com/mlx-bun/mlx-metrics/shared/bench"
 	"github.com/mlx-bun/mlx-metrics/shared/clock"
@@ -47,11 +49,11 @@ type harness struct {
 
 func newHarness(t *testing.T, dir string, maxQueued int) *harness {
 	t.Helper()
-	return newHarnessLog(t, dir, maxQueued, t.Logf)
+	return newHarnessLog(t, dir, maxQueued, testLogger(t))
 }
 
-// newHarnessLog is newHarness with the service's log going to logf.
-func newHarnessLog(t *testing.T, dir string, maxQueued int, logf func(string, ...any)) *harness {
+// newHarnessLog is newHarness with the service's log going to logger.
+func newHarnessLog(t *testing.T, dir string, maxQueued int, logger *slog.Logger) *harness {
 	t.Helper()
 	h := &harness{t: t, lease: lease.New("no GPU found", lease.Options{}), clock: newFakeClock(), dir: dir}
 	argv, env := jobstest.RunnerArgv()
@@ -68,7 +70,7 @@ func newHarnessLog(t *testing.T, dir string, maxQueued int, logf func(string, ..
 			h.records = append(h.records, rec)
 			return nil
 		},
-		Logf: logf,
+		Logger: logger,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -330,7 +332,7 @@ func TestCancelAfterRunnerExited(t *testing.T) {
 	argv, env := jobstest.RunnerArgv()
 	svc, err := New(Options{
 		RunsDir: t.TempDir(), Lease: lease.New("no GPU found", lease.Options{}), Runner: argv, Env: env,
-		Clock: newFakeClock(), Logf: t.Logf,
+		Clock: newFakeClock(), Logger: testLogger(t),
 		Finished: func(rec bench.RunRecord, _ string) error {
 			j, err := svc.Cancel(rec.ID)
 			if err != nil || j.Status != bench.StatusRunning || j.Stage == "cancelling" {
@@ -360,7 +362,7 @@ func TestHistoryFailureFailsJob(t *testing.T) {
 	dir := t.TempDir()
 	svc, err := New(Options{
 		RunsDir: dir, Lease: lease.New("no GPU found", lease.Options{}), Runner: argv, Env: env,
-		Clock: newFakeClock(), Logf: t.Logf,
+		Clock: newFakeClock(), Logger: testLogger(t),
 		// As Badger words it: with the path, which no client may see.
 		Finished: func(rec bench.RunRecord, runDir string) error {
 			return fmt.Errorf("write %s/history/000001.vlog: disk full", runDir)
@@ -612,4 +614,9 @@ func TestCloseStopsJobs(t *testing.T) {
 	if _, err := h.svc.Submit("p", plan("ok", 1)); !errors.Is(err, ErrClosed) {
 		t.Errorf("Submit after Close: %v", err)
 	}
+}
+
+// testLogger logs into the test's output.
+func testLogger(t testing.TB) *slog.Logger {
+	return logging.Func(func(level slog.Level, msg string) { t.Log(level, msg) })
 }

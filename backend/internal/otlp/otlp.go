@@ -12,6 +12,7 @@ package otlp
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"net/url"
 	"sync"
 	"time"
@@ -25,8 +26,10 @@ import (
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	"go.opentelemetry.io/otel/sdk/resource"
 
+	"github.com/mlx-bun/mlx-metrics/backend/internal/logging"
 	"github.com/mlx-bun/mlx-metrics/backend/internal/printable"
 	"github.com/mlx-bun/mlx-metrics/shared/clock"
+	"github.com/mlx-bun/mlx-metrics/shared/logkey"
 )
 
 // The protocols of --otlp-protocol, named as OTEL_EXPORTER_OTLP_PROTOCOL
@@ -61,8 +64,8 @@ type Options struct {
 	// Interval is the time between pushes (DefaultInterval when 0).
 	Interval time.Duration
 	// Logf reports a receiver failing and answering again (one line per
-	// change, not per push); nothing when nil.
-	Logf func(format string, args ...any)
+	// change, not per push), at Warn and Info (slog.Default() when nil).
+	Logger *slog.Logger
 	// Clock stamps the last push (clock.Real{} when nil).
 	Clock clock.Clock
 }
@@ -102,9 +105,7 @@ func (o Options) Check() (Options, error) {
 		u.Path = httpPath
 		o.Endpoint = u.String()
 	}
-	if o.Logf == nil {
-		o.Logf = func(string, ...any) {}
-	}
+	o.Logger = logging.Or(o.Logger)
 	if o.Clock == nil {
 		o.Clock = clock.Real{}
 	}
@@ -147,7 +148,7 @@ func Start(ctx context.Context, g prometheus.Gatherer, o Options) (*Pusher, erro
 	if err != nil && res == nil {
 		return nil, fmt.Errorf("otlp resource: %w", err)
 	}
-	counting := &countingExporter{Exporter: exp, endpoint: o.Endpoint, logf: o.Logf, clock: o.Clock}
+	counting := &countingExporter{Exporter: exp, endpoint: o.Endpoint, log: o.Logger, clock: o.Clock}
 	reader := sdkmetric.NewPeriodicReader(counting,
 		sdkmetric.WithInterval(o.Interval), sdkmetric.WithTimeout(timeout),
 		sdkmetric.WithProducer(semantic{promBridge.NewMetricProducer(promBridge.WithGatherer(g))}))
@@ -189,7 +190,7 @@ func (p *Pusher) Stats() Stats {
 type countingExporter struct {
 	sdkmetric.Exporter
 	endpoint string
-	logf     func(string, ...any)
+	log      *slog.Logger
 	clock    clock.Clock
 
 	mu   sync.Mutex
@@ -210,13 +211,13 @@ func (e *countingExporter) Export(ctx context.Context, rm *metricdata.ResourceMe
 		// reaches the log or the terminal showing it.
 		msg := printable.Cut(err.Error(), maxErrorText)
 		if msg != e.stat.LastError {
-			e.logf("otlp push to %s: %s (logged again when it changes)", e.endpoint, msg)
+			e.log.Warn(fmt.Sprintf("otlp push to %s: %s (logged again when it changes)", e.endpoint, msg), logkey.URL, e.endpoint)
 		}
 		e.stat.LastError = msg
 		return nil
 	}
 	if e.stat.LastError != "" {
-		e.logf("otlp push to %s: answering again", e.endpoint)
+		e.log.Info("otlp push to "+e.endpoint+": answering again", logkey.URL, e.endpoint)
 	}
 	e.stat.Pushes++
 	e.stat.LastError = ""

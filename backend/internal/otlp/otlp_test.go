@@ -4,6 +4,7 @@ import (
 	"compress/gzip"
 	"context"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -21,6 +22,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/mlx-bun/mlx-metrics/backend/internal/logging"
 	"github.com/mlx-bun/mlx-metrics/backend/internal/prom"
 	"github.com/mlx-bun/mlx-metrics/shared/clock"
 	"github.com/mlx-bun/mlx-metrics/shared/events"
@@ -347,7 +349,7 @@ func TestReceiverFailures(t *testing.T) {
 	var logs []string
 	fake := clock.NewFake(time.UnixMilli(1764690000000))
 	p, err := Start(context.Background(), exporterWithData().Registry(), Options{Endpoint: r.endpoint, Protocol: ProtocolHTTP, Interval: MaxInterval, Clock: fake,
-		Logf: func(f string, a ...any) { mu.Lock(); logs = append(logs, f); mu.Unlock() }})
+		Logger: logging.Func(func(_ slog.Level, msg string) { mu.Lock(); logs = append(logs, msg); mu.Unlock() })})
 	if err != nil {
 		t.Fatal(err)
 	}

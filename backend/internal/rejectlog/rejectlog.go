@@ -8,12 +8,14 @@ package rejectlog
 
 import (
 	"fmt"
-	"os"
+	"log/slog"
 	"sync"
 	"time"
 
+	"github.com/mlx-bun/mlx-metrics/backend/internal/logging"
 	"github.com/mlx-bun/mlx-metrics/shared/clock"
 	"github.com/mlx-bun/mlx-metrics/shared/duration"
+	"github.com/mlx-bun/mlx-metrics/shared/logkey"
 	"github.com/mlx-bun/mlx-metrics/shared/plural"
 )
 
@@ -24,8 +26,9 @@ const DefaultEvery = time.Minute
 type Options struct {
 	// Clock paces the lines and runs the interval's timer (clock.Real{}).
 	Clock clock.Clock
-	// Logf writes a line (to stderr, prefixed "mlx-metrics: ").
-	Logf func(format string, args ...any)
+	// Logger takes the lines, at Warn, with the source's name under
+	// logkey.Source (slog.Default() when nil).
+	Logger *slog.Logger
 	// Every is the least time between two lines (DefaultEvery).
 	Every time.Duration
 	// Words say what is counted (RejectionWords when zero).
@@ -42,12 +45,6 @@ type Words struct {
 // RejectionWords are the default Words: an event source's rejections.
 var RejectionWords = Words{First: "rejected an event", Further: "rejections",
 	One: "more event rejected", Many: "more events rejected"}
-
-// Stderr writes a line to stderr, prefixed "mlx-metrics: ": the default
-// Logf, for a caller's other lines to go where its counts go.
-func Stderr(format string, args ...any) {
-	fmt.Fprintf(os.Stderr, "mlx-metrics: "+format+"\n", args...)
-}
 
 // Log is the rejection log of one source. It is safe for concurrent use.
 type Log struct {
@@ -67,9 +64,7 @@ func New(name string, opts Options) *Log {
 	if opts.Clock == nil {
 		opts.Clock = clock.Real{}
 	}
-	if opts.Logf == nil {
-		opts.Logf = Stderr
-	}
+	opts.Logger = logging.Or(opts.Logger).With(logkey.Source, name)
 	if opts.Every <= 0 {
 		opts.Every = DefaultEvery
 	}
@@ -87,7 +82,7 @@ func (l *Log) Reject(what string) {
 	defer l.mu.Unlock()
 	if !l.logged {
 		l.logged, l.loggedAt = true, now
-		l.opts.Logf("%s: %s: %s (further %s are counted, logged at most every %s)", l.name, l.opts.Words.First, what, l.opts.Words.Further, duration.Of(l.opts.Every))
+		l.opts.Logger.Warn(fmt.Sprintf("%s: %s: %s (further %s are counted, logged at most every %s)", l.name, l.opts.Words.First, what, l.opts.Words.Further, duration.Of(l.opts.Every)))
 		return
 	}
 	l.pending++
@@ -142,7 +137,7 @@ func (l *Log) flush(now time.Time) {
 	if l.pending == 0 {
 		return
 	}
-	l.opts.Logf("%s: %s in the last %s; latest: %s", l.name,
-		plural.Count(l.pending, l.opts.Words.One, l.opts.Words.Many), duration.Of(now.Sub(l.loggedAt)), l.latest)
+	l.opts.Logger.Warn(fmt.Sprintf("%s: %s in the last %s; latest: %s", l.name,
+		plural.Count(l.pending, l.opts.Words.One, l.opts.Words.Many), duration.Of(now.Sub(l.loggedAt)), l.latest))
 	l.loggedAt, l.pending = now, 0
 }

@@ -2,10 +2,12 @@ package rejectlog
 
 import (
 	"fmt"
+	"log/slog"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/mlx-bun/mlx-metrics/backend/internal/logging"
 	"github.com/mlx-bun/mlx-metrics/shared/clock"
 )
 
@@ -73,7 +75,7 @@ func TestPacing(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			clk := clock.NewFake(time.UnixMilli(1_764_690_000_000))
 			var lines []string
-			l := New("src", Options{Clock: clk, Words: tt.words, Logf: func(f string, a ...any) { lines = append(lines, fmt.Sprintf(f, a...)) }})
+			l := New("src", Options{Clock: clk, Words: tt.words, Logger: logging.Func(func(_ slog.Level, msg string) { lines = append(lines, msg) })})
 			n := 0
 			for i, s := range tt.steps {
 				lines = nil
@@ -104,7 +106,7 @@ func TestPacing(t *testing.T) {
 // A real clock's timer writes the count by itself.
 func TestRealTimerFlushes(t *testing.T) {
 	got := make(chan string, 2)
-	l := New("src", Options{Every: time.Millisecond, Logf: func(f string, a ...any) { got <- fmt.Sprintf(f, a...) }})
+	l := New("src", Options{Every: time.Millisecond, Logger: logging.Func(func(_ slog.Level, msg string) { got <- msg })})
 	l.Reject("a")
 	l.Reject("b")
 	<-got

@@ -3,6 +3,7 @@ package scrape
 import (
 	"context"
 	"encoding/json"
+	"log/slog"
 	"math"
 	"net/http"
 	"net/http/httptest"
@@ -17,6 +18,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
+	"github.com/mlx-bun/mlx-metrics/backend/internal/logging"
 	"github.com/mlx-bun/mlx-metrics/shared/clock"
 	"github.com/mlx-bun/mlx-metrics/shared/events"
 )
@@ -256,7 +258,7 @@ func TestScrapeFixtures(t *testing.T) {
 			var got []events.Event
 			var logs []string
 			s := New(target, func(ev events.Event) { got = append(got, ev) },
-				Options{Clock: fake, Logf: func(f string, a ...any) { logs = append(logs, f) }})
+				Options{Clock: fake, Logger: logging.Func(func(_ slog.Level, msg string) { logs = append(logs, msg) })})
 			for range tc.files {
 				got = nil
 				_, err = s.Poll(context.Background())
@@ -364,7 +366,7 @@ func TestStoppingLogsNothing(t *testing.T) {
 	defer srv.Close()
 	target, _ := ParseTarget(srv.URL + ",vllm")
 	var logs []string
-	s := New(target, func(events.Event) {}, Options{Logf: func(f string, a ...any) { logs = append(logs, f) }})
+	s := New(target, func(events.Event) {}, Options{Logger: logging.Func(func(_ slog.Level, msg string) { logs = append(logs, msg) })})
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	if _, err := s.Poll(ctx); err == nil {
@@ -378,7 +380,7 @@ func TestStoppingLogsNothing(t *testing.T) {
 	dead := httptest.NewServer(http.NotFoundHandler())
 	dead.Close()
 	target, _ = ParseTarget(dead.URL + ",vllm")
-	s = New(target, func(events.Event) {}, Options{Logf: func(f string, a ...any) { logs = append(logs, f) }})
+	s = New(target, func(events.Event) {}, Options{Logger: logging.Func(func(_ slog.Level, msg string) { logs = append(logs, msg) })})
 	if _, err := s.Poll(context.Background()); err == nil || len(logs) != 1 {
 		t.Errorf("err %v, logs %q: want the failure logged once", err, logs)
 	}

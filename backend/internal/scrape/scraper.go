@@ -5,7 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log"
+	"log/slog"
 	"net/http"
 	"sort"
 	"strings"
@@ -18,10 +18,12 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/mlx-bun/mlx-metrics/backend/internal/health"
+	"github.com/mlx-bun/mlx-metrics/backend/internal/logging"
 	"github.com/mlx-bun/mlx-metrics/backend/internal/redact"
 	"github.com/mlx-bun/mlx-metrics/backend/internal/rejectlog"
 	"github.com/mlx-bun/mlx-metrics/shared/clock"
 	"github.com/mlx-bun/mlx-metrics/shared/events"
+	"github.com/mlx-bun/mlx-metrics/shared/logkey"
 )
 
 // maxBody bounds one scrape; real engines answer in tens of kilobytes.
@@ -36,7 +38,7 @@ type Scraper struct {
 	client  *http.Client
 	publish func(events.Event)
 	clock   clock.Clock
-	logf    func(format string, args ...any)
+	log     *slog.Logger
 	rejects *rejectlog.Log
 	fails   *rejectlog.Log // the failed polls
 
@@ -73,8 +75,8 @@ type Options struct {
 	Client *http.Client
 	// Logf reports a target going down or coming back, and its rejected
 	// events: the first at once, then a count at most once a minute
-	// (log.Printf when nil).
-	Logf func(format string, args ...any)
+	// (slog.Default() when nil).
+	Logger *slog.Logger
 }
 
 // New returns a scraper of t that hands each event to publish.
@@ -85,17 +87,15 @@ func New(t Target, publish func(events.Event), opts Options) *Scraper {
 	if opts.Client == nil {
 		opts.Client = &http.Client{}
 	}
-	if opts.Logf == nil {
-		opts.Logf = log.Printf
-	}
+	opts.Logger = logging.Or(opts.Logger)
 	return &Scraper{
 		target:  t,
 		client:  opts.Client,
 		publish: publish,
 		clock:   opts.Clock,
-		logf:    opts.Logf,
-		rejects: rejectlog.New("scrape "+t.URL, rejectlog.Options{Clock: opts.Clock, Logf: opts.Logf}),
-		fails:   rejectlog.New("scrape "+t.URL, rejectlog.Options{Clock: opts.Clock, Logf: opts.Logf, Words: failWords}),
+		log:     opts.Logger,
+		rejects: rejectlog.New("scrape "+t.URL, rejectlog.Options{Clock: opts.Clock, Logger: opts.Logger}),
+		fails:   rejectlog.New("scrape "+t.URL, rejectlog.Options{Clock: opts.Clock, Logger: opts.Logger, Words: failWords}),
 		mapper:  newMapper(t.Kind, t.Model),
 		stats:   Stats{URL: redact.URL(t.URL), Kind: t.Kind},
 	}
@@ -123,7 +123,7 @@ func (s *Scraper) Poll(ctx context.Context) (int, error) {
 		s.fails.Reject(err.Error())
 	case s.lastErr != "":
 		s.fails.Reset()
-		s.logf("scrape %s: answering again", s.target.URL)
+		s.log.Info("scrape "+s.target.URL+": answering again", logkey.URL, s.target.URL)
 	}
 	s.lastErr = errString(err)
 	s.statsMu.Lock()

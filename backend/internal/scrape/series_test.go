@@ -3,6 +3,7 @@ package scrape
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"math"
 	"net/http"
 	"net/http/httptest"
@@ -10,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mlx-bun/mlx-metrics/backend/internal/logging"
 	"github.com/mlx-bun/mlx-metrics/backend/internal/store"
 	"github.com/mlx-bun/mlx-metrics/shared/clock"
 	"github.com/mlx-bun/mlx-metrics/shared/events"
@@ -88,7 +90,7 @@ func TestThroughputSeriesDoesNotJump(t *testing.T) {
 					t.Fatal(err)
 				}
 				scrapers = append(scrapers, New(target, func(ev events.Event) { st.Apply(ev) },
-					Options{Clock: clk, Logf: t.Logf}))
+					Options{Clock: clk, Logger: logging.Func(func(_ slog.Level, msg string) { t.Log(msg) })}))
 			}
 			// Rounds of 2 s, each target at its offset in the round.
 			const interval = 2 * time.Second

@@ -2,7 +2,7 @@ package scrape
 
 import (
 	"context"
-	"fmt"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/mlx-bun/mlx-metrics/backend/internal/health"
+	"github.com/mlx-bun/mlx-metrics/backend/internal/logging"
 	"github.com/mlx-bun/mlx-metrics/shared/clock"
 	"github.com/mlx-bun/mlx-metrics/shared/events"
 )
@@ -70,7 +71,7 @@ vllm:num_requests_running{model_name="m"} 1e9
 			var published []events.Event
 			s := New(Target{URL: srv.URL + "/metrics", Kind: tc.kind, Model: "x"},
 				func(ev events.Event) { published = append(published, ev) },
-				Options{Clock: clock.NewFake(now), Logf: func(string, ...any) {}})
+				Options{Clock: clock.NewFake(now), Logger: logging.Discard()})
 			s.Poll(context.Background())
 			st := s.Stats()
 			if st.Polls != 1 || st.Failures != tc.failures || st.Accepted != tc.accepted || st.Rejected != tc.rejected ||
@@ -96,7 +97,7 @@ func TestGroupStats(t *testing.T) {
 	a := fixtureServer(t, 200, "testdata/vllm-1.txt")
 	b := fixtureServer(t, 503, "testdata/vllm-1.txt")
 	g := NewGroup([]Target{{URL: a.URL + "/metrics", Kind: KindVLLM}, {URL: b.URL + "/metrics"}},
-		func(events.Event) {}, Options{Logf: func(string, ...any) {}})
+		func(events.Event) {}, Options{Logger: logging.Discard()})
 	for _, s := range g.scrapers {
 		s.Poll(context.Background())
 	}
@@ -118,7 +119,7 @@ func TestGroupStats(t *testing.T) {
 // or query, and its last error without the URL.
 func TestStatsHideSecrets(t *testing.T) {
 	s := New(Target{URL: "http://u:secret@127.0.0.1:9/metrics?token=secret", Kind: KindVLLM}, func(events.Event) {},
-		Options{Logf: func(string, ...any) {}})
+		Options{Logger: logging.Discard()})
 	s.Poll(context.Background())
 	st := s.Stats()
 	if st.URL != "http://u:xxxxx@127.0.0.1:9/metrics?…" || strings.Contains(st.LastError, "secret") || st.LastError == "" {
@@ -142,7 +143,7 @@ func TestFailedPollsAreLogged(t *testing.T) {
 	clk := clock.NewFake(time.UnixMilli(1764690000000))
 	var lines []string
 	s := New(Target{URL: srv.URL + "/metrics", Kind: KindVLLM}, func(events.Event) {},
-		Options{Clock: clk, Logf: func(f string, a ...any) { lines = append(lines, fmt.Sprintf(f, a...)) }})
+		Options{Clock: clk, Logger: logging.Func(func(_ slog.Level, msg string) { lines = append(lines, msg) })})
 	for i, step := range []struct {
 		up      bool
 		advance time.Duration
@@ -186,7 +187,7 @@ vllm:num_requests_running{model_name="m"} 1e9
 	clk := clock.NewFake(time.UnixMilli(1764690000000))
 	var lines []string
 	s := New(Target{URL: srv.URL + "/metrics", Kind: KindVLLM}, func(events.Event) {},
-		Options{Clock: clk, Logf: func(f string, a ...any) { lines = append(lines, fmt.Sprintf(f, a...)) }})
+		Options{Clock: clk, Logger: logging.Func(func(_ slog.Level, msg string) { lines = append(lines, msg) })})
 	for i, step := range []struct {
 		advance time.Duration
 		polls   int
@@ -254,7 +255,7 @@ func TestHealthzDegraded(t *testing.T) {
 				polls = append(polls, len(bodies))
 			}
 			clk := clock.NewFake(time.UnixMilli(1764690000000))
-			g := NewGroup(targets, func(events.Event) {}, Options{Clock: clk, Logf: func(string, ...any) {}})
+			g := NewGroup(targets, func(events.Event) {}, Options{Clock: clk, Logger: logging.Discard()})
 			h := health.New(clk.Now(), health.Options{Clock: clk})
 			h.Add("scrape", func() any { return g.Stats() })
 			for i, s := range g.scrapers {
