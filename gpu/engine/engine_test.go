@@ -497,3 +497,37 @@ func TestSubmitAfterStop(t *testing.T) {
 		t.Errorf("Submit after stop = %v, want ErrStopped", err)
 	}
 }
+
+// A request that arrives after the scheduler read the time for its
+// admission round is admitted as it arrived: its queue time is 0, never
+// negative (the scheduler reads now, then takes the arrivals).
+func TestAdmittedNotBeforeArrival(t *testing.T) {
+	rec := newRecorder()
+	c := clock.NewFake(time.UnixMilli(1_764_690_000_000))
+	e, err := New(testConfig(), Options{Clock: c, Sink: rec.sink})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.ready.Store(true)
+	roundAt := c.Now()
+	c.Advance(80 * time.Millisecond) // the request comes in after the round read the time
+	s, err := e.Submit(context.Background(), prompt(4, 1), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.admit(roundAt)
+	if len(e.running) != 1 {
+		t.Fatalf("%d running, want the request admitted", len(e.running))
+	}
+	r := e.running[0]
+	if !r.admitted.Equal(r.arrived) {
+		t.Errorf("admitted %v after the round, arrived %v: want admitted as it arrived", r.admitted.Sub(roundAt), r.arrived.Sub(roundAt))
+	}
+	e.finish(r, events.FinishStop, c.Now())
+	s.release()
+	for _, ev := range rec.ofType(events.TypeRequestFinished) {
+		if q := *ev.Payload.(*events.RequestFinished).QueueMs; q != 0 {
+			t.Errorf("queue %v ms, want 0", q)
+		}
+	}
+}

@@ -128,8 +128,14 @@ func (e *Engine) admit(now time.Time) {
 		e.waiting = e.waiting[1:]
 		e.kv.used += need
 		r.pages = need
+		// now was read before the arrivals were taken: one that came in
+		// between is admitted as it arrived, never before (a negative
+		// queue time, which the events' bounds refuse).
 		r.admitted = now
-		e.lastAdmit = now
+		if r.arrived.After(now) {
+			r.admitted = r.arrived
+		}
+		e.lastAdmit = r.admitted
 		r.cached = e.prefix.lookup(r.prompt, e.cfg.PageTokens)
 		r.prefilled = r.cached
 		e.running = append(e.running, r)
