@@ -140,7 +140,7 @@ func TestBenchShowHeadToHead(t *testing.T) {
 // --threshold takes a percent, as --fail-on-regression does; a value below
 // 1 is the old fraction, kept working with a note.
 func TestCompareThresholdUnit(t *testing.T) {
-	fb := newFakeBackend(t)
+	real := realBench(t, runA, runB)
 	tests := []struct {
 		threshold string
 		header    string // on stdout
@@ -154,7 +154,7 @@ func TestCompareThresholdUnit(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.threshold, func(t *testing.T) {
 			env, out, errOut := testEnv()
-			if err := benchCompareCmd(context.Background(), []string{"--server=" + fb.URL, "--threshold", tt.threshold, runA.ID, runB.ID}, env); err != nil {
+			if err := benchCompareCmd(context.Background(), []string{real, "--threshold", tt.threshold, runA.ID, runB.ID}, env); err != nil {
 				t.Fatal(err)
 			}
 			if !strings.Contains(out.String(), tt.header) {

@@ -8,6 +8,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -18,7 +19,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mlx-bun/mlx-metrics/backend/internal/app"
+	"github.com/mlx-bun/mlx-metrics/backend/internal/history"
 	"github.com/mlx-bun/mlx-metrics/backend/internal/ingest"
+	"github.com/mlx-bun/mlx-metrics/backend/internal/server"
 	"github.com/mlx-bun/mlx-metrics/shared/apierror"
 	"github.com/mlx-bun/mlx-metrics/shared/bench"
 	"github.com/mlx-bun/mlx-metrics/shared/clock"
@@ -29,8 +33,9 @@ import (
 func p(v float64) *float64 { return &v }
 func pi(v int64) *int64    { return &v }
 
-// fakeBackend answers the routes the client subcommands use, on 127.0.0.1
-// (httptest's default), and records the event batches posted to it.
+// fakeBackend answers the live view's snapshot as a fixed one and takes
+// event batches, recording them and refusing as many events as a test
+// asks (a fault the real route cannot be made to give), on 127.0.0.1.
 type fakeBackend struct {
 	*httptest.Server
 	mu      sync.Mutex
@@ -88,22 +93,6 @@ func newFakeBackend(t *testing.T) *fakeBackend {
 				Window: snapshot.Window{Size: 200, Count: 5, TTFTMs: &snapshot.Distribution{Count: 5, P50: 85, P95: 120, P99: 120, Max: 120, Mean: 90}}},
 		})
 	})
-	mux.HandleFunc("GET /api/metrics/history", func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Query().Get("limit") == "" {
-			writeJSON(w, 400, apierror.New(400, "limit missing"))
-			return
-		}
-		writeJSON(w, 200, bench.HistoryList{Entries: []bench.HistoryEntry{runB, runA}})
-	})
-	mux.HandleFunc("GET /api/metrics/history/{id}", func(w http.ResponseWriter, r *http.Request) {
-		for _, e := range []bench.HistoryEntry{runA, runB} {
-			if e.ID == r.PathValue("id") {
-				writeJSON(w, 200, e.View())
-				return
-			}
-		}
-		writeJSON(w, 404, apierror.New(404, "no run "+r.PathValue("id")))
-	})
 	mux.HandleFunc("POST /api/metrics/events", func(w http.ResponseWriter, r *http.Request) {
 		b, _ := io.ReadAll(r.Body)
 		lines := strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
@@ -130,6 +119,42 @@ func newFakeBackend(t *testing.T) *fakeBackend {
 	return fb
 }
 
+// realBench serves bench-serve's real routes (history, jobs, profiles)
+// on a loopback port, its history holding entries, and returns the
+// --server flag that names it: the client commands' happy paths run
+// against the backend itself, the fake above only injects faults.
+func realBench(t *testing.T, entries ...bench.HistoryEntry) string {
+	t.Helper()
+	home := t.TempDir()
+	h, err := history.Open(filepath.Join(home, "metrics", "history"), history.Options{RunsDir: filepath.Join(home, "metrics", "bench", "runs")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		if err := h.Put(e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := h.Close(); err != nil {
+		t.Fatal(err)
+	}
+	b, err := app.OpenBench(home, "no GPU found", realRunner())
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := server.New(server.Options{}, routesOf(b)...)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go server.Serve(srv, ln)
+	t.Cleanup(func() {
+		server.Shutdown(srv)
+		b.Close(context.Background())
+	})
+	return "--server=http://" + ln.Addr().String()
+}
+
 func testEnv() (cliEnv, *bytes.Buffer, *bytes.Buffer) {
 	var out, errb bytes.Buffer
 	return cliEnv{stdout: &out, stderr: &errb}, &out, &errb
@@ -149,7 +174,8 @@ func exitCode(err error) int {
 
 func TestClientCommands(t *testing.T) {
 	fb := newFakeBackend(t)
-	srv := "--server=" + fb.URL
+	srv := "--server=" + fb.URL // the live view's snapshot, as a fixed one
+	real := realBench(t, runA, runB)
 	dead := "--server=http://127.0.0.1:1"
 	tests := []struct {
 		name     string
@@ -169,19 +195,19 @@ func TestClientCommands(t *testing.T) {
 		{"snapshot bad server", snapshotCmd, []string{"--server=localhost:7878"}, 2, []string{"http(s) URL"}},
 		{"snapshot backend down", snapshotCmd, []string{dead}, 1, []string{"is the backend running?"}},
 
-		{"list", benchListCmd, []string{srv}, 0, []string{
+		{"list", benchListCmd, []string{real}, 0, []string{
 			"20261202T100000Z-bbbb  standard  2026-12-02 10:00:00Z  1 min 30 s  3      incomplete (exit 1), 1 problem",
 			"20261201T100000Z-aaaa  standard  2026-12-01 10:00:00Z  1 min 30 s  3      complete"}},
-		{"list json", benchListCmd, []string{srv, "--json"}, 0, []string{`"runs": [`}},
-		{"list bad limit", benchListCmd, []string{srv, "--limit=0"}, 2, []string{"--limit"}},
-		{"list limit over the route's", benchListCmd, []string{srv, "--limit=1001"}, 2, []string{"from 1 to 1000"}},
+		{"list json", benchListCmd, []string{real, "--json"}, 0, []string{`"runs": [`}},
+		{"list bad limit", benchListCmd, []string{real, "--limit=0"}, 2, []string{"--limit"}},
+		{"list limit over the route's", benchListCmd, []string{real, "--limit=1001"}, 2, []string{"from 1 to 1000"}},
 
-		{"show", benchShowCmd, []string{runA.ID, srv}, 0, []string{"profile   standard (all)", "duration  1 min 30 s", "qwen/tree/default", "100.0", "200.0"}},
-		{"show json", benchShowCmd, []string{srv, "--json", runA.ID}, 0, []string{`"id": "20261201T100000Z-aaaa"`, `"decodeTokensPerSecond": 100`}},
-		{"show unknown", benchShowCmd, []string{srv, "nope"}, 1, []string{"no run nope (404)"}},
-		{"show no id", benchShowCmd, []string{srv}, 2, []string{"one run ID"}},
+		{"show", benchShowCmd, []string{runA.ID, real}, 0, []string{"profile   standard (all)", "duration  1 min 30 s", "qwen/tree/default", "100.0", "200.0"}},
+		{"show json", benchShowCmd, []string{real, "--json", runA.ID}, 0, []string{`"id": "20261201T100000Z-aaaa"`, `"decodeTokensPerSecond": 100`}},
+		{"show unknown", benchShowCmd, []string{real, "nope"}, 1, []string{`GET /history/nope: no finished run "nope" in history (404)`}},
+		{"show no id", benchShowCmd, []string{real}, 2, []string{"one run ID"}},
 
-		{"compare", benchCompareCmd, []string{runA.ID, runB.ID, srv, "--threshold", "5"}, 0, []string{
+		{"compare", benchCompareCmd, []string{runA.ID, runB.ID, real, "--threshold", "5"}, 0, []string{
 			"outside the other's spread", "noise floor",
 			"qwen/tree/default DECODE tok/s 100.0 (98.0-102.0) 110.0 (108.0-112.0) +10.0% faster",
 			"qwen/tree/default COLD TTFT ms 200.0 180.0 -10.0% same (one sample, under the noise floor x1.25 and 20 ms)",
@@ -193,13 +219,18 @@ func TestClientCommands(t *testing.T) {
 			"gone/tree/default only in A",
 			"new/tree/default only in B",
 			"verdict: faster"}},
-		{"compare fails on regressions when asked", benchCompareCmd, []string{srv, "--fail-on-regression", "5", runB.ID, runA.ID}, 1, []string{"2 regressions over 5%"}}, // decode -9%, memory +25% (ttft +11%, one sample: noise)
-		{"compare fails on one regression", benchCompareCmd, []string{srv, "--fail-on-regression", "15", runB.ID, runA.ID}, 1, []string{"1 regression over 15%"}},
-		{"compare within the regression bound", benchCompareCmd, []string{srv, "--fail-on-regression", "30", runB.ID, runA.ID}, 0, []string{"verdict: slower"}},
-		{"compare wide threshold", benchCompareCmd, []string{srv, "--threshold=50", runA.ID, runB.ID}, 0, []string{"verdict: same", "(threshold 50.0%)"}},
-		{"compare threshold as a fraction: deprecated, kept", benchCompareCmd, []string{srv, "--threshold=0.5", runA.ID, runB.ID}, 0, []string{"verdict: same", "(threshold 50.0%)"}},
-		{"compare one id", benchCompareCmd, []string{srv, runA.ID}, 2, []string{"two run IDs"}},
-		{"compare bad threshold", benchCompareCmd, []string{srv, "--threshold=100", "a", "b"}, 2, []string{"--threshold must be a percentage"}},
+		{"compare fails on regressions when asked", benchCompareCmd, []string{real, "--fail-on-regression", "5", runB.ID, runA.ID}, 1, []string{"2 regressions over 5%"}}, // decode -9%, memory +25% (ttft +11%, one sample: noise)
+		{"compare fails on one regression", benchCompareCmd, []string{real, "--fail-on-regression", "15", runB.ID, runA.ID}, 1, []string{"1 regression over 15%"}},
+		{"compare within the regression bound", benchCompareCmd, []string{real, "--fail-on-regression", "30", runB.ID, runA.ID}, 0, []string{"verdict: slower"}},
+		{"compare wide threshold", benchCompareCmd, []string{real, "--threshold=50", runA.ID, runB.ID}, 0, []string{"verdict: same", "(threshold 50.0%)"}},
+		{"compare threshold as a fraction: deprecated, kept", benchCompareCmd, []string{real, "--threshold=0.5", runA.ID, runB.ID}, 0, []string{"verdict: same", "(threshold 50.0%)"}},
+		{"compare one id", benchCompareCmd, []string{real, runA.ID}, 2, []string{"two run IDs"}},
+		{"compare bad threshold", benchCompareCmd, []string{real, "--threshold=100", "a", "b"}, 2, []string{"--threshold must be a percentage"}},
+
+		// Last: it changes the history the rows above read.
+		{"forget", benchForgetCmd, []string{real, runB.ID}, 0, []string{"forgot run " + runB.ID}},
+		{"forgotten", benchShowCmd, []string{real, runB.ID}, 1, []string{"(404)"}},
+		{"list after forget", benchListCmd, []string{real}, 0, []string{"20261201T100000Z-aaaa  standard"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
