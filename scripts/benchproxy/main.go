@@ -15,7 +15,11 @@
 // With -peer nginx, nginx is one more side, with -peer caddy Caddy is
 // (-peer may be given more than once: every peer named runs in the same
 // rounds); with -floor, two minimal Go relays are (floor.go): what the Go
-// runtime alone costs for the same streams. The clients run in this process,
+// runtime alone costs for the same streams. With -sequential N the run is
+// of single requests instead: N per side per round, one at a time, the
+// sides in turn request by request, and it prints the added latency to the
+// first token and to the end of the stream, median and p99, the form the
+// LLM gateways publish their overhead in. The clients run in this process,
 // on the same cores as the engine and the proxy: on a small machine all
 // three compete, which the figures include.
 //
@@ -61,6 +65,7 @@ type config struct {
 	timeout     time.Duration
 	peers       []string
 	floor       bool
+	sequential  int
 }
 
 // peers are the reverse proxies -peer can run beside the proxy.
@@ -95,6 +100,7 @@ func main() {
 		return nil
 	})
 	flag.BoolVar(&cfg.floor, "floor", false, "run minimal Go relays (a goroutine pair per connection, and one epoll loop) as more sides: the Go runtime's floor for the same streams")
+	flag.IntVar(&cfg.sequential, "sequential", 0, "N > 0: instead of the stream counts, N single requests per side per round, one at a time, the sides in turn request by request; prints added latency to first token and to the stream's end")
 	flag.Parse()
 	cfg.serveEnv = strings.Fields(*serveEnv)
 	for f := range strings.SplitSeq(*streams, ",") {
@@ -105,7 +111,7 @@ func main() {
 		}
 		cfg.streams = append(cfg.streams, n)
 	}
-	if cfg.bin == "" || cfg.rounds < 1 || cfg.phase <= 0 || cfg.tokens < 1 || cfg.promptWords < 1 {
+	if cfg.bin == "" || cfg.rounds < 1 || cfg.phase <= 0 || cfg.tokens < 1 || cfg.promptWords < 1 || cfg.sequential < 0 {
 		flag.Usage()
 		os.Exit(2)
 	}
@@ -221,10 +227,17 @@ func run(ctx context.Context, cfg config) error {
 
 	printMachine(cfg, engineAddr, sides)
 	// Warm the connection pools and the engine.
+	warm := maxN
+	if cfg.sequential > 0 {
+		warm = 1
+	}
 	for _, s := range sides {
-		if p := runPhase(ctx, s, maxN, cfg.phase/4, body); p.failed > 0 {
+		if p := runPhase(ctx, s, warm, cfg.phase/4, body); p.failed > 0 {
 			return fmt.Errorf("warm-up %s: %d requests failed: %v%s", s.name, p.failed, p.firstFail, s.logTail())
 		}
+	}
+	if cfg.sequential > 0 {
+		return runSequential(ctx, cfg, sides, body)
 	}
 
 	results := map[int]map[string][]phase{}
