@@ -3,9 +3,9 @@
 if ! command -v go >/dev/null 2>&1 && [[ -x /usr/local/go/bin/go ]]; then
 	export PATH="$PATH:/usr/local/go/bin"
 fi
-# promtool, when scripts/setup took it out of Debian's prometheus package
-# (run from the repository's root, as the scripts are).
-if [[ -x out/tools/usr/bin/promtool ]]; then
+# promtool and caddy, when scripts/setup took them out of Debian's
+# packages (run from the repository's root, as the scripts are).
+if [[ -d out/tools/usr/bin ]]; then
 	export PATH="$PWD/out/tools/usr/bin:$PATH"
 fi
 # go-nvml's header marks functions it still binds as deprecated: the race

@@ -12,11 +12,16 @@
 // on each side and the proxy's addition (proxied minus direct), tokens/s
 // received on each side and their ratio (per round, and pooled), the CPU
 // the proxy (the serve process) used while proxying, and the machine.
-// With -peer nginx, nginx is one more side; with -floor, two minimal Go
-// relays are (floor.go): what the Go runtime alone costs for the same
-// streams. The clients run in this process, on the same cores as the
-// engine and the proxy: on a small machine all three compete, which the
-// figures include.
+// With -peer nginx, nginx is one more side, with -peer caddy Caddy is
+// (-peer may be given more than once: every peer named runs in the same
+// rounds); with -floor, two minimal Go relays are (floor.go): what the Go
+// runtime alone costs for the same streams. With -sequential N the run is
+// of single requests instead: N per side per round, one at a time, the
+// sides in turn request by request, and it prints the added latency to the
+// first token and to the end of the stream, median and p99, the form the
+// LLM gateways publish their overhead in. The clients run in this process,
+// on the same cores as the engine and the proxy: on a small machine all
+// three compete, which the figures include.
 //
 // Loopback only, bounded by -timeout. Usage: scripts/bench-proxy [flags]
 // (it builds the binary), or go run . -bin /path/to/mlx-metrics [flags]
@@ -27,7 +32,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -59,9 +63,13 @@ type config struct {
 	decodeRate  float64
 	prefillRate float64
 	timeout     time.Duration
-	peer        string
+	peers       []string
 	floor       bool
+	sequential  int
 }
+
+// peers are the reverse proxies -peer can run beside the proxy.
+var peers = []string{"nginx", "caddy"}
 
 func main() {
 	if len(os.Args) > 1 && os.Args[1] == floorCmd {
@@ -79,8 +87,20 @@ func main() {
 	flag.Float64Var(&cfg.decodeRate, "decode-rate", 500, "the engine's decode rate per stream, tokens/s (batch slowdown 0, so every stream gets it); high values make the run CPU-bound")
 	flag.Float64Var(&cfg.prefillRate, "prefill-rate", 100000, "the engine's prefill rate, prompt tokens/s")
 	flag.DurationVar(&cfg.timeout, "timeout", 5*time.Minute, "bound on the whole run")
-	flag.StringVar(&cfg.peer, "peer", "", "nginx: run nginx as a plain streaming reverse proxy as one more side, interleaved with the others")
+	flag.Func("peer", "nginx or caddy (repeatable, or comma-separated): run it as a plain streaming reverse proxy as one more side, interleaved with the others", func(v string) error {
+		for name := range strings.SplitSeq(v, ",") {
+			if !slices.Contains(peers, name) {
+				return fmt.Errorf("%q: want one of %v", name, peers)
+			}
+			if slices.Contains(cfg.peers, name) {
+				return fmt.Errorf("%q named twice", name)
+			}
+			cfg.peers = append(cfg.peers, name)
+		}
+		return nil
+	})
 	flag.BoolVar(&cfg.floor, "floor", false, "run minimal Go relays (a goroutine pair per connection, and one epoll loop) as more sides: the Go runtime's floor for the same streams")
+	flag.IntVar(&cfg.sequential, "sequential", 0, "N > 0: instead of the stream counts, N single requests per side per round, one at a time, the sides in turn request by request; prints added latency to first token and to the stream's end")
 	flag.Parse()
 	cfg.serveEnv = strings.Fields(*serveEnv)
 	for f := range strings.SplitSeq(*streams, ",") {
@@ -91,7 +111,7 @@ func main() {
 		}
 		cfg.streams = append(cfg.streams, n)
 	}
-	if cfg.bin == "" || cfg.rounds < 1 || cfg.phase <= 0 || cfg.tokens < 1 || cfg.promptWords < 1 {
+	if cfg.bin == "" || cfg.rounds < 1 || cfg.phase <= 0 || cfg.tokens < 1 || cfg.promptWords < 1 || cfg.sequential < 0 {
 		flag.Usage()
 		os.Exit(2)
 	}
@@ -111,9 +131,18 @@ type side struct {
 	proxy  *proc // nil: direct
 }
 
+// logTail is the end of s's proxy's log, to go with an error, or "".
+func (s *side) logTail() string {
+	if s.proxy == nil {
+		return ""
+	}
+	return fmt.Sprintf("\n%s's log ends:\n%s", s.name, s.proxy.tail())
+}
+
 // phase is one side's figures for one stream count in one round.
 type phase struct {
 	ttfts     []time.Duration
+	totals    []time.Duration // to the end of the body
 	hops      []time.Duration // TTFT less the engine's own span, where it reports one
 	sendLegs  []time.Duration // of hops: from sending the request to the engine receiving it
 	tokens    int
@@ -121,6 +150,15 @@ type phase struct {
 	proxyCPU  time.Duration // the serve process's, over the phase
 	failed    int
 	firstFail error
+}
+
+// result is one streamed completion's figures.
+type result struct {
+	ttft    time.Duration // to its first data line
+	total   time.Duration // to the end of its body
+	hop     time.Duration // TTFT less the engine's own span, or 0
+	sendLeg time.Duration // of hop: from sending the request to the engine receiving it
+	tokens  int
 }
 
 func run(ctx context.Context, cfg config) error {
@@ -160,17 +198,20 @@ func run(ctx context.Context, cfg config) error {
 	if cmp != nil {
 		sides = append(sides, &side{name: "compare", url: "http://" + cmp.addr + "/v1/completions", client: newClient(), proxy: cmp})
 	}
-	switch cfg.peer {
-	case "":
-	case "nginx":
-		ngx, err := startNginx(ctx, home, engineAddr)
+	for _, name := range cfg.peers {
+		var p *proc
+		var err error
+		switch name {
+		case "nginx":
+			p, err = startNginx(ctx, home, engineAddr)
+		case "caddy":
+			p, err = startCaddy(ctx, home, engineAddr)
+		}
 		if err != nil {
 			return err
 		}
-		defer ngx.stop()
-		sides = append(sides, &side{name: "nginx", url: "http://" + ngx.addr + "/v1/completions", client: newClient(), proxy: ngx})
-	default:
-		return fmt.Errorf("-peer %q: want nginx", cfg.peer)
+		defer p.stop()
+		sides = append(sides, &side{name: name, url: "http://" + p.addr + "/v1/completions", client: newClient(), proxy: p})
 	}
 	if cfg.floor {
 		for _, mode := range floorModes {
@@ -185,11 +226,18 @@ func run(ctx context.Context, cfg config) error {
 	body := requestBody(cfg)
 
 	printMachine(cfg, engineAddr, sides)
-	// Warm both connection pools and the engine.
+	// Warm the connection pools and the engine.
+	warm := maxN
+	if cfg.sequential > 0 {
+		warm = 1
+	}
 	for _, s := range sides {
-		if p := runPhase(ctx, s, maxN, cfg.phase/4, body); p.failed > 0 {
-			return fmt.Errorf("warm-up %s: %d requests failed: %v", s.name, p.failed, p.firstFail)
+		if p := runPhase(ctx, s, warm, cfg.phase/4, body); p.failed > 0 {
+			return fmt.Errorf("warm-up %s: %d requests failed: %v%s", s.name, p.failed, p.firstFail, s.logTail())
 		}
+	}
+	if cfg.sequential > 0 {
+		return runSequential(ctx, cfg, sides, body)
 	}
 
 	results := map[int]map[string][]phase{}
@@ -208,7 +256,7 @@ func run(ctx context.Context, cfg config) error {
 				}
 				p := runPhase(ctx, s, n, cfg.phase, body)
 				if p.failed > 0 {
-					return fmt.Errorf("round %d, %d streams, %s: %d requests failed: %v", r+1, n, s.name, p.failed, p.firstFail)
+					return fmt.Errorf("round %d, %d streams, %s: %d requests failed: %v%s", r+1, n, s.name, p.failed, p.firstFail, s.logTail())
 				}
 				results[n][s.name] = append(results[n][s.name], p)
 			}
@@ -244,21 +292,9 @@ func runPhase(ctx context.Context, s *side, n int, d time.Duration, body []byte)
 	for range n {
 		wg.Go(func() {
 			for time.Now().Before(deadline) && ctx.Err() == nil {
-				ttft, hop, sendLeg, toks, err := stream(ctx, s, body)
+				r, err := stream(ctx, s, body)
 				mu.Lock()
-				if err != nil {
-					if p.failed == 0 {
-						p.firstFail = err
-					}
-					p.failed++
-				} else {
-					p.ttfts = append(p.ttfts, ttft)
-					if hop != 0 {
-						p.hops = append(p.hops, hop)
-						p.sendLegs = append(p.sendLegs, sendLeg)
-					}
-					p.tokens += toks
-				}
+				p.add(r, err)
 				mu.Unlock()
 				if err != nil {
 					return
@@ -274,41 +310,63 @@ func runPhase(ctx context.Context, s *side, n int, d time.Duration, body []byte)
 	return p
 }
 
+// add counts one request's result, or its failure, in p.
+func (p *phase) add(r result, err error) {
+	if err != nil {
+		if p.failed == 0 {
+			p.firstFail = err
+		}
+		p.failed++
+		return
+	}
+	p.ttfts = append(p.ttfts, r.ttft)
+	p.totals = append(p.totals, r.total)
+	if r.hop != 0 {
+		p.hops = append(p.hops, r.hop)
+		p.sendLegs = append(p.sendLegs, r.sendLeg)
+	}
+	p.tokens += r.tokens
+}
+
 // stream sends one streamed completion and reads it to the end. It returns
-// the time to its first data line; the hops' share of it, the TTFT less
-// the engine's own span from receiving the request to flushing the first
-// token (its usage chunk's server_timing, wall-clock on this machine), or
-// 0 when the engine reports none, and of that the request's leg, from
-// sending it to the engine receiving it; and the tokens it carried (data
-// lines with text).
-func stream(ctx context.Context, s *side, body []byte) (ttft, hop, sendLeg time.Duration, tokens int, err error) {
+// the time to its first data line and to the end of the body; the hops'
+// share of the first, the TTFT less the engine's own span from receiving
+// the request to flushing the first token (its usage chunk's
+// server_timing, wall-clock on this machine), or 0 when the engine reports
+// none, and of that the request's leg, from sending it to the engine
+// receiving it; and the tokens it carried (data lines with text).
+func stream(ctx context.Context, s *side, body []byte) (result, error) {
 	req, err := http.NewRequestWithContext(ctx, "POST", s.url, bytes.NewReader(body))
 	if err != nil {
-		return 0, 0, 0, 0, err
+		return result{}, err
 	}
 	req.Header.Set("Content-Type", "application/json")
 	t0 := time.Now()
 	resp, err := s.client.Do(req)
 	if err != nil {
-		return 0, 0, 0, 0, err
+		return result{}, err
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
-		return 0, 0, 0, 0, fmt.Errorf("status %d: %s", resp.StatusCode, b)
+		return result{}, fmt.Errorf("status %d: %s", resp.StatusCode, b)
 	}
+	var r result
 	rd := sse.NewReader(resp.Body, sse.Options{BufferSize: 8 << 10})
 	var first time.Time
 	var timing *serverTiming
 	done := false
+	events := 0
 	for {
 		ev, err := rd.Next()
 		if err == io.EOF {
+			r.total = time.Since(t0)
 			break
 		}
 		if err != nil {
-			return 0, 0, 0, 0, err
+			return result{}, fmt.Errorf("after %d events: %w", events, err)
 		}
+		events++
 		if first.IsZero() {
 			first = ev.At
 		}
@@ -323,18 +381,18 @@ func stream(ctx context.Context, s *side, body []byte) (ttft, hop, sendLeg time.
 				timing = c.ServerTiming
 			}
 		case bytes.Contains(data, []byte(`"text":`)):
-			tokens++
+			r.tokens++
 		}
 	}
 	if !done || first.IsZero() {
-		return 0, 0, 0, 0, errors.New("the stream ended before [DONE]")
+		return result{}, fmt.Errorf("the stream ended before [DONE], after %d events", events)
 	}
-	ttft = first.Sub(t0)
+	r.ttft = first.Sub(t0)
 	if timing != nil && timing.FirstTokenUnixNs > timing.ReceivedUnixNs && timing.ReceivedUnixNs > 0 {
-		hop = ttft - time.Duration(timing.FirstTokenUnixNs-timing.ReceivedUnixNs)
-		sendLeg = time.Duration(timing.ReceivedUnixNs - t0.UnixNano())
+		r.hop = r.ttft - time.Duration(timing.FirstTokenUnixNs-timing.ReceivedUnixNs)
+		r.sendLeg = time.Duration(timing.ReceivedUnixNs - t0.UnixNano())
 	}
-	return ttft, hop, sendLeg, tokens, nil
+	return r, nil
 }
 
 // serverTiming is the reference engine's stamp in its usage chunk.
@@ -414,6 +472,7 @@ func pool(ps []phase) phase {
 	var out phase
 	for _, p := range ps {
 		out.ttfts = append(out.ttfts, p.ttfts...)
+		out.totals = append(out.totals, p.totals...)
 		out.hops = append(out.hops, p.hops...)
 		out.sendLegs = append(out.sendLegs, p.sendLegs...)
 		out.tokens += p.tokens
@@ -452,7 +511,10 @@ func printMachine(cfg config, engineAddr string, sides []*side) {
 	for _, s := range sides[1:] {
 		switch s.name {
 		case "nginx":
-			fmt.Printf("%-7s %s: %s, one process, proxy_buffering off, HTTP/1.1 keep-alive upstream to %s\n", s.name, s.proxy.addr, s.proxy.bin, engineAddr)
+			fmt.Printf("%-7s %s: %s (%s), one process, proxy_buffering off, HTTP/1.1 keep-alive upstream to %s\n", s.name, s.proxy.addr, s.proxy.bin, nginxVersion(s.proxy.bin), engineAddr)
+			continue
+		case "caddy":
+			fmt.Printf("%-7s %s: %s (%s), one process, reverse_proxy flush_interval -1, HTTP/1.1 keep-alive upstream to %s\n", s.name, s.proxy.addr, s.proxy.bin, caddyVersion(s.proxy.bin), engineAddr)
 			continue
 		case "relay", "epoll":
 			fmt.Printf("%-7s %s: floor, %s (this program) relaying TCP to %s, no HTTP, no metering\n", s.name, s.proxy.addr, floorHow[s.name], engineAddr)
@@ -599,15 +661,25 @@ func (p *proc) tail() string {
 	return string(b)
 }
 
-// cpuTime is utime+stime from /proc/PID/stat, in clock ticks of 10 ms
-// (USER_HZ is 100 on Linux).
+// cpuTime is a process's utime+stime, all its threads' (the kernel sums
+// them in /proc/PID/stat; /proc/PID/task/TID/stat is one thread's), in
+// clock ticks of 10 ms (USER_HZ is 100 on Linux).
 func cpuTime(pid int) time.Duration {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
 		return 0
 	}
+	return statCPU(b)
+}
+
+// statCPU is utime+stime of a /proc stat line.
+func statCPU(b []byte) time.Duration {
 	// The command name may hold spaces; fields count from after its ')'.
-	f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+2:]))
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 || i+2 > len(b) {
+		return 0
+	}
+	f := strings.Fields(string(b[i+2:]))
 	if len(f) < 13 {
 		return 0
 	}

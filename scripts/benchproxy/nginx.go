@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 )
 
 const nginxConf = `worker_processes 1;
@@ -71,4 +72,13 @@ func startNginx(ctx context.Context, home, engineAddr string) (*proc, error) {
 		return nil, err
 	}
 	return p.up(ctx, addr, "/health")
+}
+
+// nginxVersion is what `nginx -v` says (on stderr).
+func nginxVersion(bin string) string {
+	out, err := exec.Command(bin, "-v").CombinedOutput()
+	if err != nil {
+		return "version unknown"
+	}
+	return strings.TrimPrefix(strings.TrimSpace(string(out)), "nginx version: ")
 }

@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"sort"
@@ -18,6 +19,7 @@ import (
 
 	"github.com/valyala/fasthttp"
 
+	"github.com/mlx-bun/mlx-metrics/shared/clock"
 	"github.com/mlx-bun/mlx-metrics/shared/events"
 )
 
@@ -328,4 +330,40 @@ func BenchmarkUpstreamClient(b *testing.B) {
 		}
 		b.ReportMetric(float64(pct(legs, 50))/float64(time.Microsecond), "p50-us")
 	})
+}
+
+// BenchmarkUpstreamRead is what reading the upstream costs the proxy per
+// event beyond the read itself (in memory here): the idle timeout and the
+// client's stall deadline, on a loopback TCP connection as the client's.
+//
+//	go test -run '^$' -bench UpstreamRead -benchmem ./backend/internal/proxy/
+func BenchmarkUpstreamRead(b *testing.B) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer ln.Close()
+	accepted := make(chan net.Conn, 1)
+	go func() {
+		c, _ := ln.Accept()
+		accepted <- c
+	}()
+	conn, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer conn.Close()
+	if c := <-accepted; c != nil {
+		defer c.Close()
+	}
+	u := &upstreamReader{body: repeatReader{tokenEvent}, clock: clock.Real{}, idle: DefaultIdleTimeout,
+		stall: DefaultStallTimeout, cancel: func(error) {}, conn: conn}
+	defer u.Close()
+	buf := make([]byte, 4096)
+	b.ReportAllocs()
+	for b.Loop() {
+		if n, _ := u.Read(buf); n != len(tokenEvent) {
+			b.Fatalf("read %d bytes", n)
+		}
+	}
 }

@@ -3,12 +3,15 @@ package proxy
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -79,13 +82,22 @@ func TestIdleTimeout(t *testing.T) {
 		t.Fatalf("first event %q, %v", line, err)
 	}
 	// The relay waits for more under the idle timer; then a minute passes.
+	// The timer is the answer's, armed at its first read, so whether the
+	// relay's next read was already waiting when the clock moved is not
+	// known here: a read that began after it is cut a minute later, at the
+	// next move (TestIdleTimerCountsEachWait times a wait exactly).
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if err := clk.WaitForTimers(ctx, 1); err != nil {
 		t.Fatal("no idle timer armed")
 	}
 	clk.Advance(time.Minute)
-	waitGone(t, gone, "the quiet upstream request was not cancelled")
+	select {
+	case <-gone:
+	case <-time.After(time.Second):
+		clk.Advance(time.Minute)
+		waitGone(t, gone, "the quiet upstream request was not cancelled")
+	}
 	if rest, _ := io.ReadAll(r); strings.TrimSpace(string(rest)) != "" {
 		t.Errorf("after the cut: %q", rest)
 	}
@@ -145,4 +157,76 @@ func TestUpstreamToken(t *testing.T) {
 	if a := <-got; a != "Bearer engine-key" {
 		t.Fatalf("upstream saw Authorization %q", a)
 	}
+}
+
+// chanReader returns what arrives on its channel, one receive a Read.
+type chanReader chan []byte
+
+func (r chanReader) Read(p []byte) (int, error) {
+	b, ok := <-r
+	if !ok {
+		return 0, io.EOF
+	}
+	return copy(p, b), nil
+}
+func (chanReader) Close() error { return nil }
+
+// The idle timeout counts each wait for the upstream from its own start,
+// with one timer for the whole answer: a read that begins after the timer
+// was armed is let go exactly the idle timeout after it began, not when
+// the timer first fires; time between reads does not count; and a closed
+// reader's timer cancels nothing.
+func TestIdleTimerCountsEachWait(t *testing.T) {
+	clk := clock.NewFake(t0)
+	body := make(chanReader)
+	var cause atomic.Value
+	ctx, cancel := context.WithCancelCause(context.Background())
+	client, server := net.Pipe()
+	defer client.Close()
+	defer server.Close()
+	u := &upstreamReader{body: body, clock: clk, idle: time.Minute, stall: time.Minute,
+		cancel: func(err error) { cause.Store(err); cancel(err) }, conn: server}
+	reads := make(chan error)
+	read := func() {
+		go func() {
+			_, err := u.Read(make([]byte, 64))
+			reads <- err
+		}()
+		for u.waiting.Load() == 0 { // until the read waits
+			runtime.Gosched()
+		}
+	}
+	read()
+	body <- []byte("data: 1\n\n")
+	if err := <-reads; err != nil {
+		t.Fatal(err)
+	}
+	clk.Advance(50 * time.Second) // between reads: not waiting
+	read()
+	clk.Advance(10 * time.Second) // the timer fires: this read has waited 10 s
+	if ctx.Err() != nil {
+		t.Fatalf("cancelled after a 10 s wait (%v)", cause.Load())
+	}
+	clk.Advance(49 * time.Second)
+	if ctx.Err() != nil {
+		t.Fatalf("cancelled after a 59 s wait (%v)", cause.Load())
+	}
+	clk.Advance(time.Second)
+	if !errors.Is(context.Cause(ctx), errIdle) {
+		t.Fatalf("after a 60 s wait: cause %v, want errIdle", context.Cause(ctx))
+	}
+	close(body)
+	<-reads
+
+	// Closed, the reader's timer is gone.
+	clk2 := clock.NewFake(t0)
+	body2 := make(chanReader, 1)
+	body2 <- []byte("data: 1\n\n")
+	u2 := &upstreamReader{body: body2, clock: clk2, idle: time.Minute, stall: time.Minute,
+		cancel: func(err error) { t.Errorf("closed reader cancelled: %v", err) }, conn: server}
+	if _, err := u2.Read(make([]byte, 64)); err != nil {
+		t.Fatal(err)
+	}
+	u2.Close()
+	clk2.Advance(time.Hour)
 }
