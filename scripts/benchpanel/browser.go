@@ -50,7 +50,9 @@ type browser struct {
 	cancel func()
 }
 
-func newBrowser(ctx context.Context, chromium string) (*browser, error) {
+// newBrowser starts Chromium with a viewport of width × height CSS
+// pixels.
+func newBrowser(ctx context.Context, chromium string, width, height int64) (*browser, error) {
 	opts := []chromedp.ExecAllocatorOption{
 		chromedp.ExecPath(chromium),
 		chromedp.Flag("headless", true),
@@ -60,7 +62,7 @@ func newBrowser(ctx context.Context, chromium string) (*browser, error) {
 		chromedp.Flag("disable-dev-shm-usage", true),
 		chromedp.NoFirstRun,
 		chromedp.NoDefaultBrowserCheck,
-		chromedp.WindowSize(1440, 1000),
+		chromedp.WindowSize(int(width), int(height)),
 	}
 	actx, acancel := chromedp.NewExecAllocator(ctx, opts...)
 	tctx, tcancel := chromedp.NewContext(actx)
@@ -72,6 +74,9 @@ func newBrowser(ctx context.Context, chromium string) (*browser, error) {
 		acancel()
 	}}
 	_, err := chromedp.Run(tctx, chromedp.Navigate("about:blank"))
+	if err == nil {
+		_, err = chromedp.Run(tctx, chromedp.EmulateViewport(width, height))
+	}
 	if err == nil {
 		_, err = chromedp.Call(tctx, page.AddScriptToEvaluateOnNewDocument, page.AddScriptToEvaluateOnNewDocumentParams{Source: counters})
 	}

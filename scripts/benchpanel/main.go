@@ -33,6 +33,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -59,6 +60,9 @@ type config struct {
 	soakView  string
 	timeout   time.Duration
 	profile   string
+	serve     int
+	width     int64
+	height    int64
 }
 
 var allViews = []string{"serving", "models", "caches", "requests", "bench", "fleet"}
@@ -79,6 +83,9 @@ func main() {
 	flag.IntVar(&cfg.soakN, "soak-models", 16, "the soak's model count")
 	flag.StringVar(&cfg.soakView, "soak-view", "serving", "the soak's view")
 	flag.StringVar(&cfg.profile, "profile", "", "take a CPU profile of each measured stretch into this directory (N-view.cpuprofile) and print where its time went (the timings then include the profiler's)")
+	flag.Int64Var(&cfg.width, "width", 1440, "the browser's viewport width, CSS pixels")
+	flag.Int64Var(&cfg.height, "height", 1000, "the browser's viewport height, CSS pixels: charts below it are not redrawn until scrolled to (3000 holds every chart of the Serving view)")
+	flag.IntVar(&cfg.serve, "serve", 0, "instead of measuring: serve this many models of traffic (backfilled) and wait until -timeout or an interrupt, for a look in a browser")
 	flag.DurationVar(&cfg.timeout, "timeout", 0, "bound on the whole run (default: what the measurements need, plus 10 min)")
 	flag.Parse()
 	var err error
@@ -93,7 +100,7 @@ func main() {
 		}
 		cfg.views = append(cfg.views, v)
 	}
-	if cfg.bin == "" || cfg.duration <= 0 || cfg.switches < 1 || cfg.soakEvery <= 0 || !slices.Contains(allViews, cfg.soakView) || cfg.soakN < 1 || cfg.soakN > 1024 {
+	if cfg.bin == "" || cfg.duration <= 0 || cfg.switches < 1 || cfg.soakEvery <= 0 || !slices.Contains(allViews, cfg.soakView) || cfg.soakN < 1 || cfg.soakN > 1024 || cfg.serve < 0 || cfg.serve > 1024 || cfg.width < 100 || cfg.height < 100 {
 		flag.Usage()
 		os.Exit(2)
 	}
@@ -109,13 +116,19 @@ func main() {
 		if cfg.soak > 0 {
 			cfg.timeout = cfg.soak + 10*time.Minute
 		}
+		if cfg.serve > 0 {
+			cfg.timeout = time.Hour
+		}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), cfg.timeout)
 	defer cancel()
 	fmt.Printf("bench-panel: %s, %d cores; load %s at the start\n", chromiumVersion(cfg.chromium), numCPU(), loadavgText())
-	if cfg.soak > 0 {
+	switch {
+	case cfg.serve > 0:
+		err = serveOnly(ctx, cfg)
+	case cfg.soak > 0:
 		err = soak(ctx, cfg)
-	} else {
+	default:
 		err = table(ctx, cfg)
 	}
 	if err != nil {
@@ -169,7 +182,7 @@ func start(ctx context.Context, cfg config, n int, views []string) (*setup, erro
 	fctx, fcancel := context.WithCancel(ctx)
 	stops = append(stops, fcancel)
 	go s.feeder.run(fctx, s.errc)
-	br, err := newBrowser(ctx, cfg.chromium)
+	br, err := newBrowser(ctx, cfg.chromium, cfg.width, cfg.height)
 	if err != nil {
 		return fail(err)
 	}
@@ -197,6 +210,32 @@ func (s *setup) failed() error {
 	}
 }
 
+// serveOnly is -serve: the backend with its traffic, no browser.
+func serveOnly(ctx context.Context, cfg config) error {
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt)
+	defer stop()
+	srv, err := startServer(ctx, cfg.bin, "")
+	if err != nil {
+		return err
+	}
+	defer srv.stop()
+	f := newFeeder(srv.base, cfg.serve-1)
+	if cfg.backfill > 0 {
+		if err := backfill(ctx, srv.base, cfg.recording, f, cfg.backfill); err != nil {
+			return err
+		}
+	}
+	errc := make(chan error, 1)
+	go f.run(ctx, errc)
+	fmt.Printf("serving %d models of traffic at %s/ (interrupt to stop)\n", cfg.serve, srv.base)
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+		return nil
+	}
+}
+
 func table(ctx context.Context, cfg config) error {
 	var cells []cell
 	for _, n := range cfg.counts {
@@ -206,10 +245,10 @@ func table(ctx context.Context, cfg config) error {
 		}
 		cells = append(cells, cs...)
 	}
-	fmt.Printf("\nEach view measured %s after a %s settle; main-thread times are Performance.getMetrics deltas "+
+	fmt.Printf("\nA %d × %d viewport. Each view measured %s after a %s settle; main-thread times are Performance.getMetrics deltas "+
 		"(TaskDuration, ScriptDuration, LayoutDuration+RecalcStyleDuration) over that stretch, divided by its seconds "+
 		"and by the snapshot frames the page received; %d switches to each view, from the view before it in %s.\n\n",
-		cfg.duration, cfg.settle, cfg.switches, strings.Join(cfg.views, ", "))
+		cfg.width, cfg.height, cfg.duration, cfg.settle, cfg.switches, strings.Join(cfg.views, ", "))
 	writeTable(os.Stdout, cells)
 	return nil
 }

@@ -93,6 +93,7 @@ func summarize(w io.Writer, p *profiler.Profile, frames, top int) {
 	}
 	byFile, byFunc := map[string]int64{}, map[string]int64{}
 	inclusive := map[string]int64{} // entries into a file from another
+	calls := map[string]int64{}     // each function with what it calls
 	var total int64
 	for id, us := range self {
 		n := nodes[id]
@@ -111,6 +112,11 @@ func summarize(w io.Writer, p *profiler.Profile, frames, top int) {
 		// sample: the outermost entry on its stack.
 		seen := map[string]bool{}
 		for c := id; c != 0; c = parent[c] {
+			fn := where(nodes[c]) + " " + nodes[c].CallFrame.FunctionName
+			if !seen[fn] {
+				seen[fn] = true
+				calls[fn] += us
+			}
 			cf := where(nodes[c])
 			if p, ok := parent[c]; ok && where(nodes[p]) == cf {
 				continue
@@ -143,10 +149,25 @@ func summarize(w io.Writer, p *profiler.Profile, frames, top int) {
 		}
 	}
 	fmt.Fprintln(w)
+	fmt.Fprintln(w, "    self time:")
 	for i, s := range sorted(byFunc) {
 		if i == top {
 			break
 		}
 		fmt.Fprintf(w, "      %6s ms/frame  %s\n", per(s.us), s.name)
+	}
+	// With what they call: the Go functions (the others' names are
+	// minified), past the runtime's and the bridge's own.
+	fmt.Fprintln(w, "    the panel's Go with what it calls:")
+	n := 0
+	for _, s := range sorted(calls) {
+		name, ok := strings.CutPrefix(s.name, "app.wasm ")
+		if !ok || strings.HasPrefix(name, "runtime.") || strings.HasPrefix(name, "syscall_js.") || strings.HasPrefix(name, "wasm_pc_f_loop") || strings.HasPrefix(name, "_rt0") {
+			continue
+		}
+		if n++; n > top {
+			break
+		}
+		fmt.Fprintf(w, "      %6s ms/frame  %s\n", per(s.us), name)
 	}
 }
