@@ -50,6 +50,67 @@ func disposed(lib, el, chart js.Value) bool {
 	return inst.IsUndefined() || inst.IsNull()
 }
 
+// Charts out of view are not redrawn with every frame: a panel's view
+// holds up to ten of them, most below the fold, and handing each its
+// option costs ECharts some milliseconds. One IntersectionObserver keeps
+// each observed element's state on the element (inViewKey) and calls its
+// handler when it comes into view, so that the chart is brought up to date
+// then. Its root is the implicit one, the top page's viewport, clipped by
+// the frame: right whether the frame fills the window and scrolls (the
+// standalone page) or is as tall as its content in a page that scrolls.
+// (A rootMargin would not reach past the frame's clip, so there is none.)
+const inViewKey = "__mlxMetricsInView"
+
+var (
+	viewObserver js.Value
+	handlers     = map[string]func(){} // by element id
+)
+
+// Observe calls shown each time the element with id comes into view (on
+// the JS event loop: hand the work to the UI goroutine), and makes InView
+// follow it, until stop is called. Without IntersectionObserver nothing
+// is observed and InView is always true.
+func Observe(id string, shown func()) (stop func()) {
+	el := js.Global().Get("document").Call("getElementById", id)
+	ctor := js.Global().Get("IntersectionObserver")
+	if el.IsNull() || el.IsUndefined() || ctor.IsUndefined() {
+		return func() {}
+	}
+	if viewObserver.IsUndefined() {
+		cb := js.FuncOf(func(this js.Value, args []js.Value) any {
+			entries := args[0]
+			for i := range entries.Length() {
+				e := entries.Index(i)
+				target, in := e.Get("target"), e.Get("isIntersecting").Bool()
+				target.Set(inViewKey, in)
+				if h, ok := handlers[target.Get("id").String()]; ok && in {
+					h()
+				}
+			}
+			return nil
+		}) // kept for the page's life, as the observer is
+		viewObserver = ctor.New(cb)
+	}
+	handlers[id] = shown
+	viewObserver.Call("observe", el)
+	return func() {
+		viewObserver.Call("unobserve", el)
+		el.Delete(inViewKey)
+		delete(handlers, id)
+	}
+}
+
+// InView reports whether the element with id is in view, as last observed; true where that is not known (not observed, or not yet
+// reported).
+func InView(id string) bool {
+	el := js.Global().Get("document").Call("getElementById", id)
+	if el.IsNull() || el.IsUndefined() {
+		return true
+	}
+	v := el.Get(inViewKey)
+	return v.IsUndefined() || v.Bool()
+}
+
 func observe(lib, el, chart js.Value) {
 	ro := js.Global().Get("ResizeObserver")
 	if ro.IsUndefined() {

@@ -1,6 +1,7 @@
 package ui
 
 import (
+	"bytes"
 	"time"
 
 	"github.com/maxence-charriere/go-app/v10/pkg/app"
@@ -8,13 +9,23 @@ import (
 	"github.com/mlx-bun/mlx-metrics/panel/echarts"
 )
 
-// Chart is an element ECharts draws Option into. The option is built in Go
-// (package charts); the element only hosts the canvas.
+// Chart is an element ECharts draws an option into. The option is built in
+// Go (package charts); the element only hosts the canvas.
+//
+// A chart is drawn when it mounts; after that it is redrawn only while it
+// is in view (echarts.InView) and only when its option
+// changed. One out of view keeps what it drew and is brought up to date
+// when it comes into view: a stream frame comes twice a second, and
+// handing ECharts every chart's option with each was most of the panel's
+// time per frame (docs/performance.md#the-panels-cost-per-frame).
 type Chart struct {
 	app.Compo
 
-	ID     string
+	ID string
+	// Option is the option, or Build builds it: only when the chart is
+	// drawn, not for a chart out of view.
 	Option []byte
+	Build  func() []byte
 	// Class sizes the chart (chart, chart-small, chart-gauge).
 	Class string
 	// Label names the chart for assistive technology.
@@ -22,6 +33,8 @@ type Chart struct {
 
 	drawn   echarts.Chart // the chart this element holds, disposed by this component only
 	drawnID string        // the ID it was drawn under
+	last    []byte        // the option it was last handed
+	stop    func()        // ends the watch of its element (echarts.Observe)
 }
 
 func (c *Chart) Render() app.UI {
@@ -36,23 +49,50 @@ func (c *Chart) OnMount(ctx app.Context) { ctx.Defer(c.draw) }
 
 func (c *Chart) OnUpdate(ctx app.Context) { ctx.Defer(c.draw) }
 
-func (c *Chart) OnDismount() { c.drawn.Dispose() }
+func (c *Chart) OnDismount() {
+	c.unwatch()
+	c.drawn.Dispose()
+}
+
+func (c *Chart) unwatch() {
+	if c.stop != nil {
+		c.stop()
+		c.stop = nil
+	}
+}
+
+func (c *Chart) option() []byte {
+	if c.Build != nil {
+		return c.Build()
+	}
+	return c.Option
+}
 
 // draw hands the option to ECharts; when the library is not there yet (the
 // frame still loading it) it tries again shortly, in the browser only.
 func (c *Chart) draw(ctx app.Context) {
-	if len(c.Option) == 0 {
+	if c.Option == nil && c.Build == nil {
 		return
 	}
 	if c.drawnID != c.ID {
 		// A reused element took another ID (the gauges shown changed):
 		// start over. Only this element's own chart is disposed: another
 		// element may hold the old ID's chart by now.
+		c.unwatch()
 		c.drawn.Dispose()
-		c.drawn, c.drawnID = echarts.Chart{}, ""
+		c.drawn, c.drawnID, c.last = echarts.Chart{}, "", nil
+	} else if !echarts.InView(c.ID) {
+		return // drawn; brought up to date when it comes into view
 	}
-	if ch, ok := echarts.Set(c.ID, c.Option); ok {
-		c.drawn, c.drawnID = ch, c.ID
+	option := c.option()
+	if len(option) == 0 || c.drawnID == c.ID && bytes.Equal(option, c.last) {
+		return
+	}
+	if ch, ok := echarts.Set(c.ID, option); ok {
+		c.drawn, c.drawnID, c.last = ch, c.ID, option
+		if c.stop == nil {
+			c.stop = echarts.Observe(c.ID, func() { ctx.Dispatch(c.draw) })
+		}
 	} else if app.IsClient {
 		ctx.After(200*time.Millisecond, c.draw)
 	}

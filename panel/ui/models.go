@@ -22,6 +22,7 @@ func (v *ModelsView) Render() app.UI {
 	}
 	ms := v.Snap.Models
 	unit := charts.MemoryUnit(ms) // the chart's, so both read alike
+	pal := v.Palette
 	return app.Div().Class("view").ID("view-models").Body(
 		section("Models",
 			app.Div().Class("table-wrap").Body(
@@ -55,7 +56,7 @@ func (v *ModelsView) Render() app.UI {
 			),
 		),
 		section("Memory per model",
-			&Chart{ID: "chart-memory", Label: "memory per model", Class: "chart chart-bars", Option: charts.Memory(ms, v.Palette).JSON()},
+			&Chart{ID: "chart-memory", Label: "memory per model", Class: "chart chart-bars", Build: func() []byte { return charts.Memory(ms, pal).JSON() }},
 		),
 	)
 }

@@ -386,7 +386,7 @@ func (v *ServingView) charts(s *snapshot.Snapshot) app.UI {
 				Else(func() app.UI {
 					return app.Div().Body(
 						app.P().Class("chart-note").DataSet("note", c.id).Text(notes[c.id]),
-						&Chart{ID: c.id, Label: c.label, Option: c.option()},
+						&Chart{ID: c.id, Label: c.label, Build: c.option},
 					)
 				}),
 		)
