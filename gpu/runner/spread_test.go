@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"context"
 	"strings"
 	"testing"
 
@@ -54,6 +55,47 @@ func TestCheckSpread(t *testing.T) {
 			}
 			if !tt.wantUnstable && (res.Note != "" || len(res.Problems) != 0) {
 				t.Errorf("a stable cell got note %q problems %q", res.Note, res.Problems)
+			}
+		})
+	}
+}
+
+// Decode runs that spread past the bound are measured once more, and the
+// second attempt's runs are the ones that count; stable runs, or another
+// phase, are not measured again.
+func TestUnstableDecodeMeasuredAgain(t *testing.T) {
+	tests := []struct {
+		name     string
+		phase    string
+		attempts [][]float64 // each attempt's decode rates
+		want     int         // attempts made
+		unstable bool
+	}{
+		{"stable at once", bench.PhaseDecode, [][]float64{{100, 110}, {100, 100}}, 1, false},
+		{"unstable, then stable", bench.PhaseDecode, [][]float64{{100, 128}, {100, 105}}, 2, false},
+		{"unstable twice", bench.PhaseDecode, [][]float64{{100, 128}, {100, 130}}, 2, true},
+		{"another phase is not measured again", bench.PhaseLongContext, [][]float64{{100, 128}, {100, 100}}, 1, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var out strings.Builder
+			res := &bench.CellResult{Status: bench.CellMeasured}
+			m := &measurer{run: &run{o: Options{Out: &out}, phases: bench.Phases{UnstableSpread: 1.15}}, res: res}
+			made := 0
+			ok := m.phase(context.Background(), phase{tt.phase, func(_ context.Context, attempt int) ([]bench.Sample, error) {
+				made++
+				var s []bench.Sample
+				for i, r := range tt.attempts[attempt-1] {
+					s = append(s, bench.Sample{Phase: tt.phase, Run: i + 1, Attempt: attempt, DecodeTokensPerSecond: r})
+				}
+				return s, nil
+			}})
+			if !ok || made != tt.want {
+				t.Fatalf("ok %v after %d attempts, want %d:\n%s", ok, made, tt.want, out.String())
+			}
+			checkSpread(res, 1.15, false)
+			if res.Unstable != tt.unstable {
+				t.Errorf("unstable %v, want %v (%q)", res.Unstable, tt.unstable, res.Note)
 			}
 		})
 	}
