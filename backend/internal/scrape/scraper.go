@@ -94,8 +94,8 @@ func New(t Target, publish func(events.Event), opts Options) *Scraper {
 		publish: publish,
 		clock:   opts.Clock,
 		log:     opts.Logger,
-		rejects: rejectlog.New("scrape "+t.URL, rejectlog.Options{Clock: opts.Clock, Logger: opts.Logger}),
-		fails:   rejectlog.New("scrape "+t.URL, rejectlog.Options{Clock: opts.Clock, Logger: opts.Logger, Words: failWords}),
+		rejects: rejectlog.New("scrape "+redact.URL(t.URL), rejectlog.Options{Clock: opts.Clock, Logger: opts.Logger}),
+		fails:   rejectlog.New("scrape "+redact.URL(t.URL), rejectlog.Options{Clock: opts.Clock, Logger: opts.Logger, Words: failWords}),
 		mapper:  newMapper(t.Kind, t.Model),
 		stats:   Stats{URL: redact.URL(t.URL), Kind: t.Kind},
 	}
@@ -123,7 +123,7 @@ func (s *Scraper) Poll(ctx context.Context) (int, error) {
 		s.fails.Reject(err.Error())
 	case s.lastErr != "":
 		s.fails.Reset()
-		s.log.Info("scrape "+s.target.URL+": answering again", logkey.URL, s.target.URL)
+		s.log.Info("scrape "+s.stats.URL+": answering again", logkey.URL, s.stats.URL) // without its secrets
 	}
 	s.lastErr = errString(err)
 	s.statsMu.Lock()

@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"net/url"
 	"strings"
+
+	"github.com/mlx-bun/mlx-metrics/backend/internal/redact"
 )
 
 // Kind names an engine's metric dialect.
@@ -67,10 +69,12 @@ func ParseTarget(s string) (Target, error) {
 // Targets is a flag.Value collecting repeated --scrape flags.
 type Targets []Target
 
+// String lists the targets as logs may show them: a URL's password and
+// query (which may carry a token) left out (redact.URL).
 func (ts *Targets) String() string {
 	var s []string
 	for _, t := range *ts {
-		s = append(s, t.URL)
+		s = append(s, redact.URL(t.URL))
 	}
 	return strings.Join(s, " ")
 }
