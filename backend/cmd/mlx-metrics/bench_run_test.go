@@ -46,7 +46,7 @@ func runningEngine(t *testing.T, h http.Handler) string {
 	return srv.URL
 }
 
-// slowSecondDecode answers the second completion request from an engine
+// slowSecondDecode answers the second decode run of each attempt from an engine
 // decoding 40x slower than the one answering the others: the decode runs
 // then spread far over the plan's unstableSpread of 3, also on a loaded
 // machine, where the fast engine's 10 ms steps run late (measured at 25
@@ -57,9 +57,13 @@ func slowSecondDecode(t *testing.T) http.Handler {
 	fast, slow := engineHandler(t, testDecodeRate), engineHandler(t, testDecodeRate/40)
 	var n atomic.Int64
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == "/v1/completions" && n.Add(1) == 2 {
-			slow.ServeHTTP(w, r)
-			return
+		// The second decode run of both attempts: the runner measures
+		// uneven decode runs once more before it calls them unstable.
+		if r.URL.Path == "/v1/completions" {
+			if i := n.Add(1); i == 2 || i == 4 {
+				slow.ServeHTTP(w, r)
+				return
+			}
 		}
 		fast.ServeHTTP(w, r)
 	})
