@@ -2,6 +2,8 @@ package e2e
 
 import (
 	"fmt"
+
+	"github.com/chromedp/chromedp"
 	"strings"
 	"testing"
 	"time"
@@ -68,6 +70,27 @@ func TestManyModels(t *testing.T) {
 			id := fmt.Sprintf("gauge-kv-%d", 2*i)
 			waitFrame(t, ctx, id+" drawn after the gauges changed", paintedPixels(id)+" > 200", 10*time.Second)
 		}
+	}
+
+	// Then every gauge's cache changes once more and nothing after: each
+	// gauge, out of view or not, shows the new fill once scrolled to. A
+	// reused element's watch is its own: ending the watch of the ID it had
+	// must not end another element's watch under that ID (it did: the
+	// gauge that took a neighbour's ID kept its old value below the fold).
+	var almost []string
+	for i := 1; i <= 16; i++ {
+		almost = append(almost, kv(i, 1048575)) // 99.9 %, still the fullest 16
+	}
+	if _, err := chromedp.Run(ctx, chromedp.EmulateViewport(1440, 400)); err != nil {
+		t.Fatal(err) // most gauges out of view
+	}
+	waitTop(t, ctx, "a gauge out of view", `[...`+panelWindow+`.document.querySelectorAll("#view-caches .chart-gauge")].some(e => e.__mlxMetricsInView === false)`, 10*time.Second)
+	b.post(almost...)
+	for i := 1; i <= 16; i++ {
+		id := fmt.Sprintf("gauge-kv-%d", 2*i)
+		evalTop(t, ctx, panelWindow+fmt.Sprintf(`.document.getElementById(%q).scrollIntoView()`, id), nil)
+		waitTop(t, ctx, id+" shows 99.9 % once scrolled to", fmt.Sprintf(`(()=>{const w=%s, c=w.echarts.getInstanceByDom(w.document.getElementById(%q));
+			return !!c && c.getOption().series[0].data[0].value === 99.9})()`, panelWindow, id), 10*time.Second)
 	}
 
 	for _, tab := range []string{"caches", "serving", "models", "requests"} {

@@ -59,11 +59,20 @@ func disposed(lib, el, chart js.Value) bool {
 // the frame: right whether the frame fills the window and scrolls (the
 // standalone page) or is as tall as its content in a page that scrolls.
 // (A rootMargin would not reach past the frame's clip, so there is none.)
-const inViewKey = "__mlxMetricsInView"
+const (
+	inViewKey = "__mlxMetricsInView"
+	// watchKey holds the number of the watch an element is under: handlers
+	// are found by it, not by the element's id, because go-app reuses
+	// elements and a gauge's element can take an id another element was
+	// observed under a moment ago; ending the old watch must not remove the
+	// new one's handler.
+	watchKey = "__mlxMetricsWatch"
+)
 
 var (
 	viewObserver js.Value
-	handlers     = map[string]func(){} // by element id
+	handlers     = map[int]func(){} // by watch number (watchKey)
+	lastWatch    int
 )
 
 // Observe calls shown each time the element with id comes into view (on
@@ -83,7 +92,11 @@ func Observe(id string, shown func()) (stop func()) {
 				e := entries.Index(i)
 				target, in := e.Get("target"), e.Get("isIntersecting").Bool()
 				target.Set(inViewKey, in)
-				if h, ok := handlers[target.Get("id").String()]; ok && in {
+				w := target.Get(watchKey)
+				if w.Type() != js.TypeNumber || !in {
+					continue
+				}
+				if h, ok := handlers[w.Int()]; ok {
 					h()
 				}
 			}
@@ -91,12 +104,19 @@ func Observe(id string, shown func()) (stop func()) {
 		}) // kept for the page's life, as the observer is
 		viewObserver = ctor.New(cb)
 	}
-	handlers[id] = shown
+	lastWatch++
+	n := lastWatch
+	handlers[n] = shown
+	el.Set(watchKey, n)
 	viewObserver.Call("observe", el)
 	return func() {
-		viewObserver.Call("unobserve", el)
-		el.Delete(inViewKey)
-		delete(handlers, id)
+		delete(handlers, n)
+		if w := el.Get(watchKey); w.Type() == js.TypeNumber && w.Int() == n {
+			// Still this watch's element: nobody watches it now.
+			viewObserver.Call("unobserve", el)
+			el.Delete(inViewKey)
+			el.Delete(watchKey)
+		}
 	}
 }
 
