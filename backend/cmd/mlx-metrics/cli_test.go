@@ -33,9 +33,11 @@ import (
 func p(v float64) *float64 { return &v }
 func pi(v int64) *int64    { return &v }
 
-// fakeBackend answers the live view's snapshot as a fixed one and takes
-// event batches, recording them and refusing as many events as a test
-// asks (a fault the real route cannot be made to give), on 127.0.0.1.
+// fakeBackend answers the live view's snapshot as a fixed one (with what
+// events cannot give: a scraped cache's ratio) and takes event batches,
+// recording them and refusing as many events as a test asks (a fault the
+// real route cannot be made to give), on 127.0.0.1. The happy path of both
+// commands runs against the real live half: TestSnapshotOfReplayedEvents.
 type fakeBackend struct {
 	*httptest.Server
 	mu      sync.Mutex

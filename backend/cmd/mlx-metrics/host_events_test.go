@@ -177,3 +177,70 @@ func TestHostFlatEventsThroughEveryPath(t *testing.T) {
 		})
 	}
 }
+
+// The client commands' happy path end to end against the live half itself
+// on a loopback port: the host's session replayed by `events replay`, then
+// read back by `snapshot` (table and JSON). The fixed snapshot of
+// TestClientCommands stays for what events cannot give (a scraped ratio).
+func TestSnapshotOfReplayedEvents(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "host.ndjson")
+	if err := os.WriteFile(file, []byte(hostSession(time.Now().Add(-10*time.Minute).UnixMilli())), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	b := bus.New()
+	s, err := app.StartLive(context.Background(), b, health.New(time.Now(), health.Options{}), app.LiveConfig{Window: 200, Recent: 10, Series: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close(context.Background())
+	srv := server.New(server.Options{}, routesOf(s)...)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = srv.Listener(ln) }()
+	defer srv.Shutdown()
+	url := "http://" + ln.Addr().String()
+
+	env, out, errOut := testEnv()
+	if err := eventsCmd(context.Background(), []string{"replay", "--server", url, file}, env); err != nil {
+		t.Fatalf("events replay: %v: %s", err, errOut)
+	}
+	// catalog.changed and job.state are not the live view's: ignored.
+	if want := "replayed 11 events: 9 accepted, 2 ignored, 0 rejected"; !strings.Contains(out.String(), want) {
+		t.Errorf("replay said %q, want %q", out.String(), want)
+	}
+	// Accepted is not yet reduced: the bus hands events on asynchronously.
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		b.Flush()
+		if s.Snapshot(time.Now()).Requests.Finished >= 3 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the replayed requests not reduced within 10 s")
+		}
+		time.Sleep(5 * time.Millisecond) // polls a condition; it is not the synchronisation
+	}
+	for _, tc := range []struct {
+		args     []string
+		contains []string
+	}{
+		{[]string{"--server", url}, []string{
+			"mlx-community/Qwen3-4B-4bit resident 1 2.40 s 2.11 GiB",
+			"120.5", "30.7%", // tokens/s; the prefix cache's hit rate, 768 of 2,505
+			"3 finished, stop 1, length 1, cancelled 1",
+			"ttft 88.1 120.0 120.0 120.0 104.0"}},
+		{[]string{"--server", url, "--json"}, []string{`"model":"mlx-community/Qwen3-4B-4bit"`, `"finished":3`}},
+	} {
+		env, out, _ := testEnv()
+		if err := snapshotCmd(context.Background(), tc.args, env); err != nil {
+			t.Fatalf("snapshot %v: %v", tc.args, err)
+		}
+		words := strings.Join(strings.Fields(out.String()), " ")
+		for _, want := range tc.contains {
+			if !strings.Contains(words, want) {
+				t.Errorf("snapshot %v lacks %q:\n%s", tc.args, want, out.String())
+			}
+		}
+	}
+}
