@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/mlx-bun/mlx-metrics/shared/events"
+	"github.com/mlx-bun/mlx-metrics/shared/sse"
 )
 
 func TestHTTPAnswers(t *testing.T) {
@@ -111,20 +112,26 @@ func TestServerTiming(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			b, _ := io.ReadAll(resp.Body)
-			resp.Body.Close()
-			after := time.Now().UnixNano()
 			var timing *serverTiming
-			for _, line := range strings.Split(string(b), "\n") {
+			var events int
+			rd := sse.NewReader(resp.Body, sse.Options{})
+			for {
+				ev, err := rd.Next()
+				if err != nil {
+					break
+				}
+				events++
 				var ch struct {
 					ServerTiming *serverTiming `json:"server_timing"`
 				}
-				if data, ok := strings.CutPrefix(line, "data: "); ok && json.Unmarshal([]byte(data), &ch) == nil && ch.ServerTiming != nil {
+				if json.Unmarshal(ev.Data, &ch) == nil && ch.ServerTiming != nil {
 					timing = ch.ServerTiming
 				}
 			}
+			resp.Body.Close()
+			after := time.Now().UnixNano()
 			if timing == nil {
-				t.Fatalf("no server_timing in\n%s", b)
+				t.Fatalf("no server_timing in %d events", events)
 			}
 			if !(before <= timing.ReceivedUnixNs && timing.ReceivedUnixNs <= timing.FirstTokenUnixNs && timing.FirstTokenUnixNs <= after) {
 				t.Errorf("server_timing %+v not within [%d, %d] in order", timing, before, after)

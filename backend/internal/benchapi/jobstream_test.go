@@ -1,7 +1,6 @@
 package benchapi
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"io"
@@ -11,6 +10,7 @@ import (
 	"time"
 
 	"github.com/mlx-bun/mlx-metrics/shared/bench"
+	"github.com/mlx-bun/mlx-metrics/shared/sse"
 )
 
 // TestJobListStream follows GET /bench as a stream over a real loopback
@@ -22,21 +22,19 @@ func TestJobListStream(t *testing.T) {
 	if ct := res.Header.Get("Content-Type"); ct != "text/event-stream" {
 		t.Fatalf("content type %q", ct)
 	}
-	sc := bufio.NewScanner(res.Body)
-	sc.Buffer(nil, 1<<20)
+	rd := sse.NewReader(res.Body, sse.Options{})
+	var end error // why the stream ended
 	next := func() (bench.JobList, bool) {
-		for sc.Scan() {
-			data, ok := strings.CutPrefix(sc.Text(), "data: ")
-			if !ok {
-				continue
-			}
-			var l bench.JobList
-			if err := json.Unmarshal([]byte(data), &l); err != nil {
-				t.Fatalf("frame %s: %v", data, err)
-			}
-			return l, true
+		ev, err := rd.Next()
+		if err != nil {
+			end = err
+			return bench.JobList{}, false
 		}
-		return bench.JobList{}, false
+		var l bench.JobList
+		if err := json.Unmarshal(ev.Data, &l); err != nil {
+			t.Fatalf("frame %s: %v", ev.Data, err)
+		}
+		return l, true
 	}
 	if l, ok := next(); !ok || len(l.Jobs) != 0 || l.Lease.Held {
 		t.Fatalf("first frame %+v", l)
@@ -46,7 +44,7 @@ func TestJobListStream(t *testing.T) {
 	for {
 		l, ok := next()
 		if !ok {
-			t.Fatalf("stream ended before job %s was done: %v", j.ID, sc.Err())
+			t.Fatalf("stream ended before job %s was done: %v", j.ID, end)
 		}
 		if len(l.Jobs) == 1 && l.Jobs[0].ID == j.ID && l.Jobs[0].Status == bench.StatusDone && !l.Lease.Held {
 			break
@@ -57,7 +55,10 @@ func TestJobListStream(t *testing.T) {
 	if err := ta.api.jobs.Close(ctx); err != nil {
 		t.Fatal(err)
 	}
-	for sc.Scan() { // the service closed: the stream ends
+	for { // the service closed: the stream ends
+		if _, ok := next(); !ok {
+			break
+		}
 	}
 }
 
