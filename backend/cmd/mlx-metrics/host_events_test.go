@@ -143,38 +143,55 @@ func TestHostFlatEventsThroughEveryPath(t *testing.T) {
 			if err := fs.Parse(tc.args); err != nil {
 				t.Fatal(err)
 			}
-			b := bus.New()
-			s, err := app.StartLive(context.Background(), b, health.New(time.Now(), health.Options{}), cfg)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer s.Close(context.Background())
-			srv := server.New(server.Options{}, routesOf(s)...)
-			ln, err := net.Listen("tcp", "127.0.0.1:0")
-			if err != nil {
-				t.Fatal(err)
-			}
-			go func() { _ = srv.Listener(ln) }()
-			defer srv.Shutdown()
+			l := startLive(t, cfg)
 			if tc.feed != nil {
-				tc.feed(t, "http://"+ln.Addr().String())
+				tc.feed(t, l.url)
 			}
-			// The sources run on their own goroutines: wait for the last
-			// request to be reduced, then read the snapshot.
-			deadline := time.Now().Add(10 * time.Second)
-			for {
-				b.Flush()
-				snap := s.Snapshot(time.Now())
-				if snap.Requests.Finished >= 3 {
-					checkAnchorValues(t, snap)
-					return
-				}
-				if time.Now().After(deadline) {
-					t.Fatalf("only %d requests reduced", snap.Requests.Finished)
-				}
-				time.Sleep(5 * time.Millisecond) // polls a condition; it is not the synchronisation
-			}
+			checkAnchorValues(t, l.reduced(t, 3))
 		})
+	}
+}
+
+// liveOnLoopback is the live half serving on a loopback port.
+type liveOnLoopback struct {
+	url string
+	bus *bus.Bus
+	*app.Live
+}
+
+func startLive(t *testing.T, cfg app.LiveConfig) liveOnLoopback {
+	t.Helper()
+	b := bus.New()
+	s, err := app.StartLive(context.Background(), b, health.New(time.Now(), health.Options{}), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close(context.Background()) })
+	srv := server.New(server.Options{}, routesOf(s)...)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = srv.Listener(ln) }()
+	t.Cleanup(func() { srv.Shutdown() })
+	return liveOnLoopback{url: "http://" + ln.Addr().String(), bus: b, Live: s}
+}
+
+// reduced waits until n requests are reduced and returns the snapshot:
+// what was accepted (or read by a source on its own goroutine) is handed
+// on by the bus asynchronously.
+func (l liveOnLoopback) reduced(t *testing.T, n int64) snapshot.Snapshot {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		l.bus.Flush()
+		snap := l.Snapshot(time.Now())
+		if snap.Requests.Finished >= n {
+			return snap
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("only %d requests reduced within 10 s, want %d", snap.Requests.Finished, n)
+		}
+		time.Sleep(5 * time.Millisecond) // polls a condition; it is not the synchronisation
 	}
 }
 
@@ -187,20 +204,8 @@ func TestSnapshotOfReplayedEvents(t *testing.T) {
 	if err := os.WriteFile(file, []byte(hostSession(time.Now().Add(-10*time.Minute).UnixMilli())), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	b := bus.New()
-	s, err := app.StartLive(context.Background(), b, health.New(time.Now(), health.Options{}), app.LiveConfig{Window: 200, Recent: 10, Series: 100})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close(context.Background())
-	srv := server.New(server.Options{}, routesOf(s)...)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	go func() { _ = srv.Listener(ln) }()
-	defer srv.Shutdown()
-	url := "http://" + ln.Addr().String()
+	l := startLive(t, app.LiveConfig{Window: 200, Recent: 10, Series: 100})
+	url := l.url
 
 	env, out, errOut := testEnv()
 	if err := eventsCmd(context.Background(), []string{"replay", "--server", url, file}, env); err != nil {
@@ -210,17 +215,7 @@ func TestSnapshotOfReplayedEvents(t *testing.T) {
 	if want := "replayed 11 events: 9 accepted, 2 ignored, 0 rejected"; !strings.Contains(out.String(), want) {
 		t.Errorf("replay said %q, want %q", out.String(), want)
 	}
-	// Accepted is not yet reduced: the bus hands events on asynchronously.
-	for deadline := time.Now().Add(10 * time.Second); ; {
-		b.Flush()
-		if s.Snapshot(time.Now()).Requests.Finished >= 3 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the replayed requests not reduced within 10 s")
-		}
-		time.Sleep(5 * time.Millisecond) // polls a condition; it is not the synchronisation
-	}
+	l.reduced(t, 3)
 	for _, tc := range []struct {
 		args     []string
 		contains []string
