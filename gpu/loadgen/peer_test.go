@@ -11,6 +11,8 @@ import (
 	"sort"
 	"strconv"
 	"testing"
+
+	"github.com/mlx-bun/mlx-metrics/shared/bench"
 )
 
 // BenchmarkPeerShare256 compares the load generator's own share of TTFT
@@ -49,13 +51,13 @@ func benchPeerShare(b *testing.B, streams int) {
 		})
 	sort.Float64s(ours)
 	sort.Float64s(theirs)
-	p50, peer50 := percentile(ours, 0.5), percentile(theirs, 0.5)
+	p50, peer50 := bench.Percentile(ours, 50), bench.Percentile(theirs, 50)
 	b.ReportMetric(p50, "loadgen-share-p50-ms")
 	b.ReportMetric(peer50, "openai-share-p50-ms")
 	b.ReportMetric(peer50/p50, "openai/loadgen")
 	if testing.Verbose() {
 		fmt.Printf("%d streams, %d each: client share p50 / p99: load generator %.3f / %.3f ms, npm openai %.3f / %.3f ms; ratio of p50s %.2f\n",
-			streams, len(ours), p50, percentile(ours, 0.99), peer50, percentile(theirs, 0.99), peer50/p50)
+			streams, len(ours), p50, bench.Percentile(ours, 99), peer50, bench.Percentile(theirs, 99), peer50/p50)
 	}
 }
 

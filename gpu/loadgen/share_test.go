@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mlx-bun/mlx-metrics/shared/bench"
 	"github.com/mlx-bun/mlx-metrics/shared/clock"
 )
 
@@ -61,15 +62,15 @@ func benchClientShare(b *testing.B, streams int) {
 	sort.Float64s(shares)
 	sort.Float64s(readShares)
 	sort.Float64s(server)
-	p50, read50 := percentile(shares, 0.5), percentile(readShares, 0.5)
+	p50, read50 := bench.Percentile(shares, 50), bench.Percentile(readShares, 50)
 	b.ReportMetric(p50, "client-share-p50-ms")
-	b.ReportMetric(percentile(shares, 0.99), "client-share-p99-ms")
+	b.ReportMetric(bench.Percentile(shares, 99), "client-share-p99-ms")
 	b.ReportMetric(read50, "read-share-p50-ms")
 	b.ReportMetric(read50/p50, "read/stamped")
-	b.ReportMetric(percentile(server, 0.5), "server-ttft-p50-ms")
+	b.ReportMetric(bench.Percentile(server, 50), "server-ttft-p50-ms")
 	if testing.Verbose() {
 		fmt.Printf("client share of TTFT over %d streams: p50 %.3f ms, p99 %.3f ms (timed when read: %.3f / %.3f ms); server's own TTFT p50 %.3f ms\n",
-			len(shares), p50, percentile(shares, 0.99), read50, percentile(readShares, 0.99), percentile(server, 0.5))
+			len(shares), p50, bench.Percentile(shares, 99), read50, bench.Percentile(readShares, 99), bench.Percentile(server, 50))
 	}
 }
 
@@ -155,9 +156,7 @@ func shareRound(c *Client, streams int, prompt string) ([]Result, error) {
 // shareTokens is each measured stream's length: 1.6 s at 25 tok/s.
 const shareTokens = 40
 
-// percentile of sorted xs, nearest rank below.
-func percentile(xs []float64, p float64) float64 { return xs[int(p*float64(len(xs)-1))] }
-
+// ms is d in milliseconds.
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
 // spawnEngine runs the reference engine as a process on a free loopback
