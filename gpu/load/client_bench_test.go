@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http/httptest"
+	"os"
 	"runtime"
 	"sort"
 	"sync/atomic"
@@ -27,22 +29,53 @@ import (
 //
 //	go test -run '^$' -bench 'Client' -benchtime 3x ./gpu/load/
 func BenchmarkClientOpenLoop1000(b *testing.B) {
-	benchClient(b, point{rate: 1000}, bench.Load{Arrival: bench.ArrivalPoisson, Requests: 5000, WarmupRequests: 200})
+	benchClient(b, point{rate: 1000}, bench.Load{Arrival: bench.ArrivalPoisson, Requests: 5000, WarmupRequests: 200}, inProcess(b))
 }
 
 func BenchmarkClientClosedLoop512(b *testing.B) {
-	benchClient(b, point{streams: 512}, bench.Load{Requests: 5000, WarmupRequests: 512})
+	benchClient(b, point{streams: 512}, bench.Load{Requests: 5000, WarmupRequests: 512}, inProcess(b))
 }
 
-func benchClient(b *testing.B, p point, l bench.Load) {
+// BenchmarkClientOpenLoop1000Apart and BenchmarkClientClosedLoop512Apart
+// are the same points with the engine in a process of its own, as a real
+// server runs, pinned to the CPUs ENGINE_CPUS names when set
+// (scripts/bench-load --apart runs the benchmark on the others).
+func BenchmarkClientOpenLoop1000Apart(b *testing.B) {
+	benchClient(b, point{rate: 1000}, bench.Load{Arrival: bench.ArrivalPoisson, Requests: 5000, WarmupRequests: 200}, apart(b))
+}
+
+func BenchmarkClientClosedLoop512Apart(b *testing.B) {
+	benchClient(b, point{streams: 512}, bench.Load{Requests: 5000, WarmupRequests: 512}, apart(b))
+}
+
+// The engine never full: 1,024 rows, fast steps, no load time.
+func engineConfig() engine.Config {
 	cfg := engine.DefaultConfig()
 	cfg.LoadTime, cfg.DecodeRate, cfg.PrefillRate, cfg.BatchCapacity, cfg.BatchSlowdown = 0, 200, 1e6, 1024, 0
-	srv := httptest.NewServer(enginetest.Run(b, cfg, engine.Options{}).Handler())
-	defer srv.Close()
+	return cfg
+}
+
+// inProcess serves the engine in the benchmark's process and returns its
+// base URL.
+func inProcess(b *testing.B) string {
+	srv := httptest.NewServer(enginetest.Run(b, engineConfig(), engine.Options{}).Handler())
+	b.Cleanup(srv.Close)
+	return srv.URL
+}
+
+// apart runs the engine as a process of its own, with engineConfig's
+// values, and returns its base URL.
+func apart(b *testing.B) string {
+	cfg := engineConfig()
+	return enginetest.Spawn(b, os.Getenv("ENGINE_CPUS"), "--load-ms", "0", "--decode-rate", fmt.Sprint(cfg.DecodeRate),
+		"--prefill-rate", fmt.Sprint(cfg.PrefillRate), "--batch-capacity", fmt.Sprint(cfg.BatchCapacity), "--batch-slowdown", "0")
+}
+
+func benchClient(b *testing.B, p point, l bench.Load, base string) {
 	l.Workload = bench.Workload{Kind: bench.WorkloadRandom, Input: bench.Lengths{Tokens: 32}, Output: bench.Lengths{Tokens: 16}}
 	l = l.Defaults()
 	wl, _ := newWorkload(l.Workload, 1)
-	c := loadgen.New(srv.URL+"/v1", loadgen.Options{})
+	c := loadgen.New(base+"/v1", loadgen.Options{})
 	defer c.Close()
 	s := &sender{client: c, model: "reference-sim", load: l, wl: wl, nonce: "bench", timeout: func(int, int) time.Duration { return time.Minute }}
 	for i := range b.N {

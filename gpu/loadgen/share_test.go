@@ -3,16 +3,13 @@ package loadgen
 import (
 	"context"
 	"fmt"
-	"net"
-	"net/http"
-	"os"
-	"os/exec"
 	"sort"
 	"strconv"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/mlx-bun/mlx-metrics/gpu/engine/enginetest"
 	"github.com/mlx-bun/mlx-metrics/shared/bench"
 	"github.com/mlx-bun/mlx-metrics/shared/clock"
 )
@@ -106,7 +103,7 @@ type readClock struct{ clock.Real }
 // against: room for every stream in one batch, 25 tok/s each, prefill and
 // load next to free.
 func spawnShareEngine(b *testing.B, streams int) string {
-	return spawnEngine(b, "--batch-capacity", strconv.Itoa(streams), "--prefill-rate", "1000000",
+	return enginetest.Spawn(b, "", "--batch-capacity", strconv.Itoa(streams), "--prefill-rate", "1000000",
 		"--decode-rate", "25", "--batch-slowdown", "0", "--load-ms", "0")
 }
 
@@ -158,36 +155,3 @@ const shareTokens = 40
 
 // ms is d in milliseconds.
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
-
-// spawnEngine runs the reference engine as a process on a free loopback
-// port and returns its URL once /health answers.
-func spawnEngine(tb testing.TB, flags ...string) string {
-	tb.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		tb.Fatal(err)
-	}
-	port := l.Addr().(*net.TCPAddr).Port
-	l.Close()
-	cmd := exec.Command(os.Args[0], append([]string{"engine", "--port", strconv.Itoa(port)}, flags...)...)
-	if testing.Verbose() {
-		cmd.Stderr = os.Stderr
-	}
-	if err := cmd.Start(); err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() { cmd.Process.Signal(os.Interrupt); cmd.Wait() })
-	base := "http://127.0.0.1:" + strconv.Itoa(port)
-	for deadline := time.Now().Add(10 * time.Second); ; {
-		if resp, err := http.Get(base + "/health"); err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return base
-			}
-		}
-		if time.Now().After(deadline) {
-			tb.Fatalf("the engine at %s did not get ready", base)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}

@@ -5,11 +5,14 @@
 package enginetest
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"os/signal"
+	"strings"
 	"syscall"
 	"testing"
 
@@ -52,4 +55,47 @@ func Run(tb testing.TB, cfg engine.Config, o engine.Options) *engine.Engine {
 	go func() { e.Run(ctx); close(done) }()
 	tb.Cleanup(func() { cancel(); <-done })
 	return e
+}
+
+// Spawn starts this test binary as the reference engine, a process of its
+// own (the binary's TestMain calls ServeIfAsked), with flags, on a port it
+// picks itself, and returns its base URL ("http://127.0.0.1:PORT") once it
+// said where it serves; the engine is stopped when tb ends. With cpus
+// ("0", "0-1") the engine runs pinned to those CPUs (taskset), so that a
+// benchmark pinned elsewhere measures its client alone.
+func Spawn(tb testing.TB, cpus string, flags ...string) string {
+	tb.Helper()
+	args := append([]string{os.Args[0], "engine", "--port", "0"}, flags...)
+	if cpus != "" {
+		args = append([]string{"taskset", "-c", cpus}, args...)
+	}
+	cmd := exec.Command(args[0], args[1:]...)
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { cmd.Process.Signal(os.Interrupt); cmd.Wait() })
+	// The engine's first line names its address; the rest of its log is
+	// passed on (to the test's stderr when verbose), never left to block it.
+	sc := bufio.NewScanner(stderr)
+	url := ""
+	for url == "" && sc.Scan() {
+		if _, after, ok := strings.Cut(sc.Text(), " on http://"); ok {
+			url = "http://" + strings.TrimSuffix(after, "/v1")
+		}
+	}
+	go func() {
+		for sc.Scan() {
+			if testing.Verbose() {
+				fmt.Fprintln(os.Stderr, sc.Text())
+			}
+		}
+	}()
+	if url == "" {
+		tb.Fatalf("the engine (%s) ended before it said where it serves", strings.Join(args, " "))
+	}
+	return url
 }
