@@ -85,13 +85,7 @@ func FuzzReadIDs(f *testing.F) {
 	}
 	dir := f.TempDir() // one per fuzzing process, whose inputs run one at a time
 	f.Fuzz(func(t *testing.T, data []byte) {
-		if err := os.WriteFile(filepath.Join(dir, idsFile), data, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		var l runList
-		if err := l.open(dir); err != nil {
-			t.Fatal(err)
-		}
+		l := listOf(t, dir, data)
 		lines := strings.Split(string(data), "\n")
 		var want []string // the lines that are ids, last first
 		for i := len(lines) - 1; i >= 0; i-- {
@@ -127,13 +121,7 @@ func FuzzOpenIDs(f *testing.F) {
 	}
 	dir := f.TempDir() // one per fuzzing process, whose inputs run one at a time
 	f.Fuzz(func(t *testing.T, data []byte) {
-		if err := os.WriteFile(filepath.Join(dir, idsFile), data, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		var l runList
-		if err := l.open(dir); err != nil {
-			t.Fatal(err)
-		}
+		l := listOf(t, dir, data)
 		ids, _, err := l.openIDs()
 		if err != nil {
 			t.Fatal(err)

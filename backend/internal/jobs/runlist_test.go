@@ -27,6 +27,19 @@ func (l *runList) ids(t *testing.T) []string {
 	}
 }
 
+// listOf opens the run list of an ids file holding data, in dir.
+func listOf(t *testing.T, dir string, data []byte) *runList {
+	t.Helper()
+	if err := os.WriteFile(filepath.Join(dir, idsFile), data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var l runList
+	if err := l.open(dir); err != nil {
+		t.Fatal(err)
+	}
+	return &l
+}
+
 // TestRunList: a home from before the ids file gets one from its
 // directory's names (sorted), once; new ids follow in the order of the
 // submits (a clock that went back included); the file is read from its end
@@ -199,13 +212,7 @@ func TestOpenIDs(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			dir := t.TempDir()
-			os.WriteFile(filepath.Join(dir, idsFile), []byte(tt.data), 0o644)
-			var l runList
-			if err := l.open(dir); err != nil {
-				t.Fatal(err)
-			}
-			got, found, err := l.openIDs()
+			got, found, err := listOf(t, t.TempDir(), []byte(tt.data)).openIDs()
 			if err != nil || found != tt.found || !slices.Equal(got, tt.want) {
 				t.Fatalf("openIDs = %d %q..., found %v, %v; want %d %q..., found %v",
 					len(got), got[:min(len(got), 3)], found, err, len(tt.want), tt.want[:min(len(tt.want), 3)], tt.found)
