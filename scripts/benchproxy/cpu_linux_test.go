@@ -1,12 +1,13 @@
 package main
 
 import (
-	"fmt"
 	"os"
 	"runtime"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/prometheus/procfs"
 )
 
 // TestCPUTimeCountsEveryThread: cpuTime reads a process's CPU from
@@ -73,9 +74,17 @@ func burn(d time.Duration) time.Duration {
 // threadCPU is one thread's utime+stime, from /proc/PID/task/TID/stat.
 func threadCPU(t *testing.T, pid, tid int) time.Duration {
 	t.Helper()
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/stat", pid, tid))
+	fs, err := procfs.NewDefaultFS()
 	if err != nil {
 		t.Fatal(err)
 	}
-	return statCPU(b)
+	p, err := fs.Thread(pid, tid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := p.Stat()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return time.Duration(st.CPUTime() * float64(time.Second))
 }

@@ -47,6 +47,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/prometheus/procfs"
+
 	"github.com/mlx-bun/mlx-metrics/shared/bench"
 	"github.com/mlx-bun/mlx-metrics/shared/sse"
 )
@@ -662,28 +664,16 @@ func (p *proc) tail() string {
 }
 
 // cpuTime is a process's utime+stime, all its threads' (the kernel sums
-// them in /proc/PID/stat; /proc/PID/task/TID/stat is one thread's), in
-// clock ticks of 10 ms (USER_HZ is 100 on Linux).
+// them in /proc/PID/stat; /proc/PID/task/TID/stat is one thread's), read
+// with procfs as the other tools read it; 0 when it cannot be read.
 func cpuTime(pid int) time.Duration {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	p, err := procfs.NewProc(pid)
 	if err != nil {
 		return 0
 	}
-	return statCPU(b)
-}
-
-// statCPU is utime+stime of a /proc stat line.
-func statCPU(b []byte) time.Duration {
-	// The command name may hold spaces; fields count from after its ')'.
-	i := bytes.LastIndexByte(b, ')')
-	if i < 0 || i+2 > len(b) {
+	st, err := p.Stat()
+	if err != nil {
 		return 0
 	}
-	f := strings.Fields(string(b[i+2:]))
-	if len(f) < 13 {
-		return 0
-	}
-	ut, _ := strconv.ParseInt(f[11], 10, 64)
-	st, _ := strconv.ParseInt(f[12], 10, 64)
-	return time.Duration(ut+st) * 10 * time.Millisecond
+	return time.Duration(st.CPUTime() * float64(time.Second))
 }

@@ -85,13 +85,7 @@ func FuzzReadIDs(f *testing.F) {
 	}
 	dir := f.TempDir() // one per fuzzing process, whose inputs run one at a time
 	f.Fuzz(func(t *testing.T, data []byte) {
-		if err := os.WriteFile(filepath.Join(dir, idsFile), data, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		var l runList
-		if err := l.open(dir); err != nil {
-			t.Fatal(err)
-		}
+		l := listOf(t, dir, data)
 		lines := strings.Split(string(data), "\n")
 		var want []string // the lines that are ids, last first
 		for i := len(lines) - 1; i >= 0; i-- {
@@ -111,6 +105,44 @@ func FuzzReadIDs(f *testing.F) {
 		}
 		if got := again.ids(t); len(got) == 0 || got[0] != "new-id" {
 			t.Fatalf("after an append: %q", got)
+		}
+	})
+}
+
+// FuzzOpenIDs: whatever the ids file holds, reading what it has open never
+// panics and trusts only run ids, sorted, each once; a checkpoint appended
+// after it is what it reads next, and a close appended after that closes.
+func FuzzOpenIDs(f *testing.F) {
+	for _, seed := range []string{
+		"", "\n", "a\nb\n", "[]\n", "[a b]\n-a\nc\n", "[a]\nb\n[b c", "[../x]\n+y\n-z\n", "[\n]\n[ ]\n",
+		"a\n[" + strings.Repeat("b ", idsBlock) + "]\n", strings.Repeat("x", idsBlock+3) + "\n[a]\n",
+	} {
+		f.Add([]byte(seed))
+	}
+	dir := f.TempDir() // one per fuzzing process, whose inputs run one at a time
+	f.Fuzz(func(t *testing.T, data []byte) {
+		l := listOf(t, dir, data)
+		ids, _, err := l.openIDs()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, id := range ids {
+			if !validID(id) || (i > 0 && ids[i-1] >= id) {
+				t.Fatalf("open %q", ids)
+			}
+		}
+		want := []string{"new-a", "new-b"}
+		if err := l.write(checkpoint(want)); err != nil {
+			t.Fatal(err)
+		}
+		if ids, found, err := l.openIDs(); err != nil || !found || !slices.Equal(ids, want) {
+			t.Fatalf("after a checkpoint: %q, found %v, %v", ids, found, err)
+		}
+		if err := l.write("-new-a"); err != nil {
+			t.Fatal(err)
+		}
+		if ids, found, err := l.openIDs(); err != nil || !found || !slices.Equal(ids, want[1:]) {
+			t.Fatalf("after a close: %q, found %v, %v", ids, found, err)
 		}
 	})
 }

@@ -20,13 +20,14 @@ import (
 // only the jobs this backend runs (or recovers) are held in memory; a final
 // job is read from its job.json when asked for, through a bounded cache;
 // listing walks a sorted list of run ids newest first until its limit is
-// filled; and start-up reads only the jobs the open index names.
+// filled; and start-up reads only the jobs the index has open.
 
-// openIndexFile, in the runs directory, names the jobs whose job.json may
-// not be final: every job is added before its first job.json is written and
-// removed once its final job.json is, so recovery reads only those. A stale
-// entry (a removal that could not be written) costs one read at the next
-// start; a missing or unreadable index costs one full scan.
+// openIndexFile, in the runs directory of a home written before the ids
+// file kept checkpoints, named the jobs whose job.json may not be final.
+// The first start of such a home reads it (its ids file has no checkpoint
+// yet), writes its first checkpoint, and removes it: from then on the ids
+// file alone says which jobs are open (idsFile). A missing or unreadable
+// one costs one full scan, as before.
 const openIndexFile = ".open.json"
 
 // finalCacheSize bounds the final jobs kept in memory for Get, List and
@@ -35,7 +36,7 @@ const openIndexFile = ".open.json"
 // once.
 const finalCacheSize = 1024
 
-// openIndex is the open index's content.
+// openIndex is the content of openIndexFile.
 type openIndex struct {
 	Open []string `json:"open"`
 }
@@ -43,7 +44,7 @@ type openIndex struct {
 // maxIDLen bounds a run id (bench.NewRunID's are 23 bytes).
 const maxIDLen = 128
 
-// maxOpenIndexSize bounds what is read of the open index: it names the
+// maxOpenIndexSize bounds what is read of openIndexFile: it named the
 // jobs queued or running (MaxQueued and one), far fewer than this holds.
 const maxOpenIndexSize = 1 << 20
 
@@ -67,8 +68,9 @@ func validID(id string) bool {
 	return true
 }
 
-// readOpenIndex reads the open index: fs.ErrNotExist when there is none (a
-// home from before the index), another error when it cannot be trusted.
+// readOpenIndex reads openIndexFile: fs.ErrNotExist when there is none (a
+// home from before it, or one it was migrated from), another error when it
+// cannot be trusted.
 func readOpenIndex(runsDir string) ([]string, error) {
 	f, err := os.Open(filepath.Join(runsDir, openIndexFile))
 	if err != nil {
@@ -127,23 +129,29 @@ func runIDs(runsDir string) ([]string, error) {
 	return ids, nil
 }
 
-// saveIndexLocked writes the open index: the ids of the jobs in memory,
-// which are the ones whose job.json may not be final, and the strays
-// found since start (readFinal).
-func (s *Service) saveIndexLocked() error {
-	idx := openIndex{Open: make([]string, 0, len(s.live)+len(s.stray))}
-	for id := range s.live {
-		idx.Open = append(idx.Open, id)
+// noteLocked appends line to the index (idsFile); a failure is logged and
+// returned. The index is written once recovery knows the jobs.
+func (s *Service) noteLocked(line string) error {
+	if !s.indexReady {
+		return nil
 	}
-	for id := range s.stray {
-		idx.Open = append(idx.Open, id)
-	}
-	sort.Strings(idx.Open)
-	err := s.writeJSON(filepath.Join(s.opts.RunsDir, openIndexFile), idx)
+	err := s.runs.write(line)
 	if err != nil {
-		s.opts.Logger.Error(fmt.Sprintf("jobs: save %s: %v", openIndexFile, err))
+		s.opts.Logger.Error(fmt.Sprintf("jobs: write %s: %v", idsFile, err))
 	}
 	return err
+}
+
+// closeEntryLocked says in the index that id is no longer open: a
+// checkpoint naming none when no job is open any more, so that the next
+// start reads back no further; else -id. On failure the entry stays open:
+// one read at the next start.
+func (s *Service) closeEntryLocked(id string) {
+	if len(s.live) == 0 && len(s.stray) == 0 {
+		s.noteLocked(checkpoint(nil))
+	} else {
+		s.noteLocked("-" + id)
+	}
 }
 
 // newFinalCache keeps the final jobs read last, least recently used out
@@ -212,10 +220,10 @@ func (s *Service) readFinal(id string) (*job, error) {
 		// or a copy from another home. No process of this backend runs
 		// it; it reads as recovery would have left it, and goes into
 		// the index, so the next start settles it (keeping its record).
-		s.opts.Logger.Warn(fmt.Sprintf("jobs: %s: %s says %s, but the job was not in %s; the next start recovers it", id, jobFile, j.Status, openIndexFile), logkey.Job, id)
+		s.opts.Logger.Warn(fmt.Sprintf("jobs: %s: %s says %s, but the job was not open in the index; the next start recovers it", id, jobFile, j.Status), logkey.Job, id)
 		if _, ok := s.stray[id]; !ok && s.indexReady {
 			s.stray[id] = struct{}{}
-			s.saveIndexLocked()
+			s.noteLocked("+" + id)
 		}
 		msg := MsgStoppedDuringRun
 		if j.Status == bench.StatusQueued {
@@ -230,12 +238,10 @@ func (s *Service) readFinal(id string) (*job, error) {
 var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
 
 // retireLocked lets go of a job whose final job.json is written: it is
-// read from disk from now on, and leaves the open index.
+// read from disk from now on, and is no longer open in the index.
 func (s *Service) retireLocked(j *job) {
 	delete(s.live, j.ID)
 	s.final.Add(j.ID, j)
 	s.runs.learnID(j.ID, j)
-	if s.indexReady {
-		s.saveIndexLocked() // on failure the entry stays: one read at the next start
-	}
+	s.closeEntryLocked(j.ID)
 }

@@ -78,18 +78,27 @@ func diskStatus(t *testing.T, runs, id string) bench.JobStatus {
 	return dj.Status
 }
 
+// openIDs is what the index (the ids file) has open, read back to its
+// newest checkpoint, which it must have.
 func openIDs(t *testing.T, runs string) []string {
 	t.Helper()
-	ids, err := readOpenIndex(runs)
-	if err != nil {
+	var l runList
+	if err := l.open(runs); err != nil {
 		t.Fatal(err)
+	}
+	ids, found, err := l.openIDs()
+	if err != nil || !found {
+		t.Fatalf("index: open %q, checkpoint found %v, %v", ids, found, err)
 	}
 	return ids
 }
 
-// TestRecoverReadsOpenJobs: a start reads the jobs the open index names and
-// no other; without an index (a home from before it), or with one that
-// cannot be trusted, it reads them all, as before, and writes the index.
+// TestRecoverReadsOpenJobs: a start of a home from before the ids file's
+// checkpoints reads the jobs its open index (.open.json) names and no
+// other; without one (a home from before it), or with one that cannot be
+// trusted, it reads them all, as before. Either way it writes the ids
+// file's first checkpoint and removes .open.json, and later starts read
+// the ids file alone.
 func TestRecoverReadsOpenJobs(t *testing.T) {
 	const (
 		running = "20261201T100000Z-aaaaaa" // its runner is long gone
@@ -153,6 +162,9 @@ func TestRecoverReadsOpenJobs(t *testing.T) {
 			}
 			if open := openIDs(t, runs); len(open) != 0 {
 				t.Errorf("open index after recovery = %q", open)
+			}
+			if _, err := os.Stat(filepath.Join(runs, openIndexFile)); !errors.Is(err, fs.ErrNotExist) {
+				t.Errorf("%s after the first start: %v", openIndexFile, err)
 			}
 			// Every job reads as recovery leaves it, read at start or not.
 			var got []string
@@ -229,10 +241,10 @@ func TestOpenIndexFollowsJobs(t *testing.T) {
 func TestOpenIndexFullDisk(t *testing.T) {
 	tests := []struct {
 		name string
-		fail func(idx openIndex) bool
+		fail func(line string) bool // the index's line that cannot be written
 	}{
-		{"at submit", func(idx openIndex) bool { return len(idx.Open) > 0 }},
-		{"at the end", func(idx openIndex) bool { return len(idx.Open) == 0 }},
+		{"at submit", func(line string) bool { return validID(line) }},
+		{"at the end", func(line string) bool { return line == "[]" || strings.HasPrefix(line, "-") }},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -240,21 +252,21 @@ func TestOpenIndexFullDisk(t *testing.T) {
 			h := newHarness(t, runs, 0)
 			var mu sync.Mutex
 			full := true
-			h.svc.writeJSON = func(path string, v any) error {
+			h.svc.runs.failWrite = func(line string) error {
 				mu.Lock()
 				defer mu.Unlock()
-				if idx, ok := v.(openIndex); ok && full && tt.fail(idx) {
-					return &fs.PathError{Op: "open", Path: path, Err: syscall.ENOSPC}
+				if full && tt.fail(line) {
+					return &fs.PathError{Op: "write", Path: filepath.Join(runs, idsFile), Err: syscall.ENOSPC}
 				}
-				return writeJSON(path, v)
+				return nil
 			}
 			j, err := h.svc.Submit("p-ok", plan("ok", 2))
 			if tt.name == "at submit" {
 				if !errors.Is(err, syscall.ENOSPC) {
 					t.Fatalf("submit = %+v, %v", j, err)
 				}
-				// The two indexes, and no run directory.
-				if entries, _ := os.ReadDir(runs); len(entries) != 2 || len(h.svc.List(Filter{})) != 0 || h.lease.State().Held {
+				// The index, and no run directory.
+				if entries, _ := os.ReadDir(runs); len(entries) != 1 || len(h.svc.List(Filter{})) != 0 || h.lease.State().Held {
 					t.Fatalf("left behind: %v, lease %+v", entries, h.lease.State())
 				}
 				return
@@ -462,5 +474,74 @@ func TestNewIDFollowsSubmits(t *testing.T) {
 	}
 	if !slices.Equal(got, want) {
 		t.Errorf("list = %q, want %q", got, want)
+	}
+}
+
+// TestUpgradeOldIndex: a runs directory written before the ids file kept
+// checkpoints (testdata/home-2026-12: .ids, .open.json, job.json) opens.
+// The first start recovers the jobs .open.json names and no other, adds
+// one checkpoint to .ids, leaving its lines as they were, and removes
+// .open.json; the next start reads .ids alone, and writes nothing.
+func TestUpgradeOldIndex(t *testing.T) {
+	const (
+		done    = "20261201T100000Z-aaaaaa"
+		stray   = "20261201T110000Z-bbbbbb" // queued on disk, not in .open.json
+		running = "20261201T120000Z-cccccc"
+		queued  = "20261201T130000Z-dddddd"
+	)
+	runs := filepath.Join(t.TempDir(), "runs")
+	if err := os.CopyFS(runs, os.DirFS("testdata/home-2026-12/runs")); err != nil {
+		t.Fatal(err)
+	}
+	oldIDs, err := os.ReadFile(filepath.Join(runs, idsFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	statuses := func(want map[string]bench.JobStatus) {
+		t.Helper()
+		for id, status := range want {
+			if got := diskStatus(t, runs, id); got != status {
+				t.Errorf("%s on disk: %s, want %s", id, got, status)
+			}
+		}
+	}
+	first := newHarness(t, runs, 0)
+	statuses(map[string]bench.JobStatus{done: bench.StatusDone, stray: bench.StatusQueued,
+		running: bench.StatusFailed, queued: bench.StatusFailed})
+	if _, err := os.Stat(filepath.Join(runs, openIndexFile)); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("%s after the first start: %v", openIndexFile, err)
+	}
+	ids, _ := os.ReadFile(filepath.Join(runs, idsFile))
+	if want := string(oldIDs) + "[]\n"; string(ids) != want {
+		t.Errorf("%s = %q, want %q", idsFile, ids, want)
+	}
+	if err := first.svc.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+
+	second := newHarness(t, runs, 0)
+	statuses(map[string]bench.JobStatus{stray: bench.StatusQueued}) // not read: no scan
+	if again, _ := os.ReadFile(filepath.Join(runs, idsFile)); string(again) != string(ids) {
+		t.Errorf("the second start wrote %s: %q", idsFile, again)
+	}
+	var got []string
+	for _, j := range second.svc.List(Filter{}) {
+		got = append(got, j.ID+" "+string(j.Status))
+	}
+	want := []string{queued + " failed", running + " failed", stray + " failed", done + " done"}
+	if !slices.Equal(got, want) {
+		t.Errorf("list = %q, want %q", got, want)
+	}
+	// Listing read the stray, which the next start recovers.
+	if open := openIDs(t, runs); !slices.Equal(open, []string{stray}) {
+		t.Errorf("open after the list = %q", open)
+	}
+	if err := second.svc.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	newHarness(t, runs, 0)
+	statuses(map[string]bench.JobStatus{stray: bench.StatusFailed})
+	if open := openIDs(t, runs); len(open) != 0 {
+		t.Errorf("open after the third start = %q", open)
 	}
 }

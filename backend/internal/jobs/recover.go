@@ -6,29 +6,41 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"sort"
 	"syscall"
 
 	"github.com/mlx-bun/mlx-metrics/shared/bench"
 	"github.com/mlx-bun/mlx-metrics/shared/logkey"
 )
 
-// recover settles the jobs of an earlier backend, those the open index
-// names (all the run directories when there is no index, from a home made
-// before it, or when it cannot be trusted): a final one is left as it is;
-// a queued one fails; a running one whose runner is gone fails, with the
-// record its runner left kept in history; one whose runner still runs (the
-// backend was killed, the runner was not) holds the GPU lease until that
-// runner has stopped (recoverOrphan). Then the index is written, naming
-// the jobs still in memory.
+// recover settles the jobs of an earlier backend, those the index has open
+// (idsFile; in a home from before its checkpoints, those openIndexFile
+// names; all the run directories when neither can be trusted): a final
+// one is left as it is; a queued one fails; a running one whose runner is
+// gone fails, with the record its runner left kept in history; one whose
+// runner still runs (the backend was killed, the runner was not) holds
+// the GPU lease until that runner has stopped (recoverOrphan). Then a
+// checkpoint names the jobs still in memory, and an openIndexFile that
+// was read is removed: the ids file says it all from then on.
 func (s *Service) recover() error {
-	ids, err := readOpenIndex(s.opts.RunsDir)
-	indexed := err == nil
+	if err := s.runs.open(s.opts.RunsDir); err != nil {
+		return fmt.Errorf("open the list of runs: %w", err)
+	}
+	ids, indexed, err := s.runs.openIDs()
 	if err != nil {
-		if !errors.Is(err, fs.ErrNotExist) {
-			s.opts.Logger.Warn(fmt.Sprintf("jobs: %v: reading every job instead", err))
-		}
-		if ids, err = runIDs(s.opts.RunsDir); err != nil {
-			return err
+		return fmt.Errorf("read the list of runs: %w", err)
+	}
+	migrate := false
+	if !indexed {
+		ids, err = readOpenIndex(s.opts.RunsDir)
+		indexed, migrate = err == nil, err == nil
+		if err != nil {
+			if !errors.Is(err, fs.ErrNotExist) {
+				s.opts.Logger.Warn(fmt.Sprintf("jobs: %v: reading every job instead", err))
+			}
+			if ids, err = runIDs(s.opts.RunsDir); err != nil {
+				return err
+			}
 		}
 	}
 	for _, id := range ids {
@@ -39,12 +51,21 @@ func (s *Service) recover() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.indexReady = true
-	if indexed && len(ids) == 0 && len(s.live) == 0 {
+	if indexed && !migrate && len(ids) == 0 && len(s.live) == 0 {
 		return nil // the index says it already: no write, no sync
 	}
-	// A failure leaves the index as it was, or none: the next start
-	// reads a few final jobs again, or scans.
-	s.saveIndexLocked()
+	open := make([]string, 0, len(s.live))
+	for id := range s.live {
+		open = append(open, id)
+	}
+	sort.Strings(open)
+	// A failure leaves the index as it was: the next start reads a few
+	// final jobs again, or the old open index, or scans.
+	if s.noteLocked(checkpoint(open)) == nil {
+		if err := os.Remove(filepath.Join(s.opts.RunsDir, openIndexFile)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			s.opts.Logger.Warn(fmt.Sprintf("jobs: remove %s, which the list of runs replaces: %v", openIndexFile, err))
+		}
+	}
 	return nil
 }
 

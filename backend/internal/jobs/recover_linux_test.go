@@ -66,22 +66,33 @@ func startOrphan(t *testing.T, dir, id, script string) (runnerProc, <-chan struc
 // TestRestartWithLiveRunner: after a crash of the backend its runner may
 // still run, holding the GPU. The restarted backend keeps the lease until
 // that runner has stopped (SIGTERM, SIGKILL after the grace period), keeps
-// the record it wrote, and only then runs the next job.
+// the record it wrote, and only then runs the next job. It finds the job
+// by the ids file the crashed backend left (its id after the last
+// checkpoint), or, in a home with none, by reading every job.
 func TestRestartWithLiveRunner(t *testing.T) {
+	const id = "20261201T100000Z-0rphan"
 	tests := []struct {
+		name    string
 		script  string
-		kill    bool // it ignores SIGTERM: the grace period ends
+		ids     string // the ids file left ("": none)
+		kill    bool   // it ignores SIGTERM: the grace period ends
 		records int
 		errHas  string
 	}{
-		{"slow-stop", false, 1, "it stopped on SIGTERM"},
-		{"stubborn", true, 0, "killed after ignoring SIGTERM"},
+		{"slow-stop", "slow-stop", "", false, 1, "it stopped on SIGTERM"},
+		{"stubborn", "stubborn", "", true, 0, "killed after ignoring SIGTERM"},
+		{"slow-stop, ids file", "slow-stop", "[]\n" + id + "\n", false, 1, "it stopped on SIGTERM"},
+		{"stubborn, ids file", "stubborn", "[]\n" + id + "\n", true, 0, "killed after ignoring SIGTERM"},
 	}
 	for _, tt := range tests {
-		t.Run(tt.script, func(t *testing.T) {
+		t.Run(tt.name, func(t *testing.T) {
 			dir := t.TempDir()
-			const id = "20261201T100000Z-0rphan"
 			p, exited, letStop := startOrphan(t, dir, id, tt.script)
+			if tt.ids != "" {
+				if err := os.WriteFile(filepath.Join(dir, idsFile), []byte(tt.ids), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
 
 			h := newHarness(t, dir, 0)
 			if st := h.lease.State(); !st.Held || st.Holder != id {
@@ -126,6 +137,9 @@ func TestRestartWithLiveRunner(t *testing.T) {
 			}
 			if j := h.done(next.ID); j.Status != bench.StatusDone {
 				t.Fatalf("next job = %+v", j)
+			}
+			if open := openIDs(t, dir); len(open) != 0 {
+				t.Fatalf("open in the index after both ended: %q", open)
 			}
 		})
 	}

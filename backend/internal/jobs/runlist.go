@@ -7,16 +7,32 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"sort"
+	"strings"
 
 	"github.com/mlx-bun/mlx-metrics/shared/atomicfile"
 	"github.com/mlx-bun/mlx-metrics/shared/bench"
 )
 
-// idsFile, in the runs directory, names every job the backend was given,
-// one id a line, in the order of the submits. It is only ever appended to,
-// so List reads it from its end, a block at a time, as far as its limit
-// takes it: listing the newest jobs costs the same however many runs are
-// stored, from the first List after a start on.
+// idsFile, in the runs directory, is the index of the jobs: every job the
+// backend was given, one id a line, in the order of the submits, and which
+// of them are open (their job.json may not be final). It is only ever
+// appended to, each append synced, so List reads it from its end, a block
+// at a time, as far as its limit takes it: listing the newest jobs costs
+// the same however many runs are stored, from the first List after a
+// start on. Its lines:
+//
+//	<id>          a submit: the job is listed, and open from here on
+//	-<id>         the job's final job.json is written: no longer open
+//	+<id>         a job found open that the index did not name (a stray)
+//	[<id> <id>]   a checkpoint: exactly these jobs are open here ("[]":
+//	              none), whatever came before
+//
+// Only the first kind is an id (validID), so List passes over the others.
+// Recovery reads the file back to its newest whole checkpoint (openIDs):
+// at most the jobs given since the queue was last empty. A line an append
+// cut short is passed over; a checkpoint cut short (no closing bracket)
+// does not count, so recovery reads back to the one before.
 const idsFile = ".ids"
 
 // idsBlock is how much of the ids file one read takes (about 1,400 ids).
@@ -38,8 +54,11 @@ type runList struct {
 	// before has the rest.
 	carry []byte
 	// torn: the file does not end in a newline (an append cut short);
-	// the next append starts with one, so that its id stays whole.
+	// the next append starts with one, so that its line stays whole.
 	torn bool
+	// failWrite, when set, fails an append of line before it is written
+	// (tests: a full disk).
+	failWrite func(line string) error
 }
 
 // idSeq is a sequence of ids with what was learned of each.
@@ -133,16 +152,30 @@ func (l *runList) open(runsDir string) error {
 // job is never missing from the list after a crash; an id whose directory
 // was never made reads as no job.
 func (l *runList) append(id string) error {
+	if err := l.write(id); err != nil {
+		return err
+	}
+	l.added.push([]byte(id))
+	return nil
+}
+
+// write appends line to the file, synced.
+func (l *runList) write(line string) error {
+	if l.failWrite != nil {
+		if err := l.failWrite(line); err != nil {
+			return err
+		}
+	}
 	f, err := os.OpenFile(l.path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
 	if err != nil {
 		return err
 	}
-	line := make([]byte, 0, len(id)+2)
+	data := make([]byte, 0, len(line)+2)
 	if l.torn {
-		line = append(line, '\n')
+		data = append(data, '\n')
 	}
-	line = append(append(line, id...), '\n')
-	_, err = f.Write(line)
+	data = append(append(data, line...), '\n')
+	_, err = f.Write(data)
 	if err == nil {
 		err = f.Sync()
 	}
@@ -155,8 +188,104 @@ func (l *runList) append(id string) error {
 		return err
 	}
 	l.torn = false
-	l.added.push([]byte(id))
 	return nil
+}
+
+// maxIndexLine bounds a line openIDs reads whole: a checkpoint names the
+// jobs queued or running (MaxQueued and one), far fewer than this holds.
+const maxIndexLine = 1 << 20
+
+// checkpoint is the checkpoint line naming ids (sorted by the caller).
+func checkpoint(ids []string) string {
+	return "[" + strings.Join(ids, " ") + "]"
+}
+
+// openIDs reads the file back from its end to its newest whole checkpoint
+// and answers the jobs open there, sorted: the checkpoint's, and those
+// given or found after it, less those closed after them. found is false
+// when the file has no whole checkpoint (a home from before them): the ids
+// are then every one the file names but did not close.
+func (l *runList) openIDs() (ids []string, found bool, err error) {
+	f, err := os.Open(l.path)
+	if err != nil {
+		return nil, false, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, false, err
+	}
+	closed := map[string]bool{}
+	open := map[string]bool{}
+	add := func(id string) {
+		if !closed[id] {
+			open[id] = true
+		}
+	}
+	// visit takes one whole line; true ends the reading (a checkpoint).
+	visit := func(line []byte) bool {
+		switch {
+		case len(line) > maxIndexLine:
+			// No line of the backend's is this long.
+		case len(line) >= 2 && line[0] == '[' && line[len(line)-1] == ']':
+			named := strings.Fields(string(line[1 : len(line)-1]))
+			for _, id := range named {
+				if !validID(id) {
+					return false // not one the backend wrote: read on
+				}
+			}
+			for _, id := range named {
+				add(id)
+			}
+			return true
+		case len(line) > 1 && line[0] == '-' && validID(string(line[1:])):
+			closed[string(line[1:])] = true
+		case len(line) > 1 && line[0] == '+' && validID(string(line[1:])):
+			add(string(line[1:]))
+		case validID(string(line)):
+			add(string(line))
+		}
+		return false
+	}
+	var tail []byte // the end of a line that an earlier block starts
+	for end := st.Size(); ; {
+		start := max(end-idsBlock, 0)
+		buf := make([]byte, end-start, end-start+int64(len(tail)))
+		if _, err := f.ReadAt(buf, start); err != nil {
+			return nil, false, err
+		}
+		data := append(buf, tail...)
+		end = start
+		for {
+			nl := bytes.LastIndexByte(data, '\n')
+			if nl < 0 {
+				break
+			}
+			if line := data[nl+1:]; len(line) > 0 && visit(line) {
+				return sortedKeys(open), true, nil
+			}
+			data = data[:nl]
+		}
+		if start == 0 {
+			if len(data) > 0 && visit(data) {
+				return sortedKeys(open), true, nil
+			}
+			return sortedKeys(open), false, nil
+		}
+		if len(data) > maxIndexLine {
+			data = notAnID // no line of the backend's is this long
+		}
+		tail = append(tail[:0:0], data...)
+	}
+}
+
+func sortedKeys(m map[string]bool) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
 }
 
 // has reports whether there is an i-th newest id, reading older blocks of

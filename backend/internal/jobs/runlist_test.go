@@ -27,6 +27,19 @@ func (l *runList) ids(t *testing.T) []string {
 	}
 }
 
+// listOf opens the run list of an ids file holding data, in dir.
+func listOf(t *testing.T, dir string, data []byte) *runList {
+	t.Helper()
+	if err := os.WriteFile(filepath.Join(dir, idsFile), data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var l runList
+	if err := l.open(dir); err != nil {
+		t.Fatal(err)
+	}
+	return &l
+}
+
 // TestRunList: a home from before the ids file gets one from its
 // directory's names (sorted), once; new ids follow in the order of the
 // submits (a clock that went back included); the file is read from its end
@@ -147,5 +160,63 @@ func TestRunListSkip(t *testing.T) {
 		if got := l.skip(0, tt.f); got != tt.skip {
 			t.Errorf("%s %s (not a job: %v), skip(%+v) = %v", tt.kind, tt.status, tt.notJob, tt.f, got)
 		}
+	}
+}
+
+// TestOpenIDs: the jobs open in the index are read back to its newest whole
+// checkpoint: those it names and those given or found after it, less those
+// closed after them; a checkpoint cut short or naming what is not a run id
+// does not count; lines that are nothing are passed over; a file with no
+// checkpoint (a home from before them) says so.
+func TestOpenIDs(t *testing.T) {
+	var long strings.Builder // 4000 ids, all closed but two, over several blocks
+	long.WriteString("[a0]\n")
+	for i := range 4000 {
+		id := fmt.Sprintf("20261201T%06dZ-%06x", i, i)
+		long.WriteString(id + "\n")
+		if i != 7 && i != 3999 {
+			long.WriteString("-" + id + "\n")
+		}
+		if i == 1234 {
+			long.WriteString(strings.Repeat("x", idsBlock+10) + "\n") // not a line of the backend's, across a block
+		}
+	}
+	var wide strings.Builder // a checkpoint wider than a block
+	var wideIDs []string
+	for i := range 2000 {
+		wideIDs = append(wideIDs, fmt.Sprintf("20261201T%06dZ-%06x", i, i))
+	}
+	wide.WriteString("a\n" + checkpoint(wideIDs) + "\n-" + wideIDs[5] + "\n")
+	tests := []struct {
+		name  string
+		data  string
+		want  []string
+		found bool
+	}{
+		{"empty", "", []string{}, false},
+		{"no checkpoint", "a\nb\n-a\n", []string{"b"}, false},
+		{"none open", "a\nb\n[]\n", []string{}, true},
+		{"given and closed after", "a\n[]\nb\nc\n-b\n", []string{"c"}, true},
+		{"named and closed after", "a\n[a b]\n-a\nc\n", []string{"b", "c"}, true},
+		{"a stray found", "[x]\n-x\n+y\n", []string{"y"}, true},
+		{"closed before the checkpoint", "-a\n[a]\n", []string{"a"}, true},
+		{"given again after closed", "[]\n-a\na\n", []string{"a"}, true},
+		{"checkpoint cut short", "[a]\nb\n[b c", []string{"a", "b"}, true},
+		{"checkpoint cut short, then an append", "[a]\nb\n[b c\nd\n", []string{"a", "b", "d"}, true},
+		{"checkpoint naming a path", "[a]\n[../x]\n", []string{"a"}, true},
+		{"checkpoint too long", "[a]\n[" + strings.Repeat("b ", maxIndexLine/2+1) + "]\n", []string{"a"}, true},
+		{"not lines of the backend's", "[]\nxx yy\n../z\n\n+\n-\n-../z\n+.open.json\n[\n]\n", []string{}, true},
+		{"a torn id", "[]\n2026120", []string{"2026120"}, true},
+		{"over several blocks", long.String(), []string{"20261201T000007Z-000007", "20261201T003999Z-000f9f", "a0"}, true},
+		{"a checkpoint over a block", wide.String(), slices.Delete(slices.Clone(wideIDs), 5, 6), true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, found, err := listOf(t, t.TempDir(), []byte(tt.data)).openIDs()
+			if err != nil || found != tt.found || !slices.Equal(got, tt.want) {
+				t.Fatalf("openIDs = %d %q..., found %v, %v; want %d %q..., found %v",
+					len(got), got[:min(len(got), 3)], found, err, len(tt.want), tt.want[:min(len(tt.want), 3)], tt.found)
+			}
+		})
 	}
 }

@@ -15,7 +15,7 @@
 // Every job has a directory <runs>/<id>/ holding job.json (its state),
 // events.ndjson (its replayable log), plan.json (the plan as submitted) and
 // what the runner writes there (run.json, report.md, logs/). Recovery after
-// a restart of the backend reads the jobs the open index names (index.go);
+// a restart of the backend reads the jobs the index has open (idsFile);
 // final jobs are read from disk when asked for.
 package jobs
 
@@ -104,14 +104,14 @@ type Service struct {
 	mu sync.Mutex
 	// live holds the jobs whose job.json may not be final: those this
 	// backend runs or recovers, and those whose final save failed. They
-	// are the open index's entries.
+	// are the jobs open in the index.
 	live  map[string]*job
 	final *lru.Cache[string, *job] // final jobs read from disk (newFinalCache)
 	runs  runList
 	// stray holds the jobs read from disk whose job.json is not final
 	// though the index did not name them: the next start recovers them.
 	stray map[string]struct{}
-	// indexReady is false while recovery reads the jobs: the open index
+	// indexReady is false while recovery reads the jobs: the index
 	// is written once recovery knows them all.
 	indexReady bool
 	closing    bool
@@ -189,8 +189,9 @@ func (s *Service) Submit(profile string, plan bench.Plan) (bench.Job, error) {
 	}
 	now := s.opts.Clock.Now()
 	id := s.newIDLocked(now)
-	// In the list of runs before anything else, so that no job is
-	// missing from it after a crash.
+	// In the index (listed, and open) before anything else, so that no
+	// job is missing from it after a crash, and a crash from here on
+	// leaves the job to recovery.
 	if err := s.runs.open(s.opts.RunsDir); err != nil {
 		return bench.Job{}, err
 	}
@@ -198,13 +199,16 @@ func (s *Service) Submit(profile string, plan bench.Plan) (bench.Job, error) {
 		return bench.Job{}, err
 	}
 	// Mkdir, not MkdirAll: the directory is this job's alone, and a
-	// failed submit removes it, leaving no half job for recovery.
+	// failed submit removes it, leaving no half job for recovery (and
+	// closes its entry: List passes over an id with no directory).
 	dir := filepath.Join(s.opts.RunsDir, id)
 	if err := os.Mkdir(dir, 0o755); err != nil {
+		s.closeEntryLocked(id)
 		return bench.Job{}, err
 	}
 	fail := func(err error) (bench.Job, error) {
 		os.RemoveAll(dir)
+		s.closeEntryLocked(id)
 		return bench.Job{}, err
 	}
 	if err := s.writeJSON(filepath.Join(dir, planFile), plan); err != nil {
@@ -227,15 +231,7 @@ func (s *Service) Submit(profile string, plan bench.Plan) (bench.Job, error) {
 		},
 		dir: dir, ticket: ticket, log: events, done: make(chan struct{}),
 	}
-	// In the open index before its first job.json, so a crash from here
-	// on leaves it to recovery.
 	s.live[id] = j
-	if err := s.saveIndexLocked(); err != nil {
-		delete(s.live, id)
-		events.close()
-		ticket.Release()
-		return fail(err)
-	}
 	select {
 	case <-ticket.Ready():
 		s.applyLocked(j, leased{device: s.opts.Lease.State().Device})

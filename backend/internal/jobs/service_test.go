@@ -562,12 +562,12 @@ func TestSubmitFailureLeavesNothing(t *testing.T) {
 		t.Fatal("Submit wrote a plan that JSON cannot hold")
 	}
 	// The ids file names the job (List passes over an id with no
-	// directory); no run directory is left.
-	if entries, _ := os.ReadDir(h.dir); len(entries) != 2 || entries[0].Name() != idsFile || entries[1].Name() != openIndexFile {
+	// directory), and no longer has it open; no run directory is left.
+	if entries, _ := os.ReadDir(h.dir); len(entries) != 1 || entries[0].Name() != idsFile {
 		t.Fatalf("left behind: %v", entries)
 	}
-	if open, err := readOpenIndex(h.dir); err != nil || len(open) != 0 {
-		t.Fatalf("open index = %q %v", open, err)
+	if open := openIDs(t, h.dir); len(open) != 0 {
+		t.Fatalf("open index = %q", open)
 	}
 	if len(h.svc.List(Filter{})) != 0 || h.lease.State().Held {
 		t.Fatalf("jobs %+v, lease %+v", h.svc.List(Filter{}), h.lease.State())
