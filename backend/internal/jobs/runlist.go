@@ -5,9 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strings"
 
 	"github.com/mlx-bun/mlx-metrics/shared/atomicfile"
@@ -262,30 +263,21 @@ func (l *runList) openIDs() (ids []string, found bool, err error) {
 				break
 			}
 			if line := data[nl+1:]; len(line) > 0 && visit(line) {
-				return sortedKeys(open), true, nil
+				return slices.Sorted(maps.Keys(open)), true, nil
 			}
 			data = data[:nl]
 		}
 		if start == 0 {
 			if len(data) > 0 && visit(data) {
-				return sortedKeys(open), true, nil
+				return slices.Sorted(maps.Keys(open)), true, nil
 			}
-			return sortedKeys(open), false, nil
+			return slices.Sorted(maps.Keys(open)), false, nil
 		}
 		if len(data) > maxIndexLine {
 			data = notAnID // no line of the backend's is this long
 		}
 		tail = append(tail[:0:0], data...)
 	}
-}
-
-func sortedKeys(m map[string]bool) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
 
 // has reports whether there is an i-th newest id, reading older blocks of
