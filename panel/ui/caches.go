@@ -26,6 +26,8 @@ type CachesView struct {
 
 	Snap    *snapshot.Snapshot
 	Palette charts.Palette
+
+	rows rowCap // the table's bound
 }
 
 func (v *CachesView) Render() app.UI {
@@ -43,7 +45,7 @@ func (v *CachesView) Render() app.UI {
 	return app.Div().Class("view").ID("view-caches").Body(
 		app.P().Class("note").Text(fmt.Sprintf("Gauges for the %d fullest of %s caches; the table lists every one.", len(shown), format.Count(int64(len(cs))))),
 		gauges,
-		section("Every cache", cacheTable(cs)),
+		section("Every cache", cacheTable(cs[:v.rows.shown(len(cs))]), v.rows.more("caches", len(cs), "caches")),
 	)
 }
 

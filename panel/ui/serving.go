@@ -28,6 +28,8 @@ type ServingView struct {
 	// BenchRuns are when bench runs held the GPU (the jobs the backend
 	// lists), shaded on the time charts.
 	BenchRuns []charts.Span
+
+	rows rowCap // the per-model table's bound
 }
 
 // Totals sums the latest scheduler sample of every model.
@@ -229,6 +231,8 @@ func (v *ServingView) perModel(s *snapshot.Snapshot) app.UI {
 	if len(rows) < 2 {
 		return nil
 	}
+	all := len(rows)
+	rows = rows[:v.rows.shown(all)]
 	sched := map[string]snapshot.Scheduler{}
 	for _, sc := range s.Schedulers {
 		sched[sc.Model] = sc
@@ -282,6 +286,7 @@ func (v *ServingView) perModel(s *snapshot.Snapshot) app.UI {
 				)
 			}),
 		),
+		v.rows.more("per-model", all, "resident models"),
 	)
 }
 
