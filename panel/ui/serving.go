@@ -20,7 +20,10 @@ import (
 type ServingView struct {
 	app.Compo
 
-	Snap    *snapshot.Snapshot
+	Snap *snapshot.Snapshot
+	// Windows are the frame's per-model windows, where Snap holds none
+	// (decodeFrame).
+	Windows *Windows
 	Palette charts.Palette
 	// Lease is the GPU lease as last read; a bench run holding the GPU is
 	// shown above the tiles.
@@ -249,10 +252,7 @@ func (v *ServingView) perModel(s *snapshot.Snapshot) app.UI {
 				sc, sampled := sched[m.Model]
 				one := &snapshot.Snapshot{Caches: []snapshot.Cache{caches[m.Model]}}
 				kv, hit := CacheTotals(one)
-				var w *snapshot.Window
-				if pm := s.Requests.Window.PerModel; pm != nil {
-					w = pm[m.Model]
-				}
+				w := modelWindow(s, v.Windows, m.Model)
 				dist := func(d func(*snapshot.Window) *snapshot.Distribution, q func(*snapshot.Distribution) float64) string {
 					if w == nil || d(w) == nil {
 						return format.Dash
