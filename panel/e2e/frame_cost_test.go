@@ -90,7 +90,7 @@ func TestChartsOutOfView(t *testing.T) {
 
 // TestServingChartsRedrawnEverySecond: on a feed that changes the Serving
 // view's charts with every frame (two a second), a chart in view is handed
-// a new option at most once a second (ui.ServingRedraw), and still follows
+// a new option at most once a second (ui.Redraw), and still follows
 // the feed (docs/performance.md#the-panels-cost-per-frame).
 func TestServingChartsRedrawnEverySecond(t *testing.T) {
 	needBrowser(t)

@@ -98,11 +98,15 @@ func (v *CachesView) cache(i int, c snapshot.Reading) app.UI {
 	var gauge app.UI = app.P().Class("gauge-none").Text("no capacity reported")
 	share, fillText := fill(c)
 	if share >= 0 {
+		pal := v.Palette
 		gauge = &Chart{
-			ID:     fmt.Sprintf("gauge-%s-%d", c.Cache, i),
-			Class:  "chart chart-gauge",
-			Label:  title + " fill",
-			Option: charts.Gauge(title, share*100, v.Palette).JSON(),
+			ID:    fmt.Sprintf("gauge-%s-%d", c.Cache, i),
+			Class: "chart chart-gauge",
+			Label: title + " fill",
+			// Built when drawn: not for a gauge out of view, nor within
+			// a second of its last draw.
+			Build: func() []byte { return charts.Gauge(title, share*100, pal).JSON() },
+			Every: Redraw,
 		}
 	}
 	hit := ""

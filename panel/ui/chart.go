@@ -33,10 +33,11 @@ type Chart struct {
 	// Every, when set, is the shortest time between two redraws: an
 	// option that changes sooner is drawn once Every has passed since the
 	// last draw, as it is then (what the latest frame made), not at each
-	// frame. The Serving view's charts, of 1 s and 5 s points, are
-	// redrawn once a second rather than with each of the stream's two
-	// frames a second: handing ECharts the options was most of the
-	// view's frame (docs/performance.md#the-panels-cost-per-frame).
+	// frame. The Serving view's charts, of 1 s and 5 s points, and the
+	// Caches view's gauges are redrawn once a second (Redraw) rather than
+	// with each of the stream's two frames a second: handing ECharts the
+	// options was most of those views' frame
+	// (docs/performance.md#the-panels-cost-per-frame).
 	Every time.Duration
 
 	drawn   echarts.Chart // the chart this element holds, disposed by this component only

@@ -379,11 +379,11 @@ func (v *ServingView) chartList(s *snapshot.Snapshot) []servingChart {
 	}
 }
 
-// ServingRedraw is the shortest time between two redraws of one of the
-// Serving view's charts (Chart.Every): their points are 1 s (the
-// throughput's) and 5 s (the timeline's) apart, and the stream's frames
-// come twice a second.
-const ServingRedraw = time.Second
+// Redraw is the shortest time between two redraws of a chart that follows
+// the stream (Chart.Every): the Serving view's charts, whose points are 1 s
+// (the throughput's) and 5 s (the timeline's) apart, and the Caches view's
+// gauges; the stream's frames come twice a second.
+const Redraw = time.Second
 
 // charts is the grid of charts: two columns where the width allows, each
 // with its caption (ChartNotes).
@@ -397,7 +397,7 @@ func (v *ServingView) charts(s *snapshot.Snapshot) app.UI {
 				Else(func() app.UI {
 					return app.Div().Body(
 						app.P().Class("chart-note").DataSet("note", c.id).Text(notes[c.id]),
-						&Chart{ID: c.id, Label: c.label, Build: c.option, Every: ServingRedraw},
+						&Chart{ID: c.id, Label: c.label, Build: c.option, Every: Redraw},
 					)
 				}),
 		)
