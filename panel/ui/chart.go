@@ -35,9 +35,10 @@ type Chart struct {
 	// last draw, as it is then (what the latest frame made), not at each
 	// frame. The Serving view's charts, of 1 s and 5 s points, and the
 	// Caches view's gauges are redrawn once a second (Redraw) rather than
-	// with each of the stream's two frames a second: handing ECharts the
-	// options was most of those views' frame
-	// (docs/performance.md#the-panels-cost-per-frame).
+	// with each of the stream's two frames a second: under the profiler,
+	// handing ECharts the options was the largest part of those views'
+	// frame (unprofiled the Serving view gained some 5 % at 16 models;
+	// docs/performance.md#the-panels-cost-per-frame).
 	Every time.Duration
 
 	drawn   echarts.Chart // the chart this element holds, disposed by this component only
