@@ -88,6 +88,53 @@ func TestChartsOutOfView(t *testing.T) {
 	}
 }
 
+// TestServingChartsRedrawnEverySecond: on a feed that changes the Serving
+// view's charts with every frame (two a second), a chart in view is handed
+// a new option at most once a second (ui.Redraw), and still follows
+// the feed (docs/performance.md#the-panels-cost-per-frame).
+func TestServingChartsRedrawnEverySecond(t *testing.T) {
+	needBrowser(t)
+	b := startBackend(t)
+	stop := feed(t, b, 2)
+	defer stop()
+	ctx := browser(t)
+	if _, err := chromedp.Call(ctx, page.AddScriptToEvaluateOnNewDocument, page.AddScriptToEvaluateOnNewDocumentParams{Source: wasmMemory}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := chromedp.Run(ctx, chromedp.EmulateViewport(1440, 900)); err != nil {
+		t.Fatal(err)
+	}
+	navigate(t, ctx, b.URL()+"/")
+	waitFrame(t, ctx, "stream live", `document.querySelector("#conn").dataset.state === "live"`, 30*time.Second)
+	waitFrame(t, ctx, "chart-throughput drawn", paintedPixels("chart-throughput")+" > 300", 10*time.Second)
+	waitTop(t, ctx, "chart-throughput in view", panelWindow+`.document.getElementById("chart-throughput").__mlxMetricsInView === true`, 10*time.Second)
+	// Count the options ECharts is handed from here on, and when.
+	var frames int
+	evalTop(t, ctx, `(()=>{const w=`+panelWindow+`, c=w.echarts.getInstanceByDom(w.document.getElementById("chart-throughput")), set=c.setOption;
+		w.__e2eSets = []; w.__e2eFrom = w.performance.now();
+		c.setOption = function(...a) { w.__e2eSets.push(w.performance.now()); return set.apply(this, a) };
+		return w.__e2eFrames})()`, &frames)
+	waitTop(t, ctx, "ten frames more", fmt.Sprintf(`%s.__e2eFrames >= %d`, panelWindow, frames+10), 30*time.Second)
+	var got struct {
+		Sets    []float64
+		Elapsed float64 // ms
+		Frames  int
+	}
+	evalTop(t, ctx, `(()=>{const w=`+panelWindow+`; return {sets: w.__e2eSets.slice(), elapsed: w.performance.now() - w.__e2eFrom, frames: w.__e2eFrames}})()`, &got)
+	t.Logf("%d options handed to ECharts in %.1f s, over %d frames", len(got.Sets), got.Elapsed/1000, got.Frames-frames)
+	if limit := int(got.Elapsed/1000) + 1; len(got.Sets) > limit {
+		t.Errorf("%d options handed to ECharts in %.1f s, want at most %d (one a second)", len(got.Sets), got.Elapsed/1000, limit)
+	}
+	for i := 1; i < len(got.Sets); i++ {
+		if gap := got.Sets[i] - got.Sets[i-1]; gap < 990 { // the timer's own rounding
+			t.Errorf("options %d and %d handed %.0f ms apart, want a second or more", i, i+1, gap)
+		}
+	}
+	if len(got.Sets) < 2 {
+		t.Errorf("%d options handed to ECharts over %d frames of a changing feed: the chart does not follow it", len(got.Sets), got.Frames-frames)
+	}
+}
+
 // wasmMemory keeps the panel's wasm memory where the test can read its
 // size: the Go heap lives there (and the memory only grows).
 const wasmMemory = `(() => {

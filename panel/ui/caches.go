@@ -26,6 +26,8 @@ type CachesView struct {
 
 	Snap    *snapshot.Snapshot
 	Palette charts.Palette
+
+	rows rowCap // the table's bound
 }
 
 func (v *CachesView) Render() app.UI {
@@ -43,7 +45,7 @@ func (v *CachesView) Render() app.UI {
 	return app.Div().Class("view").ID("view-caches").Body(
 		app.P().Class("note").Text(fmt.Sprintf("Gauges for the %d fullest of %s caches; the table lists every one.", len(shown), format.Count(int64(len(cs))))),
 		gauges,
-		section("Every cache", cacheTable(cs)),
+		section("Every cache", cacheTable(cs[:v.rows.shown(len(cs))]), v.rows.more("caches", len(cs), "caches")),
 	)
 }
 
@@ -96,11 +98,15 @@ func (v *CachesView) cache(i int, c snapshot.Reading) app.UI {
 	var gauge app.UI = app.P().Class("gauge-none").Text("no capacity reported")
 	share, fillText := fill(c)
 	if share >= 0 {
+		pal := v.Palette
 		gauge = &Chart{
-			ID:     fmt.Sprintf("gauge-%s-%d", c.Cache, i),
-			Class:  "chart chart-gauge",
-			Label:  title + " fill",
-			Option: charts.Gauge(title, share*100, v.Palette).JSON(),
+			ID:    fmt.Sprintf("gauge-%s-%d", c.Cache, i),
+			Class: "chart chart-gauge",
+			Label: title + " fill",
+			// Built when drawn: not for a gauge out of view, nor within
+			// a second of its last draw.
+			Build: func() []byte { return charts.Gauge(title, share*100, pal).JSON() },
+			Every: Redraw,
 		}
 	}
 	hit := ""

@@ -10,7 +10,8 @@ import (
 )
 
 // TestCachesGaugeBound: up to maxGauges caches each get a gauge; past it
-// only the fullest do, in their order, and a table lists every cache.
+// only the fullest do, in their order, and a table lists every cache (the
+// first MaxRows until its "Show all" is pressed: TestTablesBounded).
 func TestCachesGaugeBound(t *testing.T) {
 	snap := func(n int) *snapshot.Snapshot {
 		s := &snapshot.Snapshot{}
@@ -35,7 +36,7 @@ func TestCachesGaugeBound(t *testing.T) {
 			// Model 0 is empty but has a capacity: fuller than model 16, which has none.
 			want: []string{"Gauges for the 16 fullest of 17 caches", `id="gauge-kv-15"`, `id="gauge-kv-0"`, "Every cache"},
 			not:  []string{"no capacity reported"}},
-		{n: 1024, gauges: maxGauges, tableCount: 1024,
+		{n: 1024, gauges: maxGauges, tableCount: MaxRows,
 			want: []string{"Gauges for the 16 fullest of 1,024 caches", `id="gauge-kv-1022"`, `id="gauge-kv-1007"`},
 			not:  []string{`id="gauge-kv-1006"`, `id="gauge-kv-1023"`}},
 	}

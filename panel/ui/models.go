@@ -14,6 +14,8 @@ type ModelsView struct {
 
 	Snap    *snapshot.Snapshot
 	Palette charts.Palette
+
+	rows rowCap // the table's bound
 }
 
 func (v *ModelsView) Render() app.UI {
@@ -21,6 +23,7 @@ func (v *ModelsView) Render() app.UI {
 		return app.Div().Class("view").ID("view-models").Body(empty("No model has reported yet."))
 	}
 	ms := v.Snap.Models
+	rows := ms[:v.rows.shown(len(ms))]
 	unit := charts.MemoryUnit(ms) // the chart's, so both read alike
 	pal := v.Palette
 	return app.Div().Class("view").ID("view-models").Body(
@@ -31,8 +34,8 @@ func (v *ModelsView) Render() app.UI {
 						th("Model"), th("State"), thNum("Loads"), thNum("Last load"), thNum("Unloads"), thNum("Last unload"),
 						thNum("Swaps"), thNum("Last swap"), thNum("Weights"), thNum("KV"), thNum("Prefix cache"), th("Last error"),
 					)),
-					app.TBody().Body(app.Range(ms).Slice(func(i int) app.UI {
-						m := ms[i]
+					app.TBody().Body(app.Range(rows).Slice(func(i int) app.UI {
+						m := rows[i]
 						unload := format.MsPtr(m.LastUnloadMs)
 						if m.LastUnloadReason != nil && m.LastUnloadMs != nil {
 							unload += " (" + *m.LastUnloadReason + ")"
@@ -54,6 +57,7 @@ func (v *ModelsView) Render() app.UI {
 					})),
 				),
 			),
+			v.rows.more("models", len(ms), "models"),
 		),
 		section("Memory per model",
 			&Chart{ID: "chart-memory", Label: "memory per model", Class: "chart chart-bars", Build: func() []byte { return charts.Memory(ms, pal).JSON() }},

@@ -4,7 +4,6 @@ package ui
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -69,6 +68,7 @@ type Panel struct {
 
 	conn     Connection
 	snap     *snapshot.Snapshot
+	windows  *Windows // snap's per-model windows, from a stream frame (decodeFrame)
 	state    string
 	since    time.Time
 	failures int
@@ -283,8 +283,7 @@ func (p *Panel) connect(ctx app.Context) {
 	}
 	p.s = openStream(p.conn.EventsURL, "snapshot",
 		func(data string) {
-			var s snapshot.Snapshot
-			err := json.Unmarshal([]byte(data), &s)
+			s, windows, err := decodeFrame([]byte(data))
 			ctx.Dispatch(func(ctx app.Context) {
 				if gen != p.gen {
 					return
@@ -293,7 +292,8 @@ func (p *Panel) connect(ctx app.Context) {
 					p.lastErr = "bad snapshot: " + err.Error()
 					return
 				}
-				p.Apply(&s, time.Now())
+				p.Apply(s, time.Now())
+				p.windows = windows
 			})
 		},
 		func() {
@@ -345,7 +345,7 @@ func (p *Panel) SetConnection(c Connection) bool {
 
 // Apply shows a snapshot and marks the stream live.
 func (p *Panel) Apply(s *snapshot.Snapshot, now time.Time) {
-	p.snap = s
+	p.snap, p.windows = s, nil
 	if p.state != StateLive {
 		p.state, p.since = StateLive, now
 	}
@@ -479,12 +479,12 @@ func (p *Panel) renderView() app.UI {
 	case "caches":
 		return &CachesView{Snap: p.snap, Palette: p.palette}
 	case "requests":
-		return &RequestsView{Snap: p.snap}
+		return &RequestsView{Snap: p.snap, Windows: p.windows}
 	case "bench":
 		return &BenchView{API: p.conn.APIBase, Token: p.conn.Token, Palette: p.palette, Poll: time.Second}
 	case "fleet":
 		return &FleetView{API: p.conn.APIBase, Token: p.conn.Token, Poll: FleetPoll}
 	default:
-		return &ServingView{Snap: p.snap, Palette: p.palette, Lease: p.lease, BenchRuns: p.benchRuns}
+		return &ServingView{Snap: p.snap, Windows: p.windows, Palette: p.palette, Lease: p.lease, BenchRuns: p.benchRuns}
 	}
 }

@@ -18,6 +18,9 @@ type RequestsView struct {
 	app.Compo
 
 	Snap *snapshot.Snapshot
+	// Windows are the frame's per-model windows, where Snap holds none
+	// (decodeFrame).
+	Windows *Windows
 
 	// model narrows the timings to one model's window ("" is all models).
 	model string
@@ -35,8 +38,8 @@ func (v *RequestsView) Render() app.UI {
 	}
 	r := v.Snap.Requests
 	w := r.Window
-	models := perModelNames(w)
-	if pw, ok := w.PerModel[v.model]; ok && pw != nil {
+	models := modelNames(v.Snap, v.Windows)
+	if pw := modelWindow(v.Snap, v.Windows, v.model); pw != nil {
 		w = *pw
 	}
 	// Times are slow at their high tail, rates at their low one: each
@@ -82,16 +85,6 @@ func (v *RequestsView) Render() app.UI {
 		section("Finish reasons", finishReasons(r)),
 		section("Recent requests", recentTable(r.Recent)),
 	)
-}
-
-// perModelNames lists the window's models, sorted.
-func perModelNames(w snapshot.Window) []string {
-	names := make([]string, 0, len(w.PerModel))
-	for m := range w.PerModel {
-		names = append(names, m)
-	}
-	sort.Strings(names)
-	return names
 }
 
 func finishReasons(r snapshot.Requests) app.UI {

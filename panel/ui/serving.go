@@ -20,7 +20,10 @@ import (
 type ServingView struct {
 	app.Compo
 
-	Snap    *snapshot.Snapshot
+	Snap *snapshot.Snapshot
+	// Windows are the frame's per-model windows, where Snap holds none
+	// (decodeFrame).
+	Windows *Windows
 	Palette charts.Palette
 	// Lease is the GPU lease as last read; a bench run holding the GPU is
 	// shown above the tiles.
@@ -28,6 +31,8 @@ type ServingView struct {
 	// BenchRuns are when bench runs held the GPU (the jobs the backend
 	// lists), shaded on the time charts.
 	BenchRuns []charts.Span
+
+	rows rowCap // the per-model table's bound
 }
 
 // Totals sums the latest scheduler sample of every model.
@@ -229,6 +234,8 @@ func (v *ServingView) perModel(s *snapshot.Snapshot) app.UI {
 	if len(rows) < 2 {
 		return nil
 	}
+	all := len(rows)
+	rows = rows[:v.rows.shown(all)]
 	sched := map[string]snapshot.Scheduler{}
 	for _, sc := range s.Schedulers {
 		sched[sc.Model] = sc
@@ -245,10 +252,7 @@ func (v *ServingView) perModel(s *snapshot.Snapshot) app.UI {
 				sc, sampled := sched[m.Model]
 				one := &snapshot.Snapshot{Caches: []snapshot.Cache{caches[m.Model]}}
 				kv, hit := CacheTotals(one)
-				var w *snapshot.Window
-				if pm := s.Requests.Window.PerModel; pm != nil {
-					w = pm[m.Model]
-				}
+				w := modelWindow(s, v.Windows, m.Model)
 				dist := func(d func(*snapshot.Window) *snapshot.Distribution, q func(*snapshot.Distribution) float64) string {
 					if w == nil || d(w) == nil {
 						return format.Dash
@@ -282,6 +286,7 @@ func (v *ServingView) perModel(s *snapshot.Snapshot) app.UI {
 				)
 			}),
 		),
+		v.rows.more("per-model", all, "resident models"),
 	)
 }
 
@@ -374,6 +379,12 @@ func (v *ServingView) chartList(s *snapshot.Snapshot) []servingChart {
 	}
 }
 
+// Redraw is the shortest time between two redraws of a chart that follows
+// the stream (Chart.Every): the Serving view's charts, whose points are 1 s
+// (the throughput's) and 5 s (the timeline's) apart, and the Caches view's
+// gauges; the stream's frames come twice a second.
+const Redraw = time.Second
+
 // charts is the grid of charts: two columns where the width allows, each
 // with its caption (ChartNotes).
 func (v *ServingView) charts(s *snapshot.Snapshot) app.UI {
@@ -386,7 +397,7 @@ func (v *ServingView) charts(s *snapshot.Snapshot) app.UI {
 				Else(func() app.UI {
 					return app.Div().Body(
 						app.P().Class("chart-note").DataSet("note", c.id).Text(notes[c.id]),
-						&Chart{ID: c.id, Label: c.label, Build: c.option},
+						&Chart{ID: c.id, Label: c.label, Build: c.option, Every: Redraw},
 					)
 				}),
 		)

@@ -4,6 +4,8 @@ import (
 	"fmt"
 
 	"github.com/maxence-charriere/go-app/v10/pkg/app"
+
+	"github.com/mlx-bun/mlx-metrics/panel/format"
 )
 
 // tile is one headline figure. key names it for tests and styling.
@@ -101,4 +103,44 @@ func scrollTable(class string, headers []string, rows app.UI) app.UI {
 		}))),
 		app.TBody().Body(rows),
 	))
+}
+
+// MaxRows bounds the rows a table of models or caches renders while it
+// follows the stream, until its "Show all" is pressed: each row is some
+// ten elements that go-app rebuilds and compares, and the browser lays
+// out, with every frame, twice a second. A table of 1,024 models took
+// most of the frame (docs/performance.md#the-panels-cost-per-frame).
+const MaxRows = 50
+
+// rowCap is the bound of one table: the rows it shows of n, and the line
+// under it that says how many it leaves out, with the button that shows
+// them all (and the first MaxRows again). Its zero value shows the first
+// MaxRows; a view keeps it across frames (unexported, it is the mounted
+// component's own), and a new view starts bounded again.
+type rowCap struct{ all bool }
+
+// shown is how many of n rows the table renders.
+func (c *rowCap) shown(n int) int {
+	if c.all {
+		return n
+	}
+	return min(n, MaxRows)
+}
+
+// more is the line under a table of n rows (what they are, plural), nil
+// when it has MaxRows or fewer. key names the table for tests
+// (data-rows).
+func (c *rowCap) more(key string, n int, what string) app.UI {
+	if n <= MaxRows {
+		return nil
+	}
+	text, label := fmt.Sprintf("The first %d of %s %s; ", MaxRows, format.Count(int64(n)), what), "Show all"
+	if c.all {
+		text, label = fmt.Sprintf("All %s %s; ", format.Count(int64(n)), what), fmt.Sprintf("Show the first %d", MaxRows)
+	}
+	return app.P().Class("note table-more").DataSet("rows", key).Body(
+		app.Text(text),
+		app.Button().Class("btn").DataSet("action", "rows-"+key).Text(label).
+			OnClick(func(ctx app.Context, e app.Event) { c.all = !c.all }),
+	)
 }
