@@ -23,3 +23,19 @@ build_tools() {
 		(cd "scripts/$tool" && GOWORK=off go build -o "$dir/$tool" .)
 	done
 }
+
+# listening LOG PATTERN waits up to 30 s for a server that bound a free
+# port itself (an address ending in :0) to name it in its LOG, and prints
+# the address: sed's capture of PATTERN. No port is picked here and bound
+# later by another process.
+listening() {
+	local addr
+	for _ in $(seq 300); do
+		addr=$(sed -n "s|$2|\1|p" "$1" | head -1)
+		[[ -n $addr ]] && { echo "$addr"; return 0; }
+		sleep 0.1
+	done
+	echo "no address in $1" >&2
+	tail -5 "$1" >&2
+	return 1
+}
