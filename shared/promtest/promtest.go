@@ -209,14 +209,23 @@ func parse(v any) float64 {
 // since Start (counted by the samples of Prometheus' own up series).
 func (s *Server) WaitScrapes(t testing.TB, n int, timeout time.Duration) {
 	t.Helper()
+	if err := s.Scraped(n, "1h", timeout); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Scraped waits until every target has been scraped at least n times over
+// the last window (a PromQL range, "10s"), polling for up to timeout, and
+// says so in its error if they were not.
+func (s *Server) Scraped(n int, window string, timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
 	for {
-		samples, err := s.Query(context.Background(), "min(count_over_time(up[1h]))")
+		samples, err := s.Query(context.Background(), "min(count_over_time(up["+window+"]))")
 		if err == nil && len(samples) == 1 && samples[0].Value >= float64(n) {
-			return
+			return nil
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("prometheus did not scrape every target %d times within %s (%v, %v)", n, timeout, samples, err)
+			return fmt.Errorf("prometheus did not scrape every target %d times in %s within %s (%v, %v)", n, window, timeout, samples, err)
 		}
 		time.Sleep(100 * time.Millisecond) // polls Prometheus, which signals nothing
 	}

@@ -82,17 +82,8 @@ func TestFleetWithRealPrometheus(t *testing.T) {
 	// backend's own 4.88, once, at a load average of 11). The view is read
 	// once the last 10 s hold every target's scrapes (the traffic is
 	// steady: a window a few seconds later reads the same rate).
-	coveredBy := time.Now().Add(30 * time.Second)
-	for {
-		samples, err := prom.Query(context.Background(), "min(count_over_time(up[10s]))")
-		if err == nil && len(samples) == 1 && samples[0].Value >= 9 {
-			break
-		}
-		if time.Now().After(coveredBy) {
-			t.Logf("the last 10 s do not hold 9 scrapes of every target within 30 s (%v, %v): reading the view anyway", samples, err)
-			break
-		}
-		time.Sleep(100 * time.Millisecond) // polls Prometheus, which signals nothing
+	if err := prom.Scraped(9, "10s", 30*time.Second); err != nil {
+		t.Logf("%v: reading the view anyway", err)
 	}
 	v, err := svc.View(context.Background(), fleet.Request{Range: "10s"})
 	if err != nil {
