@@ -77,9 +77,9 @@ func Spawn(tb testing.TB, cpus string, flags ...string) string {
 	if err := cmd.Start(); err != nil {
 		tb.Fatal(err)
 	}
-	tb.Cleanup(func() { cmd.Process.Signal(os.Interrupt); cmd.Wait() })
 	// The engine's first line names its address; the rest of its log is
-	// passed on (to the test's stderr when verbose), never left to block it.
+	// passed on (to the test's stderr when verbose), never left to block it,
+	// and read to its end before Wait, which closes the pipe.
 	sc := bufio.NewScanner(stderr)
 	url := ""
 	for url == "" && sc.Scan() {
@@ -87,13 +87,16 @@ func Spawn(tb testing.TB, cpus string, flags ...string) string {
 			url = "http://" + strings.TrimSuffix(after, "/v1")
 		}
 	}
+	read := make(chan struct{})
 	go func() {
+		defer close(read)
 		for sc.Scan() {
 			if testing.Verbose() {
 				fmt.Fprintln(os.Stderr, sc.Text())
 			}
 		}
 	}()
+	tb.Cleanup(func() { cmd.Process.Signal(os.Interrupt); <-read; cmd.Wait() })
 	if url == "" {
 		tb.Fatalf("the engine (%s) ended before it said where it serves", strings.Join(args, " "))
 	}
